@@ -1,0 +1,346 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/iomatrix/iomatrix/iotest"
+)
+
+// runOptions are the flags of `iomatrix run`.
+type runOptions struct {
+	RW               string
+	BlockSize        string
+	ReadMix          int
+	QueueDepth       int
+	Jobs             int
+	Runtime          time.Duration
+	Ramp             time.Duration
+	Size             string
+	Engine           string
+	Seed             uint64
+	Format           string
+	Out              string
+	Force            bool
+	AllowDestructive bool
+	seedSet, sizeSet bool
+	rwmixSet         bool
+}
+
+func (o *runOptions) AddFlags(f *pflag.FlagSet) {
+	f.StringVar(&o.RW, "rw", "randread", "workload: randread, randwrite, randrw, read (sequential) or write (sequential)")
+	f.StringVar(&o.BlockSize, "bs", "4k", "block size: a multiple of the target's logical block size from 512 to 64MiB (4k = 4096)")
+	f.IntVar(&o.ReadMix, "rwmix", 50, "percentage of reads for --rw randrw (0-100)")
+	f.IntVar(&o.QueueDepth, "qd", 32, "I/Os kept in flight per job (1-256)")
+	f.IntVar(&o.Jobs, "jobs", 1, "independent workers, each with its own queue (1-64)")
+	f.DurationVar(&o.Runtime, "runtime", 60*time.Second, "measured time")
+	f.DurationVar(&o.Ramp, "ramp", 5*time.Second, "warm-up time before the measurement, excluded from every statistic")
+	f.StringVar(&o.Size, "size", "16GiB", "size of a file target, laid out once with random data (powers of two: 1g = 1GiB); on a block device, limits I/O to the first SIZE bytes")
+	f.StringVar(&o.Engine, "engine", "auto", "I/O engine: uring, psync, or auto (uring when available)")
+	f.Uint64Var(&o.Seed, "seed", 0, "seed for offsets and read/write draws; the same seed repeats the same sequence (default: random, recorded in the results)")
+	f.StringVar(&o.Format, "format", "text", "output on stdout: text or json (the results document)")
+	f.StringVarP(&o.Out, "out", "o", "", "also write the results document to this file")
+	f.BoolVar(&o.Force, "force", false, "lay out an existing file that iomatrix did not create, destroying its contents")
+	f.BoolVar(&o.AllowDestructive, "allow-destructive", false, "allow write patterns on a block device, destroying its data")
+}
+
+func newRunCommand(g *globalOptions) *cobra.Command {
+	o := &runOptions{}
+	cmd := &cobra.Command{
+		Use:   "run [TARGET]",
+		Short: "Measure one pattern",
+		Long: `Run one I/O pattern against TARGET and print IOPS, bandwidth, completion
+latency percentiles and CPU use.
+
+TARGET is a file (created and laid out with random data to --size before
+the first I/O, then reused by later runs) or a block device. The default is
+iomatrix.dat in the current directory. Every I/O uses O_DIRECT: a target
+that cannot do direct I/O (tmpfs) is refused, never run buffered.
+
+A file that iomatrix did not create is only read in place, and only by
+read patterns; --force lets iomatrix lay it out (destroying it). A block
+device is read freely; write patterns need --allow-destructive and are
+refused while the device or one of its partitions is mounted or held.
+
+` + exitStatusHelp,
+		Example: `  iomatrix run /mnt/vol/iomatrix.dat --rw randread --bs 4k --qd 32
+  iomatrix run /mnt/vol/iomatrix.dat --rw randrw --rwmix 70 --bs 16k --qd 8 --runtime 30s
+  iomatrix run /dev/nvme1n1 --rw randread --qd 128 --jobs 4 --format json > nvme.json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f := cmd.Flags()
+			o.seedSet, o.sizeSet, o.rwmixSet = f.Changed("seed"), f.Changed("size"), f.Changed("rwmix")
+			target := "iomatrix.dat"
+			if len(args) == 1 {
+				target = args[0]
+			}
+			return runRun(cmd.Context(), o, g, target)
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// flagNames maps pattern fields to the flags that set them, so errors name
+// what the user typed.
+var flagNames = map[string]string{
+	"access": "--rw", "block_size": "--bs", "read_pct": "--rwmix", "queue_depth": "--qd",
+	"jobs": "--jobs", "runtime": "--runtime", "ramp": "--ramp", "engine": "--engine", "size": "--size",
+}
+
+func flagError(err error) error {
+	var fe *iotest.FieldError
+	if errors.As(err, &fe) {
+		if name, ok := flagNames[fe.Field]; ok {
+			return usagef("%s: %s", name, fe.Msg)
+		}
+	}
+	return err
+}
+
+// pattern turns the flags into a pattern, checked on its own.
+func (o *runOptions) pattern() (iotest.Pattern, error) {
+	p := iotest.Pattern{QueueDepth: o.QueueDepth, Jobs: o.Jobs}
+	switch o.RW {
+	case "randread":
+		p.Access, p.ReadPct = iotest.Random, 100
+	case "randwrite":
+		p.Access, p.ReadPct = iotest.Random, 0
+	case "randrw":
+		p.Access, p.ReadPct = iotest.Random, o.ReadMix
+	case "read":
+		p.Access, p.ReadPct = iotest.Sequential, 100
+	case "write":
+		p.Access, p.ReadPct = iotest.Sequential, 0
+	default:
+		return p, usagef("--rw: %q is not one of randread, randwrite, randrw, read, write", o.RW)
+	}
+	if o.rwmixSet && o.RW != "randrw" {
+		return p, usagef("--rwmix: only applies to --rw randrw (got --rw %s)", o.RW)
+	}
+	if o.ReadMix < 0 || o.ReadMix > 100 {
+		return p, usagef("--rwmix: %d is outside 0..100", o.ReadMix)
+	}
+	bs, err := iotest.ParseSize(o.BlockSize)
+	if err != nil {
+		return p, usagef("--bs: %w", err)
+	}
+	p.BlockSize = bs
+	if err := p.Validate(); err != nil {
+		return p, flagError(err)
+	}
+	return p, nil
+}
+
+func (o *runOptions) options(g *globalOptions) (iotest.Options, error) {
+	opts := iotest.Options{Runtime: o.Runtime, Ramp: o.Ramp, Seed: o.Seed, Engine: o.Engine}
+	if !o.seedSet {
+		opts.Seed = rand.Uint64() >> 11 // fits a JSON number exactly
+	}
+	opts.Notice = func(s string) { fmt.Fprintf(g.stderr, "iomatrix: %s\n", s) }
+	if err := opts.Validate(); err != nil {
+		return opts, flagError(err)
+	}
+	switch o.Format {
+	case "text", "json":
+	default:
+		return opts, usagef("--format: %q is not one of text, json", o.Format)
+	}
+	return opts, nil
+}
+
+func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string) error {
+	// Everything is checked before the target is touched.
+	p, err := o.pattern()
+	if err != nil {
+		return err
+	}
+	opts, err := o.options(g)
+	if err != nil {
+		return err
+	}
+	var size int64
+	if o.sizeSet {
+		if size, err = iotest.ParseSize(o.Size); err != nil {
+			return usagef("--size: %w", err)
+		}
+		if size <= 0 {
+			return usagef("--size: must be positive")
+		}
+	} else {
+		size = iotest.DefaultSize
+	}
+	if err := checkOutPath(o.Out); err != nil {
+		return err
+	}
+	plan, err := iotest.PlanTarget(target, iotest.TargetOptions{
+		Size: size, Writes: p.Writes(), Force: o.Force, AllowDestructive: o.AllowDestructive,
+	})
+	if err != nil {
+		return flagError(err)
+	}
+	if !o.sizeSet && plan.Action == iotest.ActionDevice {
+		// The default size is for files; a device is measured whole.
+		plan, err = iotest.PlanTarget(target, iotest.TargetOptions{Writes: p.Writes(), AllowDestructive: o.AllowDestructive})
+		if err != nil {
+			return flagError(err)
+		}
+	}
+	if err := p.ValidateFor(plan.Align, plan.Size); err != nil {
+		return flagError(err)
+	}
+	engine, err := iotest.ResolveEngine(opts.Engine, opts.Notice)
+	if err != nil {
+		return err
+	}
+	opts.Engine = engine
+
+	t, err := openTarget(ctx, plan, g)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+
+	doc := iotest.NewDocument(t.Info, iotest.Settings{
+		Profile: "run", Engine: engine, RuntimeNS: int64(opts.Runtime), RampNS: int64(opts.Ramp),
+		SizeBytes: t.Size, Seed: opts.Seed,
+	}, time.Now().UTC().Format(time.RFC3339))
+
+	prog := newLiveLine(g)
+	opts.Progress = func(pr iotest.Progress) { prog.pattern(pr, opts) }
+	res, runErr := iotest.Run(ctx, t, p, opts)
+	prog.done()
+	if runErr != nil && res.Name == "" {
+		return runErr
+	}
+	doc.Results = append(doc.Results, res)
+	doc.FinishedAt = time.Now().UTC().Format(time.RFC3339)
+	if o.Out != "" {
+		if err := iotest.WriteFileAtomic(o.Out, doc); err != nil {
+			return err
+		}
+	}
+	switch o.Format {
+	case "json":
+		enc := json.NewEncoder(g.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(doc); err != nil {
+			return err
+		}
+	default:
+		writeRunText(g.stdout, doc, &res)
+	}
+	return runErr
+}
+
+func openTarget(ctx context.Context, plan *iotest.Plan, g *globalOptions) (*iotest.Target, error) {
+	switch plan.Action {
+	case iotest.ActionCreate, iotest.ActionRelayout:
+		fmt.Fprintf(g.stderr, "iomatrix: laying out %s (%s of random data; reused by later runs)\n", plan.Path, iotest.FormatSize(plan.Size))
+	case iotest.ActionReadOnly:
+		fmt.Fprintf(g.stderr, "iomatrix: %s was not created by iomatrix: reading it in place (%s)\n", plan.Path, iotest.FormatSize(plan.Size))
+	}
+	line := newLiveLine(g)
+	start := time.Now()
+	t, err := plan.Open(ctx, func(done, total int64) {
+		el := time.Since(start).Seconds()
+		line.printf("layout %s / %s  %.0f MiB/s", iotest.FormatSize(done), iotest.FormatSize(total), float64(done)/el/(1<<20))
+	})
+	line.done()
+	return t, err
+}
+
+func writeRunText(w io.Writer, doc *iotest.Document, r *iotest.Result) {
+	p := r.Pattern
+	t := doc.Target
+	var where []string
+	where = append(where, t.Kind)
+	if t.Disk != "" {
+		where = append(where, "on "+t.Disk+" ("+t.Device+")")
+	}
+	if t.Filesystem != "" {
+		where = append(where, t.Filesystem)
+	}
+	where = append(where, iotest.FormatSize(t.SizeBytes))
+	if t.Scheduler != "" {
+		where = append(where, "scheduler "+t.Scheduler)
+	}
+	jobs := "1 job"
+	if p.Jobs > 1 {
+		jobs = fmt.Sprintf("%d jobs", p.Jobs)
+	}
+	fmt.Fprintf(w, "%s: %s, %s, %d%% reads, QD %d × %s, %s measured after %s ramp, engine %s, seed %d\n",
+		r.Name, p.Access, iotest.FormatSize(p.BlockSize), p.ReadPct, p.QueueDepth, jobs,
+		time.Duration(r.DurationNS).Round(time.Millisecond), time.Duration(r.RampNS), r.Engine, doc.Settings.Seed)
+	fmt.Fprintf(w, "target: %s (%s)\n\n", t.Path, strings.Join(where, ", "))
+	fmt.Fprintf(w, "%-6s %12s %10s %9s %9s %9s %9s %9s %9s %9s %9s\n", "", "IOPS", "MiB/s", "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max")
+	row := func(name string, d iotest.DirStats) {
+		if d.IOs == 0 {
+			return
+		}
+		l := d.LatNS
+		fmt.Fprintf(w, "%-6s %12s %10s %9s %9s %9s %9s %9s %9s %9s %9s\n", name, thousands(d.IOPS, 1), thousands(d.MiBPerS, 1),
+			us(float64(l.Min)), us(l.Mean), us(float64(l.P50)), us(float64(l.P90)), us(float64(l.P99)),
+			us(float64(l.P999)), us(float64(l.P9999)), us(float64(l.Max)))
+	}
+	row("read", r.Read)
+	row("write", r.Write)
+	if r.Read.IOs > 0 && r.Write.IOs > 0 {
+		fmt.Fprintf(w, "%-6s %12s %10s\n", "total", thousands(r.Total.IOPS, 1), thousands(r.Total.MiBPerS, 1))
+	}
+	fmt.Fprintf(w, "%-6s %12s %10s %9s\n", "", "", "", "(latency in µs)")
+	fmt.Fprintf(w, "\ncpu: user %.1f%%, sys %.1f%% of one core", r.CPU.UserPct, r.CPU.SysPct)
+	if t.Disk != "" {
+		fmt.Fprintf(w, "   disk %s: %s I/Os completed, %.1f%% utilized", t.Disk, thousands(float64(r.Device.IOs), 0), r.Device.UtilPct)
+	}
+	fmt.Fprintln(w)
+	if r.Error != nil {
+		fmt.Fprintf(w, "error: %s\n", r.Error)
+	}
+}
+
+func us(ns float64) string {
+	v := ns / 1000
+	switch {
+	case v >= 1000:
+		return thousands(v, 0)
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
+	}
+}
+
+// thousands formats v with comma separators and the given decimals.
+func thousands(v float64, decimals int) string {
+	s := fmt.Sprintf("%.*f", decimals, v)
+	intPart, frac, _ := strings.Cut(s, ".")
+	neg := strings.HasPrefix(intPart, "-")
+	intPart = strings.TrimPrefix(intPart, "-")
+	var b strings.Builder
+	for i, c := range intPart {
+		if i > 0 && (len(intPart)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	out := b.String()
+	if neg {
+		out = "-" + out
+	}
+	if frac != "" {
+		out += "." + frac
+	}
+	return out
+}

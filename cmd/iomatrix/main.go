@@ -1,0 +1,124 @@
+// Command iomatrix characterizes disk IOPS with O_DIRECT I/O.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/iomatrix/iomatrix/iotest"
+)
+
+// Exit statuses. They are part of the interface: scripts test them.
+const (
+	exitOK        = 0
+	exitFailure   = 1
+	exitUsage     = 2
+	exitPrivilege = 4
+)
+
+const exitStatusHelp = `Exit status:
+  0    success
+  1    failure: an I/O error, or a check that did not hold
+  2    bad input: a flag, argument or target that cannot work (nothing was
+       created or changed)
+  4    insufficient privilege (e.g. opening a device needs root)
+  130  interrupted by SIGINT (143 SIGTERM, 129 SIGHUP); finished results kept`
+
+// globalOptions are shared by every command.
+type globalOptions struct {
+	stdout, stderr io.Writer
+	stderrTTY      bool
+}
+
+// usageError marks bad input: exit status 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// signalError carries the signal that interrupted a command.
+type signalError struct{ sig os.Signal }
+
+func (e signalError) Error() string { return "interrupted by " + e.sig.String() }
+
+func newRootCommand(g *globalOptions) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "iomatrix",
+		Short: "Characterize disk IOPS with O_DIRECT I/O",
+		Long: `iomatrix measures what a disk, a volume or a file on it really delivers:
+IOPS, bandwidth and completion latency of O_DIRECT random and sequential
+I/O at any block size, read/write mix and queue depth, with its own
+io_uring engine (or a pread/pwrite fallback).
+
+` + exitStatusHelp,
+		Version:       iotest.Version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(g.stdout)
+	root.SetErr(g.stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newRunCommand(g))
+	return root
+}
+
+func main() {
+	os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func runMain(args []string, stdout, stderr io.Writer) int {
+	g := &globalOptions{stdout: stdout, stderr: stderr, stderrTTY: isTerminal(os.Stderr)}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	go func() {
+		if s, ok := <-sigs; ok {
+			cancel(signalError{s})
+		}
+	}()
+
+	root := newRootCommand(g)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	if se, ok := context.Cause(ctx).(signalError); ok && ctx.Err() != nil {
+		fmt.Fprintf(stderr, "iomatrix: %v\n", se)
+		return 128 + int(se.sig.(syscall.Signal))
+	}
+	fmt.Fprintf(stderr, "iomatrix: %v\n", err)
+	return exitCode(err)
+}
+
+func exitCode(err error) int {
+	var ue usageError
+	var fe *iotest.FieldError
+	switch {
+	case errors.As(err, &ue), errors.As(err, &fe),
+		errors.Is(err, iotest.ErrBadTarget), errors.Is(err, iotest.ErrBadSize), errors.Is(err, iotest.ErrBadPattern):
+		return exitUsage
+	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
+		return exitPrivilege
+	}
+	return exitFailure
+}
+
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}

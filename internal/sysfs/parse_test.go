@@ -1,0 +1,255 @@
+package sysfs
+
+import (
+	"errors"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestDevNum(t *testing.T) {
+	tests := []struct {
+		in   string
+		want DevNum
+		err  bool
+	}{
+		{in: "254:0", want: DevNum{254, 0}},
+		{in: " 259:1048575\n", want: DevNum{259, 1048575}},
+		{in: "8", err: true},
+		{in: "8:x", err: true},
+		{in: "-1:0", err: true},
+		{in: "4294967296:0", err: true},
+	}
+	for _, tt := range tests {
+		got, err := ParseDevNum(tt.in)
+		if tt.err {
+			if err == nil {
+				t.Errorf("ParseDevNum(%q) = %v, want error", tt.in, got)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("ParseDevNum(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
+		}
+	}
+
+	if s := (DevNum{254, 16}).String(); s != "254:16" {
+		t.Errorf("String() = %q, want 254:16", s)
+	}
+	// Minors above 255 are encoded in split bit ranges of dev_t.
+	for _, d := range []DevNum{{254, 0}, {8, 17}, {259, 300000}, {4095, 1048575}} {
+		if got := DevNumFromDev(unix.Mkdev(d.Major, d.Minor)); got != d {
+			t.Errorf("DevNumFromDev(Mkdev(%v)) = %v", d, got)
+		}
+	}
+}
+
+func TestParseDiskstats(t *testing.T) {
+	const (
+		line14 = "   8       0 sda 100 2 3000 40 500 6 7000 80 1 90 120\n"
+		line18 = "   8       1 sda1 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25\n"
+		line20 = " 254       0 vda 28455 5015 1260890 4711 2880 6452 517304 1534 0 3156 6564 3262 63 156368 287 519 30\n"
+		// A future kernel may append counters; they must not break parsing.
+		line22 = " 254      16 vdb 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19\n"
+	)
+	tests := []struct {
+		name    string
+		in      string
+		want    map[DevNum]DiskStats
+		wantErr string
+	}{
+		{
+			name: "14 fields",
+			in:   line14,
+			want: map[DevNum]DiskStats{{8, 0}: {
+				ReadIOs: 100, ReadMerges: 2, ReadSectors: 3000, ReadTicksMs: 40,
+				WriteIOs: 500, WriteMerges: 6, WriteSectors: 7000, WriteTicksMs: 80,
+				InFlight: 1, IOTicksMs: 90, TimeInQueueMs: 120,
+			}},
+		},
+		{
+			name: "18 fields",
+			in:   line18,
+			want: map[DevNum]DiskStats{{8, 1}: {
+				ReadIOs: 11, ReadMerges: 12, ReadSectors: 13, ReadTicksMs: 14,
+				WriteIOs: 15, WriteMerges: 16, WriteSectors: 17, WriteTicksMs: 18,
+				InFlight: 19, IOTicksMs: 20, TimeInQueueMs: 21, DiscardIOs: 22,
+			}},
+		},
+		{
+			name: "20 fields",
+			in:   line20,
+			want: map[DevNum]DiskStats{{254, 0}: {
+				ReadIOs: 28455, ReadMerges: 5015, ReadSectors: 1260890, ReadTicksMs: 4711,
+				WriteIOs: 2880, WriteMerges: 6452, WriteSectors: 517304, WriteTicksMs: 1534,
+				InFlight: 0, IOTicksMs: 3156, TimeInQueueMs: 6564, DiscardIOs: 3262, FlushIOs: 519,
+			}},
+		},
+		{
+			name: "longer than known",
+			in:   line22,
+			want: map[DevNum]DiskStats{{254, 16}: {
+				ReadIOs: 1, ReadMerges: 2, ReadSectors: 3, ReadTicksMs: 4,
+				WriteIOs: 5, WriteMerges: 6, WriteSectors: 7, WriteTicksMs: 8,
+				InFlight: 9, IOTicksMs: 10, TimeInQueueMs: 11, DiscardIOs: 12, FlushIOs: 16,
+			}},
+		},
+		{
+			name: "mixed with blank line",
+			in:   line14 + "\n" + line20,
+			want: map[DevNum]DiskStats{
+				{8, 0}: {
+					ReadIOs: 100, ReadMerges: 2, ReadSectors: 3000, ReadTicksMs: 40,
+					WriteIOs: 500, WriteMerges: 6, WriteSectors: 7000, WriteTicksMs: 80,
+					InFlight: 1, IOTicksMs: 90, TimeInQueueMs: 120,
+				},
+				{254, 0}: {
+					ReadIOs: 28455, ReadMerges: 5015, ReadSectors: 1260890, ReadTicksMs: 4711,
+					WriteIOs: 2880, WriteMerges: 6452, WriteSectors: 517304, WriteTicksMs: 1534,
+					IOTicksMs: 3156, TimeInQueueMs: 6564, DiscardIOs: 3262, FlushIOs: 519,
+				},
+			},
+		},
+		{name: "empty", in: "", want: map[DevNum]DiskStats{}},
+		{
+			// Pre-2.6.25 partition lines had 4 counters.
+			name:    "old partition layout",
+			in:      line14 + "   8    1 sda1 1 2 3 4\n",
+			wantErr: "line 2: 7 fields",
+		},
+		{name: "between layouts", in: "8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12\n", wantErr: "line 1: 15 fields"},
+		{name: "bad counter", in: "8 0 sda 1 2 3 x 5 6 7 8 9 10 11\n", wantErr: "line 1: sda field 7"},
+		{name: "bad major", in: "a 0 sda 1 2 3 4 5 6 7 8 9 10 11\n", wantErr: "line 1: device number"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseDiskstats(strings.NewReader(tt.in))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got  %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseMountinfo(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    []Mount
+		wantErr string
+	}{
+		{
+			name: "no optional fields",
+			in:   "27 1 254:0 / / rw,relatime - ext4 /dev/vda rw,discard\n",
+			want: []Mount{{Dev: DevNum{254, 0}, Root: "/", MountPoint: "/", FSType: "ext4", Source: "/dev/vda"}},
+		},
+		{
+			name: "several optional fields",
+			in:   "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 shared:7 propagate_from:2 - ext3 /dev/root rw,errors=continue\n",
+			want: []Mount{{Dev: DevNum{98, 0}, Root: "/mnt1", MountPoint: "/mnt2", FSType: "ext3", Source: "/dev/root"}},
+		},
+		{
+			name: "escapes",
+			in: `40 27 254:1 /data\040dir /mnt/my\040disk\011tab\134slash rw shared:3 - xfs /dev/disk/by-label/my\040label rw` + "\n" +
+				`41 27 254:2 / /mnt/odd\400\04 rw - xfs /dev/vda2 rw` + "\n",
+			want: []Mount{
+				{Dev: DevNum{254, 1}, Root: "/data dir", MountPoint: "/mnt/my disk\ttab\\slash", FSType: "xfs", Source: "/dev/disk/by-label/my label"},
+				// Malformed escapes are kept verbatim.
+				{Dev: DevNum{254, 2}, Root: "/", MountPoint: `/mnt/odd\400\04`, FSType: "xfs", Source: "/dev/vda2"},
+			},
+		},
+		{
+			name: "empty source",
+			in:   "50 27 0:45 / /mnt/t rw - tmpfs  rw,size=4k\n",
+			want: []Mount{{Dev: DevNum{0, 45}, Root: "/", MountPoint: "/mnt/t", FSType: "tmpfs", Source: ""}},
+		},
+		{
+			name: "mount point named like the separator",
+			in:   "51 27 0:46 / - rw - tmpfs tmpfs rw\n",
+			want: []Mount{{Dev: DevNum{0, 46}, Root: "/", MountPoint: "-", FSType: "tmpfs", Source: "tmpfs"}},
+		},
+		{name: "empty", in: "", want: nil},
+		{
+			name:    "no separator",
+			in:      "27 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n28 27 0:25 / /x rw tmpfs none rw\n",
+			wantErr: "line 2: missing",
+		},
+		{name: "truncated tail", in: "27 1 254:0 / / rw - ext4\n", wantErr: "line 1: 1 fields after separator"},
+		{name: "bad device", in: "27 1 254 / / rw - ext4 /dev/vda rw\n", wantErr: "line 1: device number"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseMountinfo(strings.NewReader(tt.in))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got  %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseSwaps(t *testing.T) {
+	in := "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n" +
+		"/dev/vdb                                partition\t1048572\t\t0\t\t-2\n" +
+		"/swap\\040file                          file\t\t65532\t\t0\t\t-3\n"
+	got, err := ParseSwaps(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []SwapEntry{{Filename: "/dev/vdb", Type: "partition"}, {Filename: "/swap file", Type: "file"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+
+	// A machine without swap shows only the header.
+	got, err = ParseSwaps(strings.NewReader("Filename\tType\tSize\tUsed\tPriority\n"))
+	if err != nil || len(got) != 0 {
+		t.Errorf("header only: got %+v, %v; want no entries", got, err)
+	}
+
+	if _, err := ParseSwaps(strings.NewReader("Filename Type\n/dev/vdb\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("short line: err = %v, want a line 2 error", err)
+	}
+}
+
+func TestParseScheduler(t *testing.T) {
+	tests := map[string]string{
+		"none [mq-deadline] kyber bfq": "mq-deadline",
+		"[none] mq-deadline kyber bfq": "none",
+		"mq-deadline kyber [bfq]\n":    "bfq",
+		"none":                         "none",
+		"":                             "none",
+		"[]":                           "none",
+	}
+	for in, want := range tests {
+		if got := ParseScheduler(in); got != want {
+			t.Errorf("ParseScheduler(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestErrNoDeviceIsNotExist(t *testing.T) {
+	if !errors.Is(ErrNoDevice, os.ErrNotExist) {
+		t.Error("ErrNoDevice does not match os.ErrNotExist")
+	}
+}

@@ -1,0 +1,342 @@
+package sysfs
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// fakeTree is a sysfs and procfs fixture shaped like a VM with:
+//
+//	vda  254:0   vda1 254:1 mounted at /, held by dm-0
+//	             vda2 254:2 backing loop0
+//	             vda10 254:10 mounted at "/mnt/my data"
+//	vdb  254:16  whole-disk swap
+//	vdc  254:32  mounted twice at /mnt/x (bind), held by md0
+//	vdd  254:48  free
+//	loop0 7:0    backed by /dev/vda2, mounted at /mnt/loop
+//	loop1 7:1    unbound
+//	loop2 7:2    backed by a regular file
+type fakeTree struct {
+	root string
+	fs   FS
+}
+
+func (ft fakeTree) write(t *testing.T, rel, content string) {
+	t.Helper()
+	path := filepath.Join(ft.root, rel)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (ft fakeTree) mkdir(t *testing.T, rel string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(ft.root, rel), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (ft fakeTree) symlink(t *testing.T, target, rel string) {
+	t.Helper()
+	path := filepath.Join(ft.root, rel)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// disk creates a whole disk below sys/devices/<parent>/block/<name>.
+func (ft fakeTree) disk(t *testing.T, parent, name, dev, sectors, sched string) string {
+	t.Helper()
+	dir := filepath.Join("sys/devices", parent, "block", name)
+	ft.write(t, dir+"/dev", dev+"\n")
+	ft.write(t, dir+"/size", sectors+"\n")
+	ft.write(t, dir+"/queue/logical_block_size", "512\n")
+	ft.write(t, dir+"/queue/physical_block_size", "4096\n")
+	ft.write(t, dir+"/queue/rotational", "0\n")
+	if sched != "" {
+		ft.write(t, dir+"/queue/scheduler", sched+"\n")
+	}
+	ft.mkdir(t, dir+"/holders")
+	// Directories and links that every real disk has and that are not
+	// partitions.
+	ft.mkdir(t, dir+"/power")
+	ft.write(t, dir+"/mq/0/nr_tags", "256\n")
+	ft.symlink(t, "../../..", dir+"/device")
+	ft.symlink(t, "../../"+strings.TrimPrefix(dir, "sys/"), "sys/dev/block/"+dev)
+	ft.symlink(t, "../"+strings.TrimPrefix(dir, "sys/"), "sys/block/"+name)
+	return dir
+}
+
+func (ft fakeTree) partition(t *testing.T, diskDir, name, dev, number, sectors string) string {
+	t.Helper()
+	dir := filepath.Join(diskDir, name)
+	ft.write(t, dir+"/dev", dev+"\n")
+	ft.write(t, dir+"/partition", number+"\n")
+	ft.write(t, dir+"/size", sectors+"\n")
+	ft.mkdir(t, dir+"/holders")
+	ft.symlink(t, "../../"+strings.TrimPrefix(dir, "sys/"), "sys/dev/block/"+dev)
+	return dir
+}
+
+func newFakeTree(t *testing.T) fakeTree {
+	t.Helper()
+	root := t.TempDir()
+	ft := fakeTree{root: root, fs: NewFS(filepath.Join(root, "sys"), filepath.Join(root, "proc"))}
+
+	vda := ft.disk(t, "pci0000:00/virtio1", "vda", "254:0", "2097152", "none [mq-deadline] kyber bfq")
+	ft.partition(t, vda, "vda1", "254:1", "1", "1024000")
+	ft.partition(t, vda, "vda2", "254:2", "2", "4096")
+	ft.partition(t, vda, "vda10", "254:10", "10", "2048")
+	ft.symlink(t, "../../../../../../virtual/block/dm-0", vda+"/vda1/holders/dm-0")
+	if target, _ := os.Readlink(filepath.Join(root, "sys/dev/block/254:0")); target != "../../devices/pci0000:00/virtio1/block/vda" {
+		t.Fatalf("fixture link 254:0 -> %q", target)
+	}
+
+	ft.disk(t, "pci0000:00/virtio2", "vdb", "254:16", "2097152", "[none] mq-deadline")
+	vdc := ft.disk(t, "pci0000:00/virtio3", "vdc", "254:32", "2097152", "[none] mq-deadline")
+	ft.mkdir(t, vdc+"/holders/md0")
+	ft.disk(t, "pci0000:00/virtio4", "vdd", "254:48", "2097152", "[none] mq-deadline")
+
+	loop0 := ft.disk(t, "virtual", "loop0", "7:0", "4096", "")
+	ft.write(t, loop0+"/queue/rotational", "1\n")
+	ft.write(t, loop0+"/loop/backing_file", "/dev/vda2\n")
+	ft.disk(t, "virtual", "loop1", "7:1", "0", "")
+	loop2 := ft.disk(t, "virtual", "loop2", "7:2", "2048", "")
+	ft.write(t, loop2+"/loop/backing_file", "/srv/images/disk 1.img\n")
+
+	ft.write(t, "proc/self/mountinfo", strings.Join([]string{
+		"22 27 0:21 / /proc rw,relatime - proc proc rw",
+		"27 1 254:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw",
+		`30 27 254:10 / /mnt/my\040data rw,relatime shared:2 - xfs /dev/vda10 rw`,
+		"31 27 254:32 / /mnt/x rw - ext4 /dev/vdc rw",
+		"32 27 254:32 / /mnt/x rw - ext4 /dev/vdc rw",
+		"33 27 7:0 / /mnt/loop ro master:4 - squashfs /dev/loop0 ro",
+		"",
+	}, "\n"))
+	ft.write(t, "proc/swaps", "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"+
+		"/dev/vdb                                partition\t1048572\t\t0\t\t-2\n"+
+		"/swapfile                               file\t\t65532\t\t0\t\t-3\n")
+	ft.write(t, "proc/diskstats", strings.Join([]string{
+		" 254       0 vda 28455 5015 1260890 4711 2880 6452 517304 1534 0 3156 6564 3262 63 156368 287 519 30",
+		" 254       1 vda1 900 1 800 7 600 5 400 3 2 100 200 0 0 0 0 0 0",
+		"   7       0 loop0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0",
+	}, "\n")+"\n")
+
+	// /dev does not exist in the fixture, so name resolution is a table.
+	// Regular files such as /swapfile resolve to nothing, as with stat.
+	nodes := map[string]DevNum{
+		"/dev/vda":   {254, 0},
+		"/dev/vda1":  {254, 1},
+		"/dev/vda2":  {254, 2},
+		"/dev/vdb":   {254, 16},
+		"/dev/loop0": {7, 0},
+	}
+	ft.fs.statRdev = func(path string) (DevNum, bool) {
+		d, ok := nodes[path]
+		return d, ok
+	}
+	return ft
+}
+
+func TestBlockDevice(t *testing.T) {
+	ft := newFakeTree(t)
+	tests := []struct {
+		dev  DevNum
+		want BlockDevice
+	}{
+		{DevNum{254, 0}, BlockDevice{
+			Dev: DevNum{254, 0}, Name: "vda", Disk: DevNum{254, 0}, DiskName: "vda",
+			LogicalBlockSize: 512, PhysicalBlockSize: 4096, Scheduler: "mq-deadline", SizeBytes: 2097152 * 512,
+		}},
+		{DevNum{254, 1}, BlockDevice{
+			Dev: DevNum{254, 1}, Name: "vda1", Partition: true, Disk: DevNum{254, 0}, DiskName: "vda",
+			LogicalBlockSize: 512, PhysicalBlockSize: 4096, Scheduler: "mq-deadline", SizeBytes: 1024000 * 512,
+		}},
+		{DevNum{254, 16}, BlockDevice{
+			Dev: DevNum{254, 16}, Name: "vdb", Disk: DevNum{254, 16}, DiskName: "vdb",
+			LogicalBlockSize: 512, PhysicalBlockSize: 4096, Scheduler: "none", SizeBytes: 2097152 * 512,
+		}},
+		{DevNum{7, 0}, BlockDevice{
+			Dev: DevNum{7, 0}, Name: "loop0", Disk: DevNum{7, 0}, DiskName: "loop0",
+			LogicalBlockSize: 512, PhysicalBlockSize: 4096, Rotational: true, Scheduler: "none", SizeBytes: 4096 * 512,
+		}},
+	}
+	for _, tt := range tests {
+		got, err := ft.fs.BlockDevice(tt.dev)
+		if err != nil {
+			t.Errorf("BlockDevice(%v): %v", tt.dev, err)
+			continue
+		}
+		if got != tt.want {
+			t.Errorf("BlockDevice(%v)\n got  %+v\n want %+v", tt.dev, got, tt.want)
+		}
+	}
+
+	_, err := ft.fs.BlockDevice(DevNum{8, 0})
+	if !errors.Is(err, ErrNoDevice) || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing device: err = %v, want ErrNoDevice", err)
+	}
+
+	// Without sysfs at all the device is not "missing": the tree is.
+	empty := NewFS(filepath.Join(t.TempDir(), "sys"), "/nonexistent")
+	if _, err := empty.BlockDevice(DevNum{254, 0}); err == nil || errors.Is(err, ErrNoDevice) {
+		t.Errorf("no sysfs: err = %v, want an error other than ErrNoDevice", err)
+	}
+
+	// Every gendisk has a queue; its absence means a broken tree, not a default.
+	if err := os.Remove(filepath.Join(ft.root, "sys/devices/pci0000:00/virtio4/block/vdd/queue/logical_block_size")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ft.fs.BlockDevice(DevNum{254, 48}); err == nil || !strings.Contains(err.Error(), "logical_block_size") {
+		t.Errorf("missing queue attribute: err = %v", err)
+	}
+}
+
+func TestPartitions(t *testing.T) {
+	ft := newFakeTree(t)
+	parts, err := ft.fs.Partitions(DevNum{254, 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range parts {
+		names = append(names, p.Name+"="+p.Dev.String())
+		if !p.Partition || p.Disk != (DevNum{254, 0}) || p.DiskName != "vda" || p.LogicalBlockSize != 512 {
+			t.Errorf("partition %+v lacks its disk's facts", p)
+		}
+	}
+	// Numeric order, not the lexical order that would put vda10 second.
+	if want := []string{"vda1=254:1", "vda2=254:2", "vda10=254:10"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("partitions = %v, want %v", names, want)
+	}
+
+	if parts, err := ft.fs.Partitions(DevNum{254, 16}); err != nil || len(parts) != 0 {
+		t.Errorf("unpartitioned disk: %v, %v", parts, err)
+	}
+	if _, err := ft.fs.Partitions(DevNum{254, 1}); !errors.Is(err, ErrNotWholeDisk) {
+		t.Errorf("partition of a partition: err = %v, want ErrNotWholeDisk", err)
+	}
+	if _, err := ft.fs.Partitions(DevNum{254, 99}); !errors.Is(err, ErrNoDevice) {
+		t.Errorf("missing disk: err = %v, want ErrNoDevice", err)
+	}
+}
+
+func TestFSDiskStats(t *testing.T) {
+	ft := newFakeTree(t)
+	got, err := ft.fs.DiskStats(DevNum{254, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DiskStats{
+		ReadIOs: 900, ReadMerges: 1, ReadSectors: 800, ReadTicksMs: 7,
+		WriteIOs: 600, WriteMerges: 5, WriteSectors: 400, WriteTicksMs: 3,
+		InFlight: 2, IOTicksMs: 100, TimeInQueueMs: 200,
+	}
+	if got != want {
+		t.Errorf("DiskStats(254:1) = %+v, want %+v", got, want)
+	}
+	if _, err := ft.fs.DiskStats(DevNum{254, 16}); !errors.Is(err, ErrNoDevice) {
+		t.Errorf("device absent from diskstats: err = %v, want ErrNoDevice", err)
+	}
+
+	ft.write(t, "proc/diskstats", "254 0 vda 1 2 3\n")
+	if _, err := ft.fs.DiskStats(DevNum{254, 0}); err == nil || !strings.Contains(err.Error(), "diskstats line 1") {
+		t.Errorf("malformed diskstats: err = %v", err)
+	}
+}
+
+func TestFSMounts(t *testing.T) {
+	ft := newFakeTree(t)
+	mounts, err := ft.fs.Mounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mounts) != 6 {
+		t.Fatalf("got %d mounts, want 6", len(mounts))
+	}
+	want := Mount{Dev: DevNum{254, 10}, Root: "/", MountPoint: "/mnt/my data", FSType: "xfs", Source: "/dev/vda10"}
+	if mounts[2] != want {
+		t.Errorf("mounts[2] = %+v, want %+v", mounts[2], want)
+	}
+}
+
+func TestInUse(t *testing.T) {
+	ft := newFakeTree(t)
+	tests := []struct {
+		dev  DevNum
+		want []string
+	}{
+		{DevNum{254, 0}, []string{
+			"partition vda1 mounted at /",
+			"partition vda1 held by dm-0",
+			"partition vda2 backing loop0",
+			"partition vda10 mounted at /mnt/my data",
+		}},
+		{DevNum{254, 1}, []string{"mounted at /", "held by dm-0"}},
+		{DevNum{254, 2}, []string{"backing loop0"}},
+		{DevNum{254, 16}, []string{"active swap"}},
+		{DevNum{254, 32}, []string{"mounted at /mnt/x", "held by md0"}},
+		{DevNum{254, 48}, []string{}},
+		{DevNum{7, 0}, []string{"mounted at /mnt/loop"}},
+		{DevNum{7, 2}, []string{}},
+	}
+	for _, tt := range tests {
+		got, err := ft.fs.InUse(tt.dev)
+		if err != nil {
+			t.Errorf("InUse(%v): %v", tt.dev, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("InUse(%v) = %q, want %q", tt.dev, got, tt.want)
+		}
+	}
+
+	if _, err := ft.fs.InUse(DevNum{8, 0}); !errors.Is(err, ErrNoDevice) {
+		t.Errorf("missing device: err = %v, want ErrNoDevice", err)
+	}
+}
+
+func TestInUseUnreadableSources(t *testing.T) {
+	t.Run("no swap support", func(t *testing.T) {
+		ft := newFakeTree(t)
+		if err := os.Remove(filepath.Join(ft.root, "proc/swaps")); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ft.fs.InUse(DevNum{254, 2})
+		if err != nil || !reflect.DeepEqual(got, []string{"backing loop0"}) {
+			t.Errorf("InUse = %q, %v; want [backing loop0]", got, err)
+		}
+	})
+	// A device must never look free because a source could not be read.
+	for _, rel := range []string{
+		"proc/self/mountinfo",
+		"sys/devices/pci0000:00/virtio4/block/vdd/holders",
+	} {
+		t.Run("missing "+rel, func(t *testing.T) {
+			ft := newFakeTree(t)
+			if err := os.RemoveAll(filepath.Join(ft.root, rel)); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := ft.fs.InUse(DevNum{254, 48}); err == nil {
+				t.Errorf("InUse = %q, want an error", got)
+			}
+		})
+	}
+	t.Run("malformed swaps", func(t *testing.T) {
+		ft := newFakeTree(t)
+		ft.write(t, "proc/swaps", "Filename Type\n/dev/vdb\n")
+		if got, err := ft.fs.InUse(DevNum{254, 48}); err == nil || !strings.Contains(err.Error(), "swaps line 2") {
+			t.Errorf("InUse = %q, %v; want a swaps parse error", got, err)
+		}
+	})
+}

@@ -1,0 +1,179 @@
+package iotest
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// worker is one independent I/O stream: a job's ring (uring) or one of a
+// job's queue-depth goroutines (psync).
+type worker struct {
+	st    *stats
+	seq   *sequence
+	arena *arena
+	fd    int
+	clk   *clock
+	stop  *atomic.Bool // set on cancellation; read once per batch
+	qd    int
+}
+
+// slot is the state of one in-flight request of a ring.
+type slot struct {
+	start int64
+	off   int64
+	write bool
+}
+
+// runUring keeps exactly qd requests in flight on a private ring until the
+// window ends, then drains. One syscall per batch both submits the
+// replacements and waits for the next completion; completions already
+// posted are reaped from shared memory without a syscall.
+func (w *worker) runUring() error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+
+	r, err := newUring(uint32(w.qd))
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	if err := r.registerFile(w.fd); err != nil {
+		return fmt.Errorf("io_uring register file: %w", err)
+	}
+	bufs := make([][]byte, w.qd)
+	for i := range bufs {
+		bufs[i] = w.arena.buf(i)
+	}
+	// Pinning needs RLIMIT_MEMLOCK or CAP_IPC_LOCK; without it plain
+	// READ/WRITE still run, at the cost of a page walk per request.
+	_ = r.registerBuffers(bufs)
+
+	slots := make([]slot, w.qd)
+	fresh := make([]int32, 0, w.qd) // slots prepared since the last submit
+	bs := uint64(w.arena.bs)
+	st, seq, clk := w.st, w.seq, w.clk
+
+	prep := func(i int) {
+		write, off := seq.next()
+		buf := bufs[i]
+		if write {
+			seq.scramble(buf)
+		}
+		slots[i].off, slots[i].write = off, write
+		r.prep(write, buf, i, off, uint64(i))
+		fresh = append(fresh, int32(i))
+	}
+	submit := func(wait bool) error {
+		t := nanotime()
+		for _, i := range fresh {
+			slots[i].start = t
+		}
+		fresh = fresh[:0]
+		return r.enter(wait)
+	}
+
+	for i := range slots {
+		prep(i)
+	}
+	inflight := w.qd
+	if err := submit(true); err != nil {
+		return err
+	}
+	stopping := false
+	for inflight > 0 {
+		n := r.cqReady()
+		if n == 0 {
+			if err := submit(true); err != nil {
+				return err
+			}
+			continue
+		}
+		now := nanotime()
+		if !stopping && (now >= clk.end || w.stop.Load() || st.err != nil) {
+			stopping = true
+		}
+		for k := uint32(0); k < n; k++ {
+			cqe := r.peek(k)
+			i := int(cqe.userData)
+			sl := &slots[i]
+			if cqe.res != int32(bs) {
+				st.fail(sl.write, sl.off, int(cqe.res), int(bs))
+				stopping = true
+			} else {
+				st.account(clk, sl.write, bs, sl.start, now)
+			}
+			inflight--
+			if !stopping {
+				prep(i)
+				inflight++
+			}
+		}
+		r.cqAdvance(n)
+		st.progress.Store(st.allReads + st.allWrites)
+		if inflight > 0 {
+			if err := submit(true); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// runPsync issues one blocking pread/pwrite at a time; a job runs qd of
+// these concurrently.
+func (w *worker) runPsync(slotIndex int) error {
+	buf := w.arena.buf(slotIndex)
+	bs := uint64(len(buf))
+	st, seq, clk := w.st, w.seq, w.clk
+	for {
+		start := nanotime()
+		if start >= clk.end || w.stop.Load() {
+			return nil
+		}
+		write, off := seq.next()
+		var n int
+		var err error
+		if write {
+			seq.scramble(buf)
+			n, err = pwrite(w.fd, buf, off)
+		} else {
+			n, err = pread(w.fd, buf, off)
+		}
+		now := nanotime()
+		if err != nil || n != len(buf) {
+			res := n
+			var errno unix.Errno
+			if errors.As(err, &errno) {
+				res = -int(errno)
+			}
+			st.fail(write, off, res, len(buf))
+			return nil
+		}
+		st.account(clk, write, bs, start, now)
+		st.progress.Store(st.allReads + st.allWrites)
+	}
+}
+
+func pread(fd int, b []byte, off int64) (int, error) {
+	for {
+		n, err := unix.Pread(fd, b, off)
+		if err == unix.EINTR {
+			continue
+		}
+		return n, err
+	}
+}
+
+func pwrite(fd int, b []byte, off int64) (int, error) {
+	for {
+		n, err := unix.Pwrite(fd, b, off)
+		if err == unix.EINTR {
+			continue
+		}
+		return n, err
+	}
+}

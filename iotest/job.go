@@ -1,0 +1,238 @@
+package iotest
+
+import (
+	"fmt"
+	"math/bits"
+	"math/rand/v2"
+	"sync/atomic"
+	"syscall"
+	_ "unsafe" // for go:linkname
+
+	"golang.org/x/sys/unix"
+)
+
+// nanotime is the runtime's monotonic clock: one vDSO call, no allocation,
+// about half the cost of time.Now, which also reads the wall clock.
+//
+//go:linkname nanotime runtime.nanotime
+func nanotime() int64
+
+// clock holds the phase boundaries of one run in nanotime units.
+type clock struct {
+	rampEnd int64 // measured window starts here
+	end     int64 // and ends here
+}
+
+// IOError describes the first failed I/O of a job.
+type IOError struct {
+	Op     string `json:"op"` // "read" or "write"
+	Offset int64  `json:"offset"`
+	Errno  int    `json:"errno,omitempty"`
+	Msg    string `json:"message"`
+}
+
+func (e *IOError) Error() string {
+	return fmt.Sprintf("%s at offset %d: %s", e.Op, e.Offset, e.Msg)
+}
+
+// Unwrap exposes the errno so callers can use errors.Is(err, syscall.ENOSPC).
+func (e *IOError) Unwrap() error {
+	if e.Errno == 0 {
+		return nil
+	}
+	return syscall.Errno(e.Errno)
+}
+
+// stats is owned by exactly one goroutine while the run lasts and merged by
+// the coordinator afterwards: no lock or atomic on the per-I/O path except
+// the progress counter, which only its owner writes.
+type stats struct {
+	readHist, writeHist   Histogram
+	readIOs, writeIOs     uint64 // completed inside the measured window
+	readBytes, writeBytes uint64
+	allReads, allWrites   uint64 // every completion: ramp, window and drain
+	timeline              []uint64
+	err                   *IOError
+	progress              atomic.Uint64
+	_                     [56]byte // keep progress counters of workers on separate cache lines
+}
+
+func newStats(seconds int) *stats {
+	return &stats{timeline: make([]uint64, seconds)}
+}
+
+// account books one completed I/O at time now.
+func (s *stats) account(c *clock, write bool, bytes uint64, start, now int64) {
+	if write {
+		s.allWrites++
+	} else {
+		s.allReads++
+	}
+	if now < c.rampEnd || now >= c.end {
+		return
+	}
+	lat := now - start
+	if write {
+		s.writeIOs++
+		s.writeBytes += bytes
+		s.writeHist.Record(lat)
+	} else {
+		s.readIOs++
+		s.readBytes += bytes
+		s.readHist.Record(lat)
+	}
+	if i := (now - c.rampEnd) / 1e9; i < int64(len(s.timeline)) {
+		s.timeline[i]++
+	}
+}
+
+func (s *stats) fail(write bool, off int64, res int, expected int) {
+	if s.err != nil {
+		return
+	}
+	op := "read"
+	if write {
+		op = "write"
+	}
+	if res < 0 {
+		errno := syscall.Errno(-res)
+		s.err = &IOError{Op: op, Offset: off, Errno: int(errno), Msg: errno.Error()}
+		return
+	}
+	s.err = &IOError{Op: op, Offset: off, Msg: fmt.Sprintf("short %s: %d of %d bytes", op, res, expected)}
+}
+
+func (s *stats) merge(o *stats) {
+	s.readHist.Merge(&o.readHist)
+	s.writeHist.Merge(&o.writeHist)
+	s.readIOs += o.readIOs
+	s.writeIOs += o.writeIOs
+	s.readBytes += o.readBytes
+	s.writeBytes += o.writeBytes
+	s.allReads += o.allReads
+	s.allWrites += o.allWrites
+	for i := range o.timeline {
+		if i < len(s.timeline) {
+			s.timeline[i] += o.timeline[i]
+		}
+	}
+	if s.err == nil {
+		s.err = o.err
+	}
+}
+
+// sequence draws offsets and directions. Each job (psync: each worker) owns
+// one, seeded from the run seed, so a seed repeats the whole sequence.
+type sequence struct {
+	rng       rand.PCG
+	blocks    uint64 // random: number of blocks in the target
+	bs        int64
+	readPct   uint64
+	random    bool
+	seqStart  int64         // sequential: region of this job
+	seqLen    int64         // a whole number of blocks
+	seqPos    int64         // uring: private cursor
+	seqShared *atomic.Int64 // psync: cursor shared by the workers of a job
+}
+
+func newSequence(seed uint64, job, worker int, p Pattern, size int64) *sequence {
+	q := &sequence{bs: p.BlockSize, readPct: uint64(p.ReadPct), random: p.Access == Random}
+	q.rng.Seed(seed, uint64(job)<<32|uint64(worker)+0x9e3779b97f4a7c15)
+	q.blocks = uint64(size / p.BlockSize)
+	region := size / int64(p.Jobs) / p.BlockSize * p.BlockSize
+	q.seqStart = int64(job) * region
+	q.seqLen = region
+	return q
+}
+
+// uint64n is Lemire's unbiased bounded draw.
+func (q *sequence) uint64n(n uint64) uint64 {
+	hi, lo := bits.Mul64(q.rng.Uint64(), n)
+	if lo < n {
+		thresh := -n % n
+		for lo < thresh {
+			hi, lo = bits.Mul64(q.rng.Uint64(), n)
+		}
+	}
+	return hi
+}
+
+// next returns the direction and offset of the next I/O.
+func (q *sequence) next() (write bool, off int64) {
+	switch q.readPct {
+	case 100:
+	case 0:
+		write = true
+	default:
+		write = q.uint64n(100) >= q.readPct
+	}
+	if q.random {
+		return write, int64(q.uint64n(q.blocks)) * q.bs
+	}
+	var pos int64
+	if q.seqShared != nil {
+		pos = q.seqShared.Add(q.bs) - q.bs
+	} else {
+		pos = q.seqPos
+		q.seqPos += q.bs
+	}
+	return write, q.seqStart + pos%q.seqLen
+}
+
+// scramble makes every write unique so that deduplicating or compressing
+// storage cannot shortcut it: the first 16 bytes of each 512-byte sector get
+// fresh random bits. The rest of the buffer is random from the start.
+func (q *sequence) scramble(buf []byte) {
+	for i := 0; i+16 <= len(buf); i += 512 {
+		a, b := q.rng.Uint64(), q.rng.Uint64()
+		putU64(buf[i:], a)
+		putU64(buf[i+8:], b)
+	}
+}
+
+func putU64(b []byte, v uint64) {
+	_ = b[7]
+	b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+	b[4], b[5], b[6], b[7] = byte(v>>32), byte(v>>40), byte(v>>48), byte(v>>56)
+}
+
+// arena is page-aligned I/O memory outside the Go heap, so the collector
+// never scans or moves it and O_DIRECT alignment holds.
+type arena struct {
+	mem    []byte
+	stride int
+	bs     int
+}
+
+func newArena(n int, bs int64, fill *rand.PCG) (*arena, error) {
+	stride := (int(bs) + pageSize - 1) / pageSize * pageSize
+	mem, err := unix.Mmap(-1, 0, n*stride, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return nil, fmt.Errorf("allocate %d I/O buffers of %d bytes: %w", n, bs, err)
+	}
+	fillRandom(mem, fill)
+	return &arena{mem: mem, stride: stride, bs: int(bs)}, nil
+}
+
+func (a *arena) buf(i int) []byte {
+	return a.mem[i*a.stride : i*a.stride+a.bs : i*a.stride+a.bs]
+}
+
+func (a *arena) free() {
+	if a != nil && a.mem != nil {
+		_ = unix.Munmap(a.mem)
+		a.mem = nil
+	}
+}
+
+const pageSize = 4096
+
+func fillRandom(b []byte, r *rand.PCG) {
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		putU64(b[i:], r.Uint64())
+	}
+	for ; i < len(b); i++ {
+		b[i] = byte(r.Uint64())
+	}
+}

@@ -1,0 +1,164 @@
+package iotest
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Access is the offset pattern of a workload.
+type Access string
+
+// The two access patterns.
+const (
+	Random     Access = "random"
+	Sequential Access = "sequential"
+)
+
+// Limits of a pattern. They are part of the user interface: --help quotes them.
+const (
+	MinBlockSize  = 512
+	MaxBlockSize  = 64 << 20
+	MaxQueueDepth = 256
+	MaxJobs       = 64
+)
+
+// ErrBadPattern marks a pattern that cannot run; the message names the field.
+var ErrBadPattern = errors.New("invalid pattern")
+
+// Pattern is one workload: what a single cell of the matrix measures.
+type Pattern struct {
+	Access     Access `json:"access"`
+	BlockSize  int64  `json:"block_size"`
+	ReadPct    int    `json:"read_pct"`
+	QueueDepth int    `json:"queue_depth"`
+	Jobs       int    `json:"jobs"`
+}
+
+// FieldError names the pattern field at fault so callers can map it to a
+// flag or a profile key.
+type FieldError struct {
+	Field string // "block_size", "read_pct", "queue_depth", "jobs", "access"
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+func (e *FieldError) Unwrap() error { return ErrBadPattern }
+
+// Validate checks the pattern on its own; ValidateFor adds the target's
+// alignment.
+func (p Pattern) Validate() error {
+	switch p.Access {
+	case Random, Sequential:
+	default:
+		return &FieldError{"access", fmt.Sprintf("%q is not random or sequential", p.Access)}
+	}
+	if p.BlockSize < MinBlockSize || p.BlockSize > MaxBlockSize {
+		return &FieldError{"block_size", fmt.Sprintf("%d bytes is outside %s..%s", p.BlockSize, FormatSize(MinBlockSize), FormatSize(MaxBlockSize))}
+	}
+	if p.BlockSize%MinBlockSize != 0 {
+		return &FieldError{"block_size", fmt.Sprintf("%d bytes is not a multiple of 512", p.BlockSize)}
+	}
+	if p.ReadPct < 0 || p.ReadPct > 100 {
+		return &FieldError{"read_pct", fmt.Sprintf("%d is outside 0..100", p.ReadPct)}
+	}
+	if p.QueueDepth < 1 || p.QueueDepth > MaxQueueDepth {
+		return &FieldError{"queue_depth", fmt.Sprintf("%d is outside 1..%d", p.QueueDepth, MaxQueueDepth)}
+	}
+	if p.Jobs < 1 || p.Jobs > MaxJobs {
+		return &FieldError{"jobs", fmt.Sprintf("%d is outside 1..%d", p.Jobs, MaxJobs)}
+	}
+	return nil
+}
+
+// ValidateFor checks the pattern against a target's direct-I/O alignment
+// and size.
+func (p Pattern) ValidateFor(align int64, size int64) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	if align > 0 && p.BlockSize%align != 0 {
+		return &FieldError{"block_size", fmt.Sprintf("%d bytes is not a multiple of the target's direct-I/O alignment %d", p.BlockSize, align)}
+	}
+	if size > 0 {
+		need := p.BlockSize
+		if p.Access == Sequential {
+			need *= int64(p.Jobs)
+		}
+		if size < need {
+			return &FieldError{"block_size", fmt.Sprintf("target of %s is smaller than %s needed", FormatSize(size), FormatSize(need))}
+		}
+	}
+	return nil
+}
+
+// Writes reports whether the pattern can issue writes.
+func (p Pattern) Writes() bool { return p.ReadPct < 100 }
+
+// Name is the stable identifier of a pattern, e.g. rand-4k-r90-qd32,
+// seq-read-1m-qd8, rand-16k-r70-qd1-j8.
+func (p Pattern) Name() string {
+	var n string
+	if p.Access == Sequential {
+		dir := fmt.Sprintf("r%d", p.ReadPct)
+		switch p.ReadPct {
+		case 100:
+			dir = "read"
+		case 0:
+			dir = "write"
+		}
+		n = fmt.Sprintf("seq-%s-%s-qd%d", dir, ShortSize(p.BlockSize), p.QueueDepth)
+	} else {
+		n = fmt.Sprintf("rand-%s-r%d-qd%d", ShortSize(p.BlockSize), p.ReadPct, p.QueueDepth)
+	}
+	if p.Jobs > 1 {
+		n += fmt.Sprintf("-j%d", p.Jobs)
+	}
+	return n
+}
+
+// Options are the run settings shared by every pattern of a run or sweep.
+type Options struct {
+	Runtime time.Duration // measured window
+	Ramp    time.Duration // I/O before the window, excluded from every statistic
+	Seed    uint64        // offsets and read/write draws repeat for the same seed
+	Engine  string        // "auto", "uring" or "psync"
+
+	// Progress, when set, is called about once a second from a goroutine
+	// of the run with the I/Os completed so far in the current phase.
+	Progress func(Progress)
+	// Notice receives one-line notices (e.g. the engine fallback).
+	Notice func(string)
+}
+
+// Progress is a live snapshot handed to Options.Progress.
+type Progress struct {
+	Pattern Pattern
+	Ramping bool
+	Elapsed time.Duration // since the start of the phase
+	IOs     uint64        // completed in the phase so far
+	IOPS    float64       // over the last interval
+}
+
+// Validate checks the options on their own.
+func (o Options) Validate() error {
+	if o.Runtime <= 0 {
+		return &FieldError{"runtime", fmt.Sprintf("%s must be positive", o.Runtime)}
+	}
+	if o.Ramp < 0 {
+		return &FieldError{"ramp", fmt.Sprintf("%s must not be negative", o.Ramp)}
+	}
+	switch o.Engine {
+	case "", EngineAuto, EngineUring, EnginePsync:
+	default:
+		return &FieldError{"engine", fmt.Sprintf("%q is not one of auto, uring, psync", o.Engine)}
+	}
+	return nil
+}
+
+// Engine names.
+const (
+	EngineAuto  = "auto"
+	EngineUring = "uring"
+	EnginePsync = "psync"
+)

@@ -1,0 +1,237 @@
+package iotest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// SchemaVersion of the results file. Field names are a contract: add
+// fields, never rename.
+const SchemaVersion = 1
+
+// Version of the tool, recorded in every results file.
+var Version = "0.1.0"
+
+// Document is the results file.
+type Document struct {
+	SchemaVersion int        `json:"schema_version"`
+	Tool          Tool       `json:"tool"`
+	StartedAt     string     `json:"started_at"`
+	FinishedAt    string     `json:"finished_at"`
+	Host          Host       `json:"host"`
+	Target        TargetInfo `json:"target"`
+	Settings      Settings   `json:"settings"`
+	Cap           *Cap       `json:"cap"`
+	Results       []Result   `json:"results"`
+}
+
+// Tool identifies the writer of a results file.
+type Tool struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// Host describes the machine that ran the patterns.
+type Host struct {
+	Hostname string `json:"hostname"`
+	Kernel   string `json:"kernel"`
+	CPUs     int    `json:"cpus"`
+}
+
+// TargetInfo describes what was measured.
+type TargetInfo struct {
+	Path             string `json:"path"`
+	Kind             string `json:"kind"` // "file" or "block"
+	Device           string `json:"device"`
+	Disk             string `json:"disk"`
+	SizeBytes        int64  `json:"size_bytes"`
+	LogicalBlockSize int    `json:"logical_block_size"`
+	Rotational       bool   `json:"rotational"`
+	Scheduler        string `json:"scheduler"`
+	DirectIOAlign    int64  `json:"direct_io_align"`
+	Filesystem       string `json:"filesystem,omitempty"`
+}
+
+// Settings are the run options recorded in the results file.
+type Settings struct {
+	Profile   string `json:"profile"`
+	Engine    string `json:"engine"`
+	RuntimeNS int64  `json:"runtime_ns"`
+	RampNS    int64  `json:"ramp_ns"`
+	SizeBytes int64  `json:"size_bytes"`
+	Seed      uint64 `json:"seed"`
+}
+
+// Cap is the cgroup limit a run was measured under (0 = no limit).
+type Cap struct {
+	CgroupVersion int    `json:"cgroup_version"`
+	Cgroup        string `json:"cgroup"`
+	Device        string `json:"device"`
+	ReadIOPS      uint64 `json:"read_iops"`
+	WriteIOPS     uint64 `json:"write_iops"`
+	ReadBPS       uint64 `json:"read_bps"`
+	WriteBPS      uint64 `json:"write_bps"`
+}
+
+// Result is one measured pattern.
+type Result struct {
+	Name         string    `json:"name"`
+	Pattern      Pattern   `json:"pattern"`
+	StartedAt    string    `json:"started_at"`
+	DurationNS   int64     `json:"duration_ns"`
+	Read         DirStats  `json:"read"`
+	Write        DirStats  `json:"write"`
+	Total        Total     `json:"total"`
+	CPU          CPU       `json:"cpu"`
+	Device       DevStats  `json:"device"`
+	TimelineIOPS []float64 `json:"timeline_iops"`
+	Engine       string    `json:"engine"`
+	RampNS       int64     `json:"ramp_ns"`
+	// Completed counts every I/O completed, ramp and drain included: the
+	// figure to compare with kernel counters for the whole run.
+	Completed Completed `json:"completed"`
+	Error     *IOError  `json:"error,omitempty"`
+}
+
+// DirStats are the statistics of one direction.
+type DirStats struct {
+	IOs     uint64  `json:"ios"`
+	Bytes   uint64  `json:"bytes"`
+	IOPS    float64 `json:"iops"`
+	MiBPerS float64 `json:"mib_per_s"`
+	LatNS   Latency `json:"lat_ns"`
+}
+
+// Total sums both directions.
+type Total struct {
+	IOs     uint64  `json:"ios"`
+	Bytes   uint64  `json:"bytes"`
+	IOPS    float64 `json:"iops"`
+	MiBPerS float64 `json:"mib_per_s"`
+}
+
+// CPU is the process's CPU use over the measured window, in percent of one
+// CPU (like fio's usr/sys).
+type CPU struct {
+	UserPct float64 `json:"user_pct"`
+	SysPct  float64 `json:"sys_pct"`
+}
+
+// DevStats are the backing disk's own counters over the measured window.
+type DevStats struct {
+	IOs     uint64  `json:"ios"`
+	UtilPct float64 `json:"util_pct"`
+}
+
+// Completed counts every completed I/O of the run.
+type Completed struct {
+	Reads  uint64 `json:"reads"`
+	Writes uint64 `json:"writes"`
+}
+
+// NewDocument starts a results document for target t.
+func NewDocument(t TargetInfo, s Settings, startedAt string) *Document {
+	return &Document{
+		SchemaVersion: SchemaVersion,
+		Tool:          Tool{Name: "iomatrix", Version: Version},
+		StartedAt:     startedAt,
+		Host:          HostInfo(),
+		Target:        t,
+		Settings:      s,
+		Results:       []Result{},
+	}
+}
+
+// HostInfo describes this machine.
+func HostInfo() Host {
+	h := Host{CPUs: runtime.NumCPU()}
+	h.Hostname, _ = os.Hostname()
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		h.Kernel = unix.ByteSliceToString(u.Release[:])
+	}
+	return h
+}
+
+// ErrBadDocument marks a results file that cannot be used.
+var ErrBadDocument = errors.New("not an iomatrix results file")
+
+// ReadDocument parses a results file.
+func ReadDocument(r io.Reader) (*Document, error) {
+	var d Document
+	dec := json.NewDecoder(r)
+	if err := dec.Decode(&d); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadDocument, err)
+	}
+	if d.SchemaVersion != SchemaVersion {
+		return nil, fmt.Errorf("%w: schema_version %d, want %d", ErrBadDocument, d.SchemaVersion, SchemaVersion)
+	}
+	return &d, nil
+}
+
+// ReadDocumentFile reads and parses a results file.
+func ReadDocumentFile(path string) (*Document, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	d, err := ReadDocument(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return d, nil
+}
+
+// WriteFileAtomic replaces path with the JSON document so that a reader, or
+// a crash at any moment, sees either the old file or the new one: temp file
+// in the same directory, fsync, rename, fsync of the directory.
+func WriteFileAtomic(path string, d *Document) error {
+	data, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode results: %w", err)
+	}
+	data = append(data, '\n')
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write results: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write results %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("sync results %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("close results %s: %w", tmp.Name(), err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write results: %w", err)
+	}
+	if df, err := os.Open(dir); err == nil {
+		_ = df.Sync()
+		df.Close()
+	}
+	return nil
+}
+
+// kernelRelease is used in notices.
+func kernelRelease() string {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(unix.ByteSliceToString(u.Release[:]))
+}

@@ -1,0 +1,286 @@
+package iotest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/iomatrix/iomatrix/internal/sysfs"
+)
+
+// MaxBufferBytes caps jobs × queue depth × block size: the I/O memory one
+// run may pin.
+const MaxBufferBytes = 4 << 30
+
+// ResolveEngine turns "auto" into a concrete engine: uring when a ring can
+// be created here, psync otherwise (notice says why).
+func ResolveEngine(engine string, notice func(string)) (string, error) {
+	switch engine {
+	case EnginePsync:
+		return EnginePsync, nil
+	case EngineUring:
+		if err := ProbeUring(); err != nil {
+			return "", fmt.Errorf("--engine uring: %w", err)
+		}
+		return EngineUring, nil
+	case "", EngineAuto:
+		if err := ProbeUring(); err != nil {
+			if notice != nil {
+				notice(fmt.Sprintf("io_uring unavailable (%v); using the psync engine", errors.Unwrap(err)))
+			}
+			return EnginePsync, nil
+		}
+		return EngineUring, nil
+	}
+	return "", &FieldError{"engine", fmt.Sprintf("%q is not one of auto, uring, psync", engine)}
+}
+
+// Run measures one pattern on an open target. It never prints; progress
+// goes through o.Progress. On cancellation it returns ctx's error and a
+// Result that must be discarded. On an I/O error it returns the Result so
+// far (with Error set) and an error wrapping *IOError.
+func Run(ctx context.Context, t *Target, p Pattern, o Options) (Result, error) {
+	if err := p.ValidateFor(t.Align, t.Size); err != nil {
+		return Result{}, err
+	}
+	if err := o.Validate(); err != nil {
+		return Result{}, err
+	}
+	if p.Writes() && !t.write {
+		return Result{}, fmt.Errorf("%s: %w: target was opened read-only", p.Name(), ErrBadPattern)
+	}
+	if buf := int64(p.Jobs) * int64(p.QueueDepth) * p.BlockSize; buf > MaxBufferBytes {
+		return Result{}, &FieldError{"block_size", fmt.Sprintf("jobs × queue depth × block size = %s of I/O buffers, more than %s", FormatSize(buf), FormatSize(MaxBufferBytes))}
+	}
+	engine, err := ResolveEngine(o.Engine, o.Notice)
+	if err != nil {
+		return Result{}, err
+	}
+
+	// Blocked syscalls keep their P until sysmon notices; with a P per
+	// stream nobody waits for that hand-off.
+	streams := p.Jobs
+	if engine == EnginePsync {
+		streams = p.Jobs * p.QueueDepth
+	}
+	if want := streams + 1; want > runtime.GOMAXPROCS(0) {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(want))
+	}
+
+	seconds := int(math.Ceil(o.Runtime.Seconds()))
+	var workers []*worker
+	var arenas []*arena
+	defer func() {
+		for _, a := range arenas {
+			a.free()
+		}
+	}()
+	fill := rand.NewPCG(o.Seed, 0x5eed)
+	for j := 0; j < p.Jobs; j++ {
+		a, err := newArena(p.QueueDepth, p.BlockSize, fill)
+		if err != nil {
+			return Result{}, err
+		}
+		arenas = append(arenas, a)
+		if engine == EngineUring {
+			workers = append(workers, &worker{st: newStats(seconds), seq: newSequence(o.Seed, j, 0, p, t.Size), arena: a, fd: t.fd, qd: p.QueueDepth})
+			continue
+		}
+		var cursor atomic.Int64
+		for q := 0; q < p.QueueDepth; q++ {
+			seq := newSequence(o.Seed, j, q, p, t.Size)
+			seq.seqShared = &cursor
+			workers = append(workers, &worker{st: newStats(seconds), seq: seq, arena: a, fd: t.fd, qd: q})
+		}
+	}
+
+	var stop atomic.Bool
+	unhook := context.AfterFunc(ctx, func() { stop.Store(true) })
+	defer unhook()
+
+	started := time.Now()
+	base := nanotime()
+	clk := &clock{rampEnd: base + int64(o.Ramp), end: base + int64(o.Ramp) + int64(o.Runtime)}
+	var before, after snapshot
+	if o.Ramp == 0 {
+		before = t.snapshot()
+	}
+	errs := make([]error, len(workers))
+	var wg sync.WaitGroup
+	for i, w := range workers {
+		w.clk, w.stop = clk, &stop
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if engine == EngineUring {
+				errs[i] = w.runUring()
+			} else {
+				errs[i] = w.runPsync(w.qd)
+			}
+			if errs[i] != nil || w.st.err != nil {
+				stop.Store(true) // one failing stream ends the pattern
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+
+	measuring := o.Ramp == 0
+	windowStart := clk.rampEnd
+	if measuring {
+		windowStart = base
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	rampTimer := time.NewTimer(time.Duration(clk.rampEnd - nanotime()))
+	defer rampTimer.Stop()
+	endTimer := time.NewTimer(time.Duration(clk.end - nanotime()))
+	defer endTimer.Stop()
+	var lastIOs uint64
+	lastAt := base
+	finishedEarly := false
+wait:
+	for {
+		select {
+		case <-rampTimer.C:
+			if !measuring {
+				before = t.snapshot()
+				measuring = true
+			}
+		case <-endTimer.C:
+			after = t.snapshot()
+			<-done
+			break wait
+		case <-done:
+			after = t.snapshot()
+			finishedEarly = true
+			break wait
+		case <-tick.C:
+			if o.Progress == nil {
+				continue
+			}
+			var n uint64
+			for _, w := range workers {
+				n += w.st.progress.Load()
+			}
+			now := nanotime()
+			ramping := now < clk.rampEnd
+			phaseStart := base
+			if !ramping {
+				phaseStart = clk.rampEnd
+			}
+			o.Progress(Progress{Pattern: p, Ramping: ramping, Elapsed: time.Duration(now - phaseStart), IOs: n,
+				IOPS: float64(n-lastIOs) / (float64(now-lastAt) / 1e9)})
+			lastIOs, lastAt = n, now
+		}
+	}
+	windowEnd := clk.end
+	if finishedEarly {
+		windowEnd = min(nanotime(), clk.end)
+	}
+
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	for _, err := range errs {
+		if err != nil {
+			return Result{}, fmt.Errorf("%s: %w", p.Name(), err)
+		}
+	}
+
+	total := newStats(seconds)
+	for _, w := range workers {
+		total.merge(w.st)
+	}
+	dur := time.Duration(windowEnd - windowStart)
+	if dur <= 0 {
+		dur = time.Nanosecond
+	}
+	res := buildResult(p, engine, started.Add(time.Duration(windowStart-base)), dur, o, total)
+	if measuring {
+		res.CPU, res.Device = before.delta(after, dur)
+	}
+	if total.err != nil {
+		res.Error = total.err
+		return res, fmt.Errorf("%s on %s: %w", p.Name(), t.Path, total.err)
+	}
+	return res, nil
+}
+
+func buildResult(p Pattern, engine string, started time.Time, dur time.Duration, o Options, s *stats) Result {
+	secs := dur.Seconds()
+	dir := func(ios, bytes uint64, h *Histogram) DirStats {
+		return DirStats{IOs: ios, Bytes: bytes, IOPS: round2(float64(ios) / secs),
+			MiBPerS: round2(float64(bytes) / secs / (1 << 20)), LatNS: h.Summary()}
+	}
+	r := Result{
+		Name:       p.Name(),
+		Pattern:    p,
+		StartedAt:  started.UTC().Format(time.RFC3339Nano),
+		DurationNS: int64(dur),
+		Read:       dir(s.readIOs, s.readBytes, &s.readHist),
+		Write:      dir(s.writeIOs, s.writeBytes, &s.writeHist),
+		Engine:     engine,
+		RampNS:     int64(o.Ramp),
+		Completed:  Completed{Reads: s.allReads, Writes: s.allWrites},
+	}
+	ios, bytes := s.readIOs+s.writeIOs, s.readBytes+s.writeBytes
+	r.Total = Total{IOs: ios, Bytes: bytes, IOPS: round2(float64(ios) / secs), MiBPerS: round2(float64(bytes) / secs / (1 << 20))}
+	// Whole seconds only; a trailing partial second is scaled to a rate.
+	r.TimelineIOPS = make([]float64, 0, len(s.timeline))
+	for i, c := range s.timeline {
+		span := min(1.0, secs-float64(i))
+		if span <= 0 {
+			break
+		}
+		r.TimelineIOPS = append(r.TimelineIOPS, round2(float64(c)/span))
+	}
+	return r
+}
+
+func round2(v float64) float64 { return math.Round(v*100) / 100 }
+
+// snapshot holds the counters sampled at the edges of the measured window.
+type snapshot struct {
+	at     int64
+	rusage unix.Rusage
+	disk   sysfs.DiskStats
+	diskOK bool
+}
+
+func (t *Target) snapshot() snapshot {
+	s := snapshot{at: nanotime()}
+	_ = unix.Getrusage(unix.RUSAGE_SELF, &s.rusage)
+	if t.hasDev {
+		if d, err := t.sys.DiskStats(t.dev); err == nil {
+			s.disk, s.diskOK = d, true
+		}
+	}
+	return s
+}
+
+func (s snapshot) delta(e snapshot, window time.Duration) (CPU, DevStats) {
+	wall := float64(e.at - s.at)
+	if wall <= 0 {
+		wall = float64(window)
+	}
+	tv := func(t unix.Timeval) float64 { return float64(t.Sec)*1e9 + float64(t.Usec)*1e3 }
+	cpu := CPU{
+		UserPct: round2(100 * (tv(e.rusage.Utime) - tv(s.rusage.Utime)) / wall),
+		SysPct:  round2(100 * (tv(e.rusage.Stime) - tv(s.rusage.Stime)) / wall),
+	}
+	var dev DevStats
+	if s.diskOK && e.diskOK {
+		dev.IOs = (e.disk.ReadIOs - s.disk.ReadIOs) + (e.disk.WriteIOs - s.disk.WriteIOs)
+		dev.UtilPct = round2(min(100, 100*float64(e.disk.IOTicksMs-s.disk.IOTicksMs)*1e6/wall))
+	}
+	return cpu, dev
+}

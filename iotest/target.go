@@ -1,0 +1,529 @@
+package iotest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/iomatrix/iomatrix/internal/sysfs"
+)
+
+// Errors about targets. Each wraps ErrBadTarget: the run cannot start, and
+// nothing was created or changed.
+var (
+	ErrBadTarget   = errors.New("unusable target")
+	ErrNoDirectIO  = fmt.Errorf("%w: no direct I/O", ErrBadTarget)
+	ErrNoSpace     = fmt.Errorf("%w: not enough free space", ErrBadTarget)
+	ErrNotOurs     = fmt.Errorf("%w: file was not laid out by iomatrix", ErrBadTarget)
+	ErrDestructive = fmt.Errorf("%w: writes would destroy the device's data", ErrBadTarget)
+	ErrInUse       = fmt.Errorf("%w: device in use", ErrBadTarget)
+	ErrNoParent    = fmt.Errorf("%w: parent directory missing", ErrBadTarget)
+	ErrNotTarget   = fmt.Errorf("%w: not a regular file or block device", ErrBadTarget)
+)
+
+// DefaultSize of a file target.
+const DefaultSize = 16 << 30
+
+// TargetOptions say what a run will do to its target.
+type TargetOptions struct {
+	// Size of a file target; for a block device a non-zero Size limits I/O
+	// to the first Size bytes.
+	Size int64
+	// Writes is set when any pattern of the run writes.
+	Writes bool
+	// Force allows iomatrix to overwrite a file it did not lay out.
+	Force bool
+	// AllowDestructive allows writes to a block device.
+	AllowDestructive bool
+	// Sys is where block-device facts are read; zero means the real system.
+	Sys *sysfs.FS
+}
+
+// Layout actions decided by PlanTarget.
+const (
+	ActionCreate   = "create"   // new file, laid out before the first I/O
+	ActionRelayout = "relayout" // our file, wrong size or unfinished layout
+	ActionReuse    = "reuse"    // our file, laid out at this size
+	ActionReadOnly = "read-existing"
+	ActionDevice   = "device"
+)
+
+// Plan is what will happen to a target, decided without touching it.
+type Plan struct {
+	Path   string
+	Action string
+	Size   int64 // bytes addressed by the patterns
+	Align  int64 // direct-I/O offset alignment: block sizes must be multiples
+	Info   TargetInfo
+	opts   TargetOptions
+	dev    sysfs.DevNum // disk whose /proc/diskstats describe the I/O
+	hasDev bool
+}
+
+// PlanTarget inspects path and decides what a run may do with it. It
+// creates, opens for writing or changes nothing, so every refusal comes
+// before any I/O.
+func PlanTarget(path string, o TargetOptions) (*Plan, error) {
+	sys := sysfs.Default()
+	if o.Sys != nil {
+		sys = *o.Sys
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	p := &Plan{Path: abs, opts: o, Info: TargetInfo{Path: abs}}
+	var st unix.Stat_t
+	err = unix.Stat(abs, &st)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return p, p.planNewFile(sys)
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return p, p.planExistingFile(sys, &st)
+	case unix.S_IFBLK:
+		return p, p.planDevice(sys, &st)
+	case unix.S_IFDIR:
+		return nil, fmt.Errorf("%s: %w: it is a directory (give a file path inside it, e.g. %s)", path, ErrNotTarget, filepath.Join(path, "iomatrix.dat"))
+	default:
+		return nil, fmt.Errorf("%s: %w", path, ErrNotTarget)
+	}
+}
+
+func (p *Plan) planNewFile(sys sysfs.FS) error {
+	if p.opts.Size <= 0 {
+		p.opts.Size = DefaultSize
+	}
+	dir := filepath.Dir(p.Path)
+	fi, err := os.Stat(dir)
+	if err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s: %w: %s does not exist", p.Path, ErrNoParent, dir)
+	}
+	if err := unix.Access(dir, unix.W_OK); err != nil {
+		return fmt.Errorf("%s: %w: cannot create files in %s: %w", p.Path, ErrBadTarget, dir, err)
+	}
+	var fs unix.Statfs_t
+	if err := unix.Statfs(dir, &fs); err != nil {
+		return fmt.Errorf("statfs %s: %w", dir, err)
+	}
+	if err := checkFSType(p.Path, &fs); err != nil {
+		return err
+	}
+	var dst unix.Stat_t
+	if err := unix.Stat(dir, &dst); err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	p.describeBacking(sys, sysfs.DevNumFromDev(dst.Dev), filesystemName(&fs))
+	p.Align = p.guessAlign()
+	if err := p.checkSize(); err != nil {
+		return err
+	}
+	if free := int64(fs.Bavail) * int64(fs.Bsize); free < p.opts.Size {
+		return fmt.Errorf("%s: %w: --size %s needs %s, %s has %s free", p.Path, ErrNoSpace,
+			FormatSize(p.opts.Size), FormatSize(p.opts.Size), dir, FormatSize(free))
+	}
+	p.Action = ActionCreate
+	p.Size = p.opts.Size
+	p.Info.Kind = "file"
+	p.Info.SizeBytes = p.Size
+	return nil
+}
+
+func (p *Plan) planExistingFile(sys sysfs.FS, st *unix.Stat_t) error {
+	var fs unix.Statfs_t
+	if err := unix.Statfs(p.Path, &fs); err != nil {
+		return fmt.Errorf("statfs %s: %w", p.Path, err)
+	}
+	if err := checkFSType(p.Path, &fs); err != nil {
+		return err
+	}
+	p.describeBacking(sys, sysfs.DevNumFromDev(st.Dev), filesystemName(&fs))
+	p.Info.Kind = "file"
+	p.Align = p.guessAlign()
+	if a := statxDIOAlign(p.Path); a > 0 {
+		p.Align = a
+	}
+	m, ours := readMarker(p.Path)
+	sizeSet := p.opts.Size > 0
+	if p.opts.Size <= 0 {
+		p.opts.Size = DefaultSize
+	}
+	switch {
+	case ours && m.complete && m.size == st.Size && (!sizeSet || st.Size == p.opts.Size):
+		p.Action = ActionReuse
+		p.Size = st.Size
+	case ours || p.opts.Force:
+		if err := p.checkSize(); err != nil {
+			return err
+		}
+		// Space already allocated to the file is reused by the layout.
+		need := p.opts.Size - st.Blocks*512
+		if free := int64(fs.Bavail) * int64(fs.Bsize); need > free {
+			return fmt.Errorf("%s: %w: --size %s needs %s more, %s free", p.Path, ErrNoSpace,
+				FormatSize(p.opts.Size), FormatSize(need), FormatSize(free))
+		}
+		p.Action = ActionRelayout
+		p.Size = p.opts.Size
+	case !p.opts.Writes && !sizeSet && st.Size > 0:
+		// Reading a file in place never changes it: measure it as it is.
+		p.Action = ActionReadOnly
+		p.Size = st.Size / p.Align * p.Align
+	default:
+		return fmt.Errorf("%s: %w; iomatrix will not overwrite it (pass --force to lay it out anyway, destroying its contents)", p.Path, ErrNotOurs)
+	}
+	p.Info.SizeBytes = p.Size
+	return nil
+}
+
+func (p *Plan) planDevice(sys sysfs.FS, st *unix.Stat_t) error {
+	dev := sysfs.DevNumFromDev(uint64(st.Rdev))
+	p.Info.Kind = "block"
+	p.Action = ActionDevice
+	f, err := os.OpenFile(p.Path, os.O_RDONLY, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", p.Path, err)
+	}
+	defer f.Close()
+	size, err := unix.IoctlGetUint64(int(f.Fd()), unix.BLKGETSIZE64)
+	if err != nil {
+		return fmt.Errorf("%s: size of block device: %w", p.Path, err)
+	}
+	lbs, err := unix.IoctlGetInt(int(f.Fd()), unix.BLKSSZGET)
+	if err != nil {
+		return fmt.Errorf("%s: logical block size: %w", p.Path, err)
+	}
+	p.Align = int64(lbs)
+	if a := statxDIOAlign(p.Path); a > p.Align {
+		p.Align = a
+	}
+	p.Size = int64(size)
+	if p.opts.Size > 0 && p.opts.Size < p.Size {
+		p.Size = p.opts.Size / p.Align * p.Align
+	}
+	p.Info.SizeBytes = p.Size
+	p.describeBacking(sys, dev, "")
+	if p.Info.LogicalBlockSize == 0 {
+		p.Info.LogicalBlockSize = lbs
+	}
+	if p.opts.Writes {
+		if !p.opts.AllowDestructive {
+			return fmt.Errorf("%s: %w: a write pattern on a block device overwrites its data; pass --allow-destructive if that is intended", p.Path, ErrDestructive)
+		}
+		reasons, err := sys.InUse(dev)
+		if err != nil {
+			return fmt.Errorf("%s: check whether the device is in use: %w", p.Path, err)
+		}
+		if len(reasons) > 0 {
+			return fmt.Errorf("%s: %w: %s; refusing to write even with --allow-destructive", p.Path, ErrInUse, strings.Join(reasons, ", "))
+		}
+	}
+	return nil
+}
+
+// describeBacking fills the target's device facts. Files on filesystems
+// without a single block device (tmpfs, overlay, NFS) simply have none.
+func (p *Plan) describeBacking(sys sysfs.FS, dev sysfs.DevNum, fsName string) {
+	p.Info.Device = dev.String()
+	p.Info.Filesystem = fsName
+	bd, err := sys.BlockDevice(dev)
+	if err != nil {
+		return
+	}
+	p.Info.Disk = bd.DiskName
+	p.Info.LogicalBlockSize = bd.LogicalBlockSize
+	p.Info.Rotational = bd.Rotational
+	p.Info.Scheduler = bd.Scheduler
+	p.dev, p.hasDev = bd.Disk, true
+}
+
+func (p *Plan) guessAlign() int64 {
+	if p.Info.LogicalBlockSize > 0 {
+		return int64(p.Info.LogicalBlockSize)
+	}
+	return MinBlockSize
+}
+
+func (p *Plan) checkSize() error {
+	if p.opts.Size%p.Align != 0 {
+		return &FieldError{"size", fmt.Sprintf("%d bytes is not a multiple of the direct-I/O alignment %d", p.opts.Size, p.Align)}
+	}
+	return nil
+}
+
+// checkFSType refuses filesystems where O_DIRECT does not reach a device.
+// Recent kernels accept O_DIRECT on tmpfs, but the data still lives in the
+// page cache, so a run there would measure memory, not a disk.
+func checkFSType(path string, fs *unix.Statfs_t) error {
+	switch int64(fs.Type) {
+	case unix.TMPFS_MAGIC, unix.RAMFS_MAGIC:
+		return fmt.Errorf("%s: %w: %s keeps data in memory, so O_DIRECT cannot reach a disk; use a path on a disk-backed filesystem or a block device", path, ErrNoDirectIO, filesystemName(fs))
+	case unix.PROC_SUPER_MAGIC, unix.SYSFS_MAGIC, unix.CGROUP_SUPER_MAGIC, unix.CGROUP2_SUPER_MAGIC, unix.DEVPTS_SUPER_MAGIC:
+		return fmt.Errorf("%s: %w: %s is a virtual filesystem", path, ErrNotTarget, filesystemName(fs))
+	}
+	return nil
+}
+
+func filesystemName(fs *unix.Statfs_t) string {
+	switch int64(fs.Type) {
+	case unix.EXT4_SUPER_MAGIC:
+		return "ext4"
+	case unix.XFS_SUPER_MAGIC:
+		return "xfs"
+	case unix.BTRFS_SUPER_MAGIC:
+		return "btrfs"
+	case unix.TMPFS_MAGIC:
+		return "tmpfs"
+	case unix.RAMFS_MAGIC:
+		return "ramfs"
+	case unix.OVERLAYFS_SUPER_MAGIC:
+		return "overlay"
+	case unix.NFS_SUPER_MAGIC:
+		return "nfs"
+	case unix.FUSE_SUPER_MAGIC:
+		return "fuse"
+	case unix.F2FS_SUPER_MAGIC:
+		return "f2fs"
+	}
+	return fmt.Sprintf("0x%x", fs.Type)
+}
+
+// statxDIOAlign asks the kernel for the file's O_DIRECT offset alignment
+// (Linux 6.1+); 0 when unknown.
+func statxDIOAlign(path string) int64 {
+	var stx unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, path, 0, unix.STATX_DIOALIGN, &stx); err != nil {
+		return 0
+	}
+	if stx.Mask&unix.STATX_DIOALIGN == 0 {
+		return 0
+	}
+	return int64(stx.Dio_offset_align)
+}
+
+// The layout marker records that iomatrix created a file and finished
+// writing it. It lives in an extended attribute, or in a hidden file beside
+// the target where the filesystem has no user xattrs.
+const markerXattr = "user.iomatrix.layout"
+
+type marker struct {
+	size     int64
+	complete bool
+}
+
+func (m marker) String() string {
+	state := "incomplete"
+	if m.complete {
+		state = "complete"
+	}
+	return fmt.Sprintf("iomatrix-layout v1 size=%d state=%s", m.size, state)
+}
+
+func parseMarker(s string) (marker, bool) {
+	f := strings.Fields(strings.TrimSpace(s))
+	if len(f) != 4 || f[0] != "iomatrix-layout" || f[1] != "v1" {
+		return marker{}, false
+	}
+	var m marker
+	sz, ok := strings.CutPrefix(f[2], "size=")
+	if !ok {
+		return marker{}, false
+	}
+	n, err := strconv.ParseInt(sz, 10, 64)
+	if err != nil || n < 0 {
+		return marker{}, false
+	}
+	m.size = n
+	switch f[3] {
+	case "state=complete":
+		m.complete = true
+	case "state=incomplete":
+	default:
+		return marker{}, false
+	}
+	return m, true
+}
+
+func sidecarPath(path string) string {
+	return filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".iomatrix")
+}
+
+func readMarker(path string) (marker, bool) {
+	buf := make([]byte, 128)
+	n, err := unix.Getxattr(path, markerXattr, buf)
+	if err == nil {
+		return parseMarker(string(buf[:n]))
+	}
+	data, err := os.ReadFile(sidecarPath(path))
+	if err != nil {
+		return marker{}, false
+	}
+	return parseMarker(string(data))
+}
+
+func writeMarker(fd int, path string, m marker) error {
+	err := unix.Fsetxattr(fd, markerXattr, []byte(m.String()), 0)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, unix.ENOTSUP) && !errors.Is(err, unix.EOPNOTSUPP) {
+		return fmt.Errorf("mark %s: %w", path, err)
+	}
+	if err := os.WriteFile(sidecarPath(path), []byte(m.String()+"\n"), 0o644); err != nil {
+		return fmt.Errorf("mark %s: %w", path, err)
+	}
+	return nil
+}
+
+// Target is an open O_DIRECT target, ready for Run.
+type Target struct {
+	Path   string
+	Size   int64
+	Align  int64
+	Info   TargetInfo
+	fd     int
+	write  bool
+	dev    sysfs.DevNum
+	hasDev bool
+	sys    sysfs.FS
+}
+
+// LayoutProgress reports bytes laid out so far.
+type LayoutProgress func(done, total int64)
+
+// Open lays the file out when the plan says so and opens the target with
+// O_DIRECT. It never falls back to buffered I/O.
+func (p *Plan) Open(ctx context.Context, progress LayoutProgress) (*Target, error) {
+	switch p.Action {
+	case ActionCreate, ActionRelayout:
+		if err := p.layout(ctx, progress); err != nil {
+			return nil, err
+		}
+	}
+	flags := unix.O_RDONLY
+	if p.opts.Writes {
+		flags = unix.O_RDWR
+		if p.Action == ActionDevice {
+			// The kernel refuses an exclusive open of a device that is
+			// mounted or held: a last guard against racing a mount.
+			flags |= unix.O_EXCL
+		}
+	}
+	fd, err := unix.Open(p.Path, flags|unix.O_DIRECT|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.EINVAL) {
+			return nil, fmt.Errorf("%s: %w: the filesystem rejects O_DIRECT", p.Path, ErrNoDirectIO)
+		}
+		if errors.Is(err, unix.EBUSY) {
+			return nil, fmt.Errorf("%s: %w: exclusive open failed (mounted or held)", p.Path, ErrInUse)
+		}
+		return nil, fmt.Errorf("open %s: %w", p.Path, err)
+	}
+	t := &Target{Path: p.Path, Size: p.Size, Align: p.Align, Info: p.Info, fd: fd, write: p.opts.Writes, dev: p.dev, hasDev: p.hasDev}
+	t.sys = sysfs.Default()
+	if p.opts.Sys != nil {
+		t.sys = *p.opts.Sys
+	}
+	if a := statxDIOAlign(p.Path); a > t.Align {
+		t.Align = a
+	}
+	t.Info.DirectIOAlign = t.Align
+	return t, nil
+}
+
+// Close releases the target.
+func (t *Target) Close() error {
+	if t.fd < 0 {
+		return nil
+	}
+	err := unix.Close(t.fd)
+	t.fd = -1
+	return err
+}
+
+const layoutChunk = 4 << 20
+
+// layout writes every block of the file with incompressible data, as fio
+// does: allocate first (to fail early on a full disk), then really write,
+// because reads of unwritten extents never reach the device.
+func (p *Plan) layout(ctx context.Context, progress LayoutProgress) (err error) {
+	created := p.Action == ActionCreate
+	flags := unix.O_WRONLY | unix.O_DIRECT | unix.O_CLOEXEC
+	if created {
+		flags |= unix.O_CREAT | unix.O_EXCL
+	}
+	fd, err := unix.Open(p.Path, flags, 0o644)
+	if err != nil {
+		if errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("%s: %w: the filesystem rejects O_DIRECT", p.Path, ErrNoDirectIO)
+		}
+		return fmt.Errorf("create %s: %w", p.Path, err)
+	}
+	defer func() {
+		unix.Close(fd)
+		if err != nil && created {
+			// Never leave a half-written file behind that looks usable.
+			os.Remove(p.Path)
+			os.Remove(sidecarPath(p.Path))
+		}
+	}()
+	size := p.Size
+	if err := writeMarker(fd, p.Path, marker{size: size}); err != nil {
+		return err
+	}
+	if err := unix.Ftruncate(fd, size); err != nil {
+		return fmt.Errorf("size %s to %s: %w", p.Path, FormatSize(size), err)
+	}
+	if err := unix.Fallocate(fd, 0, 0, size); err != nil && !errors.Is(err, unix.EOPNOTSUPP) {
+		if errors.Is(err, unix.ENOSPC) {
+			return fmt.Errorf("%s: %w: allocating %s: %w", p.Path, ErrNoSpace, FormatSize(size), err)
+		}
+		return fmt.Errorf("allocate %s: %w", p.Path, err)
+	}
+	mem, err := unix.Mmap(-1, 0, 2*layoutChunk, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return fmt.Errorf("layout buffer: %w", err)
+	}
+	defer unix.Munmap(mem)
+	var seed [32]byte
+	fillRandom(seed[:], rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	src := rand.NewChaCha8(seed)
+	for off := int64(0); off < size; {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("layout of %s interrupted: %w", p.Path, err)
+		}
+		n := min(int64(layoutChunk), size-off)
+		buf := mem[:n]
+		_, _ = src.Read(buf) // fresh random data: no two blocks alike
+		w, err := pwrite(fd, buf, off)
+		if err != nil {
+			if errors.Is(err, unix.ENOSPC) {
+				return fmt.Errorf("%s: %w during layout at %s: %w", p.Path, ErrNoSpace, FormatSize(off), err)
+			}
+			return fmt.Errorf("layout %s at offset %d: %w", p.Path, off, err)
+		}
+		if w != int(n) {
+			return fmt.Errorf("layout %s at offset %d: short write %d of %d", p.Path, off, w, n)
+		}
+		off += n
+		if progress != nil {
+			progress(off, size)
+		}
+	}
+	if err := unix.Fsync(fd); err != nil {
+		return fmt.Errorf("sync %s: %w", p.Path, err)
+	}
+	if err := writeMarker(fd, p.Path, marker{size: size, complete: true}); err != nil {
+		return err
+	}
+	return unix.Fsync(fd)
+}

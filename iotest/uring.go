@@ -1,0 +1,313 @@
+package iotest
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// A minimal io_uring: exactly what the engine needs and nothing more. The
+// kernel ABI is described in include/uapi/linux/io_uring.h.
+
+const (
+	uringOpRead       = 22
+	uringOpWrite      = 23
+	uringOpReadFixed  = 4
+	uringOpWriteFixed = 5
+
+	uringSqeFixedFile = 1 << 0
+
+	uringEnterGetEvents = 1 << 0
+
+	uringRegisterBuffers = 0
+	uringRegisterFiles   = 2
+
+	uringSetupClamp        = 1 << 4
+	uringSetupCoopTaskrun  = 1 << 8
+	uringSetupSingleIssuer = 1 << 12
+
+	uringFeatSingleMmap = 1 << 0
+
+	uringOffSqRing = 0
+	uringOffCqRing = 0x8000000
+	uringOffSqes   = 0x10000000
+)
+
+type uringSqringOffsets struct {
+	head, tail, ringMask, ringEntries, flags, dropped, array, resv1 uint32
+	userAddr                                                        uint64
+}
+
+type uringCqringOffsets struct {
+	head, tail, ringMask, ringEntries, overflow, cqes, flags, resv1 uint32
+	userAddr                                                        uint64
+}
+
+type uringParams struct {
+	sqEntries, cqEntries, flags, sqThreadCPU, sqThreadIdle, features, wqFd uint32
+	resv                                                                   [3]uint32
+	sqOff                                                                  uringSqringOffsets
+	cqOff                                                                  uringCqringOffsets
+}
+
+type uringSqe struct {
+	opcode      uint8
+	flags       uint8
+	ioprio      uint16
+	fd          int32
+	off         uint64
+	addr        uint64
+	len         uint32
+	rwFlags     uint32
+	userData    uint64
+	bufIndex    uint16
+	personality uint16
+	spliceFdIn  int32
+	addr3       uint64
+	pad2        uint64
+}
+
+type uringCqe struct {
+	userData uint64
+	res      int32
+	flags    uint32
+}
+
+// Compile-time checks of the ABI sizes.
+var (
+	_ [64 - unsafe.Sizeof(uringSqe{})]struct{}
+	_ [unsafe.Sizeof(uringSqe{}) - 64]struct{}
+	_ [16 - unsafe.Sizeof(uringCqe{})]struct{}
+	_ [120 - unsafe.Sizeof(uringParams{})]struct{}
+)
+
+// ErrNoUring means io_uring cannot be set up here (old kernel, seccomp,
+// io_uring_disabled); callers may fall back to psync.
+var ErrNoUring = errors.New("io_uring unavailable")
+
+type uring struct {
+	fd      int
+	sqMem   []byte
+	cqMem   []byte
+	sqeMem  []byte
+	sqTail  *uint32 // shared with the kernel; we are the only writer
+	sqHead  *uint32
+	sqMask  uint32
+	sqes    []uringSqe
+	cqHead  *uint32 // shared with the kernel; we are the only writer
+	cqTail  *uint32
+	cqMask  uint32
+	cqes    []uringCqe
+	tail    uint32 // local copy of *sqTail
+	pending uint32 // SQEs prepared but not yet handed to the kernel
+	fixed   bool   // buffers registered
+}
+
+func uringSetup(entries uint32, p *uringParams) (int, error) {
+	fd, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, uintptr(entries), uintptr(unsafe.Pointer(p)), 0)
+	if errno != 0 {
+		return -1, errno
+	}
+	return int(fd), nil
+}
+
+// newUring creates a ring with room for entries in-flight requests. It is
+// owned by one goroutine locked to its OS thread (SINGLE_ISSUER).
+func newUring(entries uint32) (*uring, error) {
+	p := uringParams{flags: uringSetupClamp | uringSetupSingleIssuer | uringSetupCoopTaskrun}
+	fd, err := uringSetup(entries, &p)
+	if err == unix.EINVAL {
+		// Kernels before 6.0 lack SINGLE_ISSUER and COOP_TASKRUN.
+		p = uringParams{flags: uringSetupClamp}
+		fd, err = uringSetup(entries, &p)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: io_uring_setup: %w", ErrNoUring, err)
+	}
+	r := &uring{fd: fd}
+	if err := r.mmap(&p); err != nil {
+		r.close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *uring) mmap(p *uringParams) error {
+	sqSize := int(p.sqOff.array + p.sqEntries*4)
+	cqSize := int(p.cqOff.cqes + p.cqEntries*uint32(unsafe.Sizeof(uringCqe{})))
+	if p.features&uringFeatSingleMmap != 0 {
+		sqSize = max(sqSize, cqSize)
+		cqSize = sqSize
+	}
+	var err error
+	r.sqMem, err = unix.Mmap(r.fd, uringOffSqRing, sqSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+	if err != nil {
+		return fmt.Errorf("%w: mmap SQ ring: %w", ErrNoUring, err)
+	}
+	if p.features&uringFeatSingleMmap != 0 {
+		r.cqMem = r.sqMem
+	} else {
+		r.cqMem, err = unix.Mmap(r.fd, uringOffCqRing, cqSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+		if err != nil {
+			return fmt.Errorf("%w: mmap CQ ring: %w", ErrNoUring, err)
+		}
+	}
+	sqesSize := int(p.sqEntries) * int(unsafe.Sizeof(uringSqe{}))
+	r.sqeMem, err = unix.Mmap(r.fd, uringOffSqes, sqesSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+	if err != nil {
+		return fmt.Errorf("%w: mmap SQEs: %w", ErrNoUring, err)
+	}
+	u32 := func(mem []byte, off uint32) *uint32 { return (*uint32)(unsafe.Pointer(&mem[off])) }
+	r.sqHead = u32(r.sqMem, p.sqOff.head)
+	r.sqTail = u32(r.sqMem, p.sqOff.tail)
+	r.sqMask = *u32(r.sqMem, p.sqOff.ringMask)
+	r.cqHead = u32(r.cqMem, p.cqOff.head)
+	r.cqTail = u32(r.cqMem, p.cqOff.tail)
+	r.cqMask = *u32(r.cqMem, p.cqOff.ringMask)
+	r.sqes = unsafe.Slice((*uringSqe)(unsafe.Pointer(&r.sqeMem[0])), p.sqEntries)
+	r.cqes = unsafe.Slice((*uringCqe)(unsafe.Pointer(&r.cqMem[p.cqOff.cqes])), p.cqEntries)
+	// The SQ index array maps ring positions to SQE slots; the identity map
+	// lets us write the SQE at the tail position directly.
+	array := unsafe.Slice((*uint32)(unsafe.Pointer(&r.sqMem[p.sqOff.array])), p.sqEntries)
+	for i := range array {
+		array[i] = uint32(i)
+	}
+	r.tail = atomic.LoadUint32(r.sqTail)
+	return nil
+}
+
+func (r *uring) register(op uintptr, arg unsafe.Pointer, n int) error {
+	for {
+		_, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), op, uintptr(arg), uintptr(n), 0, 0)
+		if errno == unix.EINTR {
+			continue
+		}
+		if errno != 0 {
+			return errno
+		}
+		return nil
+	}
+}
+
+// registerFile makes fd the fixed file 0, saving a file-table lookup per I/O.
+func (r *uring) registerFile(fd int) error {
+	fds := []int32{int32(fd)}
+	return r.register(uringRegisterFiles, unsafe.Pointer(&fds[0]), 1)
+}
+
+// registerBuffers pins the I/O buffers once instead of on every request.
+func (r *uring) registerBuffers(bufs [][]byte) error {
+	iov := make([]unix.Iovec, len(bufs))
+	for i, b := range bufs {
+		iov[i].Base = &b[0]
+		iov[i].SetLen(len(b))
+	}
+	if err := r.register(uringRegisterBuffers, unsafe.Pointer(&iov[0]), len(iov)); err != nil {
+		return err
+	}
+	r.fixed = true
+	return nil
+}
+
+// prep fills the next SQE. The caller guarantees a free slot: it never has
+// more requests in flight than the ring holds.
+func (r *uring) prep(write bool, buf []byte, bufIndex int, off int64, userData uint64) {
+	sqe := &r.sqes[r.tail&r.sqMask]
+	op := uint8(uringOpRead)
+	if r.fixed {
+		op = uringOpReadFixed
+	}
+	if write {
+		op++ // WRITE follows READ in both pairs of opcodes
+	}
+	*sqe = uringSqe{
+		opcode:   op,
+		flags:    uringSqeFixedFile,
+		off:      uint64(off),
+		addr:     uint64(uintptr(unsafe.Pointer(&buf[0]))),
+		len:      uint32(len(buf)),
+		userData: userData,
+		bufIndex: uint16(bufIndex),
+	}
+	r.tail++
+	r.pending++
+}
+
+// enter publishes prepared SQEs and, when wait is set, blocks until at
+// least one completion is available.
+func (r *uring) enter(wait bool) error {
+	atomic.StoreUint32(r.sqTail, r.tail)
+	var flags, minComplete uintptr
+	if wait {
+		flags, minComplete = uringEnterGetEvents, 1
+	}
+	for {
+		n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(r.pending), minComplete, flags, 0, 0)
+		if errno == 0 {
+			r.pending -= uint32(n)
+			return nil
+		}
+		if errno == unix.EINTR {
+			// Submitted entries were consumed; retry only the wait.
+			r.pending = r.tail - atomic.LoadUint32(r.sqHead)
+			continue
+		}
+		if errno == unix.EAGAIN || errno == unix.EBUSY {
+			// Resources are short or the CQ is full: reap before submitting more.
+			if wait {
+				r.pending = r.tail - atomic.LoadUint32(r.sqHead)
+				if r.cqReady() > 0 {
+					return nil
+				}
+				continue
+			}
+			return nil
+		}
+		return fmt.Errorf("io_uring_enter: %w", syscall.Errno(errno))
+	}
+}
+
+// cqReady is the number of completions waiting, read without a syscall.
+func (r *uring) cqReady() uint32 {
+	return atomic.LoadUint32(r.cqTail) - *r.cqHead
+}
+
+// peek returns the completion at head+i; call cqAdvance after consuming.
+func (r *uring) peek(i uint32) *uringCqe {
+	return &r.cqes[(*r.cqHead+i)&r.cqMask]
+}
+
+func (r *uring) cqAdvance(n uint32) {
+	atomic.StoreUint32(r.cqHead, *r.cqHead+n)
+}
+
+func (r *uring) close() {
+	if r.sqeMem != nil {
+		_ = unix.Munmap(r.sqeMem)
+	}
+	if r.cqMem != nil && (r.sqMem == nil || &r.cqMem[0] != &r.sqMem[0]) {
+		_ = unix.Munmap(r.cqMem)
+	}
+	if r.sqMem != nil {
+		_ = unix.Munmap(r.sqMem)
+	}
+	r.sqeMem, r.cqMem, r.sqMem = nil, nil, nil
+	if r.fd >= 0 {
+		_ = unix.Close(r.fd)
+	}
+	r.fd = -1
+}
+
+// ProbeUring reports whether an io_uring can be created on this host.
+func ProbeUring() error {
+	r, err := newUring(1)
+	if err != nil {
+		return err
+	}
+	r.close()
+	return nil
+}
