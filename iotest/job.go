@@ -126,7 +126,7 @@ func (s *stats) merge(o *stats) {
 type sequence struct {
 	rng       rand.PCG // offsets and directions
 	data      rand.PCG // write scrambling, kept apart so offsets do not depend on block size
-	blocks    uint64 // random: number of blocks in the target
+	blocks    uint64   // random: number of blocks in the target
 	bs        int64
 	readPct   uint64
 	random    bool

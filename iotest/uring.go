@@ -332,4 +332,3 @@ func ProbeUring() error {
 	r.close()
 	return nil
 }
-
