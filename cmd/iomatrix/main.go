@@ -48,6 +48,16 @@ func usagef(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
 }
 
+// maxArgs is cobra.MaximumNArgs with a usage error.
+func maxArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > n {
+			return usagef("%s takes at most %d argument(s), got %d: %q", cmd.CommandPath(), n, len(args), args)
+		}
+		return nil
+	}
+}
+
 // signalError carries the signal that interrupted a command.
 type signalError struct{ sig os.Signal }
 
