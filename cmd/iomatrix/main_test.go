@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/iomatrix/iomatrix/internal/testenv"
@@ -39,7 +38,6 @@ func iomatrixCmd(t *testing.T, args ...string) *exec.Cmd {
 type cmdResult struct {
 	code           int
 	stdout, stderr string
-	maxRSSKiB      int64
 }
 
 func runIomatrix(t *testing.T, cmd *exec.Cmd) cmdResult {
@@ -54,9 +52,6 @@ func runIomatrix(t *testing.T, cmd *exec.Cmd) cmdResult {
 		} else {
 			t.Fatalf("run %v: %v", cmd.Args, err)
 		}
-	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.maxRSSKiB = ru.Maxrss
 	}
 	return r
 }
