@@ -29,6 +29,7 @@ const (
 	uringSetupClamp        = 1 << 4
 	uringSetupCoopTaskrun  = 1 << 8
 	uringSetupSingleIssuer = 1 << 12
+	uringSetupDeferTaskrun = 1 << 13
 
 	uringFeatSingleMmap = 1 << 0
 	uringFeatExtArg     = 1 << 8
@@ -135,11 +136,26 @@ func uringSetup(entries uint32, p *uringParams) (int, error) {
 	return int(fd), nil
 }
 
-// newUring creates a ring with room for entries in-flight requests. It is
-// owned by one goroutine locked to its OS thread (SINGLE_ISSUER).
+// newUring creates a ring with room for entries in-flight requests. It must
+// be created, used and closed by one goroutine locked to its OS thread.
 func newUring(entries uint32) (*uring, error) {
-	p := uringParams{flags: uringSetupClamp}
-	fd, err := uringSetup(entries, &p)
+	// Completions are run only when the ring's own thread asks for them
+	// (DEFER_TASKRUN, 6.1+), so they arrive in batches with no interrupt of
+	// the submitter (COOP_TASKRUN, 5.19+); both need a single issuer (6.0+).
+	// Older kernels reject unknown flags with EINVAL: retry with fewer.
+	var fd int
+	var err error
+	var p uringParams
+	for _, flags := range []uint32{
+		uringSetupSingleIssuer | uringSetupCoopTaskrun | uringSetupDeferTaskrun,
+		uringSetupCoopTaskrun,
+		0,
+	} {
+		p = uringParams{flags: uringSetupClamp | flags}
+		if fd, err = uringSetup(entries, &p); err != unix.EINVAL {
+			break
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: io_uring_setup: %w", ErrNoUring, err)
 	}
