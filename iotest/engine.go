@@ -29,9 +29,13 @@ type slot struct {
 }
 
 // runUring keeps exactly qd requests in flight on a private ring until the
-// window ends, then drains. One syscall per batch both submits the
-// replacements and waits for the next completion; completions already
-// posted are reaped from shared memory without a syscall.
+// window ends, then drains. Completions already posted are reaped from
+// shared memory without a syscall; each replacement is submitted as soon as
+// it is prepared, as fio does by default (iodepth_batch_submit=1). Batching
+// the replacements of a reap into one submission saves syscalls but holds
+// them in the block layer's plug until the batch is complete, which
+// measured 3-5 % fewer IOPS on a RAM-backed loop device: the device would
+// see a different arrival pattern than under fio.
 func (w *worker) runUring() error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -110,6 +114,9 @@ func (w *worker) runUring() error {
 			if !stopping {
 				prep(i)
 				inflight++
+				if err := submit(false); err != nil {
+					return err
+				}
 			}
 		}
 		r.cqAdvance(n)
