@@ -155,7 +155,11 @@ func (p *Plan) planExistingFile(sys sysfs.FS, st *unix.Stat_t) error {
 	}
 	m, ours := readMarker(p.Path)
 	sizeSet := p.opts.Size > 0
-	if p.opts.Size <= 0 {
+	switch {
+	case sizeSet:
+	case ours && m.size > 0:
+		p.opts.Size = m.size // finish the layout that was interrupted
+	default:
 		p.opts.Size = DefaultSize
 	}
 	switch {

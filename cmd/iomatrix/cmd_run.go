@@ -44,7 +44,7 @@ func (o *runOptions) AddFlags(f *pflag.FlagSet) {
 	f.IntVar(&o.Jobs, "jobs", 1, "independent workers, each with its own queue (1-64)")
 	f.DurationVar(&o.Runtime, "runtime", 60*time.Second, "measured time")
 	f.DurationVar(&o.Ramp, "ramp", 5*time.Second, "warm-up time before the measurement, excluded from every statistic")
-	f.StringVar(&o.Size, "size", "16GiB", "size of a file target, laid out once with random data (powers of two: 1g = 1GiB); on a block device, limits I/O to the first SIZE bytes")
+	f.StringVar(&o.Size, "size", "16GiB", "size of a file target, laid out once with random data (powers of two: 1g = 1GiB); an existing iomatrix file keeps its size unless this is given; on a block device, limits I/O to the first SIZE bytes (default: the whole device)")
 	f.StringVar(&o.Engine, "engine", "auto", "I/O engine: uring, psync, or auto (uring when available)")
 	f.Uint64Var(&o.Seed, "seed", 0, "seed for offsets and read/write draws; the same seed repeats the same sequence (default: random, recorded in the results)")
 	f.StringVar(&o.Format, "format", "text", "output on stdout: text or json (the results document)")
@@ -168,6 +168,8 @@ func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string)
 	if err != nil {
 		return err
 	}
+	// Without --size a file keeps the size it was laid out at, a new file
+	// gets the default and a device is measured whole.
 	var size int64
 	if o.sizeSet {
 		if size, err = iotest.ParseSize(o.Size); err != nil {
@@ -176,8 +178,6 @@ func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string)
 		if size <= 0 {
 			return usagef("--size: must be positive")
 		}
-	} else {
-		size = iotest.DefaultSize
 	}
 	if err := checkOutPath(o.Out); err != nil {
 		return err
@@ -187,13 +187,6 @@ func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string)
 	})
 	if err != nil {
 		return flagError(err)
-	}
-	if !o.sizeSet && plan.Action == iotest.ActionDevice {
-		// The default size is for files; a device is measured whole.
-		plan, err = iotest.PlanTarget(target, iotest.TargetOptions{Writes: p.Writes(), AllowDestructive: o.AllowDestructive})
-		if err != nil {
-			return flagError(err)
-		}
 	}
 	if err := p.ValidateFor(plan.Align, plan.Size); err != nil {
 		return flagError(err)

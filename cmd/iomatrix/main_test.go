@@ -193,9 +193,9 @@ func TestRunJSON(t *testing.T) {
 			t.Errorf("lat_ns lacks %q", k)
 		}
 	}
-	// A second run reuses the laid-out file and says nothing about layout.
-	r = runIomatrix(t, iomatrixCmd(t, "run", target, "--size", "32MiB", "--runtime", "200ms", "--ramp", "0s"))
-	if r.code != 0 || strings.Contains(r.stderr, "laying out") || !strings.Contains(r.stdout, "IOPS") {
+	// A second run, without --size, reuses the laid-out file at its size.
+	r = runIomatrix(t, iomatrixCmd(t, "run", target, "--runtime", "200ms", "--ramp", "0s"))
+	if r.code != 0 || strings.Contains(r.stderr, "laying out") || !strings.Contains(r.stdout, "32MiB") {
 		t.Errorf("second run: exit %d stderr %q stdout %q", r.code, r.stderr, r.stdout)
 	}
 }
