@@ -120,7 +120,8 @@ func exitCode(err error) int {
 	var fe *iotest.FieldError
 	switch {
 	case errors.As(err, &ue), errors.As(err, &fe),
-		errors.Is(err, iotest.ErrBadTarget), errors.Is(err, iotest.ErrBadSize), errors.Is(err, iotest.ErrBadPattern):
+		errors.Is(err, iotest.ErrBadTarget), errors.Is(err, iotest.ErrBadSize), errors.Is(err, iotest.ErrBadPattern),
+		errors.Is(err, iotest.ErrNoUring):
 		return exitUsage
 	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
 		return exitPrivilege
