@@ -2,7 +2,6 @@ package iotest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -34,7 +33,7 @@ func ResolveEngine(engine string, notice func(string)) (string, error) {
 	case "", EngineAuto:
 		if err := ProbeUring(); err != nil {
 			if notice != nil {
-				notice(fmt.Sprintf("io_uring unavailable (%v); using the psync engine", errors.Unwrap(err)))
+				notice(fmt.Sprintf("%v; using the psync engine", err))
 			}
 			return EnginePsync, nil
 		}
