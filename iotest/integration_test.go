@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -362,5 +363,33 @@ func TestBlockDeviceGuards(t *testing.T) {
 	_, err := PlanTarget(dev, TargetOptions{Writes: true, AllowDestructive: true})
 	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "mounted at "+mnt) {
 		t.Errorf("write to a mounted device: %v", err)
+	}
+}
+
+// The hot path allocates nothing: the allocations of a run do not grow
+// with the number of I/Os.
+func TestNoAllocationPerIO(t *testing.T) {
+	testenv.Root(t)
+	path := filepath.Join(directIODir(t), "alloc.dat")
+	tg := openPlan(t, path, TargetOptions{Size: 64 << 20, Writes: true})
+	for _, eng := range engines(t) {
+		p := Pattern{Access: Random, BlockSize: 4096, ReadPct: 50, QueueDepth: 8, Jobs: 1}
+		o := Options{Runtime: 500 * time.Millisecond, Seed: 3, Engine: eng}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		r, err := Run(context.Background(), tg, p, o)
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mallocs := after.Mallocs - before.Mallocs
+		ios := r.Completed.Reads + r.Completed.Writes
+		t.Logf("%s: %d mallocs for %d I/Os", eng, mallocs, ios)
+		if ios < 5000 {
+			t.Fatalf("%s: only %d I/Os, too few to tell", eng, ios)
+		}
+		if mallocs > 1000 {
+			t.Errorf("%s: %d allocations for %d I/Os", eng, mallocs, ios)
+		}
 	}
 }

@@ -68,6 +68,9 @@ func (p Pattern) Validate() error {
 	if p.Jobs < 1 || p.Jobs > MaxJobs {
 		return &FieldError{"jobs", fmt.Sprintf("%d is outside 1..%d", p.Jobs, MaxJobs)}
 	}
+	if buf := int64(p.Jobs) * int64(p.QueueDepth) * p.BlockSize; buf > MaxBufferBytes {
+		return &FieldError{"block_size", fmt.Sprintf("jobs × queue depth × block size = %s of I/O buffers, more than %s", FormatSize(buf), FormatSize(MaxBufferBytes))}
+	}
 	return nil
 }
 

@@ -26,6 +26,7 @@ func TestPatternValidate(t *testing.T) {
 		{"jobs 0", func(p *Pattern) { p.Jobs = 0 }, "jobs"},
 		{"jobs 65", func(p *Pattern) { p.Jobs = 65 }, "jobs"},
 		{"access", func(p *Pattern) { p.Access = "zigzag" }, "access"},
+		{"buffers", func(p *Pattern) { p.BlockSize, p.QueueDepth, p.Jobs = 64<<20, 256, 1 }, "block_size"},
 	}
 	for _, c := range cases {
 		p := ok

@@ -56,9 +56,6 @@ func Run(ctx context.Context, t *Target, p Pattern, o Options) (Result, error) {
 	if p.Writes() && !t.write {
 		return Result{}, fmt.Errorf("%s: %w: target was opened read-only", p.Name(), ErrBadPattern)
 	}
-	if buf := int64(p.Jobs) * int64(p.QueueDepth) * p.BlockSize; buf > MaxBufferBytes {
-		return Result{}, &FieldError{"block_size", fmt.Sprintf("jobs × queue depth × block size = %s of I/O buffers, more than %s", FormatSize(buf), FormatSize(MaxBufferBytes))}
-	}
 	engine, err := ResolveEngine(o.Engine, o.Notice)
 	if err != nil {
 		return Result{}, err
