@@ -38,24 +38,10 @@ func directIODir(t *testing.T) string {
 	return dir
 }
 
-// loopDevice attaches a zero-filled file of size bytes as a direct-I/O
-// loop device and returns the device path and the backing file.
 func loopDevice(t *testing.T, size int64) (dev, backing string) {
 	t.Helper()
 	testenv.Root(t)
-	losetup := testenv.Command(t, "losetup")
-	backing = filepath.Join(directIODir(t), "loop.img")
-	if err := os.WriteFile(backing, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(backing, size); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(losetup, "-f", "--show", "--direct-io=on", backing).CombinedOutput()
-	testenv.Require(t, err == nil, "losetup failed: "+strings.TrimSpace(string(out)))
-	dev = strings.TrimSpace(string(out))
-	t.Cleanup(func() { exec.Command(losetup, "-d", dev).Run() })
-	return dev, backing
+	return testenv.LoopDevice(t, directIODir(t), size)
 }
 
 func engines(t *testing.T) []string {

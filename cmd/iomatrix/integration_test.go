@@ -21,19 +21,7 @@ import (
 
 func loopDevice(t *testing.T, size int64) (dev string, num sysfs.DevNum, backing string) {
 	t.Helper()
-	testenv.Root(t)
-	losetup := testenv.Command(t, "losetup")
-	backing = filepath.Join(t.TempDir(), "loop.img")
-	if err := os.WriteFile(backing, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(backing, size); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(losetup, "-f", "--show", "--direct-io=on", backing).CombinedOutput()
-	testenv.Require(t, err == nil, "losetup failed: "+strings.TrimSpace(string(out)))
-	dev = strings.TrimSpace(string(out))
-	t.Cleanup(func() { exec.Command(losetup, "-d", dev).Run() })
+	dev, backing = testenv.LoopDevice(t, t.TempDir(), size)
 	var st unix.Stat_t
 	if err := unix.Stat(dev, &st); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,8 @@ package testenv
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -36,4 +38,25 @@ func Command(t testing.TB, name string) string {
 	p, err := exec.LookPath(name)
 	Require(t, err == nil, name+" not on PATH")
 	return p
+}
+
+// LoopDevice attaches a zero-filled file of size bytes, created in dir, as
+// a direct-I/O loop device, detached when the test ends. It needs root and
+// losetup.
+func LoopDevice(t testing.TB, dir string, size int64) (dev, backing string) {
+	t.Helper()
+	Root(t)
+	losetup := Command(t, "losetup")
+	backing = filepath.Join(dir, "loop.img")
+	if err := os.WriteFile(backing, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(backing, size); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(losetup, "-f", "--show", "--direct-io=on", backing).CombinedOutput()
+	Require(t, err == nil, "losetup failed: "+strings.TrimSpace(string(out)))
+	dev = strings.TrimSpace(string(out))
+	t.Cleanup(func() { exec.Command(losetup, "-d", dev).Run() })
+	return dev, backing
 }
