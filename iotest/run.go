@@ -19,6 +19,10 @@ import (
 // run may pin.
 const MaxBufferBytes = 4 << 30
 
+// maxProcs bounds the Ps raised for blocking streams; past it the
+// scheduler's own hand-off serves the rest.
+const maxProcs = 1024
+
 // ResolveEngine turns "auto" into a concrete engine: uring when a ring can
 // be created here, psync otherwise (notice says why).
 func ResolveEngine(engine string, notice func(string)) (string, error) {
@@ -67,7 +71,7 @@ func Run(ctx context.Context, t *Target, p Pattern, o Options) (Result, error) {
 	if engine == EnginePsync {
 		streams = p.Jobs * p.QueueDepth
 	}
-	if want := streams + 1; want > runtime.GOMAXPROCS(0) {
+	if want := min(streams+1, maxProcs); want > runtime.GOMAXPROCS(0) {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(want))
 	}
 
