@@ -1,0 +1,473 @@
+package profiles
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/iomatrix/iomatrix/iotest"
+)
+
+// DefaultName is the profile a sweep runs when none is given.
+const DefaultName = "full"
+
+// Errors of the loader.
+var (
+	ErrUnknownProfile = errors.New("unknown profile")
+	ErrBadProfile     = errors.New("invalid profile")
+)
+
+// Profile is a named, ordered set of patterns.
+type Profile struct {
+	Name        string
+	Description string
+	Defaults    Defaults
+	Patterns    []iotest.Pattern
+	// Source is "built-in" or the file the profile was read from.
+	Source string
+}
+
+// Defaults are per-profile run settings; zero means "not set".
+type Defaults struct {
+	Runtime time.Duration
+	Ramp    time.Duration
+	RampSet bool // ramp: 0 is a setting of its own
+	Size    int64
+}
+
+// Estimate is the time a sweep of p takes with the given runtime and
+// ramp, layout excluded.
+func (p *Profile) Estimate(runtime, ramp time.Duration) time.Duration {
+	return time.Duration(len(p.Patterns)) * (runtime + ramp)
+}
+
+// ParseError locates a fault in a profile file.
+type ParseError struct {
+	File  string
+	Line  int
+	Field string
+	Msg   string
+}
+
+func (e *ParseError) Error() string {
+	loc := e.File
+	if e.Line > 0 {
+		loc += ":" + strconv.Itoa(e.Line)
+	}
+	if e.Field != "" {
+		return fmt.Sprintf("%s: %s: %s", loc, e.Field, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", loc, e.Msg)
+}
+
+func (e *ParseError) Unwrap() error { return ErrBadProfile }
+
+//go:embed builtin/*.yaml
+var builtinFiles embed.FS
+
+// builtinOrder is the order `iomatrix profiles` lists them in.
+var builtinOrder = []string{"full", "quick", "cdm", "cdm-nvme", "jobs"}
+
+// Names lists the built-in profiles.
+func Names() []string { return append([]string(nil), builtinOrder...) }
+
+// Builtin returns the built-in profile called name.
+func Builtin(name string) (*Profile, error) {
+	data, err := builtinFiles.ReadFile("builtin/" + name + ".yaml")
+	if err != nil {
+		return nil, fmt.Errorf("%w %q (built-in profiles: %s; or give a YAML file)", ErrUnknownProfile, name, strings.Join(builtinOrder, ", "))
+	}
+	p, err := Parse("builtin/"+name+".yaml", data)
+	if err != nil {
+		return nil, err
+	}
+	p.Source = "built-in"
+	return p, nil
+}
+
+// Load returns a built-in profile by name, or reads a YAML file when
+// nameOrPath looks like a path (it has a slash or a .yaml/.yml suffix, or
+// names an existing file).
+func Load(nameOrPath string) (*Profile, error) {
+	if isPath(nameOrPath) {
+		data, err := os.ReadFile(nameOrPath)
+		if err != nil {
+			return nil, fmt.Errorf("profile file: %w", err)
+		}
+		p, err := Parse(nameOrPath, data)
+		if err != nil {
+			return nil, err
+		}
+		p.Source = nameOrPath
+		return p, nil
+	}
+	return Builtin(nameOrPath)
+}
+
+func isPath(s string) bool {
+	if strings.ContainsRune(s, filepath.Separator) || strings.HasSuffix(s, ".yaml") || strings.HasSuffix(s, ".yml") {
+		return true
+	}
+	fi, err := os.Stat(s)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// Parse reads a profile document. file names the source in errors.
+//
+// The form:
+//
+//	name: mine                      # required
+//	description: what it is for     # optional
+//	defaults: {runtime: 30s, ramp: 2s, size: 8GiB}
+//	patterns:                       # explicit patterns, run first
+//	  - {access: sequential, block_size: 1m, read_pct: 100, queue_depth: 8, jobs: 1}
+//	matrix:                         # cartesian products, run after, in order
+//	  - access: random
+//	    block_sizes: [4k, 16k]
+//	    read_pcts: [100, 70, 0]
+//	    queue_depths: [1, 32]
+//	    jobs: [1]                   # optional, default [1]
+func Parse(file string, data []byte) (*Profile, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, &ParseError{File: file, Line: yamlErrorLine(err), Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
+		return nil, &ParseError{File: file, Msg: "empty profile"}
+	}
+	p := &parser{file: file}
+	prof := &Profile{}
+	root := doc.Content[0]
+	if err := p.mapping(root, "profile", map[string]func(*yaml.Node) error{
+		"name":        func(n *yaml.Node) error { return p.str(n, "name", &prof.Name) },
+		"description": func(n *yaml.Node) error { return p.str(n, "description", &prof.Description) },
+		"defaults":    func(n *yaml.Node) error { return p.defaults(n, &prof.Defaults) },
+		"patterns":    func(n *yaml.Node) error { return p.patterns(n, prof) },
+		"matrix":      func(n *yaml.Node) error { return p.matrices(n, prof) },
+	}); err != nil {
+		return nil, err
+	}
+	if prof.Name == "" {
+		return nil, p.errf(root, "name", "missing: every profile needs a name")
+	}
+	if len(prof.Patterns) == 0 {
+		return nil, p.errf(root, "patterns", "the profile has no patterns (give patterns: or matrix:)")
+	}
+	seen := map[string]int{}
+	for i, pat := range prof.Patterns {
+		n := pat.Name()
+		if first, dup := seen[n]; dup {
+			return nil, &ParseError{File: file, Line: p.lines[i], Field: "patterns",
+				Msg: fmt.Sprintf("duplicate pattern %s (first at line %d)", n, p.lines[first])}
+		}
+		seen[n] = i
+	}
+	return prof, nil
+}
+
+type parser struct {
+	file  string
+	lines []int // source line of each expanded pattern
+}
+
+func (p *parser) errf(n *yaml.Node, field, format string, args ...any) error {
+	return &ParseError{File: p.file, Line: n.Line, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// mapping walks a mapping node, rejecting unknown and repeated keys.
+func (p *parser) mapping(n *yaml.Node, what string, fields map[string]func(*yaml.Node) error) error {
+	if n.Kind != yaml.MappingNode {
+		return p.errf(n, what, "want a mapping of keys to values")
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		f, ok := fields[k.Value]
+		if !ok {
+			return p.errf(k, k.Value, "unknown key in %s (known: %s)", what, strings.Join(sortedKeys(fields), ", "))
+		}
+		if seen[k.Value] {
+			return p.errf(k, k.Value, "given twice")
+		}
+		seen[k.Value] = true
+		if err := f(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]func(*yaml.Node) error) []string {
+	return slices.Sorted(maps.Keys(m))
+}
+
+// requireAll reports the first missing field, in a fixed order.
+func (p *parser) requireAll(n *yaml.Node, what string, fields []string, have []bool) error {
+	for i, f := range fields {
+		if !have[i] {
+			return p.errf(n, f, "missing in %s", what)
+		}
+	}
+	return nil
+}
+
+func (p *parser) scalar(n *yaml.Node, field string) (string, error) {
+	if n.Kind != yaml.ScalarNode {
+		return "", p.errf(n, field, "want a single value")
+	}
+	return n.Value, nil
+}
+
+func (p *parser) str(n *yaml.Node, field string, dst *string) error {
+	v, err := p.scalar(n, field)
+	*dst = v
+	return err
+}
+
+func (p *parser) size(n *yaml.Node, field string) (int64, error) {
+	v, err := p.scalar(n, field)
+	if err != nil {
+		return 0, err
+	}
+	s, err := iotest.ParseSize(v)
+	if err != nil {
+		return 0, p.errf(n, field, "%q is not a size (e.g. 4k, 16KiB, 1m)", v)
+	}
+	return s, nil
+}
+
+func (p *parser) integer(n *yaml.Node, field string, lo, hi int) (int, error) {
+	v, err := p.scalar(n, field)
+	if err != nil {
+		return 0, err
+	}
+	i, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil {
+		return 0, p.errf(n, field, "%q is not a whole number", v)
+	}
+	if i < lo || i > hi {
+		return 0, p.errf(n, field, "%d is outside %d..%d", i, lo, hi)
+	}
+	return i, nil
+}
+
+func (p *parser) duration(n *yaml.Node, field string) (time.Duration, error) {
+	v, err := p.scalar(n, field)
+	if err != nil {
+		return 0, err
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil || d < 0 {
+		return 0, p.errf(n, field, "%q is not a duration (e.g. 60s, 2m)", v)
+	}
+	return d, nil
+}
+
+func (p *parser) defaults(n *yaml.Node, d *Defaults) error {
+	return p.mapping(n, "defaults", map[string]func(*yaml.Node) error{
+		"runtime": func(v *yaml.Node) (err error) {
+			if d.Runtime, err = p.duration(v, "runtime"); err == nil && d.Runtime == 0 {
+				err = p.errf(v, "runtime", "must be positive")
+			}
+			return err
+		},
+		"ramp": func(v *yaml.Node) (err error) {
+			d.Ramp, err = p.duration(v, "ramp")
+			d.RampSet = true
+			return err
+		},
+		"size": func(v *yaml.Node) (err error) {
+			if d.Size, err = p.size(v, "size"); err == nil && d.Size <= 0 {
+				err = p.errf(v, "size", "must be positive")
+			}
+			return err
+		},
+	})
+}
+
+func (p *parser) access(n *yaml.Node) (iotest.Access, error) {
+	v, err := p.scalar(n, "access")
+	if err != nil {
+		return "", err
+	}
+	switch a := iotest.Access(v); a {
+	case iotest.Random, iotest.Sequential:
+		return a, nil
+	}
+	return "", p.errf(n, "access", "%q is not random or sequential", v)
+}
+
+func (p *parser) check(n *yaml.Node, pat iotest.Pattern) error {
+	if err := pat.Validate(); err != nil {
+		var fe *iotest.FieldError
+		if errors.As(err, &fe) {
+			return p.errf(n, fe.Field, "%s", fe.Msg)
+		}
+		return p.errf(n, "", "%v", err)
+	}
+	return nil
+}
+
+func (p *parser) patterns(n *yaml.Node, prof *Profile) error {
+	if n.Kind != yaml.SequenceNode {
+		return p.errf(n, "patterns", "want a list of patterns")
+	}
+	if len(n.Content) == 0 {
+		return p.errf(n, "patterns", "empty list")
+	}
+	for _, item := range n.Content {
+		pat := iotest.Pattern{Access: iotest.Random, Jobs: 1}
+		var haveBS, haveRead, haveQD bool
+		err := p.mapping(item, "pattern", map[string]func(*yaml.Node) error{
+			"access": func(v *yaml.Node) (err error) { pat.Access, err = p.access(v); return err },
+			"block_size": func(v *yaml.Node) (err error) {
+				haveBS = true
+				pat.BlockSize, err = p.size(v, "block_size")
+				return err
+			},
+			"read_pct": func(v *yaml.Node) (err error) {
+				haveRead = true
+				pat.ReadPct, err = p.integer(v, "read_pct", 0, 100)
+				return err
+			},
+			"queue_depth": func(v *yaml.Node) (err error) {
+				haveQD = true
+				pat.QueueDepth, err = p.integer(v, "queue_depth", 1, iotest.MaxQueueDepth)
+				return err
+			},
+			"jobs": func(v *yaml.Node) (err error) { pat.Jobs, err = p.integer(v, "jobs", 1, iotest.MaxJobs); return err },
+		})
+		if err != nil {
+			return err
+		}
+		if err := p.requireAll(item, "pattern", []string{"block_size", "read_pct", "queue_depth"}, []bool{haveBS, haveRead, haveQD}); err != nil {
+			return err
+		}
+		if err := p.check(item, pat); err != nil {
+			return err
+		}
+		prof.Patterns = append(prof.Patterns, pat)
+		p.lines = append(p.lines, item.Line)
+	}
+	return nil
+}
+
+func (p *parser) matrices(n *yaml.Node, prof *Profile) error {
+	if n.Kind != yaml.SequenceNode {
+		return p.errf(n, "matrix", "want a list of matrices")
+	}
+	if len(n.Content) == 0 {
+		return p.errf(n, "matrix", "empty list")
+	}
+	for _, m := range n.Content {
+		if err := p.matrix(m, prof); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// axis parses a non-empty list with parse applied to each element.
+func (p *parser) axis(n *yaml.Node, field string, parse func(*yaml.Node) error) error {
+	if n.Kind != yaml.SequenceNode {
+		return p.errf(n, field, "want a list, e.g. [1, 32]")
+	}
+	if len(n.Content) == 0 {
+		return p.errf(n, field, "empty axis: give at least one value")
+	}
+	for _, v := range n.Content {
+		if err := parse(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *parser) matrix(n *yaml.Node, prof *Profile) error {
+	access := iotest.Random
+	var bss []int64
+	var reads, qds []int
+	jobs := []int{1}
+	var haveBS, haveRead, haveQD bool
+	err := p.mapping(n, "matrix", map[string]func(*yaml.Node) error{
+		"access": func(v *yaml.Node) (err error) { access, err = p.access(v); return err },
+		"block_sizes": func(v *yaml.Node) error {
+			haveBS = true
+			return p.axis(v, "block_sizes", func(e *yaml.Node) error {
+				s, err := p.size(e, "block_sizes")
+				bss = append(bss, s)
+				return err
+			})
+		},
+		"read_pcts": func(v *yaml.Node) error {
+			haveRead = true
+			return p.axis(v, "read_pcts", func(e *yaml.Node) error {
+				r, err := p.integer(e, "read_pcts", 0, 100)
+				reads = append(reads, r)
+				return err
+			})
+		},
+		"queue_depths": func(v *yaml.Node) error {
+			haveQD = true
+			return p.axis(v, "queue_depths", func(e *yaml.Node) error {
+				q, err := p.integer(e, "queue_depths", 1, iotest.MaxQueueDepth)
+				qds = append(qds, q)
+				return err
+			})
+		},
+		"jobs": func(v *yaml.Node) error {
+			jobs = nil
+			return p.axis(v, "jobs", func(e *yaml.Node) error {
+				j, err := p.integer(e, "jobs", 1, iotest.MaxJobs)
+				jobs = append(jobs, j)
+				return err
+			})
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if err := p.requireAll(n, "matrix", []string{"block_sizes", "read_pcts", "queue_depths"}, []bool{haveBS, haveRead, haveQD}); err != nil {
+		return err
+	}
+	for _, bs := range bss {
+		for _, r := range reads {
+			for _, q := range qds {
+				for _, j := range jobs {
+					pat := iotest.Pattern{Access: access, BlockSize: bs, ReadPct: r, QueueDepth: q, Jobs: j}
+					if err := p.check(n, pat); err != nil {
+						return err
+					}
+					prof.Patterns = append(prof.Patterns, pat)
+					p.lines = append(p.lines, n.Line)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// yamlErrorLine digs the line number out of a yaml syntax error.
+func yamlErrorLine(err error) int {
+	s := err.Error()
+	if i := strings.Index(s, "line "); i >= 0 {
+		rest := s[i+5:]
+		j := 0
+		for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
+			j++
+		}
+		if n, err := strconv.Atoi(rest[:j]); err == nil {
+			return n
+		}
+	}
+	return 0
+}

@@ -1,0 +1,248 @@
+package profiles
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/iomatrix/iomatrix/iotest"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from the golden file:\n--- got\n%s--- want\n%s", name, got, want)
+	}
+}
+
+func TestFullHas137UniquePatterns(t *testing.T) {
+	p, err := Builtin("full")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Patterns) != 137 {
+		t.Fatalf("full has %d patterns, want 137", len(p.Patterns))
+	}
+	names := map[string]bool{}
+	for _, pat := range p.Patterns {
+		if names[pat.Name()] {
+			t.Errorf("duplicate %s", pat.Name())
+		}
+		names[pat.Name()] = true
+	}
+	for _, n := range []string{"seq-read-1m-qd8", "seq-write-1m-qd8"} {
+		if !names[n] {
+			t.Errorf("full lacks %s", n)
+		}
+	}
+	// Every combination of the random axes, nothing else.
+	count := 0
+	for _, bs := range []string{"4k", "8k", "16k"} {
+		for _, r := range []int{100, 90, 50, 10, 0} {
+			for _, q := range []int{1, 2, 4, 8, 16, 32, 64, 128, 256} {
+				n := fmt.Sprintf("rand-%s-r%d-qd%d", bs, r, q)
+				if !names[n] {
+					t.Errorf("full lacks %s", n)
+				}
+				count++
+			}
+		}
+	}
+	if count+2 != len(names) {
+		t.Errorf("%d random + 2 sequential != %d", count, len(names))
+	}
+	for _, pat := range p.Patterns {
+		if pat.Jobs != 1 {
+			t.Errorf("%s has %d jobs", pat.Name(), pat.Jobs)
+		}
+	}
+}
+
+func describe(p *Profile) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "name: %s\ndescription: %s\npatterns: %d\n", p.Name, p.Description, len(p.Patterns))
+	for _, pat := range p.Patterns {
+		fmt.Fprintf(&b, "%-24s %-10s bs=%-7d read=%-3d qd=%-3d jobs=%d\n", pat.Name(), pat.Access, pat.BlockSize, pat.ReadPct, pat.QueueDepth, pat.Jobs)
+	}
+	return b.String()
+}
+
+func TestBuiltinsGolden(t *testing.T) {
+	counts := map[string]int{"full": 137, "quick": 14, "cdm": 8, "cdm-nvme": 8, "jobs": 7}
+	for _, name := range Names() {
+		p, err := Builtin(name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if p.Name != name || len(p.Patterns) != counts[name] {
+			t.Errorf("%s: name %q, %d patterns, want %d", name, p.Name, len(p.Patterns), counts[name])
+		}
+		golden(t, "builtin-"+name+".golden", describe(p))
+	}
+}
+
+func TestUnknownProfileListsNames(t *testing.T) {
+	_, err := Load("fulll")
+	if !errors.Is(err, ErrUnknownProfile) {
+		t.Fatalf("error %v", err)
+	}
+	for _, n := range Names() {
+		if !strings.Contains(err.Error(), n) {
+			t.Errorf("%q does not list %s", err, n)
+		}
+	}
+}
+
+func TestLoadFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mine.yaml")
+	src := `name: mine
+description: two and a product
+defaults: {runtime: 30s, ramp: 0s, size: 8GiB}
+patterns:
+  - {access: sequential, block_size: 128k, read_pct: 100, queue_depth: 4}
+  - {block_size: 4k, read_pct: 70, queue_depth: 16, jobs: 4}
+matrix:
+  - block_sizes: [8k]
+    read_pcts: [100, 0]
+    queue_depths: [1, 64]
+`
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Source != path || p.Defaults.Runtime.Seconds() != 30 || !p.Defaults.RampSet || p.Defaults.Size != 8<<30 {
+		t.Errorf("profile %+v", p)
+	}
+	golden(t, "file-mine.golden", describe(p))
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestMalformedProfiles(t *testing.T) {
+	cases := map[string]string{
+		"unknown-key": `name: x
+patterns:
+  - {block_size: 4k, read_pct: 50, queue_depth: 1, iodepth: 4}
+`,
+		"unknown-top-key": `name: x
+runtime: 30s
+`,
+		"bs-not-a-size": `name: x
+matrix:
+  - block_sizes: [4k, four]
+    read_pcts: [100]
+    queue_depths: [1]
+`,
+		"bs-not-aligned": `name: x
+patterns:
+  - {block_size: 3000, read_pct: 50, queue_depth: 1}
+`,
+		"read-out-of-range": `name: x
+patterns:
+  - {block_size: 4k, read_pct: 101, queue_depth: 1}
+`,
+		"read-axis-out-of-range": `name: x
+matrix:
+  - block_sizes: [4k]
+    read_pcts: [100, -1]
+    queue_depths: [1]
+`,
+		"qd-zero": `name: x
+patterns:
+  - {block_size: 4k, read_pct: 50, queue_depth: 0}
+`,
+		"qd-257": `name: x
+matrix:
+  - block_sizes: [4k]
+    read_pcts: [100]
+    queue_depths: [1, 257]
+`,
+		"empty-axis": `name: x
+matrix:
+  - block_sizes: []
+    read_pcts: [100]
+    queue_depths: [1]
+`,
+		"missing-axis": `name: x
+matrix:
+  - block_sizes: [4k]
+    read_pcts: [100]
+`,
+		"duplicate-names": `name: x
+patterns:
+  - {block_size: 4k, read_pct: 100, queue_depth: 1}
+matrix:
+  - block_sizes: [4k, 8k]
+    read_pcts: [100]
+    queue_depths: [1]
+`,
+		"not-yaml": "name: x\npatterns: [\n",
+		"no-name": `patterns:
+  - {block_size: 4k, read_pct: 100, queue_depth: 1}
+`,
+		"no-patterns":     "name: x\n",
+		"empty":           "",
+		"bad-duration":    "name: x\ndefaults: {runtime: soon}\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1}\n",
+		"repeated-key":    "name: x\nname: y\n",
+		"jobs-too-many":   "name: x\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1, jobs: 65}\n",
+		"access-unknown":  "name: x\npatterns:\n  - {access: zigzag, block_size: 4k, read_pct: 1, queue_depth: 1}\n",
+		"pattern-is-list": "name: x\npatterns:\n  - [4k, 1, 1]\n",
+	}
+	var b strings.Builder
+	for _, name := range sortedCaseNames(cases) {
+		_, err := Parse(name+".yaml", []byte(cases[name]))
+		var pe *ParseError
+		if !errors.As(err, &pe) || !errors.Is(err, ErrBadProfile) {
+			t.Errorf("%s: error %v, want a ParseError", name, err)
+			continue
+		}
+		if !strings.HasPrefix(err.Error(), name+".yaml") {
+			t.Errorf("%s: %q does not name the file", name, err)
+		}
+		fmt.Fprintf(&b, "%s\n", err)
+	}
+	golden(t, "malformed.golden", b.String())
+}
+
+func sortedCaseNames(m map[string]string) []string {
+	var names []string
+	for n := range m {
+		names = append(names, n)
+	}
+	for i := range names {
+		for j := i + 1; j < len(names); j++ {
+			if names[j] < names[i] {
+				names[i], names[j] = names[j], names[i]
+			}
+		}
+	}
+	return names
+}
+
+func TestEstimate(t *testing.T) {
+	p := &Profile{Patterns: make([]iotest.Pattern, 137)}
+	if got := p.Estimate(60e9, 5e9); got.Minutes() != 137*65.0/60 {
+		t.Errorf("estimate %v", got)
+	}
+}
