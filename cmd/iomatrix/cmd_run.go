@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -18,22 +17,15 @@ import (
 
 // runOptions are the flags of `iomatrix run`.
 type runOptions struct {
-	RW               string
-	BlockSize        string
-	ReadMix          int
-	QueueDepth       int
-	Jobs             int
-	Runtime          time.Duration
-	Ramp             time.Duration
-	Size             string
-	Engine           string
-	Seed             uint64
-	Format           string
-	Out              string
-	Force            bool
-	AllowDestructive bool
-	seedSet, sizeSet bool
-	rwmixSet         bool
+	measureOptions
+	RW         string
+	BlockSize  string
+	ReadMix    int
+	QueueDepth int
+	Jobs       int
+	Format     string
+	Out        string
+	rwmixSet   bool
 }
 
 func (o *runOptions) AddFlags(f *pflag.FlagSet) {
@@ -42,15 +34,9 @@ func (o *runOptions) AddFlags(f *pflag.FlagSet) {
 	f.IntVar(&o.ReadMix, "rwmix", 50, "percentage of reads for --rw randrw (0-100)")
 	f.IntVar(&o.QueueDepth, "qd", 32, "I/Os kept in flight per job (1-256)")
 	f.IntVar(&o.Jobs, "jobs", 1, "independent workers, each with its own queue (1-64)")
-	f.DurationVar(&o.Runtime, "runtime", 60*time.Second, "measured time")
-	f.DurationVar(&o.Ramp, "ramp", 5*time.Second, "warm-up time before the measurement, excluded from every statistic")
-	f.StringVar(&o.Size, "size", "16GiB", "size of a file target, laid out once with random data (powers of two: 1g = 1GiB); an existing iomatrix file keeps its size unless this is given; on a block device, limits I/O to the first SIZE bytes (default: the whole device)")
-	f.StringVar(&o.Engine, "engine", "auto", "I/O engine: uring, psync, or auto (uring when available)")
-	f.Uint64Var(&o.Seed, "seed", 0, "seed for offsets and read/write draws; the same seed repeats the same sequence (default: random, recorded in the results)")
+	o.measureOptions.AddFlags(f)
 	f.StringVar(&o.Format, "format", "text", "output on stdout: text or json (the results document)")
 	f.StringVarP(&o.Out, "out", "o", "", "also write the results document to this file")
-	f.BoolVar(&o.Force, "force", false, "lay out an existing file that iomatrix did not create, destroying its contents")
-	f.BoolVar(&o.AllowDestructive, "allow-destructive", false, "allow write patterns on a block device, destroying its data")
 }
 
 func newRunCommand(g *globalOptions) *cobra.Command {
@@ -78,7 +64,8 @@ refused while the device or one of its partitions is mounted or held.
 		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f := cmd.Flags()
-			o.seedSet, o.sizeSet, o.rwmixSet = f.Changed("seed"), f.Changed("size"), f.Changed("rwmix")
+			o.changed(f)
+			o.rwmixSet = f.Changed("rwmix")
 			target := "iomatrix.dat"
 			if len(args) == 1 {
 				target = args[0]
@@ -141,23 +128,6 @@ func (o *runOptions) pattern() (iotest.Pattern, error) {
 	return p, nil
 }
 
-func (o *runOptions) options(g *globalOptions) (iotest.Options, error) {
-	opts := iotest.Options{Runtime: o.Runtime, Ramp: o.Ramp, Seed: o.Seed, Engine: o.Engine}
-	if !o.seedSet {
-		opts.Seed = rand.Uint64() >> 11 // fits a JSON number exactly
-	}
-	opts.Notice = func(s string) { fmt.Fprintf(g.stderr, "iomatrix: %s\n", s) }
-	if err := opts.Validate(); err != nil {
-		return opts, flagError(err)
-	}
-	switch o.Format {
-	case "text", "json":
-	default:
-		return opts, usagef("--format: %q is not one of text, json", o.Format)
-	}
-	return opts, nil
-}
-
 func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string) error {
 	// Everything is checked before the target is touched.
 	p, err := o.pattern()
@@ -168,28 +138,21 @@ func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string)
 	if err != nil {
 		return err
 	}
-	// Without --size a file keeps the size it was laid out at, a new file
-	// gets the default and a device is measured whole.
-	var size int64
-	if o.sizeSet {
-		if size, err = iotest.ParseSize(o.Size); err != nil {
-			return usagef("--size: %w", err)
-		}
-		if size <= 0 {
-			return usagef("--size: must be positive")
-		}
+	switch o.Format {
+	case "text", "json":
+	default:
+		return usagef("--format: %q is not one of text, json", o.Format)
+	}
+	size, err := o.size()
+	if err != nil {
+		return err
 	}
 	if err := checkOutPath(o.Out); err != nil {
 		return err
 	}
-	plan, err := iotest.PlanTarget(target, iotest.TargetOptions{
-		Size: size, Writes: p.Writes(), Force: o.Force, AllowDestructive: o.AllowDestructive,
-	})
+	plan, err := o.plan(target, size, []iotest.Pattern{p})
 	if err != nil {
-		return flagError(err)
-	}
-	if err := p.ValidateFor(plan.Align, plan.Size); err != nil {
-		return flagError(err)
+		return err
 	}
 	engine, err := iotest.ResolveEngine(opts.Engine, opts.Notice)
 	if err != nil {
@@ -233,23 +196,6 @@ func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string)
 		writeRunText(g.stdout, doc, &res)
 	}
 	return runErr
-}
-
-func openTarget(ctx context.Context, plan *iotest.Plan, g *globalOptions) (*iotest.Target, error) {
-	switch plan.Action {
-	case iotest.ActionCreate, iotest.ActionRelayout:
-		fmt.Fprintf(g.stderr, "iomatrix: laying out %s (%s of random data; reused by later runs)\n", plan.Path, iotest.FormatSize(plan.Size))
-	case iotest.ActionReadOnly:
-		fmt.Fprintf(g.stderr, "iomatrix: %s was not created by iomatrix: reading it in place (%s)\n", plan.Path, iotest.FormatSize(plan.Size))
-	}
-	line := newLiveLine(g)
-	start := time.Now()
-	t, err := plan.Open(ctx, func(done, total int64) {
-		el := time.Since(start).Seconds()
-		line.printf("layout %s / %s  %.0f MiB/s", iotest.FormatSize(done), iotest.FormatSize(total), float64(done)/el/(1<<20))
-	})
-	line.done()
-	return t, err
 }
 
 func writeRunText(w io.Writer, doc *iotest.Document, r *iotest.Result) {

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/iomatrix/iomatrix/iotest"
+)
+
+// measureOptions are the flags every measuring command shares: how long,
+// how, and what it may do to the target.
+type measureOptions struct {
+	Runtime          time.Duration
+	Ramp             time.Duration
+	Size             string
+	Engine           string
+	Seed             uint64
+	Force            bool
+	AllowDestructive bool
+
+	runtimeSet, rampSet, sizeSet, seedSet bool
+}
+
+func (o *measureOptions) AddFlags(f *pflag.FlagSet) {
+	f.DurationVar(&o.Runtime, "runtime", 60*time.Second, "measured time per pattern")
+	f.DurationVar(&o.Ramp, "ramp", 5*time.Second, "warm-up time before each measurement, excluded from every statistic")
+	f.StringVar(&o.Size, "size", "16GiB", "size of a file target, laid out once with random data (powers of two: 1g = 1GiB); an existing iomatrix file keeps its size unless this is given; on a block device, limits I/O to the first SIZE bytes (default: the whole device)")
+	f.StringVar(&o.Engine, "engine", "auto", "I/O engine: uring, psync, or auto (uring when available)")
+	f.Uint64Var(&o.Seed, "seed", 0, "seed for offsets and read/write draws; the same seed repeats the same sequence (default: random, recorded in the results)")
+	f.BoolVar(&o.Force, "force", false, "lay out an existing file that iomatrix did not create, destroying its contents")
+	f.BoolVar(&o.AllowDestructive, "allow-destructive", false, "allow write patterns on a block device, destroying its data")
+}
+
+// changed records which flags the user gave, after parsing.
+func (o *measureOptions) changed(f *pflag.FlagSet) {
+	o.runtimeSet, o.rampSet, o.sizeSet, o.seedSet = f.Changed("runtime"), f.Changed("ramp"), f.Changed("size"), f.Changed("seed")
+}
+
+// options checks the flags and turns them into engine options.
+func (o *measureOptions) options(g *globalOptions) (iotest.Options, error) {
+	opts := iotest.Options{Runtime: o.Runtime, Ramp: o.Ramp, Seed: o.Seed, Engine: o.Engine}
+	if !o.seedSet {
+		opts.Seed = rand.Uint64() >> 11 // fits a JSON number exactly
+	}
+	opts.Notice = func(s string) { fmt.Fprintf(g.stderr, "iomatrix: %s\n", s) }
+	if err := opts.Validate(); err != nil {
+		return opts, flagError(err)
+	}
+	return opts, nil
+}
+
+// size is --size in bytes, or 0 when not given: a file then keeps the size
+// it was laid out at, a new file gets the default and a device is measured
+// whole.
+func (o *measureOptions) size() (int64, error) {
+	if !o.sizeSet {
+		return 0, nil
+	}
+	size, err := iotest.ParseSize(o.Size)
+	if err != nil {
+		return 0, usagef("--size: %w", err)
+	}
+	if size <= 0 {
+		return 0, usagef("--size: must be positive")
+	}
+	return size, nil
+}
+
+// plan decides what happens to the target, touching nothing, and checks
+// every pattern against it.
+func (o *measureOptions) plan(target string, size int64, pats []iotest.Pattern) (*iotest.Plan, error) {
+	writes := false
+	for _, p := range pats {
+		writes = writes || p.Writes()
+	}
+	plan, err := iotest.PlanTarget(target, iotest.TargetOptions{
+		Size: size, Writes: writes, Force: o.Force, AllowDestructive: o.AllowDestructive,
+	})
+	if err != nil {
+		return nil, flagError(err)
+	}
+	for _, p := range pats {
+		if err := p.ValidateFor(plan.Align, plan.Size); err != nil {
+			if len(pats) == 1 {
+				return nil, flagError(err) // names the flag that set it
+			}
+			return nil, usagef("%s: pattern %s: %w", target, p.Name(), err)
+		}
+	}
+	return plan, nil
+}
+
+func openTarget(ctx context.Context, plan *iotest.Plan, g *globalOptions) (*iotest.Target, error) {
+	switch plan.Action {
+	case iotest.ActionCreate, iotest.ActionRelayout:
+		fmt.Fprintf(g.stderr, "iomatrix: laying out %s (%s of random data; reused by later runs)\n", plan.Path, iotest.FormatSize(plan.Size))
+	case iotest.ActionReadOnly:
+		fmt.Fprintf(g.stderr, "iomatrix: %s was not created by iomatrix: reading it in place (%s)\n", plan.Path, iotest.FormatSize(plan.Size))
+	}
+	line := newLiveLine(g)
+	start := time.Now()
+	t, err := plan.Open(ctx, func(done, total int64) {
+		el := time.Since(start).Seconds()
+		line.printf("layout %s / %s  %.0f MiB/s", iotest.FormatSize(done), iotest.FormatSize(total), float64(done)/el/(1<<20))
+	})
+	line.done()
+	return t, err
+}
