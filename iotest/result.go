@@ -62,12 +62,14 @@ type TargetInfo struct {
 
 // Settings are the run options recorded in the results file.
 type Settings struct {
-	Profile   string `json:"profile"`
-	Engine    string `json:"engine"`
-	RuntimeNS int64  `json:"runtime_ns"`
-	RampNS    int64  `json:"ramp_ns"`
-	SizeBytes int64  `json:"size_bytes"`
-	Seed      uint64 `json:"seed"`
+	Profile string `json:"profile"`
+	// ProfileFile is the YAML file of a profile that is not built in.
+	ProfileFile string `json:"profile_file,omitempty"`
+	Engine      string `json:"engine"`
+	RuntimeNS   int64  `json:"runtime_ns"`
+	RampNS      int64  `json:"ramp_ns"`
+	SizeBytes   int64  `json:"size_bytes"`
+	Seed        uint64 `json:"seed"`
 }
 
 // Cap is the cgroup limit a run was measured under (0 = no limit).

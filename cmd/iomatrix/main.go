@@ -81,6 +81,8 @@ io_uring engine (or a pread/pwrite fallback).
 	root.SetErr(g.stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newRunCommand(g))
+	root.AddCommand(newSweepCommand(g))
+	root.AddCommand(newProfilesCommand(g))
 	return root
 }
 

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/profiles"
+)
+
+type profilesOptions struct {
+	Runtime time.Duration
+	Ramp    time.Duration
+}
+
+func newProfilesCommand(g *globalOptions) *cobra.Command {
+	o := &profilesOptions{}
+	cmd := &cobra.Command{
+		Use:   "profiles [NAME|FILE]",
+		Short: "List the sweep profiles, or show the patterns of one",
+		Long: `Without an argument, list the built-in profiles with their pattern counts
+and the time a sweep takes at --runtime and --ramp per pattern (layout not
+included). With a profile name or a YAML file, print its expanded patterns.
+
+A profile file has this form:
+
+  name: mine                      # required
+  description: what it is for
+  defaults: {runtime: 30s, ramp: 2s, size: 8GiB}
+  patterns:                       # explicit patterns, run first
+    - {access: sequential, block_size: 1m, read_pct: 100, queue_depth: 8}
+  matrix:                         # cartesian products, run after
+    - access: random              # or sequential; default random
+      block_sizes: [4k, 16k]
+      read_pcts: [100, 70, 0]
+      queue_depths: [1, 32]
+      jobs: [1]                   # optional, default [1]
+
+` + exitStatusHelp,
+		Args: maxArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.Runtime <= 0 {
+				return usagef("--runtime: must be positive")
+			}
+			if o.Ramp < 0 {
+				return usagef("--ramp: must not be negative")
+			}
+			if len(args) == 0 {
+				return listProfiles(g, o)
+			}
+			p, err := profiles.Load(args[0])
+			if err != nil {
+				return usageError{err}
+			}
+			return showProfile(g, o, p)
+		},
+	}
+	cmd.Flags().DurationVar(&o.Runtime, "runtime", 60*time.Second, "runtime per pattern for the estimate")
+	cmd.Flags().DurationVar(&o.Ramp, "ramp", 5*time.Second, "ramp per pattern for the estimate")
+	return cmd
+}
+
+func listProfiles(g *globalOptions, o *profilesOptions) error {
+	tw := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "PROFILE\tPATTERNS\tDURATION\tDESCRIPTION\n")
+	for _, name := range profiles.Names() {
+		p, err := profiles.Builtin(name)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", p.Name, len(p.Patterns), p.Estimate(o.Runtime, o.Ramp), p.Description)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(g.stdout, "\ndurations at %s runtime + %s ramp per pattern; `iomatrix profiles NAME` lists the patterns\n", o.Runtime, o.Ramp)
+	return err
+}
+
+func showProfile(g *globalOptions, o *profilesOptions, p *profiles.Profile) error {
+	fmt.Fprintf(g.stdout, "%s: %s (%s)\n%d patterns, %s at %s runtime + %s ramp each\n\n",
+		p.Name, p.Description, p.Source, len(p.Patterns), p.Estimate(o.Runtime, o.Ramp), o.Runtime, o.Ramp)
+	tw := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "NAME\tACCESS\tBLOCK\tREAD %%\tQD\tJOBS\t\n")
+	for _, pat := range p.Patterns {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t\n", pat.Name(), pat.Access, iotest.FormatSize(pat.BlockSize), pat.ReadPct, pat.QueueDepth, pat.Jobs)
+	}
+	return tw.Flush()
+}

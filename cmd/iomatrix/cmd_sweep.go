@@ -1,0 +1,339 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/profiles"
+	"github.com/iomatrix/iomatrix/report"
+)
+
+// sweepOptions are the flags of `iomatrix sweep`.
+type sweepOptions struct {
+	measureOptions
+	Profile string
+	Out     string
+	Resume  string
+	Format  string
+
+	profileSet, outSet bool
+}
+
+func (o *sweepOptions) AddFlags(f *pflag.FlagSet) {
+	o.measureOptions.AddFlags(f)
+	f.StringVarP(&o.Profile, "profile", "p", profiles.DefaultName, "built-in profile name or YAML file (see `iomatrix profiles`)")
+	f.StringVarP(&o.Out, "out", "o", "", "results file, rewritten atomically after every pattern (default: iomatrix-PROFILE-TIMESTAMP.json in the current directory)")
+	f.StringVar(&o.Resume, "resume", "", "continue the sweep saved in this results file: finished patterns are skipped")
+	f.StringVar(&o.Format, "format", "text", "output on stdout at the end: text (the matrix) or json (the results document)")
+}
+
+func newSweepCommand(g *globalOptions) *cobra.Command {
+	o := &sweepOptions{}
+	cmd := &cobra.Command{
+		Use:   "sweep [TARGET]",
+		Short: "Run every pattern of a profile and print the IOPS matrix",
+		Long: `Run every pattern of a profile (default: full, 137 patterns) against TARGET
+and print the matrix: one table per block size, rows = read %, columns =
+queue depth.
+
+TARGET is laid out once (see ` + "`iomatrix run --help`" + `) and every pattern runs
+on it. The results file is rewritten atomically after every pattern, so a
+crash, a lost SSH session or kill -9 never loses a finished pattern and
+never leaves a corrupt file; its path is printed at the start.
+
+SIGINT or SIGTERM stops at once: the running pattern is discarded, the
+finished ones are saved and the partial matrix is printed. --resume FILE
+continues where the file stops; the target, profile, size, runtime and
+ramp must match the file's (they are taken from it when not given).
+
+Runtime, ramp and size come from the flags, else from the profile's
+defaults, else 60s, 5s and 16GiB. With a terminal, progress (pattern,
+live IOPS, patterns done, elapsed, ETA) is drawn on stderr; without one,
+one plain line per finished pattern.
+
+` + exitStatusHelp,
+		Example: `  iomatrix sweep /mnt/vol/iomatrix.dat
+  iomatrix sweep /mnt/vol/iomatrix.dat --profile quick --runtime 10s
+  iomatrix sweep --resume iomatrix-full-20261129-230000.json`,
+		Args: maxArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f := cmd.Flags()
+			o.changed(f)
+			o.profileSet, o.outSet = f.Changed("profile"), f.Changed("out")
+			target := ""
+			if len(args) == 1 {
+				target = args[0]
+			}
+			return runSweep(cmd.Context(), o, g, target)
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// sweepPlan is everything decided before the first I/O.
+type sweepPlan struct {
+	profile *profiles.Profile
+	opts    iotest.Options
+	size    int64
+	target  string
+	out     string
+	doc     *iotest.Document // the resumed document, or nil
+	todo    []iotest.Pattern
+}
+
+func (o *sweepOptions) prepare(g *globalOptions, target string) (*sweepPlan, error) {
+	switch o.Format {
+	case "text", "json":
+	default:
+		return nil, usagef("--format: %q is not one of text, json", o.Format)
+	}
+	sp := &sweepPlan{target: target}
+	var prev *iotest.Document
+	if o.Resume != "" {
+		d, err := iotest.ReadDocumentFile(o.Resume)
+		if err != nil {
+			return nil, usagef("--resume: %w", err)
+		}
+		prev = d
+		if err := o.adoptSettings(prev, sp); err != nil {
+			return nil, err
+		}
+	}
+	if sp.profile == nil {
+		p, err := profiles.Load(o.Profile)
+		if err != nil {
+			return nil, usagef("--profile: %w", err)
+		}
+		sp.profile = p
+	}
+	d := sp.profile.Defaults
+	if !o.runtimeSet && d.Runtime > 0 {
+		o.Runtime = d.Runtime
+	}
+	if !o.rampSet && d.RampSet {
+		o.Ramp = d.Ramp
+	}
+	opts, err := o.options(g)
+	if err != nil {
+		return nil, err
+	}
+	if prev != nil {
+		opts.Seed = prev.Settings.Seed
+	}
+	sp.opts = opts
+	if sp.size, err = o.size(); err != nil {
+		return nil, err
+	}
+	if !o.sizeSet && d.Size > 0 {
+		sp.size = d.Size
+	}
+	if prev != nil && prev.Target.Kind == "file" {
+		sp.size = prev.Settings.SizeBytes
+	}
+	if sp.target == "" {
+		sp.target = "iomatrix.dat"
+	}
+	sp.out = o.Out
+	switch {
+	case prev != nil:
+		sp.out = o.Resume
+	case sp.out == "":
+		sp.out = fmt.Sprintf("iomatrix-%s-%s.json", sp.profile.Name, time.Now().Format("20060102-150405"))
+	}
+	if err := checkOutPath(sp.out); err != nil {
+		return nil, err
+	}
+	if prev == nil {
+		if _, err := os.Stat(sp.out); err == nil {
+			return nil, usagef("--out: %s exists; continue it with --resume %s or choose another file", sp.out, sp.out)
+		}
+	}
+	done := map[string]bool{}
+	if prev != nil {
+		for _, r := range prev.Results {
+			done[r.Name] = true
+		}
+	}
+	for _, p := range sp.profile.Patterns {
+		if !done[p.Name()] {
+			sp.todo = append(sp.todo, p)
+		}
+	}
+	sp.doc = prev
+	return sp, nil
+}
+
+// adoptSettings takes the sweep's settings from a results file being
+// resumed, refusing flags that contradict it: a sweep whose cells were
+// measured differently would be a matrix of incomparable numbers.
+func (o *sweepOptions) adoptSettings(d *iotest.Document, sp *sweepPlan) error {
+	s := d.Settings
+	if sp.target != "" {
+		abs, _ := filepath.Abs(sp.target)
+		if abs != d.Target.Path {
+			return usagef("--resume: target %s differs from the file's target %s", abs, d.Target.Path)
+		}
+	}
+	sp.target = d.Target.Path
+	if o.profileSet {
+		p, err := profiles.Load(o.Profile)
+		if err != nil {
+			return usagef("--profile: %w", err)
+		}
+		if p.Name != s.Profile {
+			return usagef("--resume: profile %s differs from the file's profile %s", p.Name, s.Profile)
+		}
+		sp.profile = p
+	} else {
+		src := s.Profile
+		if s.ProfileFile != "" {
+			src = s.ProfileFile
+		}
+		p, err := profiles.Load(src)
+		if err != nil {
+			return usagef("--resume: the file's profile: %w", err)
+		}
+		sp.profile = p
+	}
+	if o.runtimeSet && int64(o.Runtime) != s.RuntimeNS {
+		return usagef("--resume: --runtime %s differs from the file's runtime %s", o.Runtime, time.Duration(s.RuntimeNS))
+	}
+	if o.rampSet && int64(o.Ramp) != s.RampNS {
+		return usagef("--resume: --ramp %s differs from the file's ramp %s", o.Ramp, time.Duration(s.RampNS))
+	}
+	if o.sizeSet {
+		size, err := o.size()
+		if err != nil {
+			return err
+		}
+		if size != s.SizeBytes {
+			return usagef("--resume: --size %s differs from the file's size %s", iotest.FormatSize(size), iotest.FormatSize(s.SizeBytes))
+		}
+	}
+	if o.outSet && o.Out != o.Resume {
+		return usagef("--out: a resumed sweep is saved to the file it resumes (%s)", o.Resume)
+	}
+	o.Runtime, o.Ramp = time.Duration(s.RuntimeNS), time.Duration(s.RampNS)
+	o.runtimeSet, o.rampSet = true, true
+	return nil
+}
+
+func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target string) error {
+	sp, err := o.prepare(g, target)
+	if err != nil {
+		return err
+	}
+	plan, err := o.plan(sp.target, sp.size, sp.profile.Patterns)
+	if err != nil {
+		return err
+	}
+	engine, err := iotest.ResolveEngine(sp.opts.Engine, sp.opts.Notice)
+	if err != nil {
+		return err
+	}
+	sp.opts.Engine = engine
+
+	total := len(sp.profile.Patterns)
+	fmt.Fprintf(g.stderr, "iomatrix: sweep %s: %d of %d patterns to run, about %s at %s + %s ramp each\n",
+		sp.profile.Name, len(sp.todo), total, sp.profile.Estimate(sp.opts.Runtime, sp.opts.Ramp)*time.Duration(len(sp.todo))/time.Duration(total),
+		sp.opts.Runtime, sp.opts.Ramp)
+	fmt.Fprintf(g.stderr, "iomatrix: results: %s\n", sp.out)
+
+	t, err := openTarget(ctx, plan, g)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+
+	doc := sp.doc
+	if doc == nil {
+		doc = iotest.NewDocument(t.Info, iotest.Settings{
+			Profile: sp.profile.Name, Engine: engine, RuntimeNS: int64(sp.opts.Runtime), RampNS: int64(sp.opts.Ramp),
+			SizeBytes: t.Size, Seed: sp.opts.Seed,
+		}, time.Now().UTC().Format(time.RFC3339))
+		if sp.profile.Source != "built-in" {
+			doc.Settings.ProfileFile, _ = filepath.Abs(sp.profile.Source)
+		}
+	}
+	doc.FinishedAt = ""
+	removeStaleTemps(sp.out)
+	if err := iotest.WriteFileAtomic(sp.out, doc); err != nil {
+		return err
+	}
+
+	prog := newSweepProgress(g, total, total-len(sp.todo), sp.opts)
+	var runErr error
+	for _, p := range sp.todo {
+		prog.start(p)
+		o := sp.opts
+		o.Progress = prog.live
+		res, err := iotest.Run(ctx, t, p, o)
+		if ctx.Err() != nil {
+			break // the running pattern is discarded, never half-counted
+		}
+		if err != nil && res.Name == "" {
+			runErr = err
+			break
+		}
+		doc.Results = append(doc.Results, res)
+		if werr := iotest.WriteFileAtomic(sp.out, doc); werr != nil {
+			runErr = fmt.Errorf("save results (the previous version of %s is intact): %w", sp.out, werr)
+			break
+		}
+		prog.finished(res)
+		if err != nil {
+			runErr = err // an I/O error: stop with what is saved
+			break
+		}
+	}
+	prog.close()
+
+	complete := runErr == nil && ctx.Err() == nil
+	if complete {
+		doc.FinishedAt = time.Now().UTC().Format(time.RFC3339)
+		if err := iotest.WriteFileAtomic(sp.out, doc); err != nil {
+			return err
+		}
+	}
+	if err := printSweep(g, o.Format, doc, sp.out, complete); err != nil {
+		return err
+	}
+	if runErr != nil {
+		return runErr
+	}
+	return ctx.Err()
+}
+
+func printSweep(g *globalOptions, format string, doc *iotest.Document, out string, complete bool) error {
+	if format == "json" {
+		enc := json.NewEncoder(g.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(doc)
+	}
+	state := "complete"
+	if !complete {
+		state = "partial"
+	}
+	fmt.Fprintf(g.stdout, "iomatrix sweep %s (%s, %d results) on %s, %s runtime + %s ramp, engine %s\nresults: %s\n\n",
+		doc.Settings.Profile, state, len(doc.Results), doc.Target.Path, time.Duration(doc.Settings.RuntimeNS),
+		time.Duration(doc.Settings.RampNS), doc.Settings.Engine, out)
+	return report.WriteText(g.stdout, report.Build(doc.Results))
+}
+
+// removeStaleTemps deletes temporary files that an earlier process killed
+// in the middle of a save left beside the results file.
+func removeStaleTemps(out string) {
+	matches, _ := filepath.Glob(filepath.Join(filepath.Dir(out), "."+filepath.Base(out)+".tmp-*"))
+	for _, m := range matches {
+		os.Remove(m)
+	}
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/iomatrix/iomatrix/iotest"
+)
+
+// sweepProgress shows where a sweep is. With a terminal: a bar over the
+// patterns with the current one, its live IOPS, elapsed time and ETA.
+// Without one: one plain line per finished pattern, no control characters.
+type sweepProgress struct {
+	g       *globalOptions
+	total   int
+	done    int
+	per     time.Duration // planned time of one pattern
+	started time.Time     // of this session's first pattern
+	ran     int           // patterns run in this session
+	current iotest.Pattern
+	patAt   time.Time
+	bar     *progressbar.ProgressBar
+	mu      sync.Mutex // live() runs on the engine's coordinator goroutine
+}
+
+func newSweepProgress(g *globalOptions, total, done int, o iotest.Options) *sweepProgress {
+	sp := &sweepProgress{g: g, total: total, done: done, per: o.Runtime + o.Ramp, started: time.Now()}
+	if g.stderrTTY {
+		sp.bar = progressbar.NewOptions(total,
+			progressbar.OptionSetWriter(g.stderr),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetWidth(20),
+			progressbar.OptionSetPredictTime(false), // our ETA knows the plan
+			progressbar.OptionSetElapsedTime(false),
+			progressbar.OptionThrottle(200*time.Millisecond),
+			progressbar.OptionClearOnFinish(),
+		)
+		_ = sp.bar.Set(done)
+	}
+	return sp
+}
+
+// eta is the time left for the whole sweep: the planned time of what
+// remains, stretched by the overhead seen so far.
+func (sp *sweepProgress) eta(now time.Time) time.Duration {
+	per := sp.per
+	if sp.ran > 0 {
+		per = max(per, now.Sub(sp.started)/time.Duration(sp.ran))
+	}
+	left := time.Duration(sp.total-sp.done)*per - now.Sub(sp.patAt)
+	return max(left, 0)
+}
+
+func (sp *sweepProgress) start(p iotest.Pattern) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	sp.current, sp.patAt = p, time.Now()
+	if sp.ran == 0 {
+		sp.started = sp.patAt
+	}
+	sp.describe("starting", 0)
+}
+
+func (sp *sweepProgress) live(p iotest.Progress) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	phase := "measuring"
+	if p.Ramping {
+		phase = "ramp"
+	}
+	sp.describe(phase, p.IOPS)
+}
+
+func (sp *sweepProgress) describe(phase string, iops float64) {
+	if sp.bar == nil {
+		return
+	}
+	now := time.Now()
+	sp.bar.Describe(fmt.Sprintf("%-22s %-9s %9s IOPS | elapsed %s | ETA %s", sp.current.Name(), phase,
+		thousands(iops, 0), now.Sub(sp.started).Round(time.Second), sp.eta(now).Round(time.Second)))
+}
+
+func (sp *sweepProgress) finished(r iotest.Result) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	sp.done++
+	sp.ran++
+	now := time.Now()
+	if sp.bar != nil {
+		_ = sp.bar.Set(sp.done)
+		return
+	}
+	fmt.Fprintf(sp.g.stderr, "[%d/%d] %s: %s IOPS, %s MiB/s, p99 %s µs (elapsed %s, ETA %s)\n",
+		sp.done, sp.total, r.Name, thousands(r.Total.IOPS, 0), thousands(r.Total.MiBPerS, 1),
+		us(float64(max(r.Read.LatNS.P99, r.Write.LatNS.P99))), now.Sub(sp.started).Round(time.Second),
+		sp.eta(now).Round(time.Second))
+}
+
+func (sp *sweepProgress) close() {
+	if sp.bar != nil {
+		_ = sp.bar.Clear()
+		fmt.Fprint(sp.g.stderr, "\r\033[K")
+	}
+}
