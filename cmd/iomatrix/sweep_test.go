@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/iomatrix/iomatrix/internal/testenv"
+	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/profiles"
+)
+
+func TestSweepBadInput(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "t.dat")
+	badYAML := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(badYAML, []byte("name: x\npatterns:\n  - {block_size: 4k, read_pct: 50, queue_depth: 0}\n"), 0o644)
+	notYAML := filepath.Join(dir, "broken.yaml")
+	os.WriteFile(notYAML, []byte("name: [\n"), 0o644)
+	existing := filepath.Join(dir, "exists.json")
+	os.WriteFile(existing, []byte("{}"), 0o644)
+	base := []string{"sweep", target, "--size", "16MiB", "--runtime", "100ms", "--ramp", "0s"}
+	cases := []struct {
+		name    string
+		args    []string
+		mention []string
+	}{
+		{"unknown profile", []string{"--profile", "fulll"}, []string{"fulll", "full", "quick", "cdm", "cdm-nvme", "jobs"}},
+		{"missing profile file", []string{"--profile", filepath.Join(dir, "none.yaml")}, []string{"none.yaml"}},
+		{"malformed profile", []string{"--profile", badYAML}, []string{"bad.yaml:3", "queue_depth"}},
+		{"not YAML", []string{"--profile", notYAML}, []string{"broken.yaml"}},
+		{"out in a missing directory", []string{"--out", filepath.Join(dir, "no", "r.json")}, []string{"--out", filepath.Join(dir, "no")}},
+		{"out exists", []string{"--out", existing}, []string{"--out", "--resume"}},
+		{"resume missing file", []string{"--resume", filepath.Join(dir, "gone.json")}, []string{"--resume", "gone.json"}},
+		{"resume not a results file", []string{"--resume", existing}, []string{"--resume", "exists.json"}},
+		{"bad format", []string{"--format", "yaml"}, []string{"--format"}},
+		{"bad runtime", []string{"--runtime", "0s"}, []string{"--runtime"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := runInProcess(append(append([]string{}, base...), c.args...)...)
+			for _, m := range c.mention {
+				checkRefused(t, r, m)
+			}
+			if _, err := os.Stat(target); !os.IsNotExist(err) {
+				t.Fatal("target created")
+			}
+		})
+	}
+}
+
+func TestSweepResumeRefusesOtherSettings(t *testing.T) {
+	testenv.Root(t)
+	dir := t.TempDir()
+	target := filepath.Join(dir, "t.dat")
+	out := filepath.Join(dir, "r.json")
+	r := runIomatrix(t, iomatrixCmd(t, "sweep", target, "--profile", "cdm", "--size", "32MiB", "--runtime", "100ms", "--ramp", "0s", "--out", out))
+	if r.code != 0 {
+		t.Fatalf("sweep: exit %d: %s", r.code, r.stderr)
+	}
+	before, _ := os.ReadFile(out)
+	other := filepath.Join(dir, "other.dat")
+	for name, c := range map[string]struct {
+		args    []string
+		mention string
+	}{
+		"target":  {[]string{"sweep", other, "--resume", out}, "target"},
+		"profile": {[]string{"sweep", "--resume", out, "--profile", "quick"}, "profile"},
+		"size":    {[]string{"sweep", "--resume", out, "--size", "64MiB"}, "--size"},
+		"runtime": {[]string{"sweep", "--resume", out, "--runtime", "1s"}, "--runtime"},
+		"ramp":    {[]string{"sweep", "--resume", out, "--ramp", "1s"}, "--ramp"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			checkRefused(t, runInProcess(c.args...), c.mention)
+		})
+	}
+	after, _ := os.ReadFile(out)
+	if string(before) != string(after) {
+		t.Fatal("a refused resume changed the results file")
+	}
+	if _, err := os.Stat(other); !os.IsNotExist(err) {
+		t.Fatal("a refused resume created a target")
+	}
+	// A resume of a finished sweep runs nothing and keeps every result.
+	r = runIomatrix(t, iomatrixCmd(t, "sweep", "--resume", out))
+	doc := readDoc(t, out)
+	if r.code != 0 || len(doc.Results) != 8 || doc.FinishedAt == "" {
+		t.Fatalf("resume of a complete sweep: exit %d, %d results: %s", r.code, len(doc.Results), r.stderr)
+	}
+}
+
+func readDoc(t *testing.T, path string) *iotest.Document {
+	t.Helper()
+	d, err := iotest.ReadDocumentFile(path)
+	if err != nil {
+		t.Fatalf("results file: %v", err)
+	}
+	return d
+}
+
+var controlSeq = regexp.MustCompile("[\x1b\r\b]")
+
+func TestSweepInterruptAndResume(t *testing.T) {
+	testenv.Root(t)
+	dir := t.TempDir()
+	target := filepath.Join(dir, "t.dat")
+	quick, err := profiles.Builtin("quick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Lay the target out once so that the interruptions hit the sweep.
+	if r := runIomatrix(t, iomatrixCmd(t, "run", target, "--size", "64MiB", "--runtime", "100ms", "--ramp", "0s")); r.code != 0 {
+		t.Fatalf("layout: %s", r.stderr)
+	}
+	for i, at := range []time.Duration{300 * time.Millisecond, 1200 * time.Millisecond, 2500 * time.Millisecond} {
+		out := filepath.Join(dir, "r"+strconv.Itoa(i)+".json")
+		cmd := iomatrixCmd(t, "sweep", target, "--profile", "quick", "--runtime", "200ms", "--ramp", "0s", "--out", out)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(at)
+		cmd.Process.Signal(syscall.SIGINT)
+		err := cmd.Wait()
+		code := cmd.ProcessState.ExitCode()
+		if code != 130 {
+			t.Fatalf("interrupt %d: exit %d (%v), want 130; stderr %s", i, code, err, stderr.String())
+		}
+		if controlSeq.MatchString(stdout.String() + stderr.String()) {
+			t.Errorf("interrupt %d: control characters in piped output", i)
+		}
+		doc := readDoc(t, out)
+		if doc.FinishedAt != "" || len(doc.Results) >= len(quick.Patterns) {
+			t.Errorf("interrupt %d: finished_at %q with %d results", i, doc.FinishedAt, len(doc.Results))
+		}
+		if !strings.Contains(stdout.String(), "partial") {
+			t.Errorf("interrupt %d: no partial matrix on stdout: %q", i, stdout.String())
+		}
+		t.Logf("interrupt %d at %v: %d results saved", i, at, len(doc.Results))
+		r := runIomatrix(t, iomatrixCmd(t, "sweep", "--resume", out))
+		if r.code != 0 {
+			t.Fatalf("resume %d: exit %d: %s", i, r.code, r.stderr)
+		}
+		doc = readDoc(t, out)
+		seen := map[string]int{}
+		for _, res := range doc.Results {
+			seen[res.Name]++
+		}
+		for _, p := range quick.Patterns {
+			if seen[p.Name()] != 1 {
+				t.Errorf("resume %d: %s present %d times", i, p.Name(), seen[p.Name()])
+			}
+		}
+		if len(doc.Results) != len(quick.Patterns) || doc.FinishedAt == "" {
+			t.Errorf("resume %d: %d results, finished_at %q", i, len(doc.Results), doc.FinishedAt)
+		}
+	}
+}
+
+// kill -9 at any moment leaves the last good results file.
+func TestSweepSurvivesSIGKILL(t *testing.T) {
+	testenv.Root(t)
+	dir := t.TempDir()
+	target := filepath.Join(dir, "t.dat")
+	if r := runIomatrix(t, iomatrixCmd(t, "run", target, "--size", "32MiB", "--runtime", "100ms", "--ramp", "0s")); r.code != 0 {
+		t.Fatalf("layout: %s", r.stderr)
+	}
+	finished := regexp.MustCompile(`^\[(\d+)/\d+\]`)
+	for trial := range 8 {
+		out := filepath.Join(dir, "k"+strconv.Itoa(trial)+".json")
+		// Patterns of 20 ms: the file is rewritten every few tens of ms.
+		cmd := iomatrixCmd(t, "sweep", target, "--profile", "full", "--runtime", "20ms", "--ramp", "0s", "--out", out)
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := make(chan int, 1000)
+		go func() {
+			sc := bufio.NewScanner(stderr)
+			for sc.Scan() {
+				if m := finished.FindStringSubmatch(sc.Text()); m != nil {
+					n, _ := strconv.Atoi(m[1])
+					lines <- n
+				}
+			}
+			close(lines)
+		}()
+		time.Sleep(time.Duration(300+trial*97) * time.Millisecond)
+		cmd.Process.Kill()
+		cmd.Wait()
+		last := 0
+		for n := range lines {
+			last = n
+		}
+		doc := readDoc(t, out)
+		// A save precedes its progress line, so the file holds every
+		// reported pattern and at most the one whose line was cut off.
+		if n := len(doc.Results); n < last || n > last+1 {
+			t.Errorf("trial %d: %d results in the file, %d reported finished", trial, n, last)
+		}
+		t.Logf("trial %d: killed after %d patterns, file has %d", trial, last, len(doc.Results))
+		// A resume of a killed sweep cleans its leftovers and carries on.
+		if trial == 0 {
+			r := runIomatrix(t, iomatrixCmd(t, "sweep", "--resume", out, "--format", "json"))
+			if r.code != 0 {
+				t.Fatalf("resume after kill: exit %d: %s", r.code, r.stderr)
+			}
+			if d, err := iotest.ReadDocument(strings.NewReader(r.stdout)); err != nil || len(d.Results) != 137 {
+				t.Fatalf("resume after kill: %v", err)
+			}
+			if tmps, _ := filepath.Glob(filepath.Join(dir, ".k0.json.tmp-*")); len(tmps) != 0 {
+				t.Errorf("temp files left: %v", tmps)
+			}
+		}
+	}
+}
+
+func TestSweepPipedOutputIsPlain(t *testing.T) {
+	testenv.Root(t)
+	dir := t.TempDir()
+	r := runIomatrix(t, iomatrixCmd(t, "sweep", filepath.Join(dir, "t.dat"), "--profile", "cdm", "--size", "32MiB",
+		"--runtime", "100ms", "--ramp", "0s", "--out", filepath.Join(dir, "r.json")))
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if controlSeq.MatchString(r.stdout) || controlSeq.MatchString(r.stderr) {
+		t.Errorf("control characters in piped output:\nstdout %q\nstderr %q", r.stdout, r.stderr)
+	}
+	if n := len(regexp.MustCompile(`(?m)^\[\d/8\] `).FindAllString(r.stderr, -1)); n != 8 {
+		t.Errorf("want one line per finished pattern, stderr:\n%s", r.stderr)
+	}
+	for _, want := range []string{"random 4KiB IOPS", "QD1", "QD32", "sequential MiB/s", "1M QD8", "1M QD1"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("matrix lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	doc := readDoc(t, filepath.Join(dir, "r.json"))
+	if len(doc.Results) != 8 || doc.Settings.Profile != "cdm" || doc.FinishedAt == "" {
+		t.Errorf("results file: %d results, profile %q", len(doc.Results), doc.Settings.Profile)
+	}
+}
