@@ -20,6 +20,7 @@ type sweepProgress struct {
 	per     time.Duration // planned time of one pattern
 	started time.Time     // of this session's first pattern
 	ran     int           // patterns run in this session
+	ranFor  time.Duration // and the time they took
 	current iotest.Pattern
 	patAt   time.Time
 	bar     *progressbar.ProgressBar
@@ -48,7 +49,7 @@ func newSweepProgress(g *globalOptions, total, done int, o iotest.Options) *swee
 func (sp *sweepProgress) eta(now time.Time) time.Duration {
 	per := sp.per
 	if sp.ran > 0 {
-		per = max(per, now.Sub(sp.started)/time.Duration(sp.ran))
+		per = max(per, sp.ranFor/time.Duration(sp.ran))
 	}
 	left := time.Duration(sp.total-sp.done)*per - now.Sub(sp.patAt)
 	return max(left, 0)
@@ -89,6 +90,7 @@ func (sp *sweepProgress) finished(r iotest.Result) {
 	sp.done++
 	sp.ran++
 	now := time.Now()
+	sp.ranFor = now.Sub(sp.started)
 	if sp.bar != nil {
 		_ = sp.bar.Set(sp.done)
 		return
