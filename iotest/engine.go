@@ -82,10 +82,17 @@ func (w *worker) runUring() error {
 		return r.enter(wait)
 	}
 
+	inflight := 0
 	for i := range slots {
+		if !seq.take() {
+			break
+		}
 		prep(i)
+		inflight++
 	}
-	inflight := w.qd
+	if inflight == 0 {
+		return nil
+	}
 	if err := submit(true); err != nil {
 		return err
 	}
@@ -113,7 +120,7 @@ func (w *worker) runUring() error {
 				st.account(clk, sl.write, bs, sl.start, now)
 			}
 			inflight--
-			if !stopping {
+			if !stopping && seq.take() {
 				prep(i)
 				inflight++
 				// The last replacement of a reap rides on the wait below:
@@ -144,7 +151,7 @@ func (w *worker) runPsync(slotIndex int) error {
 	st, seq, clk := w.st, w.seq, w.clk
 	for {
 		start := nanotime()
-		if start >= clk.end || w.stop.Load() {
+		if start >= clk.end || w.stop.Load() || !seq.take() {
 			return nil
 		}
 		write, off := seq.next()

@@ -379,3 +379,62 @@ func TestNoAllocationPerIO(t *testing.T) {
 		}
 	}
 }
+
+func TestMaxIOsStopsEachJob(t *testing.T) {
+	testenv.Root(t)
+	path := filepath.Join(directIODir(t), "max.dat")
+	tg := openPlan(t, path, TargetOptions{Size: 16 << 20, Writes: true})
+	for _, eng := range engines(t) {
+		p := Pattern{Access: Random, BlockSize: 4096, ReadPct: 50, QueueDepth: 8, Jobs: 2}
+		r, err := Run(context.Background(), tg, p, Options{Runtime: time.Minute, Seed: 1, Engine: eng, MaxIOs: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := r.Completed.Reads + r.Completed.Writes; n != 2000 {
+			t.Errorf("%s: %d I/Os completed, want 2 jobs × 1000", eng, n)
+		}
+		if time.Duration(r.DurationNS) >= time.Minute {
+			t.Errorf("%s: ran the whole runtime", eng)
+		}
+	}
+}
+
+// Preconditioning writes every block of the target.
+func TestPreconditionWritesEveryBlock(t *testing.T) {
+	const size = 8 << 20
+	for _, eng := range engines(t) {
+		t.Run(eng, func(t *testing.T) {
+			dev, backing := loopDevice(t, size)
+			tg := openPlan(t, dev, TargetOptions{Writes: true, AllowDestructive: true})
+			var phases []string
+			err := Precondition(context.Background(), tg, eng, 5, 200*time.Millisecond, func(s PreconditionStep) {
+				if s.Done >= 1 {
+					phases = append(phases, s.Phase)
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tg.Close()
+			if strings.Join(phases, ",") != "fill 1/2,fill 2/2,random writes" {
+				t.Errorf("phases %v", phases)
+			}
+			data, err := os.ReadFile(backing)
+			if err != nil {
+				t.Fatal(err)
+			}
+			zero := make([]byte, 4096)
+			for off := 0; off < len(data); off += 4096 {
+				if bytes.Equal(data[off:off+4096], zero) {
+					t.Fatalf("block at %d never written", off)
+				}
+			}
+		})
+	}
+	// A read-only target is refused.
+	dev, _ := loopDevice(t, size)
+	tg := openPlan(t, dev, TargetOptions{})
+	if err := Precondition(context.Background(), tg, EngineAuto, 1, 0, nil); !errors.Is(err, ErrBadTarget) {
+		t.Errorf("read-only target: %v", err)
+	}
+}

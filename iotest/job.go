@@ -134,6 +134,12 @@ type sequence struct {
 	seqLen    int64         // a whole number of blocks
 	seqPos    int64         // uring: private cursor
 	seqShared *atomic.Int64 // psync: cursor shared by the workers of a job
+	budget    *atomic.Int64 // I/Os the job may still issue; nil = no limit
+}
+
+// take claims the next I/O of the job's budget; false when it is spent.
+func (q *sequence) take() bool {
+	return q.budget == nil || q.budget.Add(-1) >= 0
 }
 
 func newSequence(seed uint64, job, worker int, p Pattern, size int64) *sequence {

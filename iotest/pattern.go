@@ -126,6 +126,9 @@ type Options struct {
 	Ramp    time.Duration // I/O before the window, excluded from every statistic
 	Seed    uint64        // offsets and read/write draws repeat for the same seed
 	Engine  string        // "auto", "uring" or "psync"
+	// MaxIOs, when set, ends each job after that many I/Os even if the
+	// runtime has not passed (used to write a target a set number of times).
+	MaxIOs uint64
 
 	// Progress, when set, is called about once a second from a goroutine
 	// of the run with the I/Os completed so far in the current phase.

@@ -19,6 +19,9 @@ import (
 // run may pin.
 const MaxBufferBytes = 4 << 30
 
+// maxTimeline bounds the per-second timeline kept for very long runs.
+const maxTimeline = 24 * time.Hour
+
 // maxProcs bounds the Ps raised for blocking streams; past it the
 // scheduler's own hand-off serves the rest.
 const maxProcs = 1024
@@ -75,7 +78,7 @@ func Run(ctx context.Context, t *Target, p Pattern, o Options) (Result, error) {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(want))
 	}
 
-	seconds := int(math.Ceil(o.Runtime.Seconds()))
+	seconds := int(math.Ceil(min(o.Runtime, maxTimeline).Seconds()))
 	var workers []*worker
 	var arenas []*arena
 	defer func() {
@@ -85,19 +88,27 @@ func Run(ctx context.Context, t *Target, p Pattern, o Options) (Result, error) {
 	}()
 	fill := rand.NewPCG(o.Seed, 0x5eed)
 	for j := 0; j < p.Jobs; j++ {
+		var budget *atomic.Int64
+		if o.MaxIOs > 0 {
+			budget = new(atomic.Int64)
+			budget.Store(int64(min(o.MaxIOs, math.MaxInt64)))
+		}
 		a, err := newArena(p.QueueDepth, p.BlockSize, fill)
 		if err != nil {
 			return Result{}, err
 		}
 		arenas = append(arenas, a)
 		if engine == EngineUring {
-			workers = append(workers, &worker{st: newStats(seconds), seq: newSequence(o.Seed, j, 0, p, t.Size), arena: a, fd: t.fd, qd: p.QueueDepth})
+			seq := newSequence(o.Seed, j, 0, p, t.Size)
+			seq.budget = budget
+			workers = append(workers, &worker{st: newStats(seconds), seq: seq, arena: a, fd: t.fd, qd: p.QueueDepth})
 			continue
 		}
 		var cursor atomic.Int64
 		for q := 0; q < p.QueueDepth; q++ {
 			seq := newSequence(o.Seed, j, q, p, t.Size)
 			seq.seqShared = &cursor
+			seq.budget = budget
 			workers = append(workers, &worker{st: newStats(seconds), seq: seq, arena: a, fd: t.fd, qd: q})
 		}
 	}

@@ -150,7 +150,7 @@ func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string)
 	if err := checkOutPath(o.Out); err != nil {
 		return err
 	}
-	plan, err := o.plan(target, size, []iotest.Pattern{p})
+	plan, err := o.plan(target, size, []iotest.Pattern{p}, false)
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,9 @@ type sweepOptions struct {
 	Out     string
 	Resume  string
 	Format  string
+	// Precondition is the random-write time after two sequential fills;
+	// zero means no preconditioning.
+	Precondition time.Duration
 
 	profileSet, outSet bool
 }
@@ -33,6 +36,7 @@ func (o *sweepOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringVarP(&o.Out, "out", "o", "", "results file, rewritten atomically after every pattern (default: iomatrix-PROFILE-TIMESTAMP.json in the current directory)")
 	f.StringVar(&o.Resume, "resume", "", "continue the sweep saved in this results file: finished patterns are skipped")
 	f.StringVar(&o.Format, "format", "text", "output on stdout at the end: text (the matrix) or json (the results document)")
+	f.DurationVar(&o.Precondition, "precondition", 0, "bring an SSD to steady state first: fill the whole target sequentially twice, then random 4k writes for this long (e.g. 30m); overwrites the target")
 }
 
 func newSweepCommand(g *globalOptions) *cobra.Command {
@@ -232,7 +236,10 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 	if err != nil {
 		return err
 	}
-	plan, err := o.plan(sp.target, sp.size, sp.profile.Patterns)
+	if o.Precondition < 0 {
+		return usagef("--precondition: %s must not be negative", o.Precondition)
+	}
+	plan, err := o.plan(sp.target, sp.size, sp.profile.Patterns, o.Precondition > 0)
 	if err != nil {
 		return err
 	}
@@ -271,6 +278,15 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 	}
 
 	prog := newSweepProgress(g, total, total-len(sp.todo), sp.opts)
+	if o.Precondition > 0 && len(sp.todo) > 0 {
+		start := time.Now()
+		err := iotest.Precondition(ctx, t, engine, sp.opts.Seed, o.Precondition, prog.precondition)
+		prog.preconditioned(time.Since(start))
+		if err != nil {
+			prog.close()
+			return err
+		}
+	}
 	var runErr error
 	for _, p := range sp.todo {
 		prog.start(p)

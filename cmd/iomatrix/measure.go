@@ -72,8 +72,7 @@ func (o *measureOptions) size() (int64, error) {
 
 // plan decides what happens to the target, touching nothing, and checks
 // every pattern against it.
-func (o *measureOptions) plan(target string, size int64, pats []iotest.Pattern) (*iotest.Plan, error) {
-	writes := false
+func (o *measureOptions) plan(target string, size int64, pats []iotest.Pattern, writes bool) (*iotest.Plan, error) {
 	for _, p := range pats {
 		writes = writes || p.Writes()
 	}

@@ -101,6 +101,28 @@ func (sp *sweepProgress) finished(r iotest.Result) {
 		sp.eta(now).Round(time.Second))
 }
 
+// precondition shows the steps before the first pattern: on the bar, or
+// as one line per finished step.
+func (sp *sweepProgress) precondition(st iotest.PreconditionStep) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if sp.bar != nil {
+		sp.bar.Describe(fmt.Sprintf("precondition %-13s %3.0f%% %9s IOPS", st.Phase, 100*min(st.Done, 1), thousands(st.IOPS, 0)))
+		return
+	}
+	if st.Done >= 1 {
+		fmt.Fprintf(sp.g.stderr, "precondition: %s done, %s IOPS\n", st.Phase, thousands(st.IOPS, 0))
+	}
+}
+
+func (sp *sweepProgress) preconditioned(took time.Duration) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if sp.bar == nil {
+		fmt.Fprintf(sp.g.stderr, "precondition: finished in %s\n", took.Round(time.Second))
+	}
+}
+
 func (sp *sweepProgress) close() {
 	if sp.bar != nil {
 		_ = sp.bar.Clear()
