@@ -41,6 +41,7 @@ func TestSweepBadInput(t *testing.T) {
 		{"resume not a results file", []string{"--resume", existing}, []string{"--resume", "exists.json"}},
 		{"bad format", []string{"--format", "yaml"}, []string{"--format"}},
 		{"bad runtime", []string{"--runtime", "0s"}, []string{"--runtime"}},
+		{"negative precondition", []string{"--precondition", "-1s"}, []string{"--precondition"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
