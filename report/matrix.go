@@ -2,86 +2,208 @@ package report
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
 	"github.com/iomatrix/iomatrix/iotest"
 )
 
-// Matrix is the pivoted view of a run: one table per (access, block size,
-// jobs) for random I/O and one table for sequential I/O.
+// Metric selects what a cell shows.
+type Metric string
+
+// The metrics. Latency is in microseconds. For mixed patterns a latency
+// cell is the I/O-weighted mean of the read and the write figure: the
+// percentile of the combined distribution cannot be recovered from the two
+// summaries, and the weighted mean is what a client issuing that mix sees
+// on average.
+const (
+	IOPS     Metric = "iops"
+	MiBps    Metric = "mibps"
+	LatMean  Metric = "lat-mean"
+	LatP50   Metric = "lat-p50"
+	LatP99   Metric = "lat-p99"
+	LatP999  Metric = "lat-p99.9"
+	DefaultM        = IOPS
+)
+
+// Metrics lists the valid metric names in display order.
+var Metrics = []Metric{IOPS, MiBps, LatMean, LatP50, LatP99, LatP999}
+
+// ErrBadMetric is returned for unknown metric names.
+var ErrBadMetric = errors.New("unknown metric")
+
+// ParseMetric checks a metric name.
+func ParseMetric(s string) (Metric, error) {
+	for _, m := range Metrics {
+		if string(m) == s {
+			return m, nil
+		}
+	}
+	names := make([]string, len(Metrics))
+	for i, m := range Metrics {
+		names[i] = string(m)
+	}
+	return "", fmt.Errorf("%w %q (valid: %s)", ErrBadMetric, s, strings.Join(names, ", "))
+}
+
+// Unit is the unit of the metric's values.
+func (m Metric) Unit() string {
+	switch m {
+	case IOPS:
+		return "IOPS"
+	case MiBps:
+		return "MiB/s"
+	}
+	return "µs"
+}
+
+// Title is the metric's name in table titles.
+func (m Metric) Title() string {
+	switch m {
+	case IOPS:
+		return "IOPS"
+	case MiBps:
+		return "MiB/s"
+	case LatMean:
+		return "mean latency (µs)"
+	case LatP50:
+		return "p50 latency (µs)"
+	case LatP99:
+		return "p99 latency (µs)"
+	case LatP999:
+		return "p99.9 latency (µs)"
+	}
+	return string(m)
+}
+
+// Value is the metric of one result.
+func (m Metric) Value(r iotest.Result) float64 {
+	switch m {
+	case IOPS:
+		return r.Total.IOPS
+	case MiBps:
+		return r.Total.MiBPerS
+	}
+	pick := func(l iotest.Latency) float64 {
+		switch m {
+		case LatMean:
+			return l.Mean
+		case LatP50:
+			return float64(l.P50)
+		case LatP99:
+			return float64(l.P99)
+		case LatP999:
+			return float64(l.P999)
+		}
+		return 0
+	}
+	rd, wr := float64(r.Read.IOs), float64(r.Write.IOs)
+	if rd+wr == 0 {
+		return 0
+	}
+	return (rd*pick(r.Read.LatNS) + wr*pick(r.Write.LatNS)) / (rd + wr) / 1000
+}
+
+// Matrix is the pivoted view of a run: one table per block size for random
+// I/O and one table for sequential I/O.
 type Matrix struct {
+	Metric Metric
 	Tables []Table
 }
 
 // Table has rows and columns of cells; a nil cell was not measured (never
 // shown as 0).
 type Table struct {
-	Title string
-	Rows  []string
-	Cols  []string
-	Cells [][]*float64
+	Title     string
+	Access    iotest.Access
+	BlockSize int64 // random tables only
+	Rows      []string
+	Cols      []string
+	Cells     [][]*Cell
 }
 
-// Build pivots results into IOPS tables. Random results: rows are read %
-// (descending), columns are queue depths (ascending), one table per block
-// size and job count. Sequential results form one table: rows read %,
-// columns block size × queue depth (× jobs).
-func Build(results []iotest.Result) Matrix {
-	type key struct {
-		bs   int64
-		jobs int
-	}
-	var m Matrix
-	groups := map[key][]iotest.Result{}
-	var seq []iotest.Result
-	for _, r := range results {
+// Cell is one measured pattern.
+type Cell struct {
+	Value  float64
+	Result *iotest.Result
+	// CDM marks the cells CrystalDiskMark reports for a disk: 4K random at
+	// QD1 and QD32, 100 % and 0 % reads, one job.
+	CDM bool
+}
+
+// Build pivots results into IOPS tables.
+func Build(results []iotest.Result) Matrix { return BuildMetric(results, IOPS) }
+
+// BuildMetric pivots results into tables of the given metric.
+//
+// Random results: one table per block size; rows are read % (descending),
+// columns queue depths (ascending). When any result of a block size runs
+// more than one job, its columns become QD×jobs pairs, ordered by the I/Os
+// in flight (QD × jobs), so a thread-scaling profile reads left to right.
+// Sequential results form one table: rows read %, columns block size × QD
+// (× jobs).
+func BuildMetric(results []iotest.Result, m Metric) Matrix {
+	mx := Matrix{Metric: m}
+	groups := map[int64][]*iotest.Result{}
+	var seq []*iotest.Result
+	for i := range results {
+		r := &results[i]
 		if r.Pattern.Access == iotest.Sequential {
 			seq = append(seq, r)
 			continue
 		}
-		k := key{r.Pattern.BlockSize, r.Pattern.Jobs}
-		groups[k] = append(groups[k], r)
+		groups[r.Pattern.BlockSize] = append(groups[r.Pattern.BlockSize], r)
 	}
-	keys := make([]key, 0, len(groups))
-	for k := range groups {
-		keys = append(keys, k)
+	sizes := make([]int64, 0, len(groups))
+	for bs := range groups {
+		sizes = append(sizes, bs)
 	}
-	slices.SortFunc(keys, func(a, b key) int {
-		return cmp.Or(cmp.Compare(a.bs, b.bs), cmp.Compare(a.jobs, b.jobs))
-	})
-	for _, k := range keys {
-		title := fmt.Sprintf("random %s IOPS", iotest.FormatSize(k.bs))
-		if k.jobs > 1 {
-			title += fmt.Sprintf(", %d jobs", k.jobs)
-		}
-		m.Tables = append(m.Tables, pivot(title, groups[k],
-			func(r iotest.Result) int { return r.Pattern.QueueDepth },
-			func(qd int) string { return fmt.Sprintf("QD%d", qd) },
-			func(r iotest.Result) float64 { return r.Total.IOPS }))
+	slices.Sort(sizes)
+	for _, bs := range sizes {
+		rs := groups[bs]
+		multi := slices.ContainsFunc(rs, func(r *iotest.Result) bool { return r.Pattern.Jobs > 1 })
+		t := pivot(fmt.Sprintf("random %s %s", iotest.FormatSize(bs), m.Title()), rs, m, func(p iotest.Pattern) colKey {
+			return colKey{inflight: p.QueueDepth * p.Jobs, qd: p.QueueDepth, jobs: p.Jobs}
+		}, func(k colKey) string {
+			if multi {
+				return fmt.Sprintf("QD%d×%d", k.qd, k.jobs)
+			}
+			return fmt.Sprintf("QD%d", k.qd)
+		})
+		t.Access, t.BlockSize = iotest.Random, bs
+		mx.Tables = append(mx.Tables, t)
 	}
 	if len(seq) > 0 {
-		// Columns of the sequential table combine block size, QD and jobs;
-		// encode them in one sortable integer.
-		col := func(r iotest.Result) int {
-			return int(r.Pattern.BlockSize>>9)<<16 | r.Pattern.QueueDepth<<7 | r.Pattern.Jobs
-		}
-		label := func(c int) string {
-			s := fmt.Sprintf("%s QD%d", strings.ToUpper(iotest.ShortSize(int64(c>>16)<<9)), c>>7&0x1ff)
-			if j := c & 0x7f; j > 1 {
-				s += fmt.Sprintf("×%d", j)
+		t := pivot("sequential "+m.Title(), seq, m, func(p iotest.Pattern) colKey {
+			return colKey{bs: p.BlockSize, qd: p.QueueDepth, jobs: p.Jobs}
+		}, func(k colKey) string {
+			s := fmt.Sprintf("%s QD%d", strings.ToUpper(iotest.ShortSize(k.bs)), k.qd)
+			if k.jobs > 1 {
+				s += fmt.Sprintf("×%d", k.jobs)
 			}
 			return s
-		}
-		m.Tables = append(m.Tables, pivot("sequential MiB/s", seq, col, label,
-			func(r iotest.Result) float64 { return r.Total.MiBPerS }))
+		})
+		t.Access = iotest.Sequential
+		mx.Tables = append(mx.Tables, t)
 	}
-	return m
+	return mx
 }
 
-func readLabel(pct int) string {
+type colKey struct {
+	bs       int64
+	inflight int
+	qd       int
+	jobs     int
+}
+
+func compareCols(a, b colKey) int {
+	return cmp.Or(cmp.Compare(a.bs, b.bs), cmp.Compare(a.inflight, b.inflight), cmp.Compare(a.qd, b.qd), cmp.Compare(a.jobs, b.jobs))
+}
+
+// ReadLabel names a row.
+func ReadLabel(pct int) string {
 	switch pct {
 	case 100:
 		return "read"
@@ -91,96 +213,40 @@ func readLabel(pct int) string {
 	return fmt.Sprintf("%d%% read", pct)
 }
 
-func pivot(title string, rs []iotest.Result, col func(iotest.Result) int, label func(int) string, value func(iotest.Result) float64) Table {
-	var reads, cols []int
+func isCDM(p iotest.Pattern) bool {
+	return p.Access == iotest.Random && p.BlockSize == 4096 && p.Jobs == 1 &&
+		(p.QueueDepth == 1 || p.QueueDepth == 32) && (p.ReadPct == 100 || p.ReadPct == 0)
+}
+
+func pivot(title string, rs []*iotest.Result, m Metric, key func(iotest.Pattern) colKey, label func(colKey) string) Table {
+	var reads []int
+	var cols []colKey
 	for _, r := range rs {
 		if !slices.Contains(reads, r.Pattern.ReadPct) {
 			reads = append(reads, r.Pattern.ReadPct)
 		}
-		if c := col(r); !slices.Contains(cols, c) {
-			cols = append(cols, c)
+		if k := key(r.Pattern); !slices.Contains(cols, k) {
+			cols = append(cols, k)
 		}
 	}
-	slices.Sort(cols)
+	slices.SortFunc(cols, compareCols)
 	slices.Sort(reads)
 	slices.Reverse(reads)
 	t := Table{Title: title}
 	for _, rd := range reads {
-		t.Rows = append(t.Rows, readLabel(rd))
+		t.Rows = append(t.Rows, ReadLabel(rd))
 	}
 	for _, c := range cols {
 		t.Cols = append(t.Cols, label(c))
 	}
-	t.Cells = make([][]*float64, len(reads))
+	t.Cells = make([][]*Cell, len(reads))
 	for i := range t.Cells {
-		t.Cells[i] = make([]*float64, len(cols))
+		t.Cells[i] = make([]*Cell, len(cols))
 	}
 	for _, r := range rs {
-		v := value(r)
-		t.Cells[slices.Index(reads, r.Pattern.ReadPct)][slices.Index(cols, col(r))] = &v
+		t.Cells[slices.Index(reads, r.Pattern.ReadPct)][slices.Index(cols, key(r.Pattern))] = &Cell{
+			Value: m.Value(*r), Result: r, CDM: isCDM(r.Pattern),
+		}
 	}
 	return t
-}
-
-// WriteText renders the matrix as aligned plain-text tables.
-func WriteText(w io.Writer, m Matrix) error {
-	for i, t := range m.Tables {
-		if i > 0 {
-			if _, err := fmt.Fprintln(w); err != nil {
-				return err
-			}
-		}
-		widths := make([]int, len(t.Cols)+1)
-		for _, r := range t.Rows {
-			widths[0] = max(widths[0], len(r))
-		}
-		cell := func(v *float64) string {
-			if v == nil {
-				return ""
-			}
-			return thousands(*v)
-		}
-		for j, c := range t.Cols {
-			widths[j+1] = max(widths[j+1], len([]rune(c)))
-			for i := range t.Rows {
-				widths[j+1] = max(widths[j+1], len(cell(t.Cells[i][j])))
-			}
-		}
-		var b strings.Builder
-		fmt.Fprintf(&b, "%s\n", t.Title)
-		fmt.Fprintf(&b, "%-*s", widths[0], "")
-		for j, c := range t.Cols {
-			fmt.Fprintf(&b, "  %*s", widths[j+1], c)
-		}
-		b.WriteString("\n")
-		for i, r := range t.Rows {
-			fmt.Fprintf(&b, "%-*s", widths[0], r)
-			for j := range t.Cols {
-				fmt.Fprintf(&b, "  %*s", widths[j+1], cell(t.Cells[i][j]))
-			}
-			b.WriteString("\n")
-		}
-		if _, err := io.WriteString(w, b.String()); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// thousands renders v rounded to a whole number with comma separators.
-func thousands(v float64) string {
-	s := fmt.Sprintf("%.0f", v)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
 }

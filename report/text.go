@@ -1,0 +1,102 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/iomatrix/iomatrix/iotest"
+)
+
+// tableRows is a table as strings: the header and the rows.
+func tableRows(m Metric, t Table) (header []string, rows [][]string) {
+	header = append([]string{""}, t.Cols...)
+	for i, r := range t.Rows {
+		row := []string{r}
+		for j := range t.Cols {
+			row = append(row, cellText(m, t.Cells[i][j]))
+		}
+		rows = append(rows, row)
+	}
+	return header, rows
+}
+
+func renderTable(w io.Writer, m Metric, t Table, r tw.Renderer) error {
+	header, rows := tableRows(m, t)
+	align := make([]tw.Align, len(header))
+	for i := range align {
+		align[i] = tw.AlignRight
+	}
+	align[0] = tw.AlignLeft
+	tbl := tablewriter.NewTable(w,
+		tablewriter.WithRenderer(r),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAlignmentConfig(tw.CellAlignment{PerColumn: align}),
+		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{PerColumn: align}),
+		tablewriter.WithTrimSpace(tw.Off),
+	)
+	tbl.Header(header)
+	for _, row := range rows {
+		if err := tbl.Append(row); err != nil {
+			return err
+		}
+	}
+	return tbl.Render()
+}
+
+// asciiTable draws with plain ASCII, which survives every terminal, log
+// and document it is pasted into.
+func asciiTable() tw.Renderer {
+	return renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})
+}
+
+// WriteText renders the matrix as plain-text tables, as a sweep prints it.
+func WriteText(w io.Writer, m Matrix) error {
+	for i, t := range m.Tables {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintln(w, t.Title)
+		if err := renderTable(w, m.Metric, t, asciiTable()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeText(w io.Writer, doc *iotest.Document, o Options) error {
+	m := BuildMetric(doc.Results, metricOf(o))
+	desc := Describe(doc)
+	for i, t := range m.Tables {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "%s — %s\n", t.Title, desc)
+		if err := renderTable(w, m.Metric, t, asciiTable()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeMarkdown(w io.Writer, doc *iotest.Document, o Options) error {
+	m := BuildMetric(doc.Results, metricOf(o))
+	fmt.Fprintf(w, "%s\n", Describe(doc))
+	for _, t := range m.Tables {
+		fmt.Fprintf(w, "\n### %s\n\n", t.Title)
+		if err := renderTable(w, m.Metric, t, renderer.NewMarkdown()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeJSON(w io.Writer, doc *iotest.Document, _ Options) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}

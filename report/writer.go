@@ -1,0 +1,177 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/iomatrix/iomatrix/iotest"
+)
+
+// Options shape a rendering.
+type Options struct {
+	Metric Metric
+	// Wide makes the CSV writer emit the matrix instead of one row per
+	// result.
+	Wide bool
+}
+
+// WriteFunc renders a results document in one format.
+type WriteFunc func(w io.Writer, doc *iotest.Document, o Options) error
+
+// ErrBadFormat is returned for unknown format names.
+var ErrBadFormat = errors.New("unknown format")
+
+// writers is the registry of output formats, by name.
+var writers = map[string]WriteFunc{
+	"text":     writeText,
+	"markdown": writeMarkdown,
+	"csv":      writeCSV,
+	"json":     writeJSON,
+}
+
+// extensions maps file extensions to format names for -o.
+var extensions = map[string]string{
+	".txt": "text", ".md": "markdown", ".markdown": "markdown", ".csv": "csv", ".json": "json",
+	".html": "html", ".htm": "html", ".xlsx": "xlsx",
+}
+
+// Register adds a format; it is how the heavier writers plug in.
+func Register(name string, f WriteFunc) { writers[name] = f }
+
+// Formats lists the registered format names.
+func Formats() []string {
+	names := make([]string, 0, len(writers))
+	for n := range writers {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Lookup returns the writer of a format.
+func Lookup(name string) (WriteFunc, error) {
+	if f, ok := writers[name]; ok {
+		return f, nil
+	}
+	return nil, fmt.Errorf("%w %q (valid: %s)", ErrBadFormat, name, strings.Join(Formats(), ", "))
+}
+
+// FormatForPath infers a format from a file name's extension.
+func FormatForPath(path string) (string, bool) {
+	f, ok := extensions[strings.ToLower(filepath.Ext(path))]
+	if _, registered := writers[f]; !registered {
+		return "", false
+	}
+	return f, ok
+}
+
+// Binary reports whether a format's output is not text (not for terminals).
+func Binary(format string) bool { return format == "xlsx" }
+
+func metricOf(o Options) Metric {
+	if o.Metric == "" {
+		return DefaultM
+	}
+	return o.Metric
+}
+
+// Describe is the one-line summary of a document's run: target, profile
+// and settings.
+func Describe(doc *iotest.Document) string {
+	t, s := doc.Target, doc.Settings
+	where := t.Path
+	if t.Disk != "" {
+		where += " (" + t.Kind + " on " + t.Disk + ")"
+	} else if t.Kind != "" {
+		where += " (" + t.Kind + ")"
+	}
+	parts := []string{where}
+	if s.Profile != "" {
+		parts = append(parts, "profile "+s.Profile)
+	}
+	if s.RuntimeNS > 0 {
+		run := time.Duration(s.RuntimeNS).String() + " runtime"
+		if s.RampNS > 0 {
+			run += " + " + time.Duration(s.RampNS).String() + " ramp"
+		}
+		parts = append(parts, run)
+	}
+	if s.Engine != "" {
+		parts = append(parts, "engine "+s.Engine)
+	}
+	if c := doc.Cap; c != nil {
+		parts = append(parts, "cap "+DescribeCap(c))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// DescribeCap renders a cgroup cap as "riops=10000,wiops=10000 on 254:0 (cgroup v1)".
+func DescribeCap(c *iotest.Cap) string {
+	var l []string
+	add := func(k string, v uint64, size bool) {
+		if v == 0 {
+			return
+		}
+		if size {
+			l = append(l, k+"="+iotest.FormatSize(int64(v)))
+		} else {
+			l = append(l, fmt.Sprintf("%s=%d", k, v))
+		}
+	}
+	add("riops", c.ReadIOPS, false)
+	add("wiops", c.WriteIOPS, false)
+	add("rbps", c.ReadBPS, true)
+	add("wbps", c.WriteBPS, true)
+	s := strings.Join(l, ",")
+	if s == "" {
+		s = "none"
+	}
+	return fmt.Sprintf("%s on %s (cgroup v%d)", s, c.Device, c.CgroupVersion)
+}
+
+// FormatValue renders a cell: thousands separators, decimals only where
+// they carry information.
+func FormatValue(m Metric, v float64) string {
+	switch {
+	case m == IOPS || v >= 100:
+		return thousands(v, 0)
+	case v >= 10:
+		return thousands(v, 1)
+	}
+	return thousands(v, 2)
+}
+
+// thousands renders v with comma separators and the given decimals.
+func thousands(v float64, decimals int) string {
+	s := fmt.Sprintf("%.*f", decimals, v)
+	intPart, frac, _ := strings.Cut(s, ".")
+	neg := strings.HasPrefix(intPart, "-")
+	intPart = strings.TrimPrefix(intPart, "-")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, c := range intPart {
+		if i > 0 && (len(intPart)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if frac != "" {
+		b.WriteString("." + frac)
+	}
+	return b.String()
+}
+
+// cellText renders a cell; a missing cell is empty, never 0.
+func cellText(m Metric, c *Cell) string {
+	if c == nil {
+		return ""
+	}
+	return FormatValue(m, c.Value)
+}
