@@ -79,8 +79,8 @@ func init() {
 }
 
 func itoa[T int | int64](v T) string { return strconv.FormatInt(int64(v), 10) }
-func utoa(v uint64) string          { return strconv.FormatUint(v, 10) }
-func ftoa(v float64) string         { return strconv.FormatFloat(v, 'f', -1, 64) }
+func utoa(v uint64) string           { return strconv.FormatUint(v, 10) }
+func ftoa(v float64) string          { return strconv.FormatFloat(v, 'f', -1, 64) }
 
 // writeCSV emits one row per result (long form), or with Wide the matrix:
 // per table a header row (title, columns) and its rows, tables separated by

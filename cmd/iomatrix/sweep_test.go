@@ -240,7 +240,7 @@ func TestSweepPipedOutputIsPlain(t *testing.T) {
 	if n := len(regexp.MustCompile(`(?m)^\[\d/8\] `).FindAllString(r.stderr, -1)); n != 8 {
 		t.Errorf("want one line per finished pattern, stderr:\n%s", r.stderr)
 	}
-	for _, want := range []string{"random 4KiB IOPS", "QD1", "QD32", "sequential MiB/s", "1M QD8", "1M QD1"} {
+	for _, want := range []string{"random 4KiB IOPS", "QD1", "QD32", "sequential IOPS", "1M QD8", "1M QD1"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("matrix lacks %q:\n%s", want, r.stdout)
 		}
