@@ -166,15 +166,36 @@ func HostInfo() Host {
 // ErrBadDocument marks a results file that cannot be used.
 var ErrBadDocument = errors.New("not an iomatrix results file")
 
-// ReadDocument parses a results file.
+// ReadDocument parses a results file. Its errors say what the input is
+// instead: not JSON, another tool's JSON (fio's is recognized), or a schema
+// from a newer iomatrix.
 func ReadDocument(r io.Reader) (*Document, error) {
-	var d Document
-	dec := json.NewDecoder(r)
-	if err := dec.Decode(&d); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadDocument, err)
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
 	}
-	if d.SchemaVersion != SchemaVersion {
-		return nil, fmt.Errorf("%w: schema_version %d, want %d", ErrBadDocument, d.SchemaVersion, SchemaVersion)
+	var probe struct {
+		SchemaVersion *int            `json:"schema_version"`
+		Tool          *Tool           `json:"tool"`
+		FioVersion    string          `json:"fio version"`
+		Results       json.RawMessage `json:"results"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return nil, fmt.Errorf("%w: not JSON: %w", ErrBadDocument, err)
+	}
+	switch {
+	case probe.FioVersion != "":
+		return nil, fmt.Errorf("%w: this is fio output (%s); convert it with `iomatrix import`", ErrBadDocument, probe.FioVersion)
+	case probe.SchemaVersion == nil || probe.Tool == nil || probe.Tool.Name != "iomatrix":
+		return nil, fmt.Errorf("%w: JSON without iomatrix's schema_version and tool fields", ErrBadDocument)
+	case *probe.SchemaVersion > SchemaVersion:
+		return nil, fmt.Errorf("%w: schema_version %d is newer than this iomatrix (%s) reads (%d); upgrade iomatrix", ErrBadDocument, *probe.SchemaVersion, Version, SchemaVersion)
+	case *probe.SchemaVersion < 1:
+		return nil, fmt.Errorf("%w: schema_version %d", ErrBadDocument, *probe.SchemaVersion)
+	}
+	var d Document
+	if err := json.Unmarshal(data, &d); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadDocument, err)
 	}
 	return &d, nil
 }

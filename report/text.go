@@ -27,6 +27,12 @@ func tableRows(m Metric, t Table) (header []string, rows [][]string) {
 
 func renderTable(w io.Writer, m Metric, t Table, r tw.Renderer) error {
 	header, rows := tableRows(m, t)
+	return renderRows(w, header, rows, r)
+}
+
+// renderRows draws a table: the first column left-aligned labels, the
+// others right-aligned numbers.
+func renderRows(w io.Writer, header []string, rows [][]string, r tw.Renderer) error {
 	align := make([]tw.Align, len(header))
 	for i := range align {
 		align[i] = tw.AlignRight

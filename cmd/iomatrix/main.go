@@ -36,6 +36,7 @@ const exitStatusHelp = `Exit status:
 type globalOptions struct {
 	stdout, stderr io.Writer
 	stderrTTY      bool
+	stdoutTTY      bool
 }
 
 // usageError marks bad input: exit status 2.
@@ -53,6 +54,16 @@ func maxArgs(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) > n {
 			return usagef("%s takes at most %d argument(s), got %d: %q", cmd.CommandPath(), n, len(args), args)
+		}
+		return nil
+	}
+}
+
+// exactArgs is cobra.ExactArgs with a usage error.
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usagef("%s takes %d argument(s), got %d: see --help", cmd.CommandPath(), n, len(args))
 		}
 		return nil
 	}
@@ -83,6 +94,8 @@ io_uring engine (or a pread/pwrite fallback).
 	root.AddCommand(newRunCommand(g))
 	root.AddCommand(newSweepCommand(g))
 	root.AddCommand(newProfilesCommand(g))
+	root.AddCommand(newReportCommand(g))
+	root.AddCommand(newCompareCommand(g))
 	return root
 }
 
@@ -91,7 +104,7 @@ func main() {
 }
 
 func runMain(args []string, stdout, stderr io.Writer) int {
-	g := &globalOptions{stdout: stdout, stderr: stderr, stderrTTY: isTerminal(os.Stderr)}
+	g := &globalOptions{stdout: stdout, stderr: stderr, stderrTTY: isTerminal(os.Stderr), stdoutTTY: isTerminal(os.Stdout)}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	sigs := make(chan os.Signal, 1)

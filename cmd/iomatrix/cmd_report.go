@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/report"
+)
+
+type reportOptions struct {
+	Format string
+	Metric string
+	Wide   bool
+	Out    string
+}
+
+func newReportCommand(g *globalOptions) *cobra.Command {
+	o := &reportOptions{}
+	cmd := &cobra.Command{
+		Use:   "report FILE.json",
+		Short: "Render a results file as text, Markdown, CSV, JSON, HTML or XLSX",
+		Long: `Render the matrices of a results file (from run, sweep or import) for a
+sizing document: one table per block size for random I/O (rows = read %,
+columns = queue depth; QD×jobs when jobs vary) and one for sequential I/O.
+Cells that were not measured stay empty.
+
+Metrics: iops (default), mibps, lat-mean, lat-p50, lat-p99, lat-p99.9
+(latency in µs; for mixed patterns the I/O-weighted mean of the read and
+write figures).
+
+Output goes to stdout, or to -o FILE, whose extension picks the format
+unless --format is given (.txt .md .csv .json .html .xlsx).
+
+` + exitStatusHelp,
+		Example: `  iomatrix report run.json
+  iomatrix report run.json --format markdown --metric lat-p99
+  iomatrix report run.json -o sizing.xlsx`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runReport(g, o, args[0], cmd.Flags().Changed("format"))
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Format, "format", "text", "output format: text, markdown, csv, json, html, xlsx")
+	f.StringVar(&o.Metric, "metric", "iops", "cell value: iops, mibps, lat-mean, lat-p50, lat-p99, lat-p99.9")
+	f.BoolVar(&o.Wide, "wide", false, "csv: the matrix shape instead of one row per result")
+	f.StringVarP(&o.Out, "out", "o", "", "write to this file instead of stdout (format from its extension)")
+	return cmd
+}
+
+// loadResults reads a results file for rendering; every problem is bad
+// input naming the file.
+func loadResults(path string) (*iotest.Document, error) {
+	d, err := iotest.ReadDocumentFile(path)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if len(d.Results) == 0 {
+		return nil, usagef("%s: the results list is empty: nothing to report", path)
+	}
+	return d, nil
+}
+
+func runReport(g *globalOptions, o *reportOptions, path string, formatSet bool) error {
+	metric, err := report.ParseMetric(o.Metric)
+	if err != nil {
+		return usagef("--metric: %w", err)
+	}
+	format := o.Format
+	if o.Out != "" && !formatSet {
+		f, ok := report.FormatForPath(o.Out)
+		if !ok {
+			return usagef("-o %s: cannot tell the format from the extension; give --format (%v)", o.Out, report.Formats())
+		}
+		format = f
+	}
+	write, err := report.Lookup(format)
+	if err != nil {
+		return usagef("--format: %w", err)
+	}
+	if o.Out == "" && report.Binary(format) && g.stdoutTTY {
+		return usagef("--format %s is binary: write it to a file with -o FILE.%s", format, format)
+	}
+	if err := checkOutPath(o.Out); err != nil {
+		return err
+	}
+	doc, err := loadResults(path)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := write(&buf, doc, report.Options{Metric: metric, Wide: o.Wide}); err != nil {
+		return fmt.Errorf("render %s: %w", path, err)
+	}
+	if o.Out == "" {
+		_, err := g.stdout.Write(buf.Bytes())
+		return err
+	}
+	return writeFileAtomic(o.Out, buf.Bytes())
+}
+
+// writeFileAtomic replaces path with data: a reader never sees half a file.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+type compareOptions struct {
+	Format string
+	Metric string
+}
+
+func newCompareCommand(g *globalOptions) *cobra.Command {
+	o := &compareOptions{}
+	cmd := &cobra.Command{
+		Use:   "compare BASE.json NEW.json",
+		Short: "Compare two results files cell by cell",
+		Long: `Compare two runs pattern by pattern: the matrices of NEW with each cell as
+"new (±x %)" against BASE, and a summary: the geometric-mean ratio over
+every pattern measured in both, and the worst and best cell (for latency
+metrics, lower is better). Patterns present in only one file are listed.
+
+Use it for two volumes, before and after a cap, or two kernels.
+
+` + exitStatusHelp,
+		Args: exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			metric, err := report.ParseMetric(o.Metric)
+			if err != nil {
+				return usagef("--metric: %w", err)
+			}
+			if !slicesContains(report.ComparisonFormats, o.Format) {
+				return usagef("--format: %q is not one of %v", o.Format, report.ComparisonFormats)
+			}
+			base, err := loadResults(args[0])
+			if err != nil {
+				return err
+			}
+			cur, err := loadResults(args[1])
+			if err != nil {
+				return err
+			}
+			c := report.Compare(base, cur, filepath.Base(args[0]), filepath.Base(args[1]), metric)
+			return report.WriteComparison(g.stdout, c, o.Format)
+		},
+	}
+	cmd.Flags().StringVar(&o.Format, "format", "text", "output format: text, markdown, csv, json")
+	cmd.Flags().StringVar(&o.Metric, "metric", "iops", "compared value: iops, mibps, lat-mean, lat-p50, lat-p99, lat-p99.9")
+	return cmd
+}
+
+func slicesContains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,190 @@
+package report
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/olekukonko/tablewriter/renderer"
+
+	"github.com/iomatrix/iomatrix/iotest"
+)
+
+// Comparison sets two runs side by side, pattern by pattern.
+type Comparison struct {
+	Metric    Metric      `json:"metric"`
+	Base      string      `json:"base"`
+	New       string      `json:"new"`
+	Cells     []CellDelta `json:"cells"`
+	OnlyBase  []string    `json:"only_in_base"`
+	OnlyNew   []string    `json:"only_in_new"`
+	GeoMean   float64     `json:"geomean_ratio"` // new/base over every comparable cell
+	Worst     *CellDelta  `json:"worst,omitempty"`
+	Best      *CellDelta  `json:"best,omitempty"`
+	matrix    Matrix      // the new run's matrix, restricted to shared patterns
+	baseByKey map[string]float64
+}
+
+// CellDelta is one pattern measured in both runs.
+type CellDelta struct {
+	Name  string  `json:"name"`
+	Base  float64 `json:"base"`
+	New   float64 `json:"new"`
+	Ratio float64 `json:"ratio"` // new / base; 0 when base is 0
+}
+
+// Change is the relative change in percent.
+func (c CellDelta) Change() float64 { return (c.Ratio - 1) * 100 }
+
+// Compare matches the results of two documents by pattern name. Patterns
+// present in only one of them are listed, never dropped silently. For
+// latency metrics a ratio below 1 is an improvement: worst and best follow
+// the metric's direction.
+func Compare(base, cur *iotest.Document, baseName, newName string, m Metric) *Comparison {
+	c := &Comparison{Metric: m, Base: baseName, New: newName, baseByKey: map[string]float64{}}
+	inBase := map[string]*iotest.Result{}
+	for i := range base.Results {
+		inBase[base.Results[i].Name] = &base.Results[i]
+	}
+	var shared []iotest.Result
+	seen := map[string]bool{}
+	var logSum float64
+	var n int
+	for _, r := range cur.Results {
+		seen[r.Name] = true
+		b, ok := inBase[r.Name]
+		if !ok {
+			c.OnlyNew = append(c.OnlyNew, r.Name)
+			continue
+		}
+		shared = append(shared, r)
+		d := CellDelta{Name: r.Name, Base: m.Value(*b), New: m.Value(r)}
+		if d.Base > 0 {
+			d.Ratio = d.New / d.Base
+			if d.Ratio > 0 {
+				logSum += math.Log(d.Ratio)
+				n++
+			}
+		}
+		c.baseByKey[r.Name] = d.Base
+		c.Cells = append(c.Cells, d)
+	}
+	for _, r := range base.Results {
+		if !seen[r.Name] {
+			c.OnlyBase = append(c.OnlyBase, r.Name)
+		}
+	}
+	if n > 0 {
+		c.GeoMean = math.Exp(logSum / float64(n))
+	}
+	lowerIsBetter := m != IOPS && m != MiBps
+	for i := range c.Cells {
+		d := &c.Cells[i]
+		if d.Ratio == 0 {
+			continue
+		}
+		better := func(a, b *CellDelta) bool {
+			if lowerIsBetter {
+				return a.Ratio < b.Ratio
+			}
+			return a.Ratio > b.Ratio
+		}
+		if c.Best == nil || better(d, c.Best) {
+			c.Best = d
+		}
+		if c.Worst == nil || better(c.Worst, d) {
+			c.Worst = d
+		}
+	}
+	c.matrix = BuildMetric(shared, m)
+	return c
+}
+
+// Summary is the one-line verdict.
+func (c *Comparison) Summary() string {
+	s := fmt.Sprintf("%d patterns compared on %s: geometric-mean ratio %.3f (%+.1f %%)", len(c.Cells), c.Metric, c.GeoMean, (c.GeoMean-1)*100)
+	if c.Worst != nil {
+		s += fmt.Sprintf("; worst %s %+.1f %%, best %s %+.1f %%", c.Worst.Name, c.Worst.Change(), c.Best.Name, c.Best.Change())
+	}
+	return s
+}
+
+func (c *Comparison) cellText(cell *Cell) string {
+	if cell == nil {
+		return ""
+	}
+	s := FormatValue(c.Metric, cell.Value)
+	if b := c.baseByKey[cell.Result.Name]; b > 0 {
+		s += fmt.Sprintf(" (%+.1f %%)", (cell.Value/b-1)*100)
+	}
+	return s
+}
+
+// ComparisonFormats are the formats a comparison renders in.
+var ComparisonFormats = []string{"text", "markdown", "csv", "json"}
+
+// WriteComparison renders c in one of ComparisonFormats.
+func WriteComparison(w io.Writer, c *Comparison, format string) error {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(c)
+	case "csv":
+		cw := csv.NewWriter(w)
+		cw.Write([]string{"name", "base", "new", "ratio", "change_pct"})
+		for _, d := range c.Cells {
+			cw.Write([]string{d.Name, ftoa(roundTo(d.Base, 2)), ftoa(roundTo(d.New, 2)), ftoa(roundTo(d.Ratio, 4)), ftoa(roundTo(d.Change(), 2))})
+		}
+		for _, n := range c.OnlyBase {
+			cw.Write([]string{n, "", "", "", "only in base"})
+		}
+		for _, n := range c.OnlyNew {
+			cw.Write([]string{n, "", "", "", "only in new"})
+		}
+		cw.Flush()
+		return cw.Error()
+	case "text", "markdown":
+	default:
+		return fmt.Errorf("%w %q (valid: %s)", ErrBadFormat, format, strings.Join(ComparisonFormats, ", "))
+	}
+	md := format == "markdown"
+	fmt.Fprintf(w, "%s vs %s — new (change against base)\n", c.New, c.Base)
+	for _, t := range c.matrix.Tables {
+		if md {
+			fmt.Fprintf(w, "\n### %s\n\n", t.Title)
+		} else {
+			fmt.Fprintf(w, "\n%s\n", t.Title)
+		}
+		header := append([]string{""}, t.Cols...)
+		var rows [][]string
+		for i, r := range t.Rows {
+			row := []string{r}
+			for j := range t.Cols {
+				row = append(row, c.cellText(t.Cells[i][j]))
+			}
+			rows = append(rows, row)
+		}
+		rend := asciiTable()
+		if md {
+			rend = renderer.NewMarkdown()
+		}
+		if err := renderRows(w, header, rows, rend); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(w, "\n%s\n", c.Summary())
+	only := func(label string, names []string) {
+		if len(names) > 0 {
+			slices.Sort(names)
+			fmt.Fprintf(w, "only in %s (%d): %s\n", label, len(names), strings.Join(names, ", "))
+		}
+	}
+	only("base "+c.Base, c.OnlyBase)
+	only("new "+c.New, c.OnlyNew)
+	return nil
+}
