@@ -1,0 +1,230 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/iomatrix/iomatrix/iotest"
+)
+
+func init() { Register("html", writeHTML) }
+
+// htmlSection is one block size (or the sequential table): charts and
+// tables.
+type htmlSection struct {
+	Title  string
+	Charts []template.HTML
+	Tables []htmlTable
+}
+
+type htmlTable struct {
+	Title string
+	Cols  []string
+	Rows  []htmlRow
+}
+
+type htmlRow struct {
+	Label string
+	Cells []htmlCell
+}
+
+type htmlCell struct {
+	Text  string
+	Style template.CSS
+	CDM   bool
+}
+
+// writeHTML renders one self-contained page: inline CSS, charts as inline
+// SVG drawn by gonum/plot, no script, font or stylesheet from anywhere, so
+// it opens offline and mails as one file.
+func writeHTML(w io.Writer, doc *iotest.Document, o Options) error {
+	metric := metricOf(o)
+	main := BuildMetric(doc.Results, metric)
+	lat := BuildMetric(doc.Results, LatP99)
+	var sections []htmlSection
+	for i, t := range main.Tables {
+		s := htmlSection{Title: strings.TrimSuffix(t.Title, " "+metric.Title())}
+		if t.Access == iotest.Random {
+			for _, chart := range []struct {
+				m Metric
+				t Table
+			}{{metric, t}, {LatP99, lat.Tables[i]}} {
+				svg, err := chartSVG(chart.t, chart.m)
+				if err != nil {
+					return err
+				}
+				s.Charts = append(s.Charts, svg)
+			}
+		}
+		s.Tables = append(s.Tables, htmlTableOf(t, metric, metric != IOPS && metric != MiBps))
+		if metric != LatP99 {
+			s.Tables = append(s.Tables, htmlTableOf(lat.Tables[i], LatP99, true))
+		}
+		sections = append(sections, s)
+	}
+	return htmlPage.Execute(w, map[string]any{
+		"Describe": Describe(doc),
+		"Doc":      doc,
+		"Metric":   metric.Title(),
+		"Sections": sections,
+	})
+}
+
+// htmlTableOf colours each cell on a scale from the table's lowest to its
+// highest value: green is good (high IOPS, low latency).
+func htmlTableOf(t Table, m Metric, lowerIsBetter bool) htmlTable {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, row := range t.Cells {
+		for _, c := range row {
+			if c != nil {
+				lo, hi = math.Min(lo, c.Value), math.Max(hi, c.Value)
+			}
+		}
+	}
+	ht := htmlTable{Title: t.Title, Cols: t.Cols}
+	for i, label := range t.Rows {
+		r := htmlRow{Label: label}
+		for _, c := range t.Cells[i] {
+			if c == nil {
+				r.Cells = append(r.Cells, htmlCell{})
+				continue
+			}
+			f := 0.5
+			if hi > lo {
+				f = (c.Value - lo) / (hi - lo)
+			}
+			if lowerIsBetter {
+				f = 1 - f
+			}
+			// From pale red (worst) through pale yellow to green (best).
+			hue := 10 + 110*f
+			r.Cells = append(r.Cells, htmlCell{
+				Text:  FormatValue(m, c.Value),
+				Style: template.CSS(fmt.Sprintf("background:hsl(%.0f,65%%,%.0f%%)", hue, 88-10*f)),
+				CDM:   c.CDM,
+			})
+		}
+		ht.Rows = append(ht.Rows, r)
+	}
+	return ht
+}
+
+// chartSVG draws a metric against queue depth (× jobs), one line per read
+// percentage: the classic curve of a sweep.
+func chartSVG(t Table, m Metric) (template.HTML, error) {
+	p := plot.New()
+	p.Title.Text = t.Title
+	p.X.Label.Text = "I/Os in flight (queue depth × jobs)"
+	p.Y.Label.Text = m.Title()
+	p.X.Scale = plot.LogScale{}
+	p.Legend.Top = true
+	p.Legend.Left = true // the curves rise to the right: the top left is free
+	var ticks []plot.Tick
+	seen := map[float64]bool{}
+	for i, label := range t.Rows {
+		var pts plotter.XYs
+		for _, c := range t.Cells[i] {
+			if c == nil {
+				continue
+			}
+			x := float64(c.Result.Pattern.QueueDepth * c.Result.Pattern.Jobs)
+			pts = append(pts, plotter.XY{X: x, Y: c.Value})
+			if !seen[x] {
+				seen[x] = true
+				ticks = append(ticks, plot.Tick{Value: x, Label: fmt.Sprint(x)})
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		line, points, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return "", fmt.Errorf("chart %s: %w", t.Title, err)
+		}
+		line.Color = plotutil.Color(i)
+		line.Width = vg.Points(1.5)
+		points.Color = plotutil.Color(i)
+		points.Shape = draw.CircleGlyph{}
+		p.Add(line, points)
+		p.Legend.Add(label, line, points)
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	p.Y.Min = 0
+	if m != IOPS && m != MiBps {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Y.Min = math.Inf(1)
+		for _, row := range t.Cells {
+			for _, c := range row {
+				if c != nil && c.Value > 0 {
+					p.Y.Min = math.Min(p.Y.Min, c.Value)
+				}
+			}
+		}
+		p.Y.Min /= 1.5
+	}
+	p.Add(plotter.NewGrid())
+	c := vgsvg.New(6*vg.Inch, 3.4*vg.Inch)
+	p.Draw(draw.New(c))
+	var b bytes.Buffer
+	if _, err := c.WriteTo(&b); err != nil {
+		return "", err
+	}
+	s := b.String()
+	if i := strings.Index(s, "<svg"); i > 0 {
+		s = s[i:] // inline SVG takes no XML prolog
+	}
+	return template.HTML(s), nil
+}
+
+var htmlPage = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>iomatrix — {{.Doc.Target.Path}}</title>
+<style>
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em; color: #222; }
+h1 { font-size: 1.4em; margin-bottom: 0.2em; }
+h2 { font-size: 1.15em; margin-top: 2em; border-bottom: 1px solid #ccc; }
+.meta { color: #555; font-size: 0.9em; }
+.charts { display: flex; flex-wrap: wrap; gap: 1em; }
+.charts svg { max-width: 100%; height: auto; border: 1px solid #eee; }
+table { border-collapse: collapse; margin: 1em 0; font-variant-numeric: tabular-nums; }
+caption { text-align: left; font-weight: 600; padding-bottom: 0.3em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; }
+td { text-align: right; }
+th { background: #f3f3f3; }
+td.cdm { outline: 2px solid #1a4fd0; outline-offset: -2px; font-weight: 700; }
+.legend { font-size: 0.85em; color: #555; }
+</style>
+</head>
+<body>
+<h1>iomatrix results</h1>
+<p class="meta">{{.Describe}}<br>
+host {{.Doc.Host.Hostname}}, kernel {{.Doc.Host.Kernel}}, {{.Doc.Host.CPUs}} CPUs; started {{.Doc.StartedAt}}{{if .Doc.FinishedAt}}, finished {{.Doc.FinishedAt}}{{else}}, not finished{{end}}; {{len .Doc.Results}} results</p>
+<p class="legend">Cells are coloured from worst (red) to best (green) within each table. Outlined cells are the ones CrystalDiskMark reports (4K random, QD1 and QD32, 100 % and 0 % reads). Empty cells were not measured.</p>
+{{range .Sections}}
+<h2>{{.Title}}</h2>
+{{if .Charts}}<div class="charts">{{range .Charts}}{{.}}{{end}}</div>{{end}}
+{{range .Tables}}
+<table>
+<caption>{{.Title}}</caption>
+<tr><th></th>{{range .Cols}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr><th>{{.Label}}</th>{{range .Cells}}<td{{if .CDM}} class="cdm"{{end}}{{if .Style}} style="{{.Style}}"{{end}}>{{.Text}}</td>{{end}}</tr>
+{{end}}</table>
+{{end}}
+{{end}}
+</body>
+</html>
+`))

@@ -1,0 +1,120 @@
+package report
+
+import (
+	"bytes"
+	"image"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/iomatrix/iomatrix/internal/testenv"
+)
+
+func renderHTML(t *testing.T, fixture string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := writeHTML(&b, loadFixture(t, fixture), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func TestHTMLGoldenAndSelfContained(t *testing.T) {
+	external := regexp.MustCompile(`(?i)<script|<link|<img|<iframe|src=|@import|url\(|https?://[^"]*"`)
+	for _, fx := range fixtures {
+		page := renderHTML(t, fx)
+		golden(t, fx+".html", page)
+		doc := loadFixture(t, fx)
+		random := 0
+		for _, tb := range Build(doc.Results).Tables {
+			if tb.Access == "random" {
+				random++
+			}
+		}
+		if n := bytes.Count(page, []byte("<svg")); n != 2*random {
+			t.Errorf("%s: %d charts, want 2 per random table (%d)", fx, n, 2*random)
+		}
+		// The SVG namespace is a name, not a fetch; nothing else may point
+		// outside the file.
+		stripped := strings.ReplaceAll(string(page), `"http://www.w3.org/2000/svg"`, "")
+		stripped = strings.ReplaceAll(stripped, `"http://www.w3.org/1999/xlink"`, "")
+		if m := external.FindString(stripped); m != "" {
+			t.Errorf("%s: external reference %q", fx, m)
+		}
+		if fx == "full-missing" && !strings.Contains(string(page), `class="cdm"`) {
+			t.Error("CrystalDiskMark cells not highlighted")
+		}
+	}
+}
+
+// Headless Chromium, with no network, renders the page and its charts: the
+// screenshot shows the chart lines' colours, which nothing else on the page
+// uses.
+func TestHTMLRendersInChromium(t *testing.T) {
+	var browser string
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			browser = p
+			break
+		}
+	}
+	testenv.Require(t, browser != "", "no chromium on PATH (Debian package chromium)")
+	dir := t.TempDir()
+	page := filepath.Join(dir, "report.html")
+	if err := os.WriteFile(page, renderHTML(t, "full-missing"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	shot := filepath.Join(dir, "shot.png")
+	args := []string{"--headless", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+		"--disable-component-update", "--disable-sync", "--disable-quic",
+		"--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>", // no network at all
+		"--user-data-dir=" + filepath.Join(dir, "profile"), "--window-size=1400,1400",
+		"--screenshot=" + shot, "file://" + page}
+	if os.Geteuid() == 0 {
+		args = append([]string{"--no-sandbox"}, args...)
+	}
+	out, err := exec.Command(browser, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("chromium: %v\n%s", err, out)
+	}
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatalf("no screenshot: %v\n%s", err, out)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// plotutil's soft blue and purple: the lines of the 50 % and 0 % read
+	// series. Tables use pale backgrounds and a darker blue outline.
+	blue := countNear(img, 90, 155, 212)
+	purple := countNear(img, 158, 103, 171)
+	t.Logf("screenshot %v: %d blue and %d purple chart pixels", img.Bounds().Size(), blue, purple)
+	if blue < 300 || purple < 300 {
+		t.Errorf("charts did not render: %d blue, %d purple line pixels", blue, purple)
+	}
+	if os.Getenv("IOMATRIX_KEEP_SCREENSHOT") != "" {
+		data, _ := os.ReadFile(shot)
+		os.WriteFile(os.Getenv("IOMATRIX_KEEP_SCREENSHOT"), data, 0o644)
+	}
+}
+
+func countNear(img image.Image, r, g, b int) int {
+	n := 0
+	bounds := img.Bounds()
+	for y := bounds.Min.Y; y < bounds.Max.Y; y++ {
+		for x := bounds.Min.X; x < bounds.Max.X; x++ {
+			pr, pg, pb, _ := img.At(x, y).RGBA()
+			dr, dg, db := int(pr>>8)-r, int(pg>>8)-g, int(pb>>8)-b
+			if dr*dr+dg*dg+db*db <= 12*12 {
+				n++
+			}
+		}
+	}
+	return n
+}

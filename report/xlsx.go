@@ -1,0 +1,212 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/xuri/excelize/v2"
+
+	"github.com/iomatrix/iomatrix/iotest"
+)
+
+func init() { Register("xlsx", writeXLSX) }
+
+// writeXLSX builds a workbook for sizing documents: one sheet per table
+// with numeric cells (never text), a colour scale, the CrystalDiskMark cells
+// highlighted, a sheet with every result in long form and one with the run
+// settings.
+func writeXLSX(w io.Writer, doc *iotest.Document, o Options) error {
+	m := BuildMetric(doc.Results, metricOf(o))
+	f := excelize.NewFile()
+	defer f.Close()
+	numFmt := "#,##0"
+	if m.Metric != IOPS {
+		numFmt = "#,##0.0"
+	}
+	num, err := f.NewStyle(&excelize.Style{CustomNumFmt: &numFmt})
+	if err != nil {
+		return err
+	}
+	cdm, err := f.NewStyle(&excelize.Style{
+		CustomNumFmt: &numFmt,
+		Font:         &excelize.Font{Bold: true},
+		Border: []excelize.Border{
+			{Type: "left", Color: "1A4FD0", Style: 5}, {Type: "right", Color: "1A4FD0", Style: 5},
+			{Type: "top", Color: "1A4FD0", Style: 5}, {Type: "bottom", Color: "1A4FD0", Style: 5},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	bold, err := f.NewStyle(&excelize.Style{Font: &excelize.Font{Bold: true}})
+	if err != nil {
+		return err
+	}
+	used := map[string]bool{}
+	for i, t := range m.Tables {
+		name := sheetName(t, used)
+		if i == 0 {
+			if err := f.SetSheetName("Sheet1", name); err != nil {
+				return err
+			}
+		} else if _, err := f.NewSheet(name); err != nil {
+			return err
+		}
+		set := func(col, row int, v any) error {
+			cell, err := excelize.CoordinatesToCellName(col, row)
+			if err != nil {
+				return err
+			}
+			return f.SetCellValue(name, cell, v)
+		}
+		if err := set(1, 1, t.Title); err != nil {
+			return err
+		}
+		f.SetCellStyle(name, "A1", "A1", bold)
+		set(1, 2, Describe(doc))
+		const top = 4 // header row
+		for j, c := range t.Cols {
+			set(j+2, top, c)
+		}
+		for r, label := range t.Rows {
+			set(1, top+1+r, label)
+			for c, cell := range t.Cells[r] {
+				if cell == nil {
+					continue // not measured: blank, never 0
+				}
+				ref, _ := excelize.CoordinatesToCellName(c+2, top+1+r)
+				if err := f.SetCellValue(name, ref, cell.Value); err != nil {
+					return err
+				}
+				style := num
+				if cell.CDM {
+					style = cdm
+				}
+				f.SetCellStyle(name, ref, ref, style)
+			}
+		}
+		first, _ := excelize.CoordinatesToCellName(2, top+1)
+		last, _ := excelize.CoordinatesToCellName(len(t.Cols)+1, top+len(t.Rows))
+		low, high := "#F8696B", "#63BE7B"
+		if m.Metric != IOPS && m.Metric != MiBps {
+			low, high = high, low // lower latency is better
+		}
+		if err := f.SetConditionalFormat(name, first+":"+last, []excelize.ConditionalFormatOptions{{
+			Type: "3_color_scale", Criteria: "=",
+			MinType: "min", MidType: "percentile", MidValue: "50", MaxType: "max",
+			MinColor: low, MidColor: "#FFEB84", MaxColor: high,
+		}}); err != nil {
+			return err
+		}
+		f.SetColWidth(name, "A", "A", 12)
+		lastCol, _ := excelize.ColumnNumberToName(len(t.Cols) + 1)
+		f.SetColWidth(name, "B", lastCol, 11)
+	}
+	if err := writeResultsSheet(f, doc); err != nil {
+		return err
+	}
+	if err := writeSettingsSheet(f, doc, m.Metric, bold); err != nil {
+		return err
+	}
+	f.SetActiveSheet(0)
+	_, err = f.WriteTo(w)
+	return err
+}
+
+// sheetName makes a unique, valid sheet name (31 characters, none of
+// []:*?/\).
+func sheetName(t Table, used map[string]bool) string {
+	base := "sequential"
+	if t.Access == iotest.Random {
+		base = "random " + iotest.FormatSize(t.BlockSize)
+	}
+	base = strings.Map(func(r rune) rune {
+		if strings.ContainsRune(`[]:*?/\`, r) {
+			return '-'
+		}
+		return r
+	}, base)
+	if len(base) > 28 {
+		base = base[:28]
+	}
+	name := base
+	for n := 2; used[name]; n++ {
+		name = fmt.Sprintf("%s %d", base, n)
+	}
+	used[name] = true
+	return name
+}
+
+func writeResultsSheet(f *excelize.File, doc *iotest.Document) error {
+	const name = "results"
+	if _, err := f.NewSheet(name); err != nil {
+		return err
+	}
+	for c, col := range csvColumns {
+		ref, _ := excelize.CoordinatesToCellName(c+1, 1)
+		f.SetCellValue(name, ref, col.name)
+	}
+	for r := range doc.Results {
+		for c, col := range csvColumns {
+			ref, _ := excelize.CoordinatesToCellName(c+1, r+2)
+			v := col.get(&doc.Results[r])
+			if x, ok := parseNumber(v); ok && col.name != "name" {
+				f.SetCellValue(name, ref, x)
+			} else if v != "" {
+				f.SetCellValue(name, ref, v)
+			}
+		}
+	}
+	return nil
+}
+
+func writeSettingsSheet(f *excelize.File, doc *iotest.Document, m Metric, bold int) error {
+	const name = "settings"
+	if _, err := f.NewSheet(name); err != nil {
+		return err
+	}
+	t, s, h := doc.Target, doc.Settings, doc.Host
+	rows := [][2]any{
+		{"tool", doc.Tool.Name + " " + doc.Tool.Version},
+		{"schema_version", doc.SchemaVersion},
+		{"metric", m.Title()},
+		{"target", t.Path},
+		{"target kind", t.Kind},
+		{"device", t.Device},
+		{"disk", t.Disk},
+		{"target size (bytes)", t.SizeBytes},
+		{"logical block size", t.LogicalBlockSize},
+		{"rotational", t.Rotational},
+		{"scheduler", t.Scheduler},
+		{"profile", s.Profile},
+		{"engine", s.Engine},
+		{"runtime", time.Duration(s.RuntimeNS).String()},
+		{"ramp", time.Duration(s.RampNS).String()},
+		{"seed", fmt.Sprint(s.Seed)},
+		{"host", h.Hostname},
+		{"kernel", h.Kernel},
+		{"cpus", h.CPUs},
+		{"started", doc.StartedAt},
+		{"finished", doc.FinishedAt},
+		{"results", len(doc.Results)},
+	}
+	if doc.Cap != nil {
+		rows = append(rows, [2]any{"cap", DescribeCap(doc.Cap)})
+	}
+	for i, r := range rows {
+		f.SetCellValue(name, fmt.Sprintf("A%d", i+1), r[0])
+		f.SetCellValue(name, fmt.Sprintf("B%d", i+1), r[1])
+	}
+	f.SetCellStyle(name, "A1", fmt.Sprintf("A%d", len(rows)), bold)
+	f.SetColWidth(name, "A", "A", 22)
+	f.SetColWidth(name, "B", "B", 60)
+	return nil
+}
+
+func parseNumber(s string) (float64, bool) {
+	x, err := strconv.ParseFloat(s, 64)
+	return x, err == nil
+}
