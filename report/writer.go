@@ -84,13 +84,15 @@ func metricOf(o Options) Metric {
 // and settings.
 func Describe(doc *iotest.Document) string {
 	t, s := doc.Target, doc.Settings
-	where := t.Path
-	if t.Disk != "" {
-		where += " (" + t.Kind + " on " + t.Disk + ")"
-	} else if t.Kind != "" {
-		where += " (" + t.Kind + ")"
+	var parts []string
+	if where := t.Path; where != "" {
+		if t.Disk != "" {
+			where += " (" + t.Kind + " on " + t.Disk + ")"
+		} else if t.Kind != "" {
+			where += " (" + t.Kind + ")"
+		}
+		parts = append(parts, where)
 	}
-	parts := []string{where}
 	if s.Profile != "" {
 		parts = append(parts, "profile "+s.Profile)
 	}
@@ -106,6 +108,9 @@ func Describe(doc *iotest.Document) string {
 	}
 	if c := doc.Cap; c != nil {
 		parts = append(parts, "cap "+DescribeCap(c))
+	}
+	if len(parts) == 0 {
+		return "iomatrix results"
 	}
 	return strings.Join(parts, ", ")
 }

@@ -96,6 +96,7 @@ io_uring engine (or a pread/pwrite fallback).
 	root.AddCommand(newProfilesCommand(g))
 	root.AddCommand(newReportCommand(g))
 	root.AddCommand(newCompareCommand(g))
+	root.AddCommand(newImportCommand(g))
 	return root
 }
 

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/report"
+)
+
+func newImportCommand(g *globalOptions) *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "import FIO.json...",
+		Short: "Convert fio's JSON output into an iomatrix results file",
+		Long: `Read fio's --output-format=json or json+ output (fio 3.x; one or many jobs
+per file, with or without group_reporting, notice lines before the JSON
+tolerated) and write one iomatrix results document, so that report and
+compare work on fio data exactly as on native data.
+
+Each fio job becomes a pattern from its options (rw, bs, rwmixread,
+iodepth, numjobs); the threads of one job are summed. IOPS, bandwidth,
+completion-latency percentiles (clat_ns) and CPU are taken from fio.
+A job that cannot be mapped (trim, bssplit, bs ranges, buffered I/O, rate
+limits, ...) is reported on stderr, never guessed; the others are kept.
+
+` + exitStatusHelp,
+		Example: `  fio jobs.fio --output-format=json --output=fio.json
+  iomatrix import fio.json -o results.json && iomatrix report results.json`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usagef("%s needs at least one fio JSON file", cmd.CommandPath())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runImport(g, args, out)
+		},
+	}
+	cmd.Flags().StringVarP(&out, "out", "o", "", "write the results document here instead of stdout")
+	return cmd
+}
+
+func runImport(g *globalOptions, files []string, out string) error {
+	if err := checkOutPath(out); err != nil {
+		return err
+	}
+	var docs []*iotest.Document
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			return usageError{err}
+		}
+		doc, problems, err := report.ImportFio(name, f)
+		f.Close()
+		if err != nil {
+			if errors.Is(err, report.ErrNotFio) {
+				return usageError{err}
+			}
+			return err
+		}
+		for _, p := range problems {
+			fmt.Fprintf(g.stderr, "iomatrix: %s: not imported: %s\n", name, p)
+		}
+		docs = append(docs, doc)
+	}
+	doc, err := report.MergeImports(docs)
+	if err != nil {
+		return usageError{err}
+	}
+	if len(doc.Results) == 0 {
+		return fmt.Errorf("nothing imported from %v: no fio job could be mapped to a pattern", files)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return err
+	}
+	if out == "" {
+		_, err := g.stdout.Write(buf.Bytes())
+		return err
+	}
+	if err := writeFileAtomic(out, buf.Bytes()); err != nil {
+		return err
+	}
+	fmt.Fprintf(g.stderr, "iomatrix: %d results from %d file(s) written to %s\n", len(doc.Results), len(files), out)
+	return nil
+}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/iomatrix/iomatrix/iotest"
+)
+
+func TestImportThenReportAndCompare(t *testing.T) {
+	dir := t.TempDir()
+	fx := func(n string) string { return filepath.Join("..", "..", "report", "testdata", "fio", n) }
+	out := filepath.Join(dir, "fio.json")
+	r := runInProcess("import", fx("stonewall.json"), fx("trim.json"), fx("randrw70.json"), "-o", out)
+	if r.code != 0 {
+		t.Fatalf("import: exit %d: %s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, `fio job "trim"`) || !strings.Contains(r.stderr, "4 results") {
+		t.Errorf("import stderr %q: want the unmapped job named and the count", r.stderr)
+	}
+	doc, err := iotest.ReadDocumentFile(out)
+	if err != nil || len(doc.Results) != 4 {
+		t.Fatalf("imported document: %v", err)
+	}
+	if r := runInProcess("report", out, "--format", "markdown"); r.code != 0 || !strings.Contains(r.stdout, "| 70% read |") {
+		t.Errorf("report of imported data: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if r := runInProcess("compare", out, out); r.code != 0 || !strings.Contains(r.stdout, "4 patterns compared") {
+		t.Errorf("compare of imported data: %q %q", r.stdout, r.stderr)
+	}
+	// Bad input: not fio, not JSON, a missing file.
+	notJSON := filepath.Join(dir, "x.json")
+	os.WriteFile(notJSON, []byte("hello"), 0o644)
+	for _, args := range [][]string{
+		{"import", "../../report/testdata/capped.json"},
+		{"import", notJSON},
+		{"import", filepath.Join(dir, "missing.json")},
+		{"import"},
+	} {
+		checkRefused(t, runInProcess(args...), "")
+	}
+}

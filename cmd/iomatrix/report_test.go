@@ -1,0 +1,78 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/iomatrix/iomatrix/iotest"
+)
+
+const fixture = "../../report/testdata/capped.json"
+
+func TestReportBadInput(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(content), 0o644)
+		return p
+	}
+	notJSON := write("notjson.json", "iops: lots\n")
+	fio := write("fio.json", `{"fio version": "fio-3.33", "jobs": []}`)
+	other := write("other.json", `{"name": "something else", "results": [1, 2]}`)
+	future := write("future.json", `{"schema_version": 2, "tool": {"name": "iomatrix", "version": "9.0"}, "results": []}`)
+	empty := write("empty.json", `{"schema_version": 1, "tool": {"name": "iomatrix", "version": "0.1.0"}, "results": []}`)
+	cases := []struct {
+		name    string
+		args    []string
+		mention string
+	}{
+		{"not JSON", []string{"report", notJSON}, notJSON},
+		{"fio output", []string{"report", fio}, "iomatrix import"},
+		{"another tool", []string{"report", other}, other},
+		{"future schema", []string{"report", future}, "schema_version 2"},
+		{"empty results", []string{"report", empty}, empty},
+		{"missing file", []string{"report", filepath.Join(dir, "none.json")}, "none.json"},
+		{"unknown format", []string{"report", fixture, "--format", "pdf"}, "--format"},
+		{"unknown metric", []string{"report", fixture, "--metric", "lat-p42"}, "--metric"},
+		{"unknown extension", []string{"report", fixture, "-o", filepath.Join(dir, "x.pdf")}, "x.pdf"},
+		{"out dir missing", []string{"report", fixture, "-o", filepath.Join(dir, "no", "x.md")}, "--out"},
+		{"compare future", []string{"compare", fixture, future}, "schema_version 2"},
+		{"compare metric", []string{"compare", fixture, fixture, "--metric", "x"}, "--metric"},
+		{"compare format", []string{"compare", fixture, fixture, "--format", "html"}, "--format"},
+		{"compare one file", []string{"compare", fixture}, "compare"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			checkRefused(t, runInProcess(c.args...), c.mention)
+		})
+	}
+}
+
+func TestReportFormats(t *testing.T) {
+	dir := t.TempDir()
+	for _, ext := range []string{"txt", "md", "csv", "json", "html", "xlsx"} {
+		out := filepath.Join(dir, "r."+ext)
+		r := runInProcess("report", fixture, "-o", out)
+		if r.code != 0 || r.stdout != "" {
+			t.Fatalf("%s: exit %d, stdout %q, stderr %q", ext, r.code, r.stdout, r.stderr)
+		}
+		fi, err := os.Stat(out)
+		if err != nil || fi.Size() == 0 || fi.Mode().Perm() != 0o644 {
+			t.Errorf("%s: %v %v", ext, fi, err)
+		}
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "r.json"))
+	if _, err := iotest.ReadDocument(strings.NewReader(string(data))); err != nil {
+		t.Errorf("json report is not a results document: %v", err)
+	}
+	r := runInProcess("report", fixture, "--format", "csv", "--wide", "--metric", "lat-p99")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "random 4KiB p99 latency (µs),QD1,QD32\n") {
+		t.Errorf("wide csv: %q", r.stdout)
+	}
+	r = runInProcess("compare", fixture, fixture)
+	if r.code != 0 || !strings.Contains(r.stdout, "geometric-mean ratio 1.000") {
+		t.Errorf("compare with itself: %q %q", r.stdout, r.stderr)
+	}
+}

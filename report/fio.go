@@ -1,0 +1,735 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/iomatrix/iomatrix/iotest"
+)
+
+// ErrNotFio marks input that is not fio's JSON output.
+var ErrNotFio = errors.New("not fio JSON output")
+
+// FioProfile is the settings.profile of documents imported from fio.
+const FioProfile = "fio-import"
+
+// ImportProblem is a fio job that could not be mapped to an iomatrix
+// pattern. It is reported instead of guessed so that a matrix never shows a
+// cell that was measured under different conditions than its name says.
+type ImportProblem struct {
+	Job    string
+	Reason string
+}
+
+func (p ImportProblem) String() string {
+	return fmt.Sprintf("fio job %q: %s", p.Job, p.Reason)
+}
+
+// ImportFio reads fio's --output-format=json or json+ output (fio 3.x) and
+// returns an iomatrix results document. name labels errors (the file name).
+//
+// Lines before the JSON document (fio prints notices such as "note: ..." or
+// "fio: ..." on stdout) are skipped; anything after it is ignored.
+//
+// Each fio job becomes one Result. Without group_reporting fio prints one
+// entry per thread: entries with the same group, job name and options are
+// summed into one Result. Jobs that cannot be expressed as an iomatrix
+// pattern come back as problems, not as results: trims, mixed or ranged
+// block sizes, zoned, rate-limited or buffered (direct=0) jobs, jobs fio
+// reports an error for, jobs that ran concurrently in one stonewall group,
+// and entries whose I/O counts contradict their options (verify phases, or
+// group_reporting over different job sections, which fio labels with the
+// options of one of them only). A second job with the same pattern name is
+// reported too, so that names stay unique.
+//
+// Choices that differ from a plain copy of fio's numbers:
+//   - Latency is fio's completion latency (clat_ns). When threads are summed,
+//     min, max and the sample-weighted mean are exact; percentiles are
+//     recomputed from json+ bins exactly as fio does, and left at 0 without
+//     bins, since percentiles of separate threads cannot be combined.
+//   - CPU is the whole pattern's use in percent of one CPU, as iomatrix
+//     measures its own process: separate threads are summed, and a
+//     group_reporting entry (fio's runtime-weighted per-thread average) is
+//     multiplied by its number of threads.
+//   - fio's "timestamp" is taken when fio prints its report, after the run:
+//     it becomes finished_at, and started_at is that minus fio's elapsed
+//     seconds.
+//   - disk_util covers the whole fio run, so device counters are filled in
+//     only when the file holds a single result.
+//   - queue_depth is fio's iodepth, except for synchronous engines (psync,
+//     sync, pvsync, pvsync2, vsync), where fio itself caps the depth at 1:
+//     the result records the depth that was measured, not the one asked for.
+func ImportFio(name string, r io.Reader) (*iotest.Document, []ImportProblem, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	out, err := decodeFioOutput(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
+	}
+	doc, problems := out.document()
+	return doc, problems, nil
+}
+
+// MergeImports concatenates the results of several imported documents, e.g.
+// one fio file per pattern. Pattern names must be unique across them.
+func MergeImports(docs []*iotest.Document) (*iotest.Document, error) {
+	if len(docs) == 0 {
+		return nil, errors.New("merge imports: no documents")
+	}
+	for i, d := range docs {
+		if d == nil {
+			return nil, fmt.Errorf("merge imports: document %d is nil", i+1)
+		}
+	}
+	first := docs[0]
+	merged := &iotest.Document{
+		SchemaVersion: iotest.SchemaVersion,
+		Tool:          iotest.Tool{Name: "iomatrix", Version: iotest.Version},
+		StartedAt:     first.StartedAt,
+		FinishedAt:    first.FinishedAt,
+		Host:          first.Host,
+		Target:        first.Target,
+		Settings:      first.Settings,
+		Results:       []iotest.Result{},
+	}
+	seen := map[string]int{} // result name -> index of its document
+	for i, d := range docs {
+		// RFC3339 strings in UTC compare in time order.
+		if d.StartedAt != "" && (merged.StartedAt == "" || d.StartedAt < merged.StartedAt) {
+			merged.StartedAt = d.StartedAt
+		}
+		if d.FinishedAt > merged.FinishedAt {
+			merged.FinishedAt = d.FinishedAt
+		}
+		if d.Target.Path != merged.Target.Path {
+			merged.Target = iotest.TargetInfo{}
+		}
+		if d.Settings.Engine != merged.Settings.Engine {
+			merged.Settings.Engine = ""
+		}
+		if d.Host != merged.Host {
+			merged.Host = iotest.Host{}
+		}
+		for _, res := range d.Results {
+			if o, dup := seen[res.Name]; dup {
+				return nil, fmt.Errorf("merge imports: pattern %s is in document %d (%s) and in document %d (%s)",
+					res.Name, o+1, fioDocLabel(docs[o]), i+1, fioDocLabel(d))
+			}
+			seen[res.Name] = i
+			merged.Results = append(merged.Results, res)
+		}
+	}
+	return merged, nil
+}
+
+func fioDocLabel(d *iotest.Document) string {
+	label := d.Target.Path
+	if label == "" {
+		label = "no target"
+	}
+	if d.FinishedAt != "" {
+		label += ", finished " + d.FinishedAt
+	}
+	return label
+}
+
+// fioOutput is the part of fio's JSON report that maps to a results file.
+type fioOutput struct {
+	Version   string         `json:"fio version"`
+	Timestamp int64          `json:"timestamp"`
+	Global    map[string]any `json:"global options"`
+	Jobs      []fioJob       `json:"jobs"`
+	DiskUtil  []fioDiskUtil  `json:"disk_util"`
+}
+
+type fioJob struct {
+	Name       string         `json:"jobname"`
+	GroupID    int            `json:"groupid"`
+	Error      int            `json:"error"`
+	Elapsed    int64          `json:"elapsed"` // seconds since fio started
+	Options    map[string]any `json:"job options"`
+	Read       *fioDir        `json:"read"`
+	Write      *fioDir        `json:"write"`
+	Trim       *fioDir        `json:"trim"`
+	JobRuntime int64          `json:"job_runtime"` // ms, summed over a group's threads
+	UsrCPU     float64        `json:"usr_cpu"`
+	SysCPU     float64        `json:"sys_cpu"`
+}
+
+type fioDir struct {
+	IOBytes  uint64   `json:"io_bytes"`
+	BWBytes  *uint64  `json:"bw_bytes"` // bytes/s, absent before fio 3
+	BW       uint64   `json:"bw"`       // KiB/s
+	IOPS     float64  `json:"iops"`
+	Runtime  int64    `json:"runtime"` // ms
+	TotalIOs uint64   `json:"total_ios"`
+	ShortIOs uint64   `json:"short_ios"`
+	Clat     *fioClat `json:"clat_ns"`
+}
+
+type fioClat struct {
+	Min        uint64            `json:"min"`
+	Max        uint64            `json:"max"`
+	Mean       float64           `json:"mean"`
+	N          uint64            `json:"N"`
+	Percentile map[string]uint64 `json:"percentile"`
+	Bins       map[string]uint64 `json:"bins"` // json+ only
+}
+
+type fioDiskUtil struct {
+	Name     string  `json:"name"`
+	ReadIOs  uint64  `json:"read_ios"`
+	WriteIOs uint64  `json:"write_ios"`
+	Util     float64 `json:"util"`
+}
+
+// decodeFioOutput finds the JSON document after fio's notice lines and
+// checks that it is fio's.
+func decodeFioOutput(data []byte) (*fioOutput, error) {
+	start := -1
+	for off := 0; off < len(data); {
+		line := data[off:]
+		if i := bytes.IndexByte(line, '\n'); i >= 0 {
+			line = line[:i+1]
+		}
+		if t := bytes.TrimLeft(line, " \t\r\ufeff"); len(t) > 0 && t[0] == '{' {
+			start = off + len(line) - len(t)
+			break
+		}
+		off += len(line)
+	}
+	if start < 0 {
+		if len(bytes.TrimSpace(data)) == 0 {
+			return nil, fmt.Errorf("%w: empty input", ErrNotFio)
+		}
+		return nil, fmt.Errorf("%w: no JSON object found", ErrNotFio)
+	}
+	var raw json.RawMessage
+	if err := json.NewDecoder(bytes.NewReader(data[start:])).Decode(&raw); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotFio, err)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotFio, err)
+	}
+	if _, ok := top["fio version"]; !ok {
+		return nil, fmt.Errorf("%w: no \"fio version\"", ErrNotFio)
+	}
+	if _, ok := top["jobs"]; !ok {
+		return nil, fmt.Errorf("%w: no \"jobs\"", ErrNotFio)
+	}
+	var out fioOutput
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotFio, err)
+	}
+	return &out, nil
+}
+
+// fioJobGroup is one fio job: a group_reporting entry, or the entries of
+// its threads when fio reported them one by one.
+type fioJobGroup struct {
+	name    string
+	groupID int
+	opts    map[string]string // global options overridden by job options
+	entries []*fioJob
+}
+
+func (out *fioOutput) document() (*iotest.Document, []ImportProblem) {
+	global := fioOptionStrings(out.Global)
+	var groups []*fioJobGroup
+	byKey := map[string]*fioJobGroup{}
+	for i := range out.Jobs {
+		j := &out.Jobs[i]
+		jobOpts := fioOptionStrings(j.Options)
+		canon, _ := json.Marshal(jobOpts) // map keys are sorted: a stable key
+		key := fmt.Sprintf("%d\x00%s\x00%s", j.GroupID, j.Name, canon)
+		g, ok := byKey[key]
+		if !ok {
+			opts := make(map[string]string, len(global)+len(jobOpts))
+			for k, v := range global {
+				opts[k] = v
+			}
+			for k, v := range jobOpts {
+				opts[k] = v
+			}
+			g = &fioJobGroup{name: j.Name, groupID: j.GroupID, opts: opts}
+			byKey[key] = g
+			groups = append(groups, g)
+		}
+		g.entries = append(g.entries, j)
+	}
+	inGroup := map[int][]*fioJobGroup{}
+	for _, g := range groups {
+		inGroup[g.groupID] = append(inGroup[g.groupID], g)
+	}
+
+	doc := &iotest.Document{
+		SchemaVersion: iotest.SchemaVersion,
+		Tool:          iotest.Tool{Name: "iomatrix", Version: iotest.Version},
+		Settings:      iotest.Settings{Profile: FioProfile},
+		Results:       []iotest.Result{},
+	}
+	if out.Timestamp > 0 {
+		var elapsed int64
+		for _, j := range out.Jobs {
+			elapsed = max(elapsed, j.Elapsed)
+		}
+		end := time.Unix(out.Timestamp, 0).UTC()
+		doc.FinishedAt = end.Format(time.RFC3339)
+		doc.StartedAt = end.Add(-time.Duration(elapsed) * time.Second).Format(time.RFC3339)
+	}
+	if len(groups) > 0 {
+		doc.Settings.Engine = fioEngine(groups[0].opts)
+		doc.Target.Path = groups[0].opts["filename"]
+		for _, g := range groups[1:] {
+			if g.opts["filename"] != doc.Target.Path {
+				doc.Target.Path = ""
+			}
+		}
+		doc.Target.Kind = "file"
+		if strings.HasPrefix(doc.Target.Path, "/dev/") {
+			doc.Target.Kind = "block"
+		}
+	}
+
+	var problems []ImportProblem
+	mappedFrom := map[string]string{} // result name -> fio job
+	for _, g := range groups {
+		res, reason := g.result(inGroup[g.groupID])
+		if reason == "" {
+			if other, dup := mappedFrom[res.Name]; dup {
+				reason = fmt.Sprintf("maps to pattern %s like fio job %q, which is imported", res.Name, other)
+			}
+		}
+		if reason != "" {
+			problems = append(problems, ImportProblem{Job: g.name, Reason: reason})
+			continue
+		}
+		mappedFrom[res.Name] = g.name
+		doc.Results = append(doc.Results, res)
+	}
+	if len(out.DiskUtil) > 0 {
+		d := out.DiskUtil[0]
+		doc.Target.Disk = d.Name
+		if len(doc.Results) == 1 {
+			doc.Results[0].Device = iotest.DevStats{IOs: d.ReadIOs + d.WriteIOs, UtilPct: d.Util}
+		}
+	}
+	return doc, problems
+}
+
+// result maps the job to a Result, or says why it cannot.
+func (g *fioJobGroup) result(sameGroup []*fioJobGroup) (iotest.Result, string) {
+	for _, j := range g.entries {
+		if j.Error != 0 {
+			return iotest.Result{}, fmt.Sprintf("fio reported error %d (%v)", j.Error, syscall.Errno(j.Error))
+		}
+	}
+	p, reason := fioPattern(g.opts)
+	if reason != "" {
+		return iotest.Result{}, reason
+	}
+	// group_reporting gives one entry for all threads; otherwise there is
+	// one entry per thread. Any other count means entries that cannot be
+	// told apart.
+	threadsPerEntry := 1
+	switch len(g.entries) {
+	case p.Jobs:
+	case 1:
+		threadsPerEntry = p.Jobs
+	default:
+		return iotest.Result{}, fmt.Sprintf("%d report entries for numjobs=%d in group %d", len(g.entries), p.Jobs, g.groupID)
+	}
+	if len(sameGroup) > 1 {
+		var others []string
+		for _, o := range sameGroup {
+			if o != g {
+				others = append(others, strconv.Quote(o.name))
+			}
+		}
+		return iotest.Result{}, fmt.Sprintf("ran concurrently with fio job %s in group %d (no stonewall): the IOPS are not this pattern's alone",
+			strings.Join(others, ", "), g.groupID)
+	}
+	for _, j := range g.entries {
+		if reason := fioCheckEntry(j, p); reason != "" {
+			return iotest.Result{}, reason
+		}
+	}
+
+	res := iotest.Result{
+		Name:         p.Name(),
+		Pattern:      p,
+		TimelineIOPS: []float64{},
+		Engine:       fioEngine(g.opts),
+	}
+	var reads, writes []*fioDir
+	var durationMS int64
+	for _, j := range g.entries {
+		reads = append(reads, j.Read)
+		writes = append(writes, j.Write)
+		d := max(fioRuntime(j.Read), fioRuntime(j.Write))
+		if d == 0 {
+			d = j.JobRuntime / int64(threadsPerEntry)
+		}
+		durationMS = max(durationMS, d)
+		res.CPU.UserPct += j.UsrCPU * float64(threadsPerEntry)
+		res.CPU.SysPct += j.SysCPU * float64(threadsPerEntry)
+	}
+	res.DurationNS = durationMS * int64(time.Millisecond)
+	res.Read = fioSumDir(reads)
+	res.Write = fioSumDir(writes)
+	res.Total = iotest.Total{
+		IOs:     res.Read.IOs + res.Write.IOs,
+		Bytes:   res.Read.Bytes + res.Write.Bytes,
+		IOPS:    res.Read.IOPS + res.Write.IOPS,
+		MiBPerS: res.Read.MiBPerS + res.Write.MiBPerS,
+	}
+	return res, ""
+}
+
+// fioPattern maps job options to a pattern, or says why it cannot.
+func fioPattern(opts map[string]string) (iotest.Pattern, string) {
+	for _, opt := range fioUnsupportedOptions {
+		v, ok := opts[opt.name]
+		if ok && !slices.Contains(opt.neutral, strings.ToLower(strings.TrimSpace(v))) {
+			return iotest.Pattern{}, fmt.Sprintf("%s=%s: %s", opt.name, v, opt.why)
+		}
+	}
+	if !fioBool(opts, "direct", false) && fioBool(opts, "buffered", true) {
+		return iotest.Pattern{}, "buffered I/O (direct=1 not set): iomatrix patterns are O_DIRECT"
+	}
+
+	var p iotest.Pattern
+	rw := strings.TrimSpace(opts["rw"])
+	if rw == "" {
+		rw = "read" // fio's default
+	}
+	mixed := false
+	switch rw {
+	case "read":
+		p.Access, p.ReadPct = iotest.Sequential, 100
+	case "write":
+		p.Access, p.ReadPct = iotest.Sequential, 0
+	case "rw", "readwrite":
+		p.Access, mixed = iotest.Sequential, true
+	case "randread":
+		p.Access, p.ReadPct = iotest.Random, 100
+	case "randwrite":
+		p.Access, p.ReadPct = iotest.Random, 0
+	case "randrw":
+		p.Access, mixed = iotest.Random, true
+	case "trim", "randtrim", "trimwrite", "randtrimwrite":
+		return p, fmt.Sprintf("rw=%s: trim is not an iomatrix pattern", rw)
+	default:
+		if strings.Contains(rw, ":") {
+			return p, fmt.Sprintf("rw=%s: offset modifiers are not supported", rw)
+		}
+		return p, fmt.Sprintf("rw=%s is not a known fio pattern", rw)
+	}
+	if mixed {
+		readPct, reason := fioReadMix(opts)
+		if reason != "" {
+			return p, reason
+		}
+		p.ReadPct = readPct
+	}
+
+	p.BlockSize = 4096 // fio's default bs
+	if bs, ok := opts["bs"]; ok {
+		if strings.ContainsAny(bs, ",:") {
+			return p, fmt.Sprintf("bs=%s: separate read/write block sizes are not supported", bs)
+		}
+		if strings.Contains(bs, "-") {
+			return p, fmt.Sprintf("bs=%s: block size ranges are not supported", bs)
+		}
+		n, err := iotest.ParseSize(bs)
+		if err != nil || n <= 0 {
+			return p, fmt.Sprintf("bs=%s is not a block size", bs)
+		}
+		p.BlockSize = n
+	}
+	var reason string
+	if p.QueueDepth, reason = fioPositiveInt(opts, "iodepth"); reason != "" {
+		return p, reason
+	}
+	if p.Jobs, reason = fioPositiveInt(opts, "numjobs"); reason != "" {
+		return p, reason
+	}
+	switch opts["ioengine"] {
+	case "", "psync", "sync", "pvsync", "pvsync2", "vsync":
+		p.QueueDepth = 1 // one I/O at a time, whatever iodepth says
+	}
+	return p, ""
+}
+
+// fioUnsupportedOptions change what a job measures in ways a pattern cannot
+// express. neutral lists the values that leave the job a plain pattern.
+var fioUnsupportedOptions = []struct {
+	name    string
+	neutral []string
+	why     string
+}{
+	{"bssplit", nil, "mixed block sizes are not supported"},
+	{"bsrange", nil, "block size ranges are not supported"},
+	{"zonemode", []string{"none"}, "zoned I/O is not supported"},
+	{"zonesize", []string{"0"}, "zoned I/O is not supported"},
+	{"zonerange", []string{"0"}, "zoned I/O is not supported"},
+	{"zoneskip", []string{"0"}, "zoned I/O is not supported"},
+	{"verify_only", []string{"0"}, "verification runs are not supported"},
+	{"random_distribution", []string{"random"}, "only uniform random offsets are supported"},
+	{"percentage_random", []string{"100", "100,100", "100,100,100"}, "partly sequential random I/O is not supported"},
+	{"rate", []string{"0", "0,0", "0,0,0"}, "a rate-limited job does not measure the disk"},
+	{"rate_iops", []string{"0", "0,0", "0,0,0"}, "a rate-limited job does not measure the disk"},
+	{"thinktime", []string{"0"}, "think time lowers the IOPS below the disk's"},
+	{"unified_rw_reporting", []string{"0", "none", "2", "both"}, "reads and writes are reported together"},
+	{"kb_base", []string{"1024"}, "sizes in powers of 1000 are not supported"},
+}
+
+func fioReadMix(opts map[string]string) (int, string) {
+	parse := func(key string) (int, bool, string) {
+		v, ok := opts[key]
+		if !ok {
+			return 0, false, ""
+		}
+		n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), "%"))
+		if err != nil || n < 0 || n > 100 {
+			return 0, true, fmt.Sprintf("%s=%s is not a percentage", key, v)
+		}
+		return n, true, ""
+	}
+	read, hasRead, reason := parse("rwmixread")
+	if reason != "" {
+		return 0, reason
+	}
+	write, hasWrite, reason := parse("rwmixwrite")
+	if reason != "" {
+		return 0, reason
+	}
+	switch {
+	case hasRead && hasWrite && read+write != 100:
+		return 0, fmt.Sprintf("rwmixread=%d and rwmixwrite=%d disagree", read, write)
+	case hasRead:
+		return read, ""
+	case hasWrite:
+		return 100 - write, ""
+	default:
+		return 50, "" // fio's default mix
+	}
+}
+
+// fioPositiveInt reads a count whose fio default is 1.
+func fioPositiveInt(opts map[string]string, key string) (int, string) {
+	v, ok := opts[key]
+	if !ok {
+		return 1, ""
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 1 {
+		return 0, fmt.Sprintf("%s=%s is not a positive whole number", key, v)
+	}
+	return n, ""
+}
+
+// fioCheckEntry catches reports whose numbers contradict the options:
+// verify phases, or group_reporting over job sections that differ in
+// direction or block size (fio then shows the options of only one of them).
+func fioCheckEntry(j *fioJob, p iotest.Pattern) string {
+	if j.Read == nil && j.Write == nil {
+		return "no read or write statistics"
+	}
+	if j.Trim != nil && j.Trim.TotalIOs > 0 {
+		return fmt.Sprintf("%d trims reported", j.Trim.TotalIOs)
+	}
+	if p.ReadPct == 0 && j.Read != nil && j.Read.TotalIOs > 0 {
+		return fmt.Sprintf("%d reads reported for a write-only job", j.Read.TotalIOs)
+	}
+	if p.ReadPct == 100 && j.Write != nil && j.Write.TotalIOs > 0 {
+		return fmt.Sprintf("%d writes reported for a read-only job", j.Write.TotalIOs)
+	}
+	for _, d := range []struct {
+		name string
+		dir  *fioDir
+	}{{"read", j.Read}, {"write", j.Write}} {
+		if d.dir == nil || d.dir.ShortIOs > 0 || d.dir.TotalIOs == 0 {
+			continue
+		}
+		if d.dir.IOBytes != d.dir.TotalIOs*uint64(p.BlockSize) {
+			return fmt.Sprintf("%d %ss of %d bytes do not match bs=%d", d.dir.TotalIOs, d.name, d.dir.IOBytes, p.BlockSize)
+		}
+	}
+	return ""
+}
+
+func fioRuntime(d *fioDir) int64 {
+	if d == nil {
+		return 0
+	}
+	return d.Runtime
+}
+
+func fioSumDir(dirs []*fioDir) iotest.DirStats {
+	var s iotest.DirStats
+	var clats []*fioClat
+	for _, d := range dirs {
+		if d == nil {
+			continue
+		}
+		s.IOs += d.TotalIOs
+		s.Bytes += d.IOBytes
+		s.IOPS += d.IOPS
+		if d.BWBytes != nil {
+			s.MiBPerS += float64(*d.BWBytes) / (1 << 20)
+		} else {
+			s.MiBPerS += float64(d.BW) / 1024
+		}
+		if d.Clat != nil && d.Clat.N > 0 {
+			clats = append(clats, d.Clat)
+		}
+	}
+	s.LatNS = fioLatency(clats)
+	return s
+}
+
+// fioPercentiles are the iomatrix percentiles, in Latency field order.
+var fioPercentiles = []float64{50, 90, 99, 99.9, 99.99}
+
+func fioLatency(clats []*fioClat) iotest.Latency {
+	var l iotest.Latency
+	switch len(clats) {
+	case 0:
+		return l
+	case 1:
+		c := clats[0]
+		l = iotest.Latency{Min: c.Min, Mean: c.Mean, Max: c.Max}
+		fioSetPercentiles(&l, fioReportedPercentiles(c.Percentile))
+		return l
+	}
+	var n uint64
+	var weighted float64
+	l.Min = clats[0].Min
+	for _, c := range clats {
+		l.Min = min(l.Min, c.Min)
+		l.Max = max(l.Max, c.Max)
+		n += c.N
+		weighted += c.Mean * float64(c.N)
+	}
+	l.Mean = weighted / float64(n)
+	fioSetPercentiles(&l, fioMergedPercentiles(clats, n))
+	return l
+}
+
+func fioSetPercentiles(l *iotest.Latency, pct []uint64) {
+	if pct != nil {
+		l.P50, l.P90, l.P99, l.P999, l.P9999 = pct[0], pct[1], pct[2], pct[3], pct[4]
+	}
+}
+
+// fioReportedPercentiles picks the iomatrix percentiles out of fio's list;
+// keys are formatted with %f, so they are matched as numbers. Missing ones
+// stay 0.
+func fioReportedPercentiles(m map[string]uint64) []uint64 {
+	out := make([]uint64, len(fioPercentiles))
+	for k, v := range m {
+		f, err := strconv.ParseFloat(k, 64)
+		if err != nil {
+			continue
+		}
+		for i, want := range fioPercentiles {
+			if math.Abs(f-want) < 1e-6 {
+				out[i] = v
+			}
+		}
+	}
+	return out
+}
+
+// fioMergedPercentiles recomputes percentiles over several threads from
+// json+ bins the way fio does for group_reporting: the value of the first
+// bin at which the cumulative count reaches p % of the samples. Without bins
+// in every thread it returns nil.
+func fioMergedPercentiles(clats []*fioClat, n uint64) []uint64 {
+	counts := map[uint64]uint64{}
+	for _, c := range clats {
+		if len(c.Bins) == 0 {
+			return nil
+		}
+		for k, v := range c.Bins {
+			val, err := strconv.ParseUint(k, 10, 64)
+			if err != nil {
+				return nil
+			}
+			counts[val] += v
+		}
+	}
+	vals := make([]uint64, 0, len(counts))
+	for v := range counts {
+		vals = append(vals, v)
+	}
+	slices.Sort(vals)
+	out := make([]uint64, len(fioPercentiles))
+	for i, p := range fioPercentiles {
+		need := p / 100 * float64(n)
+		var sum uint64
+		for _, v := range vals {
+			sum += counts[v]
+			if float64(sum) >= need {
+				out[i] = v
+				break
+			}
+		}
+	}
+	return out
+}
+
+// fioEngine is the job's ioengine; psync is fio's default on Linux since 2.10.
+func fioEngine(opts map[string]string) string {
+	if e := strings.TrimSpace(opts["ioengine"]); e != "" {
+		return e
+	}
+	return "psync"
+}
+
+// fioBool reads a fio boolean option, which fio accepts as 0/1 or words.
+func fioBool(opts map[string]string, key string, def bool) bool {
+	v, ok := opts[key]
+	if !ok {
+		return def
+	}
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "true", "yes", "on":
+		return true
+	case "0", "false", "no", "off":
+		return false
+	}
+	return def
+}
+
+// fioOptionStrings normalises option values: fio writes strings, but a
+// hand-edited file may hold numbers.
+func fioOptionStrings(m map[string]any) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		switch v := v.(type) {
+		case string:
+			out[k] = v
+		case float64:
+			out[k] = strconv.FormatFloat(v, 'f', -1, 64)
+		case bool:
+			out[k] = strconv.FormatBool(v)
+		default:
+			out[k] = fmt.Sprint(v)
+		}
+	}
+	return out
+}
