@@ -1,0 +1,271 @@
+package cgroup
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/iomatrix/iomatrix/internal/sysfs"
+	"github.com/iomatrix/iomatrix/internal/units"
+)
+
+// ErrBadCap marks a --cap string that cannot be a limit.
+var ErrBadCap = errors.New("invalid cap")
+
+// Limit is a throttle plan for one device: plain data, applied by Create.
+// Zero means "no limit" for that key.
+type Limit struct {
+	Device    sysfs.DevNum
+	ReadIOPS  uint64
+	WriteIOPS uint64
+	ReadBPS   uint64
+	WriteBPS  uint64
+}
+
+// Empty reports whether the limit caps nothing.
+func (l Limit) Empty() bool {
+	return l.ReadIOPS == 0 && l.WriteIOPS == 0 && l.ReadBPS == 0 && l.WriteBPS == 0
+}
+
+// String renders the limit as io.max does: "254:0 rbps=max wbps=max riops=3000 wiops=max".
+func (l Limit) String() string {
+	v := func(n uint64) string {
+		if n == 0 {
+			return "max"
+		}
+		return strconv.FormatUint(n, 10)
+	}
+	return fmt.Sprintf("%s rbps=%s wbps=%s riops=%s wiops=%s", l.Device, v(l.ReadBPS), v(l.WriteBPS), v(l.ReadIOPS), v(l.WriteIOPS))
+}
+
+// ParseCap parses "riops=N,wiops=N,rbps=SIZE,wbps=SIZE" (any subset; sizes
+// such as 100MiB). The device is filled in later from the target.
+func ParseCap(s string) (Limit, error) {
+	var l Limit
+	if strings.TrimSpace(s) == "" {
+		return l, fmt.Errorf("%w: empty (give riops=N, wiops=N, rbps=SIZE or wbps=SIZE)", ErrBadCap)
+	}
+	seen := map[string]bool{}
+	for _, part := range strings.Split(s, ",") {
+		key, val, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok {
+			return l, fmt.Errorf("%w: %q is not key=value", ErrBadCap, part)
+		}
+		key = strings.ToLower(strings.TrimSpace(key))
+		val = strings.TrimSpace(val)
+		if seen[key] {
+			return l, fmt.Errorf("%w: %s given twice", ErrBadCap, key)
+		}
+		seen[key] = true
+		var dst *uint64
+		size := false
+		switch key {
+		case "riops":
+			dst = &l.ReadIOPS
+		case "wiops":
+			dst = &l.WriteIOPS
+		case "rbps":
+			dst, size = &l.ReadBPS, true
+		case "wbps":
+			dst, size = &l.WriteBPS, true
+		default:
+			return l, fmt.Errorf("%w: unknown key %q (riops, wiops, rbps, wbps)", ErrBadCap, key)
+		}
+		var n int64
+		var err error
+		if size {
+			n, err = units.ParseSize(val)
+		} else {
+			n, err = strconv.ParseInt(val, 10, 64)
+		}
+		if err != nil || n <= 0 {
+			what := "a positive whole number"
+			if size {
+				what = "a positive size such as 100MiB"
+			}
+			return l, fmt.Errorf("%w: %s=%s is not %s", ErrBadCap, key, val, what)
+		}
+		*dst = uint64(n)
+	}
+	return l, nil
+}
+
+// v1Resources plans the blkio.throttle.* files for a limit.
+func (l Limit) v1Resources() *specs.LinuxResources {
+	dev := func(rate uint64) []specs.LinuxThrottleDevice {
+		if rate == 0 {
+			return nil
+		}
+		d := specs.LinuxThrottleDevice{Rate: rate}
+		d.Major, d.Minor = int64(l.Device.Major), int64(l.Device.Minor)
+		return []specs.LinuxThrottleDevice{d}
+	}
+	return &specs.LinuxResources{BlockIO: &specs.LinuxBlockIO{
+		ThrottleReadIOPSDevice:  dev(l.ReadIOPS),
+		ThrottleWriteIOPSDevice: dev(l.WriteIOPS),
+		ThrottleReadBpsDevice:   dev(l.ReadBPS),
+		ThrottleWriteBpsDevice:  dev(l.WriteBPS),
+	}}
+}
+
+// ParseIOMax parses io.max as the kernel writes it back: one line per
+// device, every key present, "max" for no limit
+// ("8:16 rbps=2097152 wbps=max riops=max wiops=120").
+func ParseIOMax(r io.Reader) (map[sysfs.DevNum]Limit, error) {
+	out := map[sysfs.DevNum]Limit{}
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		dev, err := sysfs.ParseDevNum(f[0])
+		if err != nil {
+			return nil, fmt.Errorf("io.max line %d: %w", n, err)
+		}
+		l := Limit{Device: dev}
+		for _, kv := range f[1:] {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				return nil, fmt.Errorf("io.max line %d: %q is not key=value", n, kv)
+			}
+			var rate uint64
+			if v != "max" {
+				if rate, err = strconv.ParseUint(v, 10, 64); err != nil {
+					return nil, fmt.Errorf("io.max line %d: %s: %w", n, kv, err)
+				}
+			}
+			switch k {
+			case "riops":
+				l.ReadIOPS = rate
+			case "wiops":
+				l.WriteIOPS = rate
+			case "rbps":
+				l.ReadBPS = rate
+			case "wbps":
+				l.WriteBPS = rate
+			}
+		}
+		out[dev] = l
+	}
+	return out, sc.Err()
+}
+
+// parseV1Throttle parses a blkio.throttle.*_device file ("254:0 3000"
+// per line) into rates by device.
+func parseV1Throttle(r io.Reader) (map[sysfs.DevNum]uint64, error) {
+	out := map[sysfs.DevNum]uint64{}
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) != 2 {
+			return nil, fmt.Errorf("line %d: %q", n, sc.Text())
+		}
+		dev, err := sysfs.ParseDevNum(f[0])
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", n, err)
+		}
+		rate, err := strconv.ParseUint(f[1], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", n, err)
+		}
+		out[dev] = rate
+	}
+	return out, sc.Err()
+}
+
+// Counters are a cgroup's completed I/Os on one device, as the kernel
+// counts them.
+type Counters struct {
+	ReadIOs, WriteIOs, ReadBytes, WriteBytes uint64
+}
+
+// parseIOStat parses v2 io.stat ("254:0 rbytes=1 wbytes=2 rios=3 wios=4 dbytes=0 dios=0").
+func parseIOStat(r io.Reader) (map[sysfs.DevNum]Counters, error) {
+	out := map[sysfs.DevNum]Counters{}
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		dev, err := sysfs.ParseDevNum(f[0])
+		if err != nil {
+			return nil, fmt.Errorf("io.stat: %w", err)
+		}
+		var c Counters
+		for _, kv := range f[1:] {
+			k, v, _ := strings.Cut(kv, "=")
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				continue // keys this version does not know
+			}
+			switch k {
+			case "rios":
+				c.ReadIOs = n
+			case "wios":
+				c.WriteIOs = n
+			case "rbytes":
+				c.ReadBytes = n
+			case "wbytes":
+				c.WriteBytes = n
+			}
+		}
+		out[dev] = c
+	}
+	return out, sc.Err()
+}
+
+// parseV1Serviced parses blkio.throttle.io_serviced or io_service_bytes
+// ("254:0 Read 12" lines) into read and write counts by device.
+func parseV1Serviced(r io.Reader) (map[sysfs.DevNum][2]uint64, error) {
+	out := map[sysfs.DevNum][2]uint64{}
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 3 {
+			continue // "Total N" and blank lines
+		}
+		dev, err := sysfs.ParseDevNum(f[0])
+		if err != nil {
+			return nil, err
+		}
+		n, err := strconv.ParseUint(f[2], 10, 64)
+		if err != nil {
+			return nil, err
+		}
+		v := out[dev]
+		switch f[1] {
+		case "Read":
+			v[0] = n
+		case "Write":
+			v[1] = n
+		}
+		out[dev] = v
+	}
+	return out, sc.Err()
+}
+
+// sortedDevs lists map keys in device order, for stable output.
+func sortedDevs[V any](m map[sysfs.DevNum]V) []sysfs.DevNum {
+	devs := make([]sysfs.DevNum, 0, len(m))
+	for d := range m {
+		devs = append(devs, d)
+	}
+	sort.Slice(devs, func(i, j int) bool {
+		if devs[i].Major != devs[j].Major {
+			return devs[i].Major < devs[j].Major
+		}
+		return devs[i].Minor < devs[j].Minor
+	})
+	return devs
+}
