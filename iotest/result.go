@@ -100,7 +100,25 @@ type Result struct {
 	// Completed counts every I/O completed, ramp and drain included: the
 	// figure to compare with kernel counters for the whole run.
 	Completed Completed `json:"completed"`
-	Error     *IOError  `json:"error,omitempty"`
+	// CgroupIOs are the kernel's counts for the cgroup over the same span as
+	// Completed, when the pattern ran under a cap.
+	CgroupIOs *Completed `json:"cgroup_ios,omitempty"`
+	CapCheck  *CapCheck  `json:"cap_check,omitempty"`
+	Error     *IOError   `json:"error,omitempty"`
+}
+
+// CapCheck is cap verify's verdict on one result.
+type CapCheck struct {
+	ExpectedIOPS float64 `json:"expected_iops"`
+	DeviationPct float64 `json:"deviation_pct"`
+	OK           bool    `json:"ok"`
+	// Binding is set where the cap model expects less than 90 % of the
+	// uncapped IOPS; elsewhere the expectation is the uncapped figure.
+	Binding      bool    `json:"binding"`
+	UncappedIOPS float64 `json:"uncapped_iops"`
+	// CountersOK: the cgroup's kernel counters match iomatrix's counts
+	// within 0.5 %.
+	CountersOK bool `json:"counters_ok"`
 }
 
 // DirStats are the statistics of one direction.

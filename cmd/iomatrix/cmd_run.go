@@ -154,6 +154,10 @@ func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string)
 	if err != nil {
 		return err
 	}
+	cp, err := o.capOptions.plan(g, target)
+	if err != nil {
+		return err
+	}
 	engine, err := iotest.ResolveEngine(opts.Engine, opts.Notice)
 	if err != nil {
 		return err
@@ -165,6 +169,11 @@ func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string)
 		return err
 	}
 	defer t.Close()
+	r, capInfo, err := o.runnerFor(g, cp, plan, t, p.Writes())
+	if err != nil {
+		return err
+	}
+	defer r.Close()
 
 	doc := iotest.NewDocument(t.Info, iotest.Settings{
 		Profile: "run", Engine: engine, RuntimeNS: int64(opts.Runtime), RampNS: int64(opts.Ramp),
@@ -173,7 +182,8 @@ func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string)
 
 	prog := newLiveLine(g)
 	opts.Progress = func(pr iotest.Progress) { prog.pattern(pr, opts) }
-	res, runErr := iotest.Run(ctx, t, p, opts)
+	doc.Cap = capInfo
+	res, runErr := r.Run(ctx, p, opts)
 	prog.done()
 	if runErr != nil && res.Name == "" {
 		return runErr

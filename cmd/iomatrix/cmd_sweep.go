@@ -243,6 +243,10 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 	if err != nil {
 		return err
 	}
+	cp, err := o.capOptions.plan(g, sp.target)
+	if err != nil {
+		return err
+	}
 	engine, err := iotest.ResolveEngine(sp.opts.Engine, sp.opts.Notice)
 	if err != nil {
 		return err
@@ -260,6 +264,15 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 		return err
 	}
 	defer t.Close()
+	writes := false
+	for _, p := range sp.profile.Patterns {
+		writes = writes || p.Writes()
+	}
+	r, capInfo, err := o.runnerFor(g, cp, plan, t, writes)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
 
 	doc := sp.doc
 	if doc == nil {
@@ -272,6 +285,9 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 		}
 	}
 	doc.FinishedAt = ""
+	if capInfo != nil {
+		doc.Cap = capInfo
+	}
 	removeStaleTemps(sp.out)
 	if err := iotest.WriteFileAtomic(sp.out, doc); err != nil {
 		return err
@@ -292,7 +308,7 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 		prog.start(p)
 		o := sp.opts
 		o.Progress = prog.live
-		res, err := iotest.Run(ctx, t, p, o)
+		res, err := r.Run(ctx, p, o)
 		if ctx.Err() != nil {
 			break // the running pattern is discarded, never half-counted
 		}

@@ -97,6 +97,7 @@ io_uring engine (or a pread/pwrite fallback).
 	root.AddCommand(newReportCommand(g))
 	root.AddCommand(newCompareCommand(g))
 	root.AddCommand(newImportCommand(g))
+	root.AddCommand(newWorkerCommand(g))
 	return root
 }
 
@@ -139,7 +140,7 @@ func exitCode(err error) int {
 		errors.Is(err, iotest.ErrBadTarget), errors.Is(err, iotest.ErrBadSize), errors.Is(err, iotest.ErrBadPattern),
 		errors.Is(err, iotest.ErrNoUring):
 		return exitUsage
-	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
+	case errors.As(err, new(privilegeError)), errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
 		return exitPrivilege
 	}
 	return exitFailure

@@ -20,6 +20,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("IOMATRIX_TEST_MAIN") == "1" {
 		os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
 	}
+	// Workers that in-process runs start re-execute this binary: make them
+	// run main too.
+	os.Setenv("IOMATRIX_TEST_MAIN", "1")
 	os.Exit(m.Run())
 }
 

@@ -21,6 +21,7 @@ type measureOptions struct {
 	Seed             uint64
 	Force            bool
 	AllowDestructive bool
+	capOptions
 
 	runtimeSet, rampSet, sizeSet, seedSet bool
 }
@@ -33,6 +34,25 @@ func (o *measureOptions) AddFlags(f *pflag.FlagSet) {
 	f.Uint64Var(&o.Seed, "seed", 0, "seed for offsets and read/write draws; the same seed repeats the same sequence (default: random, recorded in the results)")
 	f.BoolVar(&o.Force, "force", false, "lay out an existing file that iomatrix did not create, destroying its contents")
 	f.BoolVar(&o.AllowDestructive, "allow-destructive", false, "allow write patterns on a block device, destroying its data")
+	o.capOptions.AddFlags(f)
+}
+
+// runnerFor returns what runs the patterns: this process, or, under a
+// cap, a worker inside the cgroup. The returned close must always run: it
+// stops the worker and removes the cgroup.
+func (o *measureOptions) runnerFor(g *globalOptions, cp *capPlan, plan *iotest.Plan, t *iotest.Target, writes bool) (runner, *iotest.Cap, error) {
+	if cp == nil {
+		return localRunner{t}, nil, nil
+	}
+	wt := workerTarget{Path: plan.Path, Size: t.Size, Writes: writes, AllowDestructive: o.AllowDestructive}
+	if plan.Action == iotest.ActionReadOnly {
+		wt.Size = 0 // somebody else's file is read at its own size
+	}
+	s, err := cp.start(g, wt)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, s.info(), nil
 }
 
 // changed records which flags the user gave, after parsing.

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
+
+	"github.com/iomatrix/iomatrix/cgroup"
+	"github.com/iomatrix/iomatrix/internal/sysfs"
+	"github.com/iomatrix/iomatrix/iotest"
+)
+
+// capOptions are the flags that put a workload under a cgroup I/O cap.
+type capOptions struct {
+	Cap    string
+	Cgroup string
+}
+
+func (o *capOptions) AddFlags(f *pflag.FlagSet) {
+	f.StringVar(&o.Cap, "cap", "", "run under a fresh cgroup with these I/O limits: riops=N,wiops=N,rbps=SIZE,wbps=SIZE (any subset)")
+	f.StringVar(&o.Cgroup, "cgroup", "", "run inside this existing cgroup (e.g. a container's) under the limits configured there")
+}
+
+func (o *capOptions) enabled() bool { return o.Cap != "" || o.Cgroup != "" }
+
+// privilegeError marks a refusal for lack of privilege: exit status 4.
+type privilegeError struct{ msg string }
+
+func (e privilegeError) Error() string { return e.msg }
+
+// capPlan is the cap decided before any I/O.
+type capPlan struct {
+	ctrl  cgroup.Controller
+	limit cgroup.Limit
+	join  string // --cgroup
+}
+
+// plan checks the cap flags against the target, touching nothing.
+func (o *capOptions) plan(g *globalOptions, target string) (*capPlan, error) {
+	if !o.enabled() {
+		return nil, nil
+	}
+	if o.Cap != "" && o.Cgroup != "" {
+		return nil, usagef("--cap and --cgroup together: give one (a fresh capped cgroup, or an existing one)")
+	}
+	cp := &capPlan{join: o.Cgroup}
+	if o.Cap != "" {
+		l, err := cgroup.ParseCap(o.Cap)
+		if err != nil {
+			return nil, usagef("--cap: %w", err)
+		}
+		cp.limit = l
+	}
+	if os.Geteuid() != 0 {
+		return nil, privilegeError{"--cap and --cgroup need root or CAP_SYS_ADMIN (cgroups are created and joined through cgroupfs)"}
+	}
+	ctrl, err := cgroup.Detect(cgroup.DefaultRoot)
+	if err != nil {
+		return nil, err
+	}
+	cp.ctrl = ctrl
+	// A file that does not exist yet will live on its directory's device.
+	where := target
+	if _, err := os.Stat(where); errors.Is(err, os.ErrNotExist) {
+		where = filepath.Dir(target)
+	}
+	dev, notice, err := cgroup.ResolveDevice(sysfs.Default(), where)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if notice != "" {
+		fmt.Fprintf(g.stderr, "iomatrix: %s\n", notice)
+	}
+	cp.limit.Device = dev
+	if cp.join != "" {
+		grp, err := cgroup.Join(ctrl, cp.join, dev)
+		if err != nil {
+			return nil, usagef("--cgroup: %w", err)
+		}
+		cp.limit = grp.Limit
+		if cp.limit.Empty() {
+			fmt.Fprintf(g.stderr, "iomatrix: cgroup %s has no I/O limit on %s: measuring it uncapped\n", grp.Path, dev)
+		}
+	}
+	return cp, nil
+}
+
+// capSession is a cgroup with a worker inside it.
+type capSession struct {
+	group  *cgroup.Group
+	runner *workerRunner
+}
+
+// start creates (or joins) the cgroup and starts the worker in it. close
+// must run on every path: it stops the worker and deletes the cgroup.
+func (cp *capPlan) start(g *globalOptions, t workerTarget) (*capSession, error) {
+	var grp *cgroup.Group
+	var err error
+	if cp.join != "" {
+		grp, err = cgroup.Join(cp.ctrl, cp.join, cp.limit.Device)
+	} else {
+		grp, err = cgroup.Create(cp.ctrl, cp.limit)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s := &capSession{group: grp}
+	fd := -1
+	var place func(int) error = grp.AddProc
+	if cp.ctrl.Version == 2 {
+		if f, err := unix.Open(grp.Path, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+			fd, place = f, nil
+			defer unix.Close(f)
+		}
+	}
+	s.runner, err = startWorker(g.stderr, t, fd, place)
+	if err != nil {
+		grp.Delete()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Run runs one pattern in the cgroup and records the kernel's counts.
+func (s *capSession) Run(ctx context.Context, p iotest.Pattern, o iotest.Options) (iotest.Result, error) {
+	before, cerr := s.group.Counters()
+	res, err := s.runner.Run(ctx, p, o)
+	after, cerr2 := s.group.Counters()
+	if cerr == nil && cerr2 == nil && res.Name != "" {
+		res.CgroupIOs = &iotest.Completed{Reads: after.ReadIOs - before.ReadIOs, Writes: after.WriteIOs - before.WriteIOs}
+	}
+	return res, err
+}
+
+func (s *capSession) Close() error {
+	s.runner.Close()
+	return s.group.Delete()
+}
+
+// info is the cap object of the results file.
+func (s *capSession) info() *iotest.Cap {
+	l := s.group.Limit
+	return &iotest.Cap{CgroupVersion: s.group.Version(), Cgroup: s.group.Path, Device: l.Device.String(),
+		ReadIOPS: l.ReadIOPS, WriteIOPS: l.WriteIOPS, ReadBPS: l.ReadBPS, WriteBPS: l.WriteBPS}
+}
