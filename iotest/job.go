@@ -218,6 +218,10 @@ func newArena(n int, bs int64, fill *rand.PCG) (*arena, error) {
 	if err != nil {
 		return nil, fmt.Errorf("allocate %d I/O buffers of %d bytes: %w", n, bs, err)
 	}
+	// Small pages only: a huge page would let the block layer merge
+	// segments, and how many requests an I/O becomes would then depend on
+	// the memory allocator rather than the device (caps count requests).
+	_ = unix.Madvise(mem, unix.MADV_NOHUGEPAGE)
 	fillRandom(mem, fill)
 	return &arena{mem: mem, stride: stride, bs: int(bs)}, nil
 }

@@ -98,6 +98,7 @@ io_uring engine (or a pread/pwrite fallback).
 	root.AddCommand(newCompareCommand(g))
 	root.AddCommand(newImportCommand(g))
 	root.AddCommand(newWorkerCommand(g))
+	root.AddCommand(newCapCommand(g))
 	return root
 }
 
