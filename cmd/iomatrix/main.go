@@ -99,6 +99,8 @@ io_uring engine (or a pread/pwrite fallback).
 	root.AddCommand(newImportCommand(g))
 	root.AddCommand(newWorkerCommand(g))
 	root.AddCommand(newCapCommand(g))
+	root.AddCommand(newThrottleCommand(g))
+	root.AddCommand(newExecCommand())
 	return root
 }
 
@@ -124,6 +126,10 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK
+	}
+	var st exitStatus
+	if errors.As(err, &st) {
+		return st.code // a throttled command's own status
 	}
 	if se, ok := context.Cause(ctx).(signalError); ok && ctx.Err() != nil {
 		fmt.Fprintf(stderr, "iomatrix: %v\n", se)

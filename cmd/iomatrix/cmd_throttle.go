@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/iomatrix/iomatrix/cgroup"
+	"github.com/iomatrix/iomatrix/internal/sysfs"
+	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/report"
+)
+
+// exitStatus passes a command's exit status through as iomatrix's own.
+type exitStatus struct{ code int }
+
+func (e exitStatus) Error() string { return fmt.Sprintf("command exited with status %d", e.code) }
+
+type throttleOptions struct {
+	Cap    string
+	Device string
+	PID    int
+}
+
+func newThrottleCommand(g *globalOptions) *cobra.Command {
+	o := &throttleOptions{}
+	cmd := &cobra.Command{
+		Use:   "throttle --cap riops=N,... [--device PATH] (-- COMMAND [ARGS] | --pid PID)",
+		Short: "Run a command (or cap a running process) under a cgroup I/O cap",
+		Long: `Run COMMAND inside a fresh cgroup with the given I/O limits on the device
+of PATH (default: the current directory's), and remove the cgroup when it
+exits; iomatrix exits with the command's status. With --pid, move a
+running process into the capped cgroup until Ctrl-C (or until it exits),
+then move it back and remove the cgroup.
+
+On cgroup v1, blkio throttling governs direct I/O only: buffered writes
+reach the disk later from the kernel's writeback threads and are not
+limited. Use O_DIRECT (e.g. dd oflag=direct) or cgroup v2 to cap writes.
+
+` + exitStatusHelp + `
+
+With a COMMAND, the exit status is the command's.`,
+		Example: `  iomatrix throttle --cap wiops=500 -- dd if=/dev/zero of=/tmp/x bs=4k count=1000 oflag=direct
+  iomatrix throttle --cap riops=2000,rbps=50MiB --device /dev/nvme0n1 --pid 4242`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runThrottle(cmd.Context(), g, o, args)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Cap, "cap", "", "limits: riops=N,wiops=N,rbps=SIZE,wbps=SIZE (any subset)")
+	f.StringVar(&o.Device, "device", ".", "a block device, or a path on the filesystem whose device to cap")
+	f.IntVar(&o.PID, "pid", 0, "cap this running process instead of running a command")
+	return cmd
+}
+
+func runThrottle(ctx context.Context, g *globalOptions, o *throttleOptions, args []string) error {
+	if o.Cap == "" {
+		return usagef("--cap: required (riops=N,wiops=N,rbps=SIZE,wbps=SIZE)")
+	}
+	l, err := cgroup.ParseCap(o.Cap)
+	if err != nil {
+		return usagef("--cap: %w", err)
+	}
+	switch {
+	case o.PID != 0 && len(args) > 0:
+		return usagef("--pid and a COMMAND together: give one")
+	case o.PID == 0 && len(args) == 0:
+		return usagef("give a COMMAND after -- or a --pid to cap")
+	case o.PID < 0:
+		return usagef("--pid: %d is not a process id", o.PID)
+	}
+	if o.PID != 0 {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", o.PID)); err != nil {
+			return usagef("--pid: no process %d", o.PID)
+		}
+	}
+	dev, notice, err := cgroup.ResolveDevice(sysfs.Default(), o.Device)
+	if err != nil {
+		return usagef("--device: %w", err)
+	}
+	if os.Geteuid() != 0 {
+		return privilegeError{"throttle needs root or CAP_SYS_ADMIN (cgroups are created through cgroupfs)"}
+	}
+	ctrl, err := cgroup.Detect(cgroup.DefaultRoot)
+	if err != nil {
+		return err
+	}
+	if notice != "" {
+		fmt.Fprintf(g.stderr, "iomatrix: %s\n", notice)
+	}
+	l.Device = dev
+	grp, err := cgroup.Create(ctrl, l)
+	if err != nil {
+		return err
+	}
+	defer grp.Delete()
+	capText := report.DescribeCap(&iotest.Cap{CgroupVersion: ctrl.Version, Device: dev.String(),
+		ReadIOPS: l.ReadIOPS, WriteIOPS: l.WriteIOPS, ReadBPS: l.ReadBPS, WriteBPS: l.WriteBPS})
+	if ctrl.Version == 1 {
+		fmt.Fprintln(g.stderr, "iomatrix: warning: cgroup v1 limits direct I/O only; buffered writes of the command are not throttled")
+	}
+	if o.PID != 0 {
+		return throttlePID(ctx, g, grp, o.PID, capText)
+	}
+	return throttleCommand(ctx, g, grp, args, capText)
+}
+
+// throttleCommand starts the command through a small shim that waits until
+// it has been moved into the cgroup, then execs the command: so its first
+// I/O is already capped, on v1 as on v2.
+func throttleCommand(ctx context.Context, g *globalOptions, grp *cgroup.Group, args []string, capText string) error {
+	path, err := exec.LookPath(args[0])
+	if err != nil {
+		return usagef("%s: %w", args[0], err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	gate, release, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(exe, append([]string{"__exec", path}, args...)...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, g.stdout, g.stderr
+	cmd.ExtraFiles = []*os.File{gate}
+	if err := cmd.Start(); err != nil {
+		gate.Close()
+		release.Close()
+		return fmt.Errorf("start %s: %w", args[0], err)
+	}
+	gate.Close()
+	if err := grp.AddProc(cmd.Process.Pid); err != nil {
+		cmd.Process.Kill()
+		release.Close()
+		cmd.Wait()
+		return err
+	}
+	fmt.Fprintf(g.stderr, "iomatrix: running %s under %s (cgroup %s)\n", args[0], capText, grp.Path)
+	release.Write([]byte{1})
+	release.Close()
+	// Signals that reach iomatrix are passed on; the command decides.
+	stop := context.AfterFunc(ctx, func() {
+		sig := os.Signal(syscall.SIGTERM)
+		if se, ok := context.Cause(ctx).(signalError); ok {
+			sig = se.sig
+		}
+		cmd.Process.Signal(sig)
+	})
+	defer stop()
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return exitStatus{128 + int(ws.Signal())}
+		}
+		return exitStatus{ee.ExitCode()}
+	}
+	return err
+}
+
+// throttlePID caps a running process until Ctrl-C or its exit, then puts
+// it back where it was.
+func throttlePID(ctx context.Context, g *globalOptions, grp *cgroup.Group, pid int, capText string) error {
+	orig, err := ownCgroup(pid, grp)
+	if err != nil {
+		return err
+	}
+	if err := grp.AddProc(pid); err != nil {
+		return err
+	}
+	fmt.Fprintf(g.stderr, "iomatrix: pid %d capped at %s until Ctrl-C (cgroup %s)\n", pid, capText, grp.Path)
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if err := os.WriteFile(filepath.Join(orig, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+				return fmt.Errorf("move pid %d back to %s: %w", pid, orig, err)
+			}
+			fmt.Fprintf(g.stderr, "iomatrix: pid %d released back to %s\n", pid, orig)
+			return ctx.Err()
+		case <-tick.C:
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
+				fmt.Fprintf(g.stderr, "iomatrix: pid %d exited\n", pid)
+				return nil
+			}
+		}
+	}
+}
+
+// ownCgroup is the directory of pid's cgroup in the group's hierarchy.
+func ownCgroup(pid int, grp *cgroup.Group) (string, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		v1 := grp.Version() == 1 && strings.Contains(","+parts[1]+",", ",blkio,")
+		v2 := grp.Version() == 2 && parts[0] == "0"
+		if v1 || v2 {
+			root := strings.TrimSuffix(grp.Path, "/"+grp.Name)
+			return filepath.Join(root, parts[2]), nil
+		}
+	}
+	return "", fmt.Errorf("pid %d: no cgroup in the I/O controller's hierarchy", pid)
+}
+
+// newExecCommand is the shim of throttle: it waits on fd 3 until its
+// parent has moved it into the cgroup, then becomes the command.
+func newExecCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:                "__exec PATH ARGV...",
+		Hidden:             true,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 2 {
+				return usagef("__exec PATH ARGV...")
+			}
+			gate := os.NewFile(3, "gate")
+			var b [1]byte
+			if n, _ := gate.Read(b[:]); n != 1 {
+				return errors.New("not placed in the cgroup: not running the command")
+			}
+			gate.Close()
+			return syscall.Exec(args[0], args[1:], os.Environ())
+		},
+	}
+}
