@@ -33,6 +33,30 @@ type privilegeError struct{ msg string }
 
 func (e privilegeError) Error() string { return e.msg }
 
+// precheck validates the flags and the privilege, before anything else
+// is looked at.
+func (o *capOptions) precheck() error {
+	if !o.enabled() {
+		return nil
+	}
+	if o.Cap != "" && o.Cgroup != "" {
+		return usagef("--cap and --cgroup together: give one (a fresh capped cgroup, or an existing one)")
+	}
+	if o.Cap != "" {
+		if _, err := cgroup.ParseCap(o.Cap); err != nil {
+			return usagef("--cap: %w", err)
+		}
+	}
+	if os.Geteuid() != 0 {
+		flag := "--cap"
+		if o.Cap == "" {
+			flag = "--cgroup"
+		}
+		return privilegeError{flag + " needs root or CAP_SYS_ADMIN (cgroups are created and joined through cgroupfs)"}
+	}
+	return nil
+}
+
 // capPlan is the cap decided before any I/O.
 type capPlan struct {
 	ctrl  cgroup.Controller
@@ -45,19 +69,12 @@ func (o *capOptions) plan(g *globalOptions, target string) (*capPlan, error) {
 	if !o.enabled() {
 		return nil, nil
 	}
-	if o.Cap != "" && o.Cgroup != "" {
-		return nil, usagef("--cap and --cgroup together: give one (a fresh capped cgroup, or an existing one)")
+	if err := o.precheck(); err != nil {
+		return nil, err
 	}
 	cp := &capPlan{join: o.Cgroup}
 	if o.Cap != "" {
-		l, err := cgroup.ParseCap(o.Cap)
-		if err != nil {
-			return nil, usagef("--cap: %w", err)
-		}
-		cp.limit = l
-	}
-	if os.Geteuid() != 0 {
-		return nil, privilegeError{"--cap and --cgroup need root or CAP_SYS_ADMIN (cgroups are created and joined through cgroupfs)"}
+		cp.limit, _ = cgroup.ParseCap(o.Cap) // checked by precheck
 	}
 	ctrl, err := cgroup.Detect(cgroup.DefaultRoot)
 	if err != nil {

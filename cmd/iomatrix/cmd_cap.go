@@ -123,6 +123,9 @@ func splitFactor(dev string, bs int64) int {
 }
 
 func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target string) error {
+	if err := o.capOptions.precheck(); err != nil {
+		return err
+	}
 	tol, err := parseTolerance(o.Tolerance)
 	if err != nil {
 		return err
@@ -244,11 +247,13 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 		split := splitFactor(capInfo.Device, p.BlockSize)
 		exp, binding := cgroup.Expected(limit, p.ReadPct, p.BlockSize, split, u)
 		chk := &iotest.CapCheck{ExpectedIOPS: math.Round(exp*100) / 100, Binding: binding, UncappedIOPS: u}
+		dev := math.Inf(1)
 		if exp > 0 {
-			chk.DeviationPct = math.Round((res.Total.IOPS/exp-1)*10000) / 100
+			dev = (res.Total.IOPS/exp - 1) * 100
+			chk.DeviationPct = math.Round(dev*10000) / 10000
 		}
 		chk.CountersOK = countersMatch(res, split)
-		chk.OK = math.Abs(chk.DeviationPct) <= tol && chk.CountersOK && res.Error == nil
+		chk.OK = math.Abs(dev) <= tol && chk.CountersOK && res.Error == nil
 		res.CapCheck = chk
 		if !chk.OK {
 			why := fmt.Sprintf("%s: measured %.0f, expected %.0f (%+.1f %%)", res.Name, res.Total.IOPS, exp, chk.DeviationPct)

@@ -129,6 +129,9 @@ func (o *runOptions) pattern() (iotest.Pattern, error) {
 }
 
 func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string) error {
+	if err := o.capOptions.precheck(); err != nil {
+		return err
+	}
 	// Everything is checked before the target is touched.
 	p, err := o.pattern()
 	if err != nil {

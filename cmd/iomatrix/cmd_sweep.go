@@ -232,6 +232,9 @@ func (o *sweepOptions) adoptSettings(d *iotest.Document, sp *sweepPlan) error {
 }
 
 func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target string) error {
+	if err := o.capOptions.precheck(); err != nil {
+		return err
+	}
 	sp, err := o.prepare(g, target)
 	if err != nil {
 		return err

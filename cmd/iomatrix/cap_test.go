@@ -1,0 +1,286 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/iomatrix/iomatrix/cgroup"
+	"github.com/iomatrix/iomatrix/internal/testenv"
+	"github.com/iomatrix/iomatrix/iotest"
+)
+
+// classicProfile is the table of the cap acceptance: 16K, five mixes,
+// QD 1, 8 and 32.
+const classicProfile = `name: classic
+description: 16K under a cap
+matrix:
+  - block_sizes: [16k]
+    read_pcts: [100, 90, 50, 10, 0]
+    queue_depths: [1, 8, 32]
+`
+
+func capController(t *testing.T) cgroup.Controller {
+	t.Helper()
+	testenv.Root(t)
+	c, err := cgroup.Detect(cgroup.DefaultRoot)
+	testenv.Require(t, err == nil, "no cgroup I/O controller")
+	return c
+}
+
+// leftovers lists cgroups of process pid still under the controller.
+func leftovers(c cgroup.Controller, pid int) []string {
+	m, _ := filepath.Glob(filepath.Join(c.Dir, cgroup.Parent, fmt.Sprintf("%d-*", pid)))
+	return m
+}
+
+// runCounted runs iomatrix and checks it left no cgroup behind.
+func runCounted(t *testing.T, c cgroup.Controller, args ...string) cmdResult {
+	t.Helper()
+	cmd := iomatrixCmd(t, args...)
+	r := runIomatrix(t, cmd)
+	if l := leftovers(c, cmd.Process.Pid); len(l) > 0 {
+		t.Errorf("%v left cgroups behind: %v", args, l)
+	}
+	return r
+}
+
+// The classic table: measured IOPS within 5 % of the cap model wherever
+// the cap binds, and the kernel's counters equal iomatrix's.
+func TestCapClassicTable(t *testing.T) {
+	c := capController(t)
+	dir := t.TempDir()
+	profile := filepath.Join(dir, "classic.yaml")
+	os.WriteFile(profile, []byte(classicProfile), 0o644)
+	file := filepath.Join(dir, "classic.dat")
+	loop, _ := testenv.LoopDevice(t, dir, 1<<30)
+	for _, tc := range []struct{ name, target, size string }{{"file", file, "4GiB"}, {"loop", loop, ""}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var baseline string
+			for _, capIOPS := range []int{3000, 1000} {
+				out := filepath.Join(dir, fmt.Sprintf("%s-%d.json", tc.name, capIOPS))
+				args := []string{"cap", "verify", tc.target, "--profile", profile, "--cap", fmt.Sprintf("riops=%d,wiops=%d", capIOPS, capIOPS),
+					"--runtime", "1500ms", "--ramp", "500ms", "--out", out}
+				if tc.size != "" {
+					args = append(args, "--size", tc.size)
+				} else {
+					args = append(args, "--allow-destructive")
+				}
+				if baseline != "" {
+					args = append(args, "--baseline", baseline)
+				}
+				r := runCounted(t, c, args...)
+				doc, err := iotest.ReadDocumentFile(out)
+				if err != nil {
+					t.Fatalf("cap %d: exit %d, %v\n%s", capIOPS, r.code, err, r.stderr)
+				}
+				baseline = strings.TrimSuffix(out, ".json") + "-baseline.json"
+				if doc.Cap == nil || doc.Cap.ReadIOPS != uint64(capIOPS) || len(doc.Results) != 15 {
+					t.Fatalf("cap %d: document cap %+v, %d results", capIOPS, doc.Cap, len(doc.Results))
+				}
+				for _, res := range doc.Results {
+					k := res.CapCheck
+					r := float64(res.Pattern.ReadPct) / 100
+					model := math.Inf(1)
+					if r > 0 {
+						model = float64(capIOPS) / r
+					}
+					if r < 1 {
+						model = math.Min(model, float64(capIOPS)/(1-r))
+					}
+					t.Logf("cap %d %s: %.0f IOPS, model %.0f, expected %.0f, binding %v, kernel %+v ours %+v",
+						capIOPS, res.Name, res.Total.IOPS, model, k.ExpectedIOPS, k.Binding, *res.CgroupIOs, res.Completed)
+					if k.Binding && math.Abs(res.Total.IOPS/model-1) > 0.05 {
+						t.Errorf("cap %d %s: %.0f IOPS, model %.0f", capIOPS, res.Name, res.Total.IOPS, model)
+					}
+					ours := float64(res.Completed.Reads + res.Completed.Writes)
+					kernel := float64(res.CgroupIOs.Reads + res.CgroupIOs.Writes)
+					if math.Abs(ours-kernel) > 0.005*kernel {
+						t.Errorf("cap %d %s: kernel counted %v, iomatrix %v", capIOPS, res.Name, kernel, ours)
+					}
+				}
+				if r.code != 0 {
+					t.Errorf("cap %d: cap verify exit %d:\n%s", capIOPS, r.code, r.stdout)
+				}
+			}
+		})
+	}
+}
+
+// cap verify fails a cell that cannot meet its tolerance, or whose
+// expectation is wrong.
+func TestCapVerifyFails(t *testing.T) {
+	c := capController(t)
+	dir := t.TempDir()
+	target := filepath.Join(dir, "v.dat")
+	profile := filepath.Join(dir, "p.yaml")
+	// At 90 % reads the model is 1111.1 IOPS: no whole number of I/Os in a
+	// second meets it exactly.
+	os.WriteFile(profile, []byte("name: three\npatterns:\n  - {block_size: 4k, read_pct: 100, queue_depth: 4}\n  - {block_size: 4k, read_pct: 90, queue_depth: 4}\n  - {block_size: 4k, read_pct: 0, queue_depth: 4}\n"), 0o644)
+	base := []string{"cap", "verify", target, "--profile", profile, "--size", "64MiB", "--runtime", "1s", "--ramp", "200ms"}
+	out := filepath.Join(dir, "ok.json")
+	r := runCounted(t, c, append(base, "--cap", "riops=1000,wiops=1000", "--out", out)...)
+	if r.code != 0 {
+		t.Fatalf("a cap that holds: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// A tolerance no measurement meets.
+	r = runCounted(t, c, append(base, "--cap", "riops=1000,wiops=1000", "--tolerance", "0.0001%", "--baseline", strings.TrimSuffix(out, ".json")+"-baseline.json", "--out", filepath.Join(dir, "tight.json"))...)
+	if r.code != 1 || !strings.Contains(r.stdout, "FAIL") {
+		t.Errorf("impossible tolerance: exit %d\n%s", r.code, r.stdout)
+	}
+	// A wrong expectation: a baseline claiming three times the device's
+	// speed, under a cap far above it, which therefore never binds.
+	var doc iotest.Document
+	data, _ := os.ReadFile(strings.TrimSuffix(out, ".json") + "-baseline.json")
+	json.Unmarshal(data, &doc)
+	for i := range doc.Results {
+		doc.Results[i].Total.IOPS *= 3
+	}
+	fake := filepath.Join(dir, "fake-baseline.json")
+	iotest.WriteFileAtomic(fake, &doc)
+	r = runCounted(t, c, append(base, "--cap", "riops=100000000,wiops=100000000", "--baseline", fake, "--out", filepath.Join(dir, "wrong.json"))...)
+	if r.code != 1 || strings.Count(r.stdout, "FAIL") < 2 {
+		t.Errorf("wrong expectation: exit %d\n%s", r.code, r.stdout)
+	}
+}
+
+func TestThrottleDD(t *testing.T) {
+	c := capController(t)
+	testenv.Command(t, "dd")
+	file := filepath.Join(t.TempDir(), "dd.dat")
+	start := time.Now()
+	r := runCounted(t, c, "throttle", "--cap", "wiops=500", "--device", filepath.Dir(file), "--",
+		"dd", "if=/dev/zero", "of="+file, "bs=4k", "count=1000", "oflag=direct")
+	took := time.Since(start)
+	t.Logf("dd of 1000 direct 4k writes under wiops=500: %v", took)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if took < 1800*time.Millisecond || took > 2200*time.Millisecond {
+		t.Errorf("took %v, want 2 s ± 10 %%", took)
+	}
+	if !strings.Contains(r.stderr, "buffered writes") {
+		t.Errorf("no v1 buffered-write warning: %q", r.stderr)
+	}
+	if r := runCounted(t, c, "throttle", "--cap", "wiops=500", "--", "sh", "-c", "exit 7"); r.code != 7 {
+		t.Errorf("exit status %d, want the command's 7", r.code)
+	}
+}
+
+// No cgroup is left behind after SIGINT or SIGTERM; after SIGKILL, cap
+// cleanup removes it.
+func TestCapSignalsLeaveNoCgroup(t *testing.T) {
+	c := capController(t)
+	dir := t.TempDir()
+	target := filepath.Join(dir, "s.dat")
+	if r := runIomatrix(t, iomatrixCmd(t, "run", target, "--size", "64MiB", "--runtime", "100ms", "--ramp", "0s")); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL} {
+		cmd := iomatrixCmd(t, "sweep", target, "--profile", "quick", "--cap", "riops=2000,wiops=2000", "--runtime", "1s", "--ramp", "0s",
+			"--out", filepath.Join(dir, sig.String()+".json"))
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for len(leftovers(c, cmd.Process.Pid)) == 0 && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if len(leftovers(c, cmd.Process.Pid)) == 0 {
+			t.Fatalf("%v: the sweep never created its cgroup", sig)
+		}
+		time.Sleep(700 * time.Millisecond)
+		cmd.Process.Signal(sig)
+		cmd.Wait()
+		left := leftovers(c, cmd.Process.Pid)
+		if sig != syscall.SIGKILL {
+			if code := cmd.ProcessState.ExitCode(); code != 128+int(sig) {
+				t.Errorf("%v: exit %d", sig, code)
+			}
+			if len(left) > 0 {
+				t.Errorf("%v left %v", sig, left)
+			}
+			continue
+		}
+		if len(left) != 1 {
+			t.Fatalf("SIGKILL: %v", left)
+		}
+		// The killed sweep's worker is still in the cgroup until it notices
+		// its parent is gone; cleanup waits for an empty group.
+		deadline = time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			r := runIomatrix(t, iomatrixCmd(t, "cap", "cleanup"))
+			if r.code != 0 {
+				t.Fatalf("cap cleanup: %d %s", r.code, r.stderr)
+			}
+			if len(leftovers(c, cmd.Process.Pid)) == 0 {
+				break
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+		if l := leftovers(c, cmd.Process.Pid); len(l) > 0 {
+			t.Errorf("cap cleanup left %v", l)
+		}
+	}
+}
+
+func TestCapBadInput(t *testing.T) {
+	c := capController(t)
+	dir := t.TempDir()
+	target := filepath.Join(dir, "b.dat")
+	base := []string{"run", target, "--size", "16MiB", "--runtime", "100ms"}
+	for _, tc := range []struct {
+		args    []string
+		mention string
+	}{
+		{[]string{"--cap", "riops=-1"}, "riops=-1"},
+		{[]string{"--cap", "riops=abc"}, "riops=abc"},
+		{[]string{"--cap", "iops=5"}, "unknown key"},
+		{[]string{"--cap", "riops=5", "--cgroup", "x"}, "--cgroup"},
+		{[]string{"--cgroup", "no/such/group"}, "no/such/group"},
+	} {
+		checkRefused(t, runInProcess(append(append([]string{}, base...), tc.args...)...), tc.mention)
+	}
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		checkRefused(t, runInProcess("run", "/dev/shm/iomatrix-cap.dat", "--size", "16MiB", "--cap", "riops=5"), "/dev/shm")
+		checkRefused(t, runInProcess("throttle", "--cap", "riops=5", "--device", "/dev/shm", "--", "true"), "tmpfs")
+	}
+	if _, err := os.Stat(target); !os.IsNotExist(err) {
+		t.Error("a refused run created its target")
+	}
+	// Not root: exit 4 naming what is needed. The test binary is copied
+	// where an unprivileged user may run it.
+	exe, _ := os.Executable()
+	pub, err := os.MkdirTemp("", "iomatrix-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(pub)
+	os.Chmod(pub, 0o755)
+	data, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(pub, "iomatrix")
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "run", filepath.Join(pub, "nobody.dat"), "--size", "16MiB", "--cap", "riops=5")
+	cmd.Env = append(os.Environ(), "IOMATRIX_TEST_MAIN=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	r := runIomatrix(t, cmd)
+	if r.code != 4 || !strings.Contains(r.stderr, "needs root or CAP_SYS_ADMIN") {
+		t.Errorf("as nobody: exit %d %q", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(pub, "nobody.dat")); !os.IsNotExist(err) {
+		t.Error("a refused run created its target")
+	}
+	_ = c
+}
