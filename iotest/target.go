@@ -44,6 +44,9 @@ type TargetOptions struct {
 	AllowDestructive bool
 	// Sys is where block-device facts are read; zero means the real system.
 	Sys *sysfs.FS
+	// Shared opens a device without O_EXCL: for a worker process whose
+	// parent already holds the exclusive open that guards the device.
+	Shared bool
 }
 
 // Layout actions decided by PlanTarget.
@@ -416,7 +419,7 @@ func (p *Plan) Open(ctx context.Context, progress LayoutProgress) (*Target, erro
 	flags := unix.O_RDONLY
 	if p.opts.Writes {
 		flags = unix.O_RDWR
-		if p.Action == ActionDevice {
+		if p.Action == ActionDevice && !p.opts.Shared {
 			// The kernel refuses an exclusive open of a device that is
 			// mounted or held: a last guard against racing a mount.
 			flags |= unix.O_EXCL

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/iomatrix/iomatrix/cgroup"
+	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/internal/testenv"
 	"github.com/iomatrix/iomatrix/iotest"
 )
@@ -283,4 +284,93 @@ func TestCapBadInput(t *testing.T) {
 		t.Error("a refused run created its target")
 	}
 	_ = c
+}
+
+// --cgroup measures inside somebody else's cgroup under its limits, and
+// cap show lists them; the foreign cgroup is never removed.
+func TestJoinExistingCgroupAndShow(t *testing.T) {
+	c := capController(t)
+	testenv.Require(t, c.Version == 1, "this test writes v1 throttle files")
+	dir := t.TempDir()
+	target := filepath.Join(dir, "j.dat")
+	if r := runIomatrix(t, iomatrixCmd(t, "run", target, "--size", "64MiB", "--runtime", "100ms", "--ramp", "0s")); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	var st syscall.Stat_t
+	syscall.Stat(target, &st)
+	dev := sysfs.DevNumFromDev(uint64(st.Dev)).String()
+	foreign := filepath.Join(c.Dir, fmt.Sprintf("someone-else-%d", os.Getpid()))
+	if err := os.Mkdir(foreign, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(foreign)
+	if err := os.WriteFile(filepath.Join(foreign, "blkio.throttle.read_iops_device"), []byte(dev+" 2000"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runIomatrix(t, iomatrixCmd(t, "run", target, "--cgroup", foreign, "--rw", "randread", "--qd", "8", "--runtime", "1s", "--ramp", "200ms", "--format", "json"))
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	doc, err := iotest.ReadDocument(strings.NewReader(r.stdout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := doc.Results[0]
+	if doc.Cap == nil || doc.Cap.ReadIOPS != 2000 || doc.Cap.Cgroup != foreign || math.Abs(res.Total.IOPS/2000-1) > 0.05 {
+		t.Errorf("cap %+v, %.0f IOPS", doc.Cap, res.Total.IOPS)
+	}
+	if _, err := os.Stat(foreign); err != nil {
+		t.Error("the joined cgroup was removed")
+	}
+	show := runIomatrix(t, iomatrixCmd(t, "cap", "show", "--device", target))
+	if show.code != 0 || !strings.Contains(show.stdout, filepath.Base(foreign)) || !strings.Contains(show.stdout, "2000") {
+		t.Errorf("cap show: %d\n%s", show.code, show.stdout)
+	}
+}
+
+// throttle --pid caps a running process until Ctrl-C, then puts it back.
+func TestThrottlePID(t *testing.T) {
+	c := capController(t)
+	sleeper := exec.Command("sleep", "30")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sleeper.Process.Kill()
+	pid := sleeper.Process.Pid
+	cgroupOf := func() string {
+		data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+		for _, line := range strings.Split(string(data), "\n") {
+			parts := strings.SplitN(line, ":", 3)
+			if len(parts) == 3 && (strings.Contains(","+parts[1]+",", ",blkio,") || (c.Version == 2 && parts[0] == "0")) {
+				return parts[2]
+			}
+		}
+		return ""
+	}
+	before := cgroupOf()
+	cmd := iomatrixCmd(t, "throttle", "--cap", "riops=100", "--device", os.TempDir(), "--pid", fmt.Sprint(pid))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.HasPrefix(cgroupOf(), "/"+cgroup.Parent+"/") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	capped := cgroupOf()
+	cmd.Process.Signal(syscall.SIGINT)
+	cmd.Wait()
+	if !strings.HasPrefix(capped, "/"+cgroup.Parent+"/") {
+		t.Fatalf("pid %d never moved into a capped cgroup (in %q); %s", pid, capped, stderr.String())
+	}
+	if after := cgroupOf(); after != before {
+		t.Errorf("pid %d is in %q after Ctrl-C, was in %q", pid, after, before)
+	}
+	if l := leftovers(c, cmd.Process.Pid); len(l) > 0 {
+		t.Errorf("left %v", l)
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Errorf("exit %d after SIGINT", code)
+	}
 }

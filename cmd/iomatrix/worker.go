@@ -89,6 +89,7 @@ func runWorker(ctx context.Context, in io.Reader, out io.Writer) error {
 		case req.Target != nil:
 			plan, err := iotest.PlanTarget(req.Target.Path, iotest.TargetOptions{
 				Size: req.Target.Size, Writes: req.Target.Writes, AllowDestructive: req.Target.AllowDestructive,
+				Shared: true, // the parent holds the exclusive open
 			})
 			if err == nil && plan.Action != iotest.ActionReuse && plan.Action != iotest.ActionDevice && plan.Action != iotest.ActionReadOnly {
 				err = fmt.Errorf("%s is not laid out (%s)", req.Target.Path, plan.Action)
