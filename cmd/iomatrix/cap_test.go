@@ -381,3 +381,37 @@ func TestThrottlePID(t *testing.T) {
 		t.Errorf("exit %d after SIGINT", code)
 	}
 }
+
+// A capped sweep resumes under the same cap, and refuses another.
+func TestCapResumeKeepsTheCap(t *testing.T) {
+	c := capController(t)
+	dir := t.TempDir()
+	target := filepath.Join(dir, "r.dat")
+	out := filepath.Join(dir, "r.json")
+	cmd := iomatrixCmd(t, "sweep", target, "--size", "64MiB", "--profile", "cdm", "--cap", "riops=2000,wiops=2000",
+		"--runtime", "300ms", "--ramp", "0s", "--out", out)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	cmd.Wait()
+	doc, err := iotest.ReadDocumentFile(out)
+	if err != nil || doc.Cap == nil || len(doc.Results) >= 8 {
+		t.Fatalf("interrupted capped sweep: %v, cap %+v, %d results", err, doc.Cap, len(doc.Results))
+	}
+	checkRefused(t, runInProcess("sweep", "--resume", out, "--cap", "riops=9"), "--cap")
+	r := runCounted(t, c, "sweep", "--resume", out)
+	if r.code != 0 {
+		t.Fatalf("resume: exit %d: %s", r.code, r.stderr)
+	}
+	doc, _ = iotest.ReadDocumentFile(out)
+	if doc.Cap == nil || doc.Cap.ReadIOPS != 2000 || len(doc.Results) != 8 {
+		t.Fatalf("resumed: cap %+v, %d results", doc.Cap, len(doc.Results))
+	}
+	for _, res := range doc.Results {
+		if res.CgroupIOs == nil {
+			t.Errorf("%s ran outside the cgroup", res.Name)
+		}
+	}
+}

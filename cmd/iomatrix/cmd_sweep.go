@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/profiles"
 	"github.com/iomatrix/iomatrix/report"
@@ -226,8 +228,52 @@ func (o *sweepOptions) adoptSettings(d *iotest.Document, sp *sweepPlan) error {
 	if o.outSet && o.Out != o.Resume {
 		return usagef("--out: a resumed sweep is saved to the file it resumes (%s)", o.Resume)
 	}
+	if err := o.adoptCap(d.Cap); err != nil {
+		return err
+	}
 	o.Runtime, o.Ramp = time.Duration(s.RuntimeNS), time.Duration(s.RampNS)
 	o.runtimeSet, o.rampSet = true, true
+	return nil
+}
+
+// adoptCap keeps a resumed sweep under the cap its first part ran under:
+// without cap flags the file's cap is applied again, and flags that differ
+// from it are refused, so no matrix mixes capped and uncapped cells.
+func (o *sweepOptions) adoptCap(c *iotest.Cap) error {
+	fileCap := ""
+	if c != nil {
+		var parts []string
+		for _, kv := range []struct {
+			k string
+			v uint64
+		}{{"riops", c.ReadIOPS}, {"wiops", c.WriteIOPS}, {"rbps", c.ReadBPS}, {"wbps", c.WriteBPS}} {
+			if kv.v > 0 {
+				parts = append(parts, fmt.Sprintf("%s=%d", kv.k, kv.v))
+			}
+		}
+		fileCap = strings.Join(parts, ",")
+	}
+	joined := c != nil && !strings.Contains(c.Cgroup, "/"+cgroup.Parent+"/")
+	switch {
+	case !o.capOptions.enabled() && c == nil:
+		return nil
+	case !o.capOptions.enabled() && joined:
+		o.Cgroup = c.Cgroup
+	case !o.capOptions.enabled():
+		o.Cap = fileCap
+	case c == nil:
+		return usagef("--resume: the file was measured without a cap; resume it without --cap/--cgroup")
+	case o.Cgroup != "" && (!joined || o.Cgroup != c.Cgroup):
+		return usagef("--resume: --cgroup %s differs from the file's cap (%s in %s)", o.Cgroup, fileCap, c.Cgroup)
+	case o.Cap != "":
+		l, err := cgroup.ParseCap(o.Cap)
+		if err != nil {
+			return usagef("--cap: %w", err)
+		}
+		if joined || l.ReadIOPS != c.ReadIOPS || l.WriteIOPS != c.WriteIOPS || l.ReadBPS != c.ReadBPS || l.WriteBPS != c.WriteBPS {
+			return usagef("--resume: --cap %s differs from the file's cap %s", o.Cap, fileCap)
+		}
+	}
 	return nil
 }
 
