@@ -132,6 +132,8 @@ func chartSVG(t Table, m Metric) (template.HTML, error) {
 	p.Legend.Left = true // the curves rise to the right: the top left is free
 	var ticks []plot.Tick
 	seen := map[float64]bool{}
+	logY := m != IOPS && m != MiBps
+	points := 0
 	for i, label := range t.Rows {
 		var pts plotter.XYs
 		for _, c := range t.Cells[i] {
@@ -139,6 +141,11 @@ func chartSVG(t Table, m Metric) (template.HTML, error) {
 				continue
 			}
 			x := float64(c.Result.Pattern.QueueDepth * c.Result.Pattern.Jobs)
+			// Log axes cannot show zero: a cell without I/O has no point.
+			if x <= 0 || (logY && c.Value <= 0) || math.IsNaN(c.Value) || math.IsInf(c.Value, 0) {
+				continue
+			}
+			points++
 			pts = append(pts, plotter.XY{X: x, Y: c.Value})
 			if !seen[x] {
 				seen[x] = true
@@ -159,9 +166,12 @@ func chartSVG(t Table, m Metric) (template.HTML, error) {
 		p.Add(line, points)
 		p.Legend.Add(label, line, points)
 	}
+	if points == 0 {
+		return template.HTML(fmt.Sprintf("<p>%s: no data to chart</p>", template.HTMLEscapeString(t.Title))), nil
+	}
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	p.Y.Min = 0
-	if m != IOPS && m != MiBps {
+	if logY {
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 		p.Y.Min = math.Inf(1)

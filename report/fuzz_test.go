@@ -1,0 +1,69 @@
+package report
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/iomatrix/iomatrix/iotest"
+)
+
+func FuzzImportFio(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "fio", "*.json"))
+	for _, p := range files {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		if len(data) < 64<<10 {
+			f.Add(data)
+		}
+	}
+	f.Add([]byte("note: x\n{\"fio version\": \"fio-3.33\", \"jobs\": [{}]}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		doc, _, err := ImportFio("fuzz.json", bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		for _, r := range doc.Results {
+			if err := r.Pattern.Validate(); err != nil {
+				t.Fatalf("imported an invalid pattern %+v: %v", r.Pattern, err)
+			}
+		}
+		// Whatever imports renders.
+		var b bytes.Buffer
+		if err := writeText(&b, doc, Options{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func FuzzReadDocument(f *testing.F) {
+	for _, fx := range fixtures {
+		data, err := os.ReadFile(filepath.Join("testdata", fx+".json"))
+		if err == nil && len(data) < 64<<10 {
+			f.Add(data)
+		}
+	}
+	f.Add([]byte(`{"schema_version": 2, "tool": {"name": "iomatrix"}}`))
+	f.Add([]byte(`{"schema_version": 1, "tool": {"name": "iomatrix"}, "results": [{"pattern": {"block_size": -1}}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		doc, err := iotest.ReadDocument(bytes.NewReader(data))
+		if err != nil {
+			if !errors.Is(err, iotest.ErrBadDocument) {
+				t.Fatalf("error %v is not ErrBadDocument", err)
+			}
+			return
+		}
+		// Every renderer copes with whatever a document holds.
+		for _, name := range []string{"text", "markdown", "csv", "html", "xlsx"} {
+			w, _ := Lookup(name)
+			var b bytes.Buffer
+			if err := w(&b, doc, Options{Wide: name == "csv"}); err != nil && name != "xlsx" {
+				t.Fatalf("%s: %v", name, err)
+			}
+		}
+	})
+}
