@@ -40,4 +40,3 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
-

@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -123,7 +124,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 
 	root := newRootCommand(g)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
 	}
@@ -131,12 +132,32 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if errors.As(err, &st) {
 		return st.code // a throttled command's own status
 	}
+	code, msg := exitCode(err), err.Error()
 	if se, ok := context.Cause(ctx).(signalError); ok && ctx.Err() != nil {
-		fmt.Fprintf(stderr, "iomatrix: %v\n", se)
-		return 128 + int(se.sig.(syscall.Signal))
+		code, msg = 128+int(se.sig.(syscall.Signal)), se.Error()
 	}
-	fmt.Fprintf(stderr, "iomatrix: %v\n", err)
-	return exitCode(err)
+	if f := cmd.Flags().Lookup("format"); f != nil && f.Value.String() == "json" {
+		// Machine output stays machine-readable, errors included.
+		json.NewEncoder(stderr).Encode(map[string]any{"error": msg, "exit_status": code, "kind": exitKind(code)})
+		return code
+	}
+	fmt.Fprintf(stderr, "iomatrix: %s\n", msg)
+	return code
+}
+
+func exitKind(code int) string {
+	switch code {
+	case exitFailure:
+		return "failure"
+	case exitUsage:
+		return "usage"
+	case exitPrivilege:
+		return "privilege"
+	}
+	if code > 128 {
+		return "interrupted"
+	}
+	return "error"
 }
 
 func exitCode(err error) int {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,5 +75,23 @@ func TestReportFormats(t *testing.T) {
 	r = runInProcess("compare", fixture, fixture)
 	if r.code != 0 || !strings.Contains(r.stdout, "geometric-mean ratio 1.000") {
 		t.Errorf("compare with itself: %q %q", r.stdout, r.stderr)
+	}
+}
+
+func TestJSONErrors(t *testing.T) {
+	r := runInProcess("run", filepath.Join(t.TempDir(), "x.dat"), "--qd", "0", "--format", "json")
+	if r.code != exitUsage || r.stdout != "" {
+		t.Fatalf("exit %d stdout %q", r.code, r.stdout)
+	}
+	var e struct {
+		Error      string `json:"error"`
+		ExitStatus int    `json:"exit_status"`
+		Kind       string `json:"kind"`
+	}
+	if err := json.Unmarshal([]byte(r.stderr), &e); err != nil || e.ExitStatus != 2 || e.Kind != "usage" || !strings.Contains(e.Error, "--qd") {
+		t.Errorf("stderr %q: %v %+v", r.stderr, err, e)
+	}
+	if n := strings.Count(strings.TrimSpace(r.stderr), "\n"); n != 0 {
+		t.Errorf("want one JSON object on one line, got %q", r.stderr)
 	}
 }
