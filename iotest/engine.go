@@ -65,6 +65,7 @@ func (w *worker) runUring() error {
 
 	prep := func(i int) {
 		write, off := seq.next()
+		st.submitted(write)
 		buf := bufs[i]
 		if write {
 			seq.scramble(buf)
@@ -155,6 +156,7 @@ func (w *worker) runPsync(slotIndex int) error {
 			return nil
 		}
 		write, off := seq.next()
+		st.submitted(write)
 		var n int
 		var err error
 		if write {

@@ -137,6 +137,9 @@ type Latency struct {
 	P999  uint64  `json:"p99.9"`
 	P9999 uint64  `json:"p99.99"`
 	Max   uint64  `json:"max"`
+	// Count is the number of latencies recorded: it equals the direction's
+	// ios.
+	Count uint64 `json:"count"`
 }
 
 // Summary renders the histogram for the results file.
@@ -144,6 +147,6 @@ func (h *Histogram) Summary() Latency {
 	return Latency{
 		Min: h.min, Mean: math.Round(h.Mean()*10) / 10,
 		P50: h.Percentile(50), P90: h.Percentile(90), P99: h.Percentile(99),
-		P999: h.Percentile(99.9), P9999: h.Percentile(99.99), Max: h.max,
+		P999: h.Percentile(99.9), P9999: h.Percentile(99.99), Max: h.max, Count: h.total,
 	}
 }

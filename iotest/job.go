@@ -51,6 +51,7 @@ type stats struct {
 	readIOs, writeIOs     uint64 // completed inside the measured window
 	readBytes, writeBytes uint64
 	allReads, allWrites   uint64 // every completion: ramp, window and drain
+	subReads, subWrites   uint64 // every submission
 	timeline              []uint64
 	err                   *IOError
 	progress              atomic.Uint64
@@ -86,6 +87,15 @@ func (s *stats) account(c *clock, write bool, bytes uint64, start, now int64) {
 	}
 }
 
+// submitted counts an I/O handed to the kernel.
+func (s *stats) submitted(write bool) {
+	if write {
+		s.subWrites++
+	} else {
+		s.subReads++
+	}
+}
+
 func (s *stats) fail(write bool, off int64, res int, expected int) {
 	if s.err != nil {
 		return
@@ -111,6 +121,8 @@ func (s *stats) merge(o *stats) {
 	s.writeBytes += o.writeBytes
 	s.allReads += o.allReads
 	s.allWrites += o.allWrites
+	s.subReads += o.subReads
+	s.subWrites += o.subWrites
 	for i := range o.timeline {
 		if i < len(s.timeline) {
 			s.timeline[i] += o.timeline[i]

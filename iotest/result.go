@@ -100,6 +100,9 @@ type Result struct {
 	// Completed counts every I/O completed, ramp and drain included: the
 	// figure to compare with kernel counters for the whole run.
 	Completed Completed `json:"completed"`
+	// Submitted counts every I/O handed to the kernel; at the end of a run
+	// it equals Completed plus the failed I/O, if any: none is lost.
+	Submitted Completed `json:"submitted"`
 	// CgroupIOs are the kernel's counts for the cgroup over the same span as
 	// Completed, when the pattern ran under a cap.
 	CgroupIOs *Completed `json:"cgroup_ios,omitempty"`

@@ -242,6 +242,7 @@ func buildResult(p Pattern, engine string, started time.Time, dur time.Duration,
 		Engine:     engine,
 		RampNS:     int64(o.Ramp),
 		Completed:  Completed{Reads: s.allReads, Writes: s.allWrites},
+		Submitted:  Completed{Reads: s.subReads, Writes: s.subWrites},
 	}
 	ios, bytes := s.readIOs+s.writeIOs, s.readBytes+s.writeBytes
 	r.Total = Total{IOs: ios, Bytes: bytes, IOPS: round2(float64(ios) / secs), MiBPerS: round2(float64(bytes) / secs / (1 << 20))}
