@@ -124,17 +124,17 @@ func TestCapVerifyFails(t *testing.T) {
 	dir := t.TempDir()
 	target := filepath.Join(dir, "v.dat")
 	profile := filepath.Join(dir, "p.yaml")
-	// At 90 % reads the model is 1111.1 IOPS: no whole number of I/Os in a
+	// At 90 % reads the model is 555.6 IOPS: no whole number of I/Os in a
 	// second meets it exactly.
 	os.WriteFile(profile, []byte("name: three\npatterns:\n  - {block_size: 4k, read_pct: 100, queue_depth: 4}\n  - {block_size: 4k, read_pct: 90, queue_depth: 4}\n  - {block_size: 4k, read_pct: 0, queue_depth: 4}\n"), 0o644)
 	base := []string{"cap", "verify", target, "--profile", profile, "--size", "64MiB", "--runtime", "1s", "--ramp", "200ms"}
 	out := filepath.Join(dir, "ok.json")
-	r := runCounted(t, c, append(base, "--cap", "riops=1000,wiops=1000", "--out", out)...)
+	r := runCounted(t, c, append(base, "--cap", "riops=500,wiops=500", "--out", out)...)
 	if r.code != 0 {
 		t.Fatalf("a cap that holds: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	// A tolerance no measurement meets.
-	r = runCounted(t, c, append(base, "--cap", "riops=1000,wiops=1000", "--tolerance", "0.0001%", "--baseline", strings.TrimSuffix(out, ".json")+"-baseline.json", "--out", filepath.Join(dir, "tight.json"))...)
+	r = runCounted(t, c, append(base, "--cap", "riops=500,wiops=500", "--tolerance", "0.0001%", "--baseline", strings.TrimSuffix(out, ".json")+"-baseline.json", "--out", filepath.Join(dir, "tight.json"))...)
 	if r.code != 1 || !strings.Contains(r.stdout, "FAIL") {
 		t.Errorf("impossible tolerance: exit %d\n%s", r.code, r.stdout)
 	}
