@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/iomatrix/iomatrix/internal/testenv"
+	"github.com/iomatrix/iomatrix/iotest"
+)
+
+// SIGINT, SIGTERM and SIGHUP at random moments of sweep, cap verify and
+// throttle: the exit status names the signal, the results file is valid,
+// and no cgroup (hence no worker or command inside one) is left.
+func TestSignalsAtRandomMoments(t *testing.T) {
+	c := capController(t)
+	testenv.Command(t, "dd")
+	dir := t.TempDir()
+	target := filepath.Join(dir, "sig.dat")
+	if r := runIomatrix(t, iomatrixCmd(t, "run", target, "--size", "64MiB", "--runtime", "100ms", "--ramp", "0s")); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	profile := filepath.Join(dir, "p.yaml")
+	os.WriteFile(profile, []byte("name: sig\nmatrix:\n  - block_sizes: [4k]\n    read_pcts: [100, 50, 0]\n    queue_depths: [1, 8]\n"), 0o644)
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	sigs := []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+	commands := map[string]func(out string) []string{
+		"sweep": func(out string) []string {
+			return []string{"sweep", target, "--profile", profile, "--cap", "riops=2000,wiops=2000", "--runtime", "150ms", "--ramp", "0s", "--out", out}
+		},
+		"cap verify": func(out string) []string {
+			return []string{"cap", "verify", target, "--profile", profile, "--cap", "riops=2000,wiops=2000", "--runtime", "150ms", "--ramp", "0s", "--out", out}
+		},
+		"throttle": func(out string) []string {
+			return []string{"throttle", "--cap", "wiops=200", "--device", dir, "--", "dd", "if=/dev/zero", "of=" + out, "bs=4k", "count=2000", "oflag=direct"}
+		},
+	}
+	start := time.Now()
+	for name, argv := range commands {
+		for trial := range 20 {
+			out := filepath.Join(dir, fmt.Sprintf("%s-%d.json", name[:3], trial))
+			sig := sigs[rng.IntN(len(sigs))]
+			cmd := iomatrixCmd(t, argv(out)...)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Duration(250+rng.IntN(1000)) * time.Millisecond)
+			cmd.Process.Signal(sig)
+			cmd.Wait()
+			code := cmd.ProcessState.ExitCode()
+			finishedFirst := code == 0
+			if !finishedFirst && code != 128+int(sig) {
+				t.Errorf("%s trial %d: exit %d after %v, want %d", name, trial, code, sig, 128+int(sig))
+			}
+			if l := leftovers(c, cmd.Process.Pid); len(l) > 0 {
+				t.Errorf("%s trial %d (%v): cgroups left: %v", name, trial, sig, l)
+			}
+			if name != "throttle" {
+				if _, err := os.Stat(out); err == nil {
+					if _, err := iotest.ReadDocumentFile(out); err != nil {
+						t.Errorf("%s trial %d (%v): results file: %v", name, trial, sig, err)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("60 trials in %v", time.Since(start).Round(time.Second))
+}
