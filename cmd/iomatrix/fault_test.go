@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -63,4 +65,50 @@ func TestWriteErrorENOSPC(t *testing.T) {
 		}
 	}
 	t.Logf("%d results kept; %s failed: %s", n-1, failed.Name, failed.Error)
+}
+
+// The results directory turning read-only mid-sweep: the sweep stops with
+// the error, and the last good results file stays intact.
+func TestResultsDirTurnsReadOnly(t *testing.T) {
+	testenv.Root(t)
+	dir := t.TempDir()
+	target := filepath.Join(dir, "t.dat")
+	if r := runIomatrix(t, iomatrixCmd(t, "run", target, "--size", "32MiB", "--runtime", "100ms", "--ramp", "0s")); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	resdir := filepath.Join(dir, "results")
+	os.Mkdir(resdir, 0o755)
+	if err := unix.Mount("tmpfs", resdir, "tmpfs", 0, "size=4M"); err != nil {
+		testenv.Require(t, false, "cannot mount tmpfs: "+err.Error())
+	}
+	defer unix.Unmount(resdir, unix.MNT_DETACH)
+	out := filepath.Join(resdir, "r.json")
+	cmd := iomatrixCmd(t, "sweep", target, "--profile", "quick", "--runtime", "200ms", "--ramp", "0s", "--out", out)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1200 * time.Millisecond)
+	if err := unix.Mount("", resdir, "", unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+		t.Fatalf("remount read-only: %v", err)
+	}
+	good, _ := os.ReadFile(out) // what is there once nothing can change it
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != exitFailure {
+		t.Fatalf("exit %d, want 1: %s", code, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if last := lines[len(lines)-1]; !strings.Contains(last, "read-only file system") || !strings.Contains(last, out) {
+		t.Errorf("last line %q does not name the file and the error", last)
+	}
+	now, _ := os.ReadFile(out)
+	if !bytes.Equal(good, now) {
+		t.Error("the results file changed after the directory became read-only")
+	}
+	doc, err := iotest.ReadDocumentFile(out)
+	if err != nil || len(doc.Results) == 0 || len(doc.Results) >= 14 {
+		t.Fatalf("last good file: %v, %d results", err, len(doc.Results))
+	}
+	t.Logf("stopped after %d saved results: %s", len(doc.Results), lines[len(lines)-1])
 }
