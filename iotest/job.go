@@ -52,6 +52,7 @@ type stats struct {
 	readBytes, writeBytes uint64
 	allReads, allWrites   uint64 // every completion: ramp, window and drain
 	subReads, subWrites   uint64 // every submission
+	badReads, badWrites   uint64 // completions that failed
 	timeline              []uint64
 	err                   *IOError
 	progress              atomic.Uint64
@@ -59,7 +60,18 @@ type stats struct {
 }
 
 func newStats(seconds int) *stats {
-	return &stats{timeline: make([]uint64, seconds)}
+	s := &stats{timeline: make([]uint64, seconds)}
+	// Touch every page now: otherwise pages of the histograms and the
+	// timeline fault in one by one as rarer latencies and later seconds
+	// are first recorded, and a long run's memory creeps up.
+	for i := 0; i < len(s.readHist.counts); i += 512 {
+		s.readHist.counts[i] = 0
+		s.writeHist.counts[i] = 0
+	}
+	for i := 0; i < len(s.timeline); i += 512 {
+		s.timeline[i] = 0
+	}
+	return s
 }
 
 // account books one completed I/O at time now.
@@ -97,8 +109,13 @@ func (s *stats) submitted(write bool) {
 }
 
 func (s *stats) fail(write bool, off int64, res int, expected int) {
+	if write {
+		s.badWrites++
+	} else {
+		s.badReads++
+	}
 	if s.err != nil {
-		return
+		return // the first error is the one reported
 	}
 	op := "read"
 	if write {
@@ -123,6 +140,8 @@ func (s *stats) merge(o *stats) {
 	s.allWrites += o.allWrites
 	s.subReads += o.subReads
 	s.subWrites += o.subWrites
+	s.badReads += o.badReads
+	s.badWrites += o.badWrites
 	for i := range o.timeline {
 		if i < len(s.timeline) {
 			s.timeline[i] += o.timeline[i]

@@ -101,8 +101,10 @@ type Result struct {
 	// figure to compare with kernel counters for the whole run.
 	Completed Completed `json:"completed"`
 	// Submitted counts every I/O handed to the kernel; at the end of a run
-	// it equals Completed plus the failed I/O, if any: none is lost.
+	// it equals Completed plus Failed: none is lost.
 	Submitted Completed `json:"submitted"`
+	// Failed counts completions that returned an error (Error is the first).
+	Failed Completed `json:"failed"`
 	// CgroupIOs are the kernel's counts for the cgroup over the same span as
 	// Completed, when the pattern ran under a cap.
 	CgroupIOs *Completed `json:"cgroup_ios,omitempty"`

@@ -243,6 +243,7 @@ func buildResult(p Pattern, engine string, started time.Time, dur time.Duration,
 		RampNS:     int64(o.Ramp),
 		Completed:  Completed{Reads: s.allReads, Writes: s.allWrites},
 		Submitted:  Completed{Reads: s.subReads, Writes: s.subWrites},
+		Failed:     Completed{Reads: s.badReads, Writes: s.badWrites},
 	}
 	ios, bytes := s.readIOs+s.writeIOs, s.readBytes+s.writeBytes
 	r.Total = Total{IOs: ios, Bytes: bytes, IOPS: round2(float64(ios) / secs), MiBPerS: round2(float64(bytes) / secs / (1 << 20))}

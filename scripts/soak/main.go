@@ -88,6 +88,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "soak:", err)
 		os.Exit(1)
 	}
+	// The last progress tick comes just before the end: sample the end.
+	if n := len(samples); n == 0 || samples[n-1].at < *duration {
+		samples = append(samples, sample{*duration, runtime.NumGoroutine(), rssKiB(), r.Completed.Reads + r.Completed.Writes})
+	}
 	fmt.Printf("\n%8s %11s %10s %14s\n", "minute", "goroutines", "RSS KiB", "I/Os so far")
 	for _, s := range samples {
 		fmt.Printf("%8.0f %11d %10d %14d\n", s.at.Minutes(), s.goroutines, s.rss, s.ios)
