@@ -112,3 +112,49 @@ func TestResultsDirTurnsReadOnly(t *testing.T) {
 	}
 	t.Logf("stopped after %d saved results: %s", len(doc.Results), lines[len(lines)-1])
 }
+
+// The target vanishing mid-run: truncated under a run, the file's reads
+// come back short, and the run stops with a clear error instead of
+// measuring nothing; deleted, the open file still holds its blocks and the
+// run completes.
+func TestTargetVanishes(t *testing.T) {
+	testenv.Root(t)
+	dir := t.TempDir()
+	for _, how := range []string{"truncate", "delete"} {
+		target := filepath.Join(dir, how+".dat")
+		if r := runIomatrix(t, iomatrixCmd(t, "run", target, "--size", "64MiB", "--runtime", "100ms", "--ramp", "0s")); r.code != 0 {
+			t.Fatal(r.stderr)
+		}
+		cmd := iomatrixCmd(t, "run", target, "--rw", "randread", "--qd", "4", "--runtime", "2s", "--ramp", "0s")
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+		if how == "truncate" {
+			os.Truncate(target, 0)
+		} else {
+			os.Remove(target)
+		}
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("%s: hung", how)
+		}
+		code := cmd.ProcessState.ExitCode()
+		switch how {
+		case "truncate":
+			if code != exitFailure || !strings.Contains(stderr.String(), "short read") || !strings.Contains(stderr.String(), target) {
+				t.Errorf("truncated: exit %d, stderr %q", code, stderr.String())
+			}
+		case "delete":
+			if code != 0 {
+				t.Errorf("deleted: exit %d, stderr %q", code, stderr.String())
+			}
+		}
+	}
+}
