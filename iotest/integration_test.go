@@ -438,3 +438,41 @@ func TestPreconditionWritesEveryBlock(t *testing.T) {
 		t.Errorf("read-only target: %v", err)
 	}
 }
+
+// Space that vanishes between the plan and the layout: the layout fails
+// with ErrNoSpace and leaves no half-laid file that a later run would
+// trust.
+func TestLayoutENOSPCLeavesNothing(t *testing.T) {
+	dev, _ := loopDevice(t, 48<<20)
+	mkfs := testenv.Command(t, "mkfs.ext4")
+	if out, err := exec.Command(mkfs, "-q", "-F", "-m", "0", dev).CombinedOutput(); err != nil {
+		t.Fatalf("mkfs: %v %s", err, out)
+	}
+	mnt := t.TempDir()
+	if err := unix.Mount(dev, mnt, "ext4", 0, ""); err != nil {
+		t.Fatalf("mount: %v", err)
+	}
+	defer unix.Unmount(mnt, unix.MNT_DETACH)
+	target := filepath.Join(mnt, "t.dat")
+	p, err := PlanTarget(target, TargetOptions{Size: 24 << 20})
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	// Somebody else takes the space.
+	hog := filepath.Join(mnt, "hog")
+	var fs unix.Statfs_t
+	unix.Statfs(mnt, &fs)
+	f, _ := os.Create(hog)
+	unix.Fallocate(int(f.Fd()), 0, 0, int64(fs.Bavail)*int64(fs.Bsize)-(8<<20))
+	f.Close()
+	_, err = p.Open(context.Background(), nil)
+	if !errors.Is(err, ErrNoSpace) {
+		t.Fatalf("layout on a full filesystem: %v", err)
+	}
+	if _, err := os.Stat(target); !os.IsNotExist(err) {
+		t.Fatal("a half-laid file was left behind")
+	}
+	if _, err := os.Stat(sidecarPath(target)); !os.IsNotExist(err) {
+		t.Fatal("a layout marker was left behind")
+	}
+}
