@@ -25,6 +25,8 @@ type sweepOptions struct {
 	Out     string
 	Resume  string
 	Format  string
+	// ContinueOnError records a pattern's I/O error and goes on.
+	ContinueOnError bool
 	// Precondition is the random-write time after two sequential fills;
 	// zero means no preconditioning.
 	Precondition time.Duration
@@ -38,6 +40,7 @@ func (o *sweepOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringVarP(&o.Out, "out", "o", "", "results file, rewritten atomically after every pattern (default: iomatrix-PROFILE-TIMESTAMP.json in the current directory)")
 	f.StringVar(&o.Resume, "resume", "", "continue the sweep saved in this results file: finished patterns are skipped")
 	f.StringVar(&o.Format, "format", "text", "output on stdout at the end: text (the matrix) or json (the results document)")
+	f.BoolVar(&o.ContinueOnError, "continue-on-error", false, "on an I/O error, record the failed cell and go on with the next pattern (exit status 1 at the end)")
 	f.DurationVar(&o.Precondition, "precondition", 0, "bring an SSD to steady state first: fill the whole target sequentially twice, then random 4k writes for this long (e.g. 30m); overwrites the target")
 }
 
@@ -353,6 +356,7 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 		}
 	}
 	var runErr error
+	failedCells, keepGoing := 0, o.ContinueOnError
 	for _, p := range sp.todo {
 		prog.start(p)
 		o := sp.opts
@@ -372,6 +376,13 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 		}
 		prog.finished(res)
 		if err != nil {
+			if keepGoing {
+				// The cell is saved with its error; the sweep goes on and
+				// exits 1 at the end.
+				fmt.Fprintf(g.stderr, "iomatrix: %v (continuing)\n", err)
+				failedCells++
+				continue
+			}
 			runErr = err // an I/O error: stop with what is saved
 			break
 		}
@@ -391,7 +402,13 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 	if runErr != nil {
 		return runErr
 	}
-	return ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if failedCells > 0 {
+		return fmt.Errorf("%d of %d patterns failed with I/O errors (recorded in %s)", failedCells, len(sp.todo), sp.out)
+	}
+	return nil
 }
 
 func printSweep(g *globalOptions, format string, doc *iotest.Document, out string, complete bool) error {

@@ -65,6 +65,31 @@ func TestWriteErrorENOSPC(t *testing.T) {
 		}
 	}
 	t.Logf("%d results kept; %s failed: %s", n-1, failed.Name, failed.Error)
+
+	// --continue-on-error: every cell is measured or marked failed.
+	r = runIomatrix(t, iomatrixCmd(t, "sweep", dev, "--profile", "cdm", "--allow-destructive", "--runtime", "1s", "--ramp", "0s",
+		"--continue-on-error", "--out", filepath.Join(t.TempDir(), "c.json"), "--format", "json"))
+	if r.code != exitFailure {
+		t.Fatalf("--continue-on-error: exit %d: %s", r.code, r.stderr)
+	}
+	doc, err = iotest.ReadDocument(strings.NewReader(r.stdout))
+	if err != nil || len(doc.Results) != 8 {
+		t.Fatalf("--continue-on-error: %v, %d results", err, len(doc.Results))
+	}
+	var reads, fails int
+	for _, res := range doc.Results {
+		if res.Error != nil {
+			fails++
+			if res.Error.Op != "write" {
+				t.Errorf("%s failed on %s", res.Name, res.Error.Op)
+			}
+		} else if res.Pattern.ReadPct == 100 {
+			reads++
+		}
+	}
+	if fails == 0 || reads != 4 {
+		t.Errorf("--continue-on-error: %d failed cells, %d read cells measured", fails, reads)
+	}
 }
 
 // The results directory turning read-only mid-sweep: the sweep stops with
