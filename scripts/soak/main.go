@@ -21,13 +21,15 @@ import (
 	"github.com/iomatrix/iomatrix/iotest"
 )
 
-func rssKiB() int64 {
+func rssKiB() int64 { return statusKiB("VmRSS:") }
+
+func statusKiB(key string) int64 {
 	data, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, key); ok {
 			f := strings.Fields(rest)
 			if len(f) > 0 {
 				n, _ := strconv.ParseInt(f[0], 10, 64)
@@ -43,6 +45,14 @@ type sample struct {
 	goroutines int
 	rss        int64
 	ios        uint64
+	anon, file int64 // RssAnon and RssFile: which kind of memory moves
+	heap       uint64
+}
+
+func take(at time.Duration, ios uint64) sample {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return sample{at, runtime.NumGoroutine(), rssKiB(), ios, statusKiB("RssAnon:"), statusKiB("RssFile:"), ms.HeapInuse / 1024}
 }
 
 func main() {
@@ -78,7 +88,7 @@ func main() {
 	o := iotest.Options{Runtime: *duration, Ramp: 0, Seed: 1, Engine: *engine}
 	o.Progress = func(pr iotest.Progress) {
 		if pr.Elapsed+500*time.Millisecond >= next {
-			samples = append(samples, sample{next, runtime.NumGoroutine(), rssKiB(), pr.IOs})
+			samples = append(samples, take(next, pr.IOs))
 			next += time.Minute
 		}
 	}
@@ -88,14 +98,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, "soak:", err)
 		os.Exit(1)
 	}
-	// The last progress tick comes just before the end: sample the end.
-	if n := len(samples); n == 0 || samples[n-1].at < *duration {
-		samples = append(samples, sample{*duration, runtime.NumGoroutine(), rssKiB(), r.Completed.Reads + r.Completed.Writes})
-	}
-	fmt.Printf("\n%8s %11s %10s %14s\n", "minute", "goroutines", "RSS KiB", "I/Os so far")
+	// The last progress tick comes just before the end; the run's own
+	// goroutines and buffers are gone after it, so the end is shown, not
+	// held to the in-run figures.
+	end := take(*duration, r.Completed.Reads+r.Completed.Writes)
+	fmt.Printf("\n%8s %11s %10s %10s %10s %10s %14s\n", "minute", "goroutines", "RSS KiB", "anon KiB", "file KiB", "heap KiB", "I/Os so far")
 	for _, s := range samples {
-		fmt.Printf("%8.0f %11d %10d %14d\n", s.at.Minutes(), s.goroutines, s.rss, s.ios)
+		fmt.Printf("%8.0f %11d %10d %10d %10d %10d %14d\n", s.at.Minutes(), s.goroutines, s.rss, s.anon, s.file, s.heap, s.ios)
 	}
+	fmt.Printf("%8s %11d %10d %10d %10d %10d %14d\n", "end", end.goroutines, end.rss, end.anon, end.file, end.heap, end.ios)
 	ok := true
 	check := func(cond bool, format string, args ...any) {
 		if !cond {
