@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -426,6 +427,13 @@ func (p *Plan) Open(ctx context.Context, progress LayoutProgress) (*Target, erro
 		}
 	}
 	fd, err := unix.Open(p.Path, flags|unix.O_DIRECT|unix.O_CLOEXEC, 0)
+	// udev probes a device for a moment after it was written and closed:
+	// an exclusive open that meets such a transient holder retries briefly
+	// before calling the device held.
+	for try := 0; errors.Is(err, unix.EBUSY) && flags&unix.O_EXCL != 0 && try < 20; try++ {
+		time.Sleep(100 * time.Millisecond)
+		fd, err = unix.Open(p.Path, flags|unix.O_DIRECT|unix.O_CLOEXEC, 0)
+	}
 	if err != nil {
 		if errors.Is(err, unix.EINVAL) {
 			return nil, fmt.Errorf("%s: %w: the filesystem rejects O_DIRECT", p.Path, ErrNoDirectIO)
