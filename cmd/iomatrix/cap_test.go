@@ -70,7 +70,7 @@ func TestCapClassicTable(t *testing.T) {
 			for _, capIOPS := range []int{3000, 1000} {
 				out := filepath.Join(dir, fmt.Sprintf("%s-%d.json", tc.name, capIOPS))
 				args := []string{"cap", "verify", tc.target, "--profile", profile, "--cap", fmt.Sprintf("riops=%d,wiops=%d", capIOPS, capIOPS),
-					"--runtime", "1500ms", "--ramp", "500ms", "--out", out}
+					"--runtime", "3s", "--ramp", "1s", "--out", out}
 				if tc.size != "" {
 					args = append(args, "--size", tc.size)
 				} else {
