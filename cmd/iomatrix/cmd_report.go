@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -152,7 +153,7 @@ Use it for two volumes, before and after a cap, or two kernels.
 			if err != nil {
 				return usagef("--metric: %w", err)
 			}
-			if !slicesContains(report.ComparisonFormats, o.Format) {
+			if !slices.Contains(report.ComparisonFormats, o.Format) {
 				return usagef("--format: %q is not one of %v", o.Format, report.ComparisonFormats)
 			}
 			base, err := loadResults(args[0])
@@ -170,13 +171,4 @@ Use it for two volumes, before and after a cap, or two kernels.
 	cmd.Flags().StringVar(&o.Format, "format", "text", "output format: text, markdown, csv, json")
 	cmd.Flags().StringVar(&o.Metric, "metric", "iops", "compared value: iops, mibps, lat-mean, lat-p50, lat-p99, lat-p99.9")
 	return cmd
-}
-
-func slicesContains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
