@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -276,23 +277,30 @@ func us(ns float64) string {
 
 // thousands formats v with comma separators and the given decimals.
 func thousands(v float64, decimals int) string {
-	s := fmt.Sprintf("%.*f", decimals, v)
-	intPart, frac, _ := strings.Cut(s, ".")
-	neg := strings.HasPrefix(intPart, "-")
-	intPart = strings.TrimPrefix(intPart, "-")
-	var b strings.Builder
-	for i, c := range intPart {
-		if i > 0 && (len(intPart)-i)%3 == 0 {
-			b.WriteByte(',')
+	return string(appendThousands(nil, v, decimals))
+}
+
+// appendThousands appends v with the given decimals and a comma between
+// groups of three digits ("1,234,567.8").
+func appendThousands(b []byte, v float64, decimals int) []byte {
+	var scratch [64]byte
+	s := strconv.AppendFloat(scratch[:0], v, 'f', decimals, 64)
+	if len(s) > 0 && s[0] == '-' {
+		b = append(b, '-')
+		s = s[1:]
+	}
+	intLen := len(s)
+	for i, c := range s {
+		if c == '.' {
+			intLen = i
+			break
 		}
-		b.WriteRune(c)
 	}
-	out := b.String()
-	if neg {
-		out = "-" + out
+	for i := 0; i < intLen; i++ {
+		if i > 0 && (intLen-i)%3 == 0 {
+			b = append(b, ',')
+		}
+		b = append(b, s[i])
 	}
-	if frac != "" {
-		out += "." + frac
-	}
-	return out
+	return append(b, s[intLen:]...)
 }

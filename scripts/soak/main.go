@@ -1,58 +1,99 @@
 // Command soak runs one long iomatrix pattern in-process and samples the
-// process while it runs: goroutines and RSS every minute must stay flat
-// after the first, the latency histograms must hold exactly one entry per
-// counted I/O, and every submitted I/O must have completed.
+// process while it runs: goroutines, threads, RSS (within 2 %) and the Go
+// heap in use must stay flat after the first sample, the latency
+// histograms must hold exactly one entry per counted I/O, and every
+// submitted I/O must have completed. The sampler allocates nothing, so
+// the cumulative malloc count shows what the engine allocates while it
+// runs (-memprofile records every allocation to find the source).
 //
 //	go run ./scripts/soak -target /tmp/soak.dat -size 4GiB -duration 10m
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"runtime"
-	"strconv"
-	"strings"
+	"runtime/pprof"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/iomatrix/iomatrix/iotest"
+	"golang.org/x/sys/unix"
 )
 
-func rssKiB() int64 { return statusKiB("VmRSS:") }
+// statusBuf holds /proc/self/status between samples: the sampler itself
+// must not allocate, or its own garbage would show up as growth.
+var statusBuf [8192]byte
 
-func statusKiB(key string) int64 {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
+// statusPath is NUL-terminated once: unix.Open would allocate the C
+// string on every call.
+var statusPath = []byte("/proc/self/status\x00")
+
+var atFDCWD = unix.AT_FDCWD // a variable: the constant is negative
+
+// readStatus reads /proc/self/status into statusBuf without allocating.
+func readStatus() []byte {
+	r, _, errno := unix.Syscall6(unix.SYS_OPENAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(&statusPath[0])),
+		uintptr(unix.O_RDONLY|unix.O_CLOEXEC), 0, 0, 0)
+	if errno != 0 {
+		return nil
+	}
+	fd := int(r)
+	defer unix.Close(fd)
+	n := 0
+	for n < len(statusBuf) {
+		m, err := unix.Read(fd, statusBuf[n:])
+		if err != nil || m <= 0 {
+			break
+		}
+		n += m
+	}
+	return statusBuf[:n]
+}
+
+// statusKiB returns the number after key (e.g. "VmRSS:") in status.
+func statusKiB(status []byte, key string) int64 {
+	i := bytes.Index(status, []byte(key))
+	if i < 0 {
 		return 0
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, key); ok {
-			f := strings.Fields(rest)
-			if len(f) > 0 {
-				n, _ := strconv.ParseInt(f[0], 10, 64)
-				return n
-			}
+	var n int64
+	seen := false
+	for _, c := range status[i+len(key):] {
+		switch {
+		case c >= '0' && c <= '9':
+			n, seen = n*10+int64(c-'0'), true
+		case seen || c == '\n':
+			return n
 		}
 	}
-	return 0
+	return n
 }
 
 type sample struct {
 	at         time.Duration
 	goroutines int
+	threads    int64
 	rss        int64
 	ios        uint64
 	anon, file int64 // RssAnon and RssFile: which kind of memory moves
 	heap       uint64
+	mallocs    uint64 // cumulative heap allocations: flat when nothing allocates
+	gcs        uint32
 }
 
+var memStats runtime.MemStats
+
 func take(at time.Duration, ios uint64) sample {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return sample{at, runtime.NumGoroutine(), rssKiB(), ios, statusKiB("RssAnon:"), statusKiB("RssFile:"), ms.HeapInuse / 1024}
+	runtime.ReadMemStats(&memStats)
+	st := readStatus()
+	return sample{at, runtime.NumGoroutine(), statusKiB(st, "Threads:"), statusKiB(st, "VmRSS:"), ios, statusKiB(st, "RssAnon:"),
+		statusKiB(st, "RssFile:"), memStats.HeapInuse / 1024, memStats.Mallocs, memStats.NumGC}
 }
 
 func main() {
@@ -63,7 +104,12 @@ func main() {
 	jobs := flag.Int("jobs", 4, "jobs")
 	engine := flag.String("engine", "auto", "engine")
 	allow := flag.Bool("allow-destructive", false, "allow writes to a block device")
+	memprofile := flag.String("memprofile", "", "record every allocation and write the heap profile here at the end")
+	every := flag.Duration("every", time.Minute, "sampling interval (the first sample is the baseline)")
 	flag.Parse()
+	if *memprofile != "" {
+		runtime.MemProfileRate = 1
+	}
 	size, err := iotest.ParseSize(*sizeFlag)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "soak: -size:", err)
@@ -83,13 +129,14 @@ func main() {
 	}
 	defer t.Close()
 	p := iotest.Pattern{Access: iotest.Random, BlockSize: 4096, ReadPct: 50, QueueDepth: *qd, Jobs: *jobs}
-	var samples []sample
-	next := time.Minute
+	// Preallocated: appending must not grow the heap during the run.
+	samples := make([]sample, 0, int(*duration / *every)+2)
+	next := *every
 	o := iotest.Options{Runtime: *duration, Ramp: 0, Seed: 1, Engine: *engine}
 	o.Progress = func(pr iotest.Progress) {
 		if pr.Elapsed+500*time.Millisecond >= next {
 			samples = append(samples, take(next, pr.IOs))
-			next += time.Minute
+			next += *every
 		}
 	}
 	fmt.Printf("soak: %s on %s for %s (engine %s)\n", p.Name(), t.Path, *duration, *engine)
@@ -102,11 +149,19 @@ func main() {
 	// goroutines and buffers are gone after it, so the end is shown, not
 	// held to the in-run figures.
 	end := take(*duration, r.Completed.Reads+r.Completed.Writes)
-	fmt.Printf("\n%8s %11s %10s %10s %10s %10s %14s\n", "minute", "goroutines", "RSS KiB", "anon KiB", "file KiB", "heap KiB", "I/Os so far")
-	for _, s := range samples {
-		fmt.Printf("%8.0f %11d %10d %10d %10d %10d %14d\n", s.at.Minutes(), s.goroutines, s.rss, s.anon, s.file, s.heap, s.ios)
+	if *memprofile != "" {
+		if err := writeHeapProfile(*memprofile); err != nil {
+			fmt.Fprintln(os.Stderr, "soak:", err)
+		}
 	}
-	fmt.Printf("%8s %11d %10d %10d %10d %10d %14d\n", "end", end.goroutines, end.rss, end.anon, end.file, end.heap, end.ios)
+	fmt.Printf("\n%8s %10s %7s %8s %8s %8s %8s %9s %4s %14s\n", "at", "goroutines", "threads", "RSS KiB", "anon KiB", "file KiB", "heap KiB", "mallocs", "GCs", "I/Os so far")
+	row := func(at string, s sample) {
+		fmt.Printf("%8s %10d %7d %8d %8d %8d %8d %9d %4d %14d\n", at, s.goroutines, s.threads, s.rss, s.anon, s.file, s.heap, s.mallocs, s.gcs, s.ios)
+	}
+	for _, s := range samples {
+		row(s.at.String(), s)
+	}
+	row("end", end)
 	ok := true
 	check := func(cond bool, format string, args ...any) {
 		if !cond {
@@ -117,8 +172,10 @@ func main() {
 	if len(samples) > 1 {
 		first := samples[0]
 		for _, s := range samples[1:] {
-			check(s.goroutines == first.goroutines, "goroutines %d at minute %.0f, %d at minute 1", s.goroutines, s.at.Minutes(), first.goroutines)
-			check(s.rss <= first.rss+first.rss/20, "RSS %d KiB at minute %.0f, %d KiB at minute 1", s.rss, s.at.Minutes(), first.rss)
+			check(s.goroutines == first.goroutines, "goroutines %d at %s, %d at %s", s.goroutines, s.at, first.goroutines, first.at)
+			check(s.threads == first.threads, "threads %d at %s, %d at %s", s.threads, s.at, first.threads, first.at)
+			check(s.rss <= first.rss+first.rss/50, "RSS %d KiB at %s, %d KiB at %s (over 2 %% more)", s.rss, s.at, first.rss, first.at)
+			check(s.heap <= first.heap+64, "heap in use %d KiB at %s, %d KiB at %s", s.heap, s.at, first.heap, first.at)
 		}
 	}
 	check(r.Read.LatNS.Count == r.Read.IOs, "read histogram holds %d, %d reads counted", r.Read.LatNS.Count, r.Read.IOs)
@@ -130,4 +187,16 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Println("OK")
+}
+
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/iomatrix/iomatrix/iotest"
+)
+
+func TestThousands(t *testing.T) {
+	for _, tc := range []struct {
+		v    float64
+		dec  int
+		want string
+	}{
+		{0, 0, "0"}, {999, 0, "999"}, {1000, 0, "1,000"}, {999999.6, 0, "1,000,000"},
+		{1234567.891, 1, "1,234,567.9"}, {-1234.5, 2, "-1,234.50"}, {12, 3, "12.000"}, {-999, 0, "-999"},
+	} {
+		if got := thousands(tc.v, tc.dec); got != tc.want {
+			t.Errorf("thousands(%v, %d) = %q, want %q", tc.v, tc.dec, got, tc.want)
+		}
+	}
+}
+
+func TestAppendDurationMatchesString(t *testing.T) {
+	for _, d := range []time.Duration{0, time.Second, 59 * time.Second, time.Minute, 61 * time.Second,
+		10 * time.Minute, time.Hour, 3*time.Hour + 2*time.Minute + 1*time.Second, 1500 * time.Millisecond, 250 * time.Millisecond, -time.Second} {
+		if got := string(appendDuration(nil, d)); got != d.String() {
+			t.Errorf("appendDuration(%v) = %q", d, got)
+		}
+	}
+}
+
+// A run left on a terminal redraws its line every second for hours: the
+// redraw must not allocate, or the heap would creep (issue: soak RSS).
+func TestLiveLineRedrawAllocatesNothing(t *testing.T) {
+	var out bytes.Buffer
+	l := newLiveLine(&globalOptions{stderr: &out, stderrTTY: true})
+	p := iotest.Progress{Pattern: iotest.Pattern{Access: iotest.Random, BlockSize: 4096, ReadPct: 50, QueueDepth: 256, Jobs: 4},
+		Elapsed: 75 * time.Second, IOPS: 123456.7}
+	o := iotest.Options{Runtime: 10 * time.Minute, Ramp: 5 * time.Second}
+	l.pattern(p, o)
+	want := "\r\033[Krand-4k-r50-qd256-j4  1m15s / 10m0s  123,457 IOPS"
+	if out.String() != want {
+		t.Fatalf("line %q, want %q", out.String(), want)
+	}
+	l.g.stderr = io.Discard
+	if n := testing.AllocsPerRun(100, func() { l.pattern(p, o) }); n != 0 {
+		t.Errorf("%v allocations per redraw", n)
+	}
+	p.Ramping, p.Elapsed = true, 2*time.Second
+	out.Reset()
+	l.g.stderr = &out
+	l.pattern(p, o)
+	if want := "\r\033[Krand-4k-r50-qd256-j4  ramp 2s / 5s  123,457 IOPS"; out.String() != want {
+		t.Errorf("ramp line %q, want %q", out.String(), want)
+	}
+}
