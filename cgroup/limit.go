@@ -114,31 +114,45 @@ func (l Limit) v1Resources() *specs.LinuxResources {
 	}}
 }
 
+// devLines calls fn for every non-blank line of a cgroup file that starts
+// with a device number ("MAJ:MIN ..."), with the fields after it. v1's
+// summary lines ("Total N") are skipped; any other line that does not
+// start with a device number is an error naming what and the line.
+func devLines(r io.Reader, what string, fn func(dev sysfs.DevNum, rest []string) error) error {
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 || f[0] == "Total" {
+			continue
+		}
+		dev, err := sysfs.ParseDevNum(f[0])
+		if err == nil {
+			err = fn(dev, f[1:])
+		}
+		if err != nil {
+			return fmt.Errorf("%s line %d: %w", what, n, err)
+		}
+	}
+	return sc.Err()
+}
+
 // ParseIOMax parses io.max as the kernel writes it back: one line per
 // device, every key present, "max" for no limit
 // ("8:16 rbps=2097152 wbps=max riops=max wiops=120").
 func ParseIOMax(r io.Reader) (map[sysfs.DevNum]Limit, error) {
 	out := map[sysfs.DevNum]Limit{}
-	sc := bufio.NewScanner(r)
-	for n := 1; sc.Scan(); n++ {
-		f := strings.Fields(sc.Text())
-		if len(f) == 0 {
-			continue
-		}
-		dev, err := sysfs.ParseDevNum(f[0])
-		if err != nil {
-			return nil, fmt.Errorf("io.max line %d: %w", n, err)
-		}
+	err := devLines(r, "io.max", func(dev sysfs.DevNum, rest []string) error {
 		l := Limit{Device: dev}
-		for _, kv := range f[1:] {
+		for _, kv := range rest {
 			k, v, ok := strings.Cut(kv, "=")
 			if !ok {
-				return nil, fmt.Errorf("io.max line %d: %q is not key=value", n, kv)
+				return fmt.Errorf("%q is not key=value", kv)
 			}
 			var rate uint64
 			if v != "max" {
+				var err error
 				if rate, err = strconv.ParseUint(v, 10, 64); err != nil {
-					return nil, fmt.Errorf("io.max line %d: %s: %w", n, kv, err)
+					return fmt.Errorf("%s: %w", kv, err)
 				}
 			}
 			switch k {
@@ -153,34 +167,24 @@ func ParseIOMax(r io.Reader) (map[sysfs.DevNum]Limit, error) {
 			}
 		}
 		out[dev] = l
-	}
-	return out, sc.Err()
+		return nil
+	})
+	return out, err
 }
 
 // parseV1Throttle parses a blkio.throttle.*_device file ("254:0 3000"
 // per line) into rates by device.
 func parseV1Throttle(r io.Reader) (map[sysfs.DevNum]uint64, error) {
 	out := map[sysfs.DevNum]uint64{}
-	sc := bufio.NewScanner(r)
-	for n := 1; sc.Scan(); n++ {
-		f := strings.Fields(sc.Text())
-		if len(f) == 0 {
-			continue
+	err := devLines(r, "throttle", func(dev sysfs.DevNum, rest []string) error {
+		if len(rest) != 1 {
+			return fmt.Errorf("%q is not one rate", strings.Join(rest, " "))
 		}
-		if len(f) != 2 {
-			return nil, fmt.Errorf("line %d: %q", n, sc.Text())
-		}
-		dev, err := sysfs.ParseDevNum(f[0])
-		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", n, err)
-		}
-		rate, err := strconv.ParseUint(f[1], 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", n, err)
-		}
+		rate, err := strconv.ParseUint(rest[0], 10, 64)
 		out[dev] = rate
-	}
-	return out, sc.Err()
+		return err
+	})
+	return out, err
 }
 
 // Counters are a cgroup's completed I/Os on one device, as the kernel
@@ -192,18 +196,9 @@ type Counters struct {
 // parseIOStat parses v2 io.stat ("254:0 rbytes=1 wbytes=2 rios=3 wios=4 dbytes=0 dios=0").
 func parseIOStat(r io.Reader) (map[sysfs.DevNum]Counters, error) {
 	out := map[sysfs.DevNum]Counters{}
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) == 0 {
-			continue
-		}
-		dev, err := sysfs.ParseDevNum(f[0])
-		if err != nil {
-			return nil, fmt.Errorf("io.stat: %w", err)
-		}
+	err := devLines(r, "io.stat", func(dev sysfs.DevNum, rest []string) error {
 		var c Counters
-		for _, kv := range f[1:] {
+		for _, kv := range rest {
 			k, v, _ := strings.Cut(kv, "=")
 			n, err := strconv.ParseUint(v, 10, 64)
 			if err != nil {
@@ -221,38 +216,34 @@ func parseIOStat(r io.Reader) (map[sysfs.DevNum]Counters, error) {
 			}
 		}
 		out[dev] = c
-	}
-	return out, sc.Err()
+		return nil
+	})
+	return out, err
 }
 
 // parseV1Serviced parses blkio.throttle.io_serviced or io_service_bytes
 // ("254:0 Read 12" lines) into read and write counts by device.
 func parseV1Serviced(r io.Reader) (map[sysfs.DevNum][2]uint64, error) {
 	out := map[sysfs.DevNum][2]uint64{}
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) != 3 {
-			continue // "Total N" and blank lines
+	err := devLines(r, "serviced", func(dev sysfs.DevNum, rest []string) error {
+		if len(rest) != 2 {
+			return fmt.Errorf("%q is not an operation and a count", strings.Join(rest, " "))
 		}
-		dev, err := sysfs.ParseDevNum(f[0])
+		n, err := strconv.ParseUint(rest[1], 10, 64)
 		if err != nil {
-			return nil, err
-		}
-		n, err := strconv.ParseUint(f[2], 10, 64)
-		if err != nil {
-			return nil, err
+			return err
 		}
 		v := out[dev]
-		switch f[1] {
+		switch rest[0] {
 		case "Read":
 			v[0] = n
 		case "Write":
 			v[1] = n
 		}
 		out[dev] = v
-	}
-	return out, sc.Err()
+		return nil
+	})
+	return out, err
 }
 
 // sortedDevs lists map keys in device order, for stable output.

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -226,18 +228,7 @@ matrix:
 }
 
 func sortedCaseNames(m map[string]string) []string {
-	var names []string
-	for n := range m {
-		names = append(names, n)
-	}
-	for i := range names {
-		for j := i + 1; j < len(names); j++ {
-			if names[j] < names[i] {
-				names[i], names[j] = names[j], names[i]
-			}
-		}
-	}
-	return names
+	return slices.Sorted(maps.Keys(m))
 }
 
 func TestEstimate(t *testing.T) {

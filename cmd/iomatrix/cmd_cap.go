@@ -163,86 +163,48 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 			return usagef("--baseline %s lacks %d pattern(s) of the profile: %s", o.Baseline, len(missing), strings.Join(missing, ", "))
 		}
 	}
-	plan, err := o.plan(sp.target, sp.size, sp.profile.Patterns, false)
+	plan, cp, err := o.resolve(g, sp, false)
 	if err != nil {
 		return err
 	}
-	cp, err := o.capOptions.plan(g, sp.target)
-	if err != nil {
-		return err
-	}
-	engine, err := iotest.ResolveEngine(sp.opts.Engine, sp.opts.Notice)
-	if err != nil {
-		return err
-	}
-	sp.opts.Engine = engine
 	fmt.Fprintf(g.stderr, "iomatrix: cap verify %s on %s: %d patterns, results: %s\n", sp.profile.Name, sp.target, len(sp.todo), sp.out)
 	t, err := openTarget(ctx, plan, g)
 	if err != nil {
 		return err
 	}
 	defer t.Close()
-	writes := false
-	for _, p := range sp.todo {
-		writes = writes || p.Writes()
-	}
-	settings := iotest.Settings{Profile: sp.profile.Name, Engine: engine, RuntimeNS: int64(sp.opts.Runtime),
-		RampNS: int64(sp.opts.Ramp), SizeBytes: t.Size, Seed: sp.opts.Seed}
-	started := time.Now().UTC().Format(time.RFC3339)
-
 	if baseline == nil {
-		baseline = map[string]float64{}
-		bdoc := iotest.NewDocument(t.Info, settings, started)
 		bout := strings.TrimSuffix(sp.out, ".json") + "-baseline.json"
 		fmt.Fprintf(g.stderr, "iomatrix: measuring the uncapped baseline first (%s)\n", bout)
-		prog := newSweepProgress(g, len(sp.todo), 0, sp.opts)
-		for _, p := range sp.todo {
-			prog.start(p)
-			opts := sp.opts
-			opts.Progress = prog.live
-			res, err := iotest.Run(ctx, t, p, opts)
-			if ctx.Err() != nil {
-				prog.close()
-				return ctx.Err()
-			}
-			if err != nil {
-				prog.close()
-				return err
-			}
-			baseline[res.Name] = res.Total.IOPS
-			bdoc.Results = append(bdoc.Results, res)
-			prog.finished(res)
+		bdoc := sp.newDocument(t)
+		loop := cellLoop{g: g, r: localRunner{t}, opts: sp.opts, prog: newSweepProgress(g, len(sp.todo), 0, sp.opts), doc: bdoc}
+		if _, err := loop.run(ctx, sp.todo); err != nil {
+			return err
 		}
-		prog.close()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		bdoc.FinishedAt = time.Now().UTC().Format(time.RFC3339)
 		if err := iotest.WriteFileAtomic(bout, bdoc); err != nil {
 			return err
 		}
+		baseline = map[string]float64{}
+		for _, res := range bdoc.Results {
+			baseline[res.Name] = res.Total.IOPS
+		}
 	}
 
-	r, capInfo, err := o.runnerFor(g, cp, plan, t, writes)
+	r, capInfo, err := o.runnerFor(g, cp, plan, t, anyWrites(sp.todo))
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	doc := iotest.NewDocument(t.Info, settings, started)
+	doc := sp.newDocument(t)
 	doc.Cap = capInfo
 	limit := cgroup.Limit{ReadIOPS: capInfo.ReadIOPS, WriteIOPS: capInfo.WriteIOPS, ReadBPS: capInfo.ReadBPS, WriteBPS: capInfo.WriteBPS}
 	fmt.Fprintf(g.stderr, "iomatrix: measuring under %s\n", report.DescribeCap(capInfo))
-	prog := newSweepProgress(g, len(sp.todo), 0, sp.opts)
 	var failed []string
-	for _, p := range sp.todo {
-		prog.start(p)
-		opts := sp.opts
-		opts.Progress = prog.live
-		res, err := r.Run(ctx, p, opts)
-		if ctx.Err() != nil {
-			break
-		}
-		if err != nil && res.Name == "" {
-			prog.close()
-			return err
-		}
+	check := func(p iotest.Pattern, res *iotest.Result) {
 		u := baseline[res.Name]
 		split := splitFactor(capInfo.Device, p.BlockSize)
 		exp, binding := cgroup.Expected(limit, p.ReadPct, p.BlockSize, split, u)
@@ -252,7 +214,7 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 			dev = (res.Total.IOPS/exp - 1) * 100
 			chk.DeviationPct = math.Round(dev*10000) / 10000
 		}
-		chk.CountersOK = countersMatch(res, split)
+		chk.CountersOK = countersMatch(*res, split)
 		chk.OK = math.Abs(dev) <= tol && chk.CountersOK && res.Error == nil
 		res.CapCheck = chk
 		if !chk.OK {
@@ -262,19 +224,10 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 			}
 			failed = append(failed, why)
 		}
-		doc.Results = append(doc.Results, res)
-		if err := iotest.WriteFileAtomic(sp.out, doc); err != nil {
-			prog.close()
-			return err
-		}
-		prog.finished(res)
-		if err != nil {
-			prog.close()
-			return err
-		}
 	}
-	prog.close()
-	complete := ctx.Err() == nil
+	loop := cellLoop{g: g, r: r, opts: sp.opts, prog: newSweepProgress(g, len(sp.todo), 0, sp.opts), doc: doc, out: sp.out, check: check}
+	_, runErr := loop.run(ctx, sp.todo)
+	complete := runErr == nil && ctx.Err() == nil
 	if complete {
 		doc.FinishedAt = time.Now().UTC().Format(time.RFC3339)
 		if err := iotest.WriteFileAtomic(sp.out, doc); err != nil {
@@ -285,8 +238,11 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 	if err := report.WriteCapCheck(g.stdout, doc); err != nil {
 		return err
 	}
-	if !complete {
-		return ctx.Err()
+	if runErr != nil {
+		return runErr
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	if len(failed) > 0 {
 		fmt.Fprintf(g.stdout, "\nFAIL: %d of %d cells do not hold:\n  %s\n", len(failed), len(doc.Results), strings.Join(failed, "\n  "))

@@ -291,19 +291,11 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 	if o.Precondition < 0 {
 		return usagef("--precondition: %s must not be negative", o.Precondition)
 	}
-	plan, err := o.plan(sp.target, sp.size, sp.profile.Patterns, o.Precondition > 0)
+	plan, cp, err := o.resolve(g, sp, o.Precondition > 0)
 	if err != nil {
 		return err
 	}
-	cp, err := o.capOptions.plan(g, sp.target)
-	if err != nil {
-		return err
-	}
-	engine, err := iotest.ResolveEngine(sp.opts.Engine, sp.opts.Notice)
-	if err != nil {
-		return err
-	}
-	sp.opts.Engine = engine
+	engine := sp.opts.Engine
 
 	total := len(sp.profile.Patterns)
 	fmt.Fprintf(g.stderr, "iomatrix: sweep %s: %d of %d patterns to run, about %s at %s + %s ramp each\n",
@@ -316,11 +308,7 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 		return err
 	}
 	defer t.Close()
-	writes := false
-	for _, p := range sp.profile.Patterns {
-		writes = writes || p.Writes()
-	}
-	r, capInfo, err := o.runnerFor(g, cp, plan, t, writes)
+	r, capInfo, err := o.runnerFor(g, cp, plan, t, anyWrites(sp.profile.Patterns))
 	if err != nil {
 		return err
 	}
@@ -328,13 +316,7 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 
 	doc := sp.doc
 	if doc == nil {
-		doc = iotest.NewDocument(t.Info, iotest.Settings{
-			Profile: sp.profile.Name, Engine: engine, RuntimeNS: int64(sp.opts.Runtime), RampNS: int64(sp.opts.Ramp),
-			SizeBytes: t.Size, Seed: sp.opts.Seed,
-		}, time.Now().UTC().Format(time.RFC3339))
-		if sp.profile.Source != "built-in" {
-			doc.Settings.ProfileFile, _ = filepath.Abs(sp.profile.Source)
-		}
+		doc = sp.newDocument(t)
 	}
 	doc.FinishedAt = ""
 	if capInfo != nil {
@@ -355,39 +337,8 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 			return err
 		}
 	}
-	var runErr error
-	failedCells, keepGoing := 0, o.ContinueOnError
-	for _, p := range sp.todo {
-		prog.start(p)
-		o := sp.opts
-		o.Progress = prog.live
-		res, err := r.Run(ctx, p, o)
-		if ctx.Err() != nil {
-			break // the running pattern is discarded, never half-counted
-		}
-		if err != nil && res.Name == "" {
-			runErr = err
-			break
-		}
-		doc.Results = append(doc.Results, res)
-		if werr := iotest.WriteFileAtomic(sp.out, doc); werr != nil {
-			runErr = fmt.Errorf("save results (the previous version of %s is intact): %w", sp.out, werr)
-			break
-		}
-		prog.finished(res)
-		if err != nil {
-			if keepGoing {
-				// The cell is saved with its error; the sweep goes on and
-				// exits 1 at the end.
-				fmt.Fprintf(g.stderr, "iomatrix: %v (continuing)\n", err)
-				failedCells++
-				continue
-			}
-			runErr = err // an I/O error: stop with what is saved
-			break
-		}
-	}
-	prog.close()
+	loop := cellLoop{g: g, r: r, opts: sp.opts, prog: prog, doc: doc, out: sp.out, keepGoing: o.ContinueOnError}
+	failedCells, runErr := loop.run(ctx, sp.todo)
 
 	complete := runErr == nil && ctx.Err() == nil
 	if complete {

@@ -134,7 +134,7 @@ func main() {
 	next := *every
 	o := iotest.Options{Runtime: *duration, Ramp: 0, Seed: 1, Engine: *engine}
 	o.Progress = func(pr iotest.Progress) {
-		if pr.Elapsed+500*time.Millisecond >= next {
+		if pr.Elapsed+time.Second >= next { // the tick nearest the mark, at most a second early
 			samples = append(samples, take(next, pr.IOs))
 			next += *every
 		}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/iomatrix/iomatrix/iotest"
+)
+
+// cellLoop measures patterns one after another: the driver that sweep
+// and cap verify share. Every finished cell is appended to doc and, when
+// out is set, saved at once (atomically), so an interruption loses at
+// most the pattern that was running, never a finished one.
+type cellLoop struct {
+	g    *globalOptions
+	r    runner
+	opts iotest.Options
+	prog *sweepProgress
+	doc  *iotest.Document
+	out  string // "" saves nothing per cell
+	// keepGoing records a cell that failed with an I/O error and goes on
+	// (--continue-on-error); otherwise such a cell, saved with its error,
+	// ends the loop.
+	keepGoing bool
+	// check, when set, annotates a result before it is saved.
+	check func(p iotest.Pattern, res *iotest.Result)
+}
+
+// run measures todo and closes the progress display. It returns the
+// number of cells that failed and were passed over, and the error that
+// stopped the loop (an I/O error, a failed save, a lost worker); an
+// interruption stops it with nil: the caller looks at ctx, and the
+// pattern that was running is discarded, never half-counted.
+func (c *cellLoop) run(ctx context.Context, todo []iotest.Pattern) (failed int, err error) {
+	defer c.prog.close()
+	for _, p := range todo {
+		c.prog.start(p)
+		o := c.opts
+		o.Progress = c.prog.live
+		res, err := c.r.Run(ctx, p, o)
+		if ctx.Err() != nil {
+			return failed, nil
+		}
+		if err != nil && res.Name == "" {
+			return failed, err // nothing was measured
+		}
+		if c.check != nil {
+			c.check(p, &res)
+		}
+		c.doc.Results = append(c.doc.Results, res)
+		if c.out != "" {
+			if werr := iotest.WriteFileAtomic(c.out, c.doc); werr != nil {
+				return failed, fmt.Errorf("save results (the previous version of %s is intact): %w", c.out, werr)
+			}
+		}
+		c.prog.finished(res)
+		if err != nil {
+			if !c.keepGoing {
+				return failed, err // an I/O error: stop with what is saved
+			}
+			// The cell is saved with its error; the loop goes on.
+			fmt.Fprintf(c.g.stderr, "iomatrix: %v (continuing)\n", err)
+			failed++
+		}
+	}
+	return failed, nil
+}
+
+// resolve checks what a sweep or cap verify will do before any I/O: the
+// target's plan, the cap's and the engine, which it records in sp.opts.
+func (o *sweepOptions) resolve(g *globalOptions, sp *sweepPlan, precondition bool) (*iotest.Plan, *capPlan, error) {
+	plan, err := o.plan(sp.target, sp.size, sp.profile.Patterns, precondition)
+	if err != nil {
+		return nil, nil, err
+	}
+	cp, err := o.capOptions.plan(g, sp.target)
+	if err != nil {
+		return nil, nil, err
+	}
+	engine, err := iotest.ResolveEngine(sp.opts.Engine, sp.opts.Notice)
+	if err != nil {
+		return nil, nil, err
+	}
+	sp.opts.Engine = engine
+	return plan, cp, nil
+}
+
+// newDocument starts the results of sp measured on t.
+func (sp *sweepPlan) newDocument(t *iotest.Target) *iotest.Document {
+	doc := iotest.NewDocument(t.Info, iotest.Settings{
+		Profile: sp.profile.Name, Engine: sp.opts.Engine, RuntimeNS: int64(sp.opts.Runtime), RampNS: int64(sp.opts.Ramp),
+		SizeBytes: t.Size, Seed: sp.opts.Seed,
+	}, time.Now().UTC().Format(time.RFC3339))
+	if sp.profile.Source != "built-in" {
+		doc.Settings.ProfileFile, _ = filepath.Abs(sp.profile.Source)
+	}
+	return doc
+}
+
+// anyWrites tells whether a pattern of pats writes.
+func anyWrites(pats []iotest.Pattern) bool {
+	for _, p := range pats {
+		if p.Writes() {
+			return true
+		}
+	}
+	return false
+}
