@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # soak-cli.sh: run the real iomatrix binary for a long randrw pattern at
 # QD256 x 4 jobs on a terminal (its live line redraws every second) and
-# sample the process from outside every minute: threads, RSS, anonymous
+# sample the process from outside every minute (the run lasts 20 s
+# longer than the sampled minutes): threads, RSS, anonymous
 # and file-backed memory. The in-process soak (scripts/soak) also counts
 # goroutines and heap allocations; this one checks what users run.
 #
@@ -27,7 +28,7 @@ trap 'rm -rf "$out"' EXIT
 "$bin" run "$target" --size "$size" --rw randread --runtime 1s --ramp 0s >/dev/null
 # script(1) gives the run a terminal: the live progress line is drawn.
 script -qfec "$(printf '%q ' "$bin" run "$target" --rw randrw --rwmix 50 --bs 4k --qd 256 --jobs 4 \
-	--runtime "${minutes}m" --ramp 0s -o "$out/result.json")" /dev/null >"$out/tty.log" 2>&1 &
+	--runtime "$((minutes * 60 + 20))s" --ramp 0s -o "$out/result.json")" /dev/null >"$out/tty.log" 2>&1 &
 pid=
 for _ in $(seq 50); do
 	pid=$(pgrep -n -f -- "run $target --rw randrw" | head -1 || true)

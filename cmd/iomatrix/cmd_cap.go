@@ -59,7 +59,9 @@ throttles requests). Where the cap binds (model < 90 % of U) the measured
 IOPS must match the model within --tolerance; elsewhere it must match U.
 U comes from --baseline FILE.json or, by default, is measured just before
 the capped run, so a cap that throttles too hard is caught too. The
-cgroup's own I/O counters are checked against iomatrix's counts (0.5 %).
+cgroup's own I/O counters are checked against iomatrix's counts: within
+0.5 %, or up to 32 requests more on the kernel's side (it also counts the
+worker's page faults and a filesystem's metadata reads on that device).
 
 --cap creates a fresh cgroup with those limits; --cgroup PATH measures in an
 existing cgroup under the limits configured there. The baseline is saved
@@ -259,20 +261,28 @@ func (e errCheckFailed) Error() string { return e.msg }
 
 // countersMatch compares the kernel's counts for the cgroup with
 // iomatrix's own, both covering the whole pattern (ramp and drain); the
-// kernel counts requests, split I/Os being several.
+// kernel counts requests, split I/Os being several. They must agree
+// within 0.5 %, except that the kernel may count up to foreignRequests
+// more: it charges the cgroup for every request its tasks cause on the
+// device, and besides iomatrix's I/O the worker can fault in pages of its
+// own program and, for a file target, make the filesystem read metadata
+// (15 extra reads were once counted in a 4,542-request cell on a file).
 func countersMatch(r iotest.Result, split int) bool {
 	if r.CgroupIOs == nil {
 		return false
 	}
 	ok := func(ours, kernel uint64) bool {
-		if ours == kernel {
-			return true
-		}
-		return math.Abs(float64(ours)-float64(kernel)) <= 0.005*math.Max(float64(ours), float64(kernel))
+		o, k := float64(ours), float64(kernel)
+		slack := 0.005 * math.Max(o, k)
+		return k >= o-slack && k <= o+slack+foreignRequests
 	}
 	k := uint64(max(split, 1))
 	return ok(k*r.Completed.Reads, r.CgroupIOs.Reads) && ok(k*r.Completed.Writes, r.CgroupIOs.Writes)
 }
+
+// foreignRequests is how many requests on the device, beyond 0.5 %, the
+// kernel may count for the cgroup that are not iomatrix's I/O.
+const foreignRequests = 32
 
 func newCapShowCommand(g *globalOptions) *cobra.Command {
 	var device string

@@ -105,7 +105,7 @@ func runWorker(ctx context.Context, in io.Reader, out io.Writer) error {
 		case req.Pattern != nil:
 			o := iotest.Options{Runtime: req.Runtime, Ramp: req.Ramp, Seed: req.Seed, Engine: req.Engine}
 			o.Progress = func(p iotest.Progress) { send(workerReply{Progress: &p}) }
-			res, err := iotest.Run(ctx, t, *req.Pattern, o)
+			res, err := measure(ctx, t, *req.Pattern, o)
 			var ioErr *iotest.IOError
 			switch {
 			case ctx.Err() != nil:
@@ -133,7 +133,7 @@ type runner interface {
 type localRunner struct{ t *iotest.Target }
 
 func (l localRunner) Run(ctx context.Context, p iotest.Pattern, o iotest.Options) (iotest.Result, error) {
-	return iotest.Run(ctx, l.t, p, o)
+	return measure(ctx, l.t, p, o)
 }
 func (l localRunner) Close() error { return nil }
 
