@@ -90,6 +90,27 @@ func TestWriteErrorENOSPC(t *testing.T) {
 	if fails == 0 || reads != 4 {
 		t.Errorf("--continue-on-error: %d failed cells, %d read cells measured", fails, reads)
 	}
+
+	// The same error under a cap: it reaches the parent from the worker in
+	// the cgroup, and the cgroup is gone afterwards (runCounted; a cgroup
+	// that still holds a task cannot be removed, so the worker is gone too).
+	c := capController(t)
+	capped := filepath.Join(t.TempDir(), "capped.json")
+	r = runCounted(t, c, "sweep", dev, "--profile", "cdm", "--allow-destructive", "--runtime", "1s", "--ramp", "0s",
+		"--cap", "riops=1000000,wiops=1000000", "--out", capped)
+	if r.code != exitFailure || !strings.Contains(r.stderr, "no space left on device") {
+		t.Fatalf("capped: exit %d, want 1 with ENOSPC: %s", r.code, r.stderr)
+	}
+	doc, err = iotest.ReadDocumentFile(capped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc.Cap == nil || len(doc.Results) == 0 {
+		t.Fatalf("capped: cap %+v, %d results", doc.Cap, len(doc.Results))
+	}
+	if e := doc.Results[len(doc.Results)-1].Error; e == nil || e.Op != "write" || e.Errno != int(unix.ENOSPC) {
+		t.Errorf("capped: last result error %+v", e)
+	}
 }
 
 // The results directory turning read-only mid-sweep: the sweep stops with
