@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/internal/testenv"
 )
@@ -202,14 +204,7 @@ func TestRealCreateApplyDelete(t *testing.T) {
 		t.Log(notice)
 	}
 	l := Limit{Device: dev, ReadIOPS: 3000, WriteIOPS: 1000, WriteBPS: 64 << 20}
-	g, err := Create(ctrl, l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Delete()
-	if got, err := g.Limits(); err != nil || got != l {
-		t.Fatalf("kernel holds %+v (%v), planned %+v", got, err, l)
-	}
+	g := createChecked(t, ctrl, l)
 	// A real process in the group: dd with O_DIRECT, counted by the kernel.
 	f := filepath.Join(t.TempDir(), "dd.dat")
 	cmd := exec.Command("dd", "if=/dev/zero", "of="+f, "bs=4k", "count=200", "oflag=direct")
@@ -308,4 +303,44 @@ func TestCapModel(t *testing.T) {
 	if got, binding := Expected(Limit{WriteIOPS: 5}, 100, 4096, 1, 3000); got != 3000 || binding {
 		t.Errorf("write cap on reads: %v %v", got, binding)
 	}
+}
+
+// A partition, and a file on a filesystem on it, are capped through their
+// whole disk, with a notice; the kernel takes a rule on that disk.
+func TestRealPartitionResolvesToDisk(t *testing.T) {
+	ctrl := realController(t)
+	dir := t.TempDir()
+	disk, part, _ := testenv.LoopPartition(t, dir, 64<<20, 2048, 40960)
+	sys := sysfs.Default()
+	var st unix.Stat_t
+	if err := unix.Stat(disk, &st); err != nil {
+		t.Fatal(err)
+	}
+	diskDev := sysfs.DevNumFromDev(st.Rdev)
+
+	dev, notice, err := ResolveDevice(sys, part)
+	if err != nil || dev != diskDev || !strings.Contains(notice, "partition") || !strings.Contains(notice, filepath.Base(disk)) {
+		t.Fatalf("ResolveDevice(%s) = %s, %q, %v; want %s with a notice", part, dev, notice, err, diskDev)
+	}
+	file := filepath.Join(testenv.MountExt4(t, part), "f.dat")
+	os.WriteFile(file, []byte("x"), 0o644)
+	if dev, notice, err := ResolveDevice(sys, file); err != nil || dev != diskDev || notice == "" {
+		t.Errorf("ResolveDevice(file on %s) = %s, %q, %v; want %s with a notice", part, dev, notice, err, diskDev)
+	}
+	createChecked(t, ctrl, Limit{Device: dev, ReadIOPS: 500})
+}
+
+// createChecked creates a group under l, deleted when the test ends, and
+// checks that the kernel holds exactly l.
+func createChecked(t *testing.T, ctrl Controller, l Limit) *Group {
+	t.Helper()
+	g, err := Create(ctrl, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Delete() })
+	if got, err := g.Limits(); err != nil || got != l {
+		t.Fatalf("kernel holds %+v (%v), planned %+v", got, err, l)
+	}
+	return g
 }

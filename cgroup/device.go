@@ -37,7 +37,11 @@ func ResolveDevice(sys sysfs.FS, path string) (dev sysfs.DevNum, notice string, 
 		return dev, "", fmt.Errorf("%s: %w: it is on %s (device %s), which has no block device of its own", path, ErrNoBlockDevice, kind, dev)
 	}
 	if bd.Partition {
-		return bd.Disk, fmt.Sprintf("%s is on partition %s: capping its disk %s (%s), since the kernel throttles whole disks", path, bd.Name, bd.DiskName, bd.Disk), nil
+		where := "is on partition " + bd.Name
+		if st.Mode&unix.S_IFMT == unix.S_IFBLK {
+			where = "is a partition"
+		}
+		return bd.Disk, fmt.Sprintf("%s %s: capping its disk %s (%s), since the kernel throttles whole disks", path, where, bd.DiskName, bd.Disk), nil
 	}
 	return bd.Dev, "", nil
 }

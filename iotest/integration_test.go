@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -337,15 +336,7 @@ func TestBlockDeviceGuards(t *testing.T) {
 	if p, err := PlanTarget(dev, TargetOptions{}); err != nil || p.Action != ActionDevice || p.Size != 32<<20 {
 		t.Errorf("read plan: %v %+v", err, p)
 	}
-	mkfs := testenv.Command(t, "mkfs.ext4")
-	if out, err := exec.Command(mkfs, "-q", "-F", dev).CombinedOutput(); err != nil {
-		t.Fatalf("mkfs: %v %s", err, out)
-	}
-	mnt := t.TempDir()
-	if err := unix.Mount(dev, mnt, "ext4", 0, ""); err != nil {
-		t.Fatalf("mount: %v", err)
-	}
-	defer unix.Unmount(mnt, 0)
+	mnt := testenv.MountExt4(t, dev)
 	_, err := PlanTarget(dev, TargetOptions{Writes: true, AllowDestructive: true})
 	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "mounted at "+mnt) {
 		t.Errorf("write to a mounted device: %v", err)
@@ -444,15 +435,7 @@ func TestPreconditionWritesEveryBlock(t *testing.T) {
 // trust.
 func TestLayoutENOSPCLeavesNothing(t *testing.T) {
 	dev, _ := loopDevice(t, 48<<20)
-	mkfs := testenv.Command(t, "mkfs.ext4")
-	if out, err := exec.Command(mkfs, "-q", "-F", "-m", "0", dev).CombinedOutput(); err != nil {
-		t.Fatalf("mkfs: %v %s", err, out)
-	}
-	mnt := t.TempDir()
-	if err := unix.Mount(dev, mnt, "ext4", 0, ""); err != nil {
-		t.Fatalf("mount: %v", err)
-	}
-	defer unix.Unmount(mnt, unix.MNT_DETACH)
+	mnt := testenv.MountExt4(t, dev, "-m", "0")
 	target := filepath.Join(mnt, "t.dat")
 	p, err := PlanTarget(target, TargetOptions{Size: 24 << 20})
 	if err != nil {

@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/iomatrix/iomatrix/internal/testenv"
 )
@@ -42,15 +39,10 @@ func TestDestructiveWriteGuard(t *testing.T) {
 	}
 	// A loop device with a filesystem, mounted.
 	mounted, mountedImg := testenv.LoopDevice(t, dir, 32<<20)
-	if out, err := exec.Command(testenv.Command(t, "mkfs.ext4"), "-q", "-F", mounted).CombinedOutput(); err != nil {
-		t.Fatalf("mkfs: %v %s", err, out)
-	}
-	mnt := filepath.Join(dir, "mnt")
-	os.Mkdir(mnt, 0o755)
-	if err := unix.Mount(mounted, mnt, "ext4", 0, ""); err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Unmount(mnt, unix.MNT_DETACH)
+	mnt := testenv.MountExt4(t, mounted)
+	// A loop device whose partition holds a mounted filesystem.
+	disk, part, diskImg := testenv.LoopPartition(t, t.TempDir(), 48<<20, 2048, 40960)
+	partMnt := testenv.MountExt4(t, part)
 	// A free loop device, and a symlink to it.
 	free, freeImg := testenv.LoopDevice(t, t.TempDir(), 16<<20)
 	os.WriteFile(freeImg, bytes.Repeat([]byte{0xAB}, 16<<20), 0o644)
@@ -74,6 +66,10 @@ func TestDestructiveWriteGuard(t *testing.T) {
 		{"mounted device, write", mounted, []string{"--rw", "randwrite"}, 2, "--allow-destructive", mountedImg},
 		{"mounted device, write, allowed", mounted, []string{"--rw", "randwrite", "--allow-destructive"}, 2, "mounted at " + mnt, mountedImg},
 		{"mounted device, read", mounted, []string{"--rw", "randread"}, 0, "", mountedImg},
+		{"disk of a mounted partition, write", disk, []string{"--rw", "randwrite"}, 2, "--allow-destructive", diskImg},
+		{"disk of a mounted partition, write, allowed", disk, []string{"--rw", "randwrite", "--allow-destructive"}, 2, "mounted at " + partMnt, diskImg},
+		{"mounted partition, write, allowed", part, []string{"--rw", "randwrite", "--allow-destructive"}, 2, "mounted at " + partMnt, diskImg},
+		{"disk of a mounted partition, read", disk, []string{"--rw", "randread"}, 0, "", diskImg},
 		{"free device, write", free, []string{"--rw", "randwrite"}, 2, "--allow-destructive", freeImg},
 		{"symlink to device, write", link, []string{"--rw", "randwrite"}, 2, "--allow-destructive", freeImg},
 		{"symlink to device, read", link, []string{"--rw", "randread"}, 0, "", freeImg},

@@ -7,8 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // CI reports whether skips must become failures.
@@ -59,4 +63,55 @@ func LoopDevice(t testing.TB, dir string, size int64) (dev, backing string) {
 	dev = strings.TrimSpace(string(out))
 	t.Cleanup(func() { exec.Command(losetup, "-d", dev).Run() })
 	return dev, backing
+}
+
+// LoopPartition attaches a zero-filled file of size bytes, created in dir,
+// as a direct-I/O loop device that accepts partitions, and adds partition
+// 1 over sectors [start, start+sectors) with BLKPG (util-linux addpart):
+// no partition table is written or parsed, so this works on kernels built
+// without partition-table support. Both are gone when the test ends.
+func LoopPartition(t testing.TB, dir string, size, start, sectors int64) (disk, part, backing string) {
+	t.Helper()
+	Root(t)
+	losetup, addpart := Command(t, "losetup"), Command(t, "addpart")
+	backing = filepath.Join(dir, "disk.img")
+	if err := os.WriteFile(backing, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(backing, size); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(losetup, "-f", "--show", "--direct-io=on", "--partscan", backing).CombinedOutput()
+	Require(t, err == nil, "losetup failed: "+strings.TrimSpace(string(out)))
+	disk = strings.TrimSpace(string(out))
+	t.Cleanup(func() { exec.Command(losetup, "-d", disk).Run() })
+	out, err = exec.Command(addpart, disk, "1", strconv.FormatInt(start, 10), strconv.FormatInt(sectors, 10)).CombinedOutput()
+	Require(t, err == nil, "addpart failed: "+strings.TrimSpace(string(out)))
+	part = disk + "p1"
+	// udev may create the node a moment after the ioctl returns.
+	for i := 0; i < 50; i++ {
+		if _, err := os.Stat(part); err == nil {
+			return disk, part, backing
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	Require(t, false, "no "+part+" after addpart")
+	return
+}
+
+// MountExt4 makes an ext4 filesystem on dev (extra mkfs.ext4 options
+// first) and mounts it on a fresh temp dir, unmounted when the test ends.
+func MountExt4(t testing.TB, dev string, mkfsArgs ...string) (mnt string) {
+	t.Helper()
+	Root(t)
+	mkfs := Command(t, "mkfs.ext4")
+	if out, err := exec.Command(mkfs, append(append([]string{"-q", "-F"}, mkfsArgs...), dev)...).CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.ext4 %s: %v %s", dev, err, out)
+	}
+	mnt = t.TempDir()
+	if err := unix.Mount(dev, mnt, "ext4", 0, ""); err != nil {
+		t.Fatalf("mount %s: %v", dev, err)
+	}
+	t.Cleanup(func() { unix.Unmount(mnt, unix.MNT_DETACH) })
+	return mnt
 }
