@@ -127,7 +127,9 @@ func TestCapVerifyFails(t *testing.T) {
 	// At 90 % reads the model is 555.6 IOPS: no whole number of I/Os in a
 	// second meets it exactly.
 	os.WriteFile(profile, []byte("name: three\npatterns:\n  - {block_size: 4k, read_pct: 100, queue_depth: 4}\n  - {block_size: 4k, read_pct: 90, queue_depth: 4}\n  - {block_size: 4k, read_pct: 0, queue_depth: 4}\n"), 0o644)
-	base := []string{"cap", "verify", target, "--profile", profile, "--size", "64MiB", "--runtime", "1s", "--ramp", "200ms"}
+	// 3 s windows after a 1 s ramp: over 1 s, blk-throttle's 100 ms slices
+	// and a busy CI machine moved a cell by 7 % once.
+	base := []string{"cap", "verify", target, "--profile", profile, "--size", "64MiB", "--runtime", "3s", "--ramp", "1s"}
 	out := filepath.Join(dir, "ok.json")
 	r := runCounted(t, c, append(base, "--cap", "riops=500,wiops=500", "--out", out)...)
 	if r.code != 0 {
@@ -314,7 +316,7 @@ func TestJoinExistingCgroupAndShow(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(foreign, "blkio.throttle.read_iops_device"), []byte(dev+" 2000"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := runIomatrix(t, iomatrixCmd(t, "run", target, "--cgroup", foreign, "--rw", "randread", "--qd", "8", "--runtime", "1s", "--ramp", "200ms", "--format", "json"))
+	r := runIomatrix(t, iomatrixCmd(t, "run", target, "--cgroup", foreign, "--rw", "randread", "--qd", "8", "--runtime", "2s", "--ramp", "500ms", "--format", "json"))
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
