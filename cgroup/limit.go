@@ -136,6 +136,28 @@ func devLines(r io.Reader, what string, fn func(dev sysfs.DevNum, rest []string)
 	return sc.Err()
 }
 
+// keyValues parses the "key=value" fields of a v2 line into the fields
+// named in dst; "max" reads as 0 (no limit). Keys not in dst (ones a
+// newer kernel adds, such as io.stat's dbytes) are skipped.
+func keyValues(fields []string, dst map[string]*uint64) error {
+	for _, kv := range fields {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return fmt.Errorf("%q is not key=value", kv)
+		}
+		p, known := dst[k]
+		if !known || v == "max" {
+			continue
+		}
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%s: %w", kv, err)
+		}
+		*p = n
+	}
+	return nil
+}
+
 // ParseIOMax parses io.max as the kernel writes it back: one line per
 // device, every key present, "max" for no limit
 // ("8:16 rbps=2097152 wbps=max riops=max wiops=120").
@@ -143,28 +165,10 @@ func ParseIOMax(r io.Reader) (map[sysfs.DevNum]Limit, error) {
 	out := map[sysfs.DevNum]Limit{}
 	err := devLines(r, "io.max", func(dev sysfs.DevNum, rest []string) error {
 		l := Limit{Device: dev}
-		for _, kv := range rest {
-			k, v, ok := strings.Cut(kv, "=")
-			if !ok {
-				return fmt.Errorf("%q is not key=value", kv)
-			}
-			var rate uint64
-			if v != "max" {
-				var err error
-				if rate, err = strconv.ParseUint(v, 10, 64); err != nil {
-					return fmt.Errorf("%s: %w", kv, err)
-				}
-			}
-			switch k {
-			case "riops":
-				l.ReadIOPS = rate
-			case "wiops":
-				l.WriteIOPS = rate
-			case "rbps":
-				l.ReadBPS = rate
-			case "wbps":
-				l.WriteBPS = rate
-			}
+		if err := keyValues(rest, map[string]*uint64{
+			"riops": &l.ReadIOPS, "wiops": &l.WriteIOPS, "rbps": &l.ReadBPS, "wbps": &l.WriteBPS,
+		}); err != nil {
+			return err
 		}
 		out[dev] = l
 		return nil
@@ -198,22 +202,10 @@ func parseIOStat(r io.Reader) (map[sysfs.DevNum]Counters, error) {
 	out := map[sysfs.DevNum]Counters{}
 	err := devLines(r, "io.stat", func(dev sysfs.DevNum, rest []string) error {
 		var c Counters
-		for _, kv := range rest {
-			k, v, _ := strings.Cut(kv, "=")
-			n, err := strconv.ParseUint(v, 10, 64)
-			if err != nil {
-				continue // keys this version does not know
-			}
-			switch k {
-			case "rios":
-				c.ReadIOs = n
-			case "wios":
-				c.WriteIOs = n
-			case "rbytes":
-				c.ReadBytes = n
-			case "wbytes":
-				c.WriteBytes = n
-			}
+		if err := keyValues(rest, map[string]*uint64{
+			"rios": &c.ReadIOs, "wios": &c.WriteIOs, "rbytes": &c.ReadBytes, "wbytes": &c.WriteBytes,
+		}); err != nil {
+			return err
 		}
 		out[dev] = c
 		return nil
