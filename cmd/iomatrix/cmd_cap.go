@@ -73,16 +73,7 @@ Exit status 0 when every cell holds, 1 when any fails (listed).
 		Example: `  iomatrix cap verify /tmp/iomatrix.dat --cap riops=3000,wiops=3000 --runtime 10s
   iomatrix cap verify /mnt/vol/x.dat --cgroup /sys/fs/cgroup/blkio/docker/ID`,
 		Args: maxArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			f := cmd.Flags()
-			o.changed(f)
-			o.profileSet, o.outSet = f.Changed("profile"), f.Changed("out")
-			target := ""
-			if len(args) == 1 {
-				target = args[0]
-			}
-			return runVerify(cmd.Context(), o, g, target)
-		},
+		RunE: o.runE(func(ctx context.Context, target string) error { return runVerify(ctx, o, g, target) }),
 	}
 	o.sweepOptions.AddFlags(cmd.Flags())
 	cmd.Flags().Lookup("profile").DefValue = "quick"

@@ -34,6 +34,21 @@ type sweepOptions struct {
 	profileSet, outSet bool
 }
 
+// runE records which flags were given and calls run with the optional
+// TARGET argument: the start of sweep and cap verify.
+func (o *sweepOptions) runE(run func(ctx context.Context, target string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		f := cmd.Flags()
+		o.changed(f)
+		o.profileSet, o.outSet = f.Changed("profile"), f.Changed("out")
+		target := ""
+		if len(args) == 1 {
+			target = args[0]
+		}
+		return run(cmd.Context(), target)
+	}
+}
+
 func (o *sweepOptions) AddFlags(f *pflag.FlagSet) {
 	o.measureOptions.AddFlags(f)
 	f.StringVarP(&o.Profile, "profile", "p", profiles.DefaultName, "built-in profile name or YAML file (see `iomatrix profiles`)")
@@ -73,16 +88,7 @@ one plain line per finished pattern.
   iomatrix sweep /mnt/vol/iomatrix.dat --profile quick --runtime 10s
   iomatrix sweep --resume iomatrix-full-20261129-230000.json`,
 		Args: maxArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			f := cmd.Flags()
-			o.changed(f)
-			o.profileSet, o.outSet = f.Changed("profile"), f.Changed("out")
-			target := ""
-			if len(args) == 1 {
-				target = args[0]
-			}
-			return runSweep(cmd.Context(), o, g, target)
-		},
+		RunE: o.runE(func(ctx context.Context, target string) error { return runSweep(ctx, o, g, target) }),
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd
