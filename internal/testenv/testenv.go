@@ -49,20 +49,8 @@ func Command(t testing.TB, name string) string {
 // losetup.
 func LoopDevice(t testing.TB, dir string, size int64) (dev, backing string) {
 	t.Helper()
-	Root(t)
-	losetup := Command(t, "losetup")
 	backing = filepath.Join(dir, "loop.img")
-	if err := os.WriteFile(backing, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(backing, size); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(losetup, "-f", "--show", "--direct-io=on", backing).CombinedOutput()
-	Require(t, err == nil, "losetup failed: "+strings.TrimSpace(string(out)))
-	dev = strings.TrimSpace(string(out))
-	t.Cleanup(func() { exec.Command(losetup, "-d", dev).Run() })
-	return dev, backing
+	return attachLoop(t, backing, size), backing
 }
 
 // LoopPartition attaches a zero-filled file of size bytes, created in dir,
@@ -72,20 +60,9 @@ func LoopDevice(t testing.TB, dir string, size int64) (dev, backing string) {
 // without partition-table support. Both are gone when the test ends.
 func LoopPartition(t testing.TB, dir string, size, start, sectors int64) (disk, part, backing string) {
 	t.Helper()
-	Root(t)
-	losetup, addpart := Command(t, "losetup"), Command(t, "addpart")
 	backing = filepath.Join(dir, "disk.img")
-	if err := os.WriteFile(backing, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(backing, size); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(losetup, "-f", "--show", "--direct-io=on", "--partscan", backing).CombinedOutput()
-	Require(t, err == nil, "losetup failed: "+strings.TrimSpace(string(out)))
-	disk = strings.TrimSpace(string(out))
-	t.Cleanup(func() { exec.Command(losetup, "-d", disk).Run() })
-	out, err = exec.Command(addpart, disk, "1", strconv.FormatInt(start, 10), strconv.FormatInt(sectors, 10)).CombinedOutput()
+	disk = attachLoop(t, backing, size, "--partscan")
+	out, err := exec.Command(Command(t, "addpart"), disk, "1", strconv.FormatInt(start, 10), strconv.FormatInt(sectors, 10)).CombinedOutput()
 	Require(t, err == nil, "addpart failed: "+strings.TrimSpace(string(out)))
 	part = disk + "p1"
 	// udev may create the node a moment after the ioctl returns.
@@ -97,6 +74,26 @@ func LoopPartition(t testing.TB, dir string, size, start, sectors int64) (disk, 
 	}
 	Require(t, false, "no "+part+" after addpart")
 	return
+}
+
+// attachLoop creates backing as a zero-filled file of size bytes and
+// attaches it as a direct-I/O loop device (with extra losetup options),
+// detached when the test ends.
+func attachLoop(t testing.TB, backing string, size int64, extra ...string) (dev string) {
+	t.Helper()
+	Root(t)
+	losetup := Command(t, "losetup")
+	if err := os.WriteFile(backing, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(backing, size); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(losetup, append([]string{"-f", "--show", "--direct-io=on"}, append(extra, backing)...)...).CombinedOutput()
+	Require(t, err == nil, "losetup failed: "+strings.TrimSpace(string(out)))
+	dev = strings.TrimSpace(string(out))
+	t.Cleanup(func() { exec.Command(losetup, "-d", dev).Run() })
+	return dev
 }
 
 // MountExt4 makes an ext4 filesystem on dev (extra mkfs.ext4 options
