@@ -25,7 +25,7 @@ type cellLoop struct {
 	// ends the loop.
 	keepGoing bool
 	// check, when set, annotates a result before it is saved.
-	check func(p iotest.Pattern, res *iotest.Result)
+	check func(res *iotest.Result)
 }
 
 // run measures todo and closes the progress display. It returns the
@@ -47,7 +47,7 @@ func (c *cellLoop) run(ctx context.Context, todo []iotest.Pattern) (failed int, 
 			return failed, err // nothing was measured
 		}
 		if c.check != nil {
-			c.check(p, &res)
+			c.check(&res)
 		}
 		c.doc.Results = append(c.doc.Results, res)
 		if c.out != "" {

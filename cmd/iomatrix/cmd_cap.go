@@ -196,9 +196,8 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 	doc.Cap = capInfo
 	limit := cgroup.Limit{ReadIOPS: capInfo.ReadIOPS, WriteIOPS: capInfo.WriteIOPS, ReadBPS: capInfo.ReadBPS, WriteBPS: capInfo.WriteBPS}
 	fmt.Fprintf(g.stderr, "iomatrix: measuring under %s\n", report.DescribeCap(capInfo))
-	var failed []string
-	check := func(p iotest.Pattern, res *iotest.Result) {
-		u := baseline[res.Name]
+	check := func(res *iotest.Result) {
+		p, u := res.Pattern, baseline[res.Name]
 		split := splitFactor(capInfo.Device, p.BlockSize)
 		exp, binding := cgroup.Expected(limit, p.ReadPct, p.BlockSize, split, u)
 		chk := &iotest.CapCheck{ExpectedIOPS: math.Round(exp*100) / 100, Binding: binding, UncappedIOPS: u}
@@ -210,13 +209,6 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 		chk.CountersOK = countersMatch(*res, split)
 		chk.OK = math.Abs(dev) <= tol && chk.CountersOK && res.Error == nil
 		res.CapCheck = chk
-		if !chk.OK {
-			why := fmt.Sprintf("%s: measured %.0f, expected %.0f (%+.1f %%)", res.Name, res.Total.IOPS, exp, chk.DeviationPct)
-			if !chk.CountersOK {
-				why += fmt.Sprintf(", kernel counted %+v, iomatrix %+v", res.CgroupIOs, res.Completed)
-			}
-			failed = append(failed, why)
-		}
 	}
 	loop := cellLoop{g: g, r: r, opts: sp.opts, prog: newSweepProgress(g, len(sp.todo), 0, sp.opts), doc: doc, out: sp.out, check: check}
 	_, runErr := loop.run(ctx, sp.todo)
@@ -236,6 +228,16 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	var failed []string
+	for _, res := range doc.Results {
+		if chk := res.CapCheck; !chk.OK {
+			why := fmt.Sprintf("%s: measured %.0f, expected %.0f (%+.1f %%)", res.Name, res.Total.IOPS, chk.ExpectedIOPS, chk.DeviationPct)
+			if !chk.CountersOK {
+				why += fmt.Sprintf(", kernel counted %+v, iomatrix %+v", res.CgroupIOs, res.Completed)
+			}
+			failed = append(failed, why)
+		}
 	}
 	if len(failed) > 0 {
 		fmt.Fprintf(g.stdout, "\nFAIL: %d of %d cells do not hold:\n  %s\n", len(failed), len(doc.Results), strings.Join(failed, "\n  "))
