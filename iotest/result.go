@@ -112,7 +112,7 @@ type Result struct {
 	Error     *IOError   `json:"error,omitempty"`
 }
 
-// CapCheck is cap verify's verdict on one result.
+// CapCheck is cap verify's verdict on one result (see cgroup.Judge).
 type CapCheck struct {
 	ExpectedIOPS float64 `json:"expected_iops"`
 	DeviationPct float64 `json:"deviation_pct"`
@@ -121,9 +121,22 @@ type CapCheck struct {
 	// uncapped IOPS; elsewhere the expectation is the uncapped figure.
 	Binding      bool    `json:"binding"`
 	UncappedIOPS float64 `json:"uncapped_iops"`
-	// CountersOK: the cgroup's kernel counters match iomatrix's counts
-	// within 0.5 %.
+	TolerancePct float64 `json:"tolerance_pct"`
+	// RateOK: the measured IOPS meet the expectation.
+	RateOK bool `json:"rate_ok"`
+	// CountersOK: the cgroup's kernel counters (CgroupIOs) equal
+	// ExpectedRequests within 0.5 %, direction by direction.
 	CountersOK bool `json:"counters_ok"`
+	// RequestsPerIO is how many block-layer requests one I/O makes;
+	// ExpectedRequests is Completed times that. ForeignRequests were
+	// charged to the cgroup beyond iomatrix's, MissingRequests issued by
+	// iomatrix and not counted by the kernel.
+	RequestsPerIO    int       `json:"requests_per_io"`
+	ExpectedRequests Completed `json:"expected_requests"`
+	ForeignRequests  Completed `json:"foreign_requests"`
+	MissingRequests  Completed `json:"missing_requests"`
+	// Reasons say why a cell does not hold; empty when it does.
+	Reasons []string `json:"reasons,omitempty"`
 }
 
 // DirStats are the statistics of one direction.

@@ -1,21 +1,207 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/iomatrix/iomatrix/iotest"
 )
 
-// WriteCapCheck renders cap verify's matrices: each cell "measured /
-// expected (deviation) verdict".
-func WriteCapCheck(w io.Writer, doc *iotest.Document) error {
-	m := BuildMetric(doc.Results, IOPS)
-	for i, t := range m.Tables {
-		if i > 0 {
-			fmt.Fprintln(w)
+// CapVerdict is cap verify's answer as one document: what `cap verify
+// --format json` prints and a CI job reads. Its field names are a contract
+// (README, "cap verify --format json"): add fields, never rename.
+type CapVerdict struct {
+	// Verdict is "ok" (every cell holds), "fail" (a cell does not) or
+	// "incomplete" (interrupted or stopped by an I/O error before every
+	// pattern was measured; the cells measured so far are listed).
+	Verdict      string            `json:"verdict"`
+	Summary      string            `json:"summary"`
+	ResultsFile  string            `json:"results_file"`
+	BaselineFile string            `json:"baseline_file"`
+	Tool         iotest.Tool       `json:"tool"`
+	Host         iotest.Host       `json:"host"`
+	Target       iotest.TargetInfo `json:"target"`
+	Settings     VerdictSettings   `json:"settings"`
+	Cap          *iotest.Cap       `json:"cap"`
+	Cells        []VerdictCell     `json:"cells"`
+	Passed       int               `json:"passed"`
+	Failed       int               `json:"failed"`
+}
+
+// VerdictSettings are the run's settings and the verdict's rules.
+type VerdictSettings struct {
+	iotest.Settings
+	TolerancePct        float64 `json:"tolerance_pct"`
+	CounterTolerancePct float64 `json:"counter_tolerance_pct"`
+	// Window says how each capped cell was measured.
+	Window string `json:"window"`
+}
+
+// VerdictCell is one pattern's verdict.
+type VerdictCell struct {
+	Name         string         `json:"name"`
+	Pattern      iotest.Pattern `json:"pattern"`
+	OK           bool           `json:"ok"`
+	MeasuredIOPS float64        `json:"measured_iops"`
+	ExpectedIOPS float64        `json:"expected_iops"`
+	UncappedIOPS float64        `json:"uncapped_iops"`
+	DeviationPct float64        `json:"deviation_pct"`
+	Binding      bool           `json:"binding"`
+	RateOK       bool           `json:"rate_ok"`
+	// IOs are the I/Os iomatrix completed over the whole pattern (ramp and
+	// drain included); RequestsPerIO turns them into ExpectedRequests,
+	// which the kernel's count for the cgroup (KernelRequests) must equal.
+	IOs              iotest.Completed  `json:"iomatrix_ios"`
+	RequestsPerIO    int               `json:"requests_per_io"`
+	ExpectedRequests iotest.Completed  `json:"expected_requests"`
+	KernelRequests   *iotest.Completed `json:"kernel_requests"`
+	ForeignRequests  iotest.Completed  `json:"foreign_requests"`
+	MissingRequests  iotest.Completed  `json:"missing_requests"`
+	CountersOK       bool              `json:"counters_ok"`
+	Error            *iotest.IOError   `json:"error,omitempty"`
+	Reasons          []string          `json:"reasons,omitempty"`
+}
+
+// VerdictRun is what a verdict needs besides the results: where they are,
+// the rules they were judged by, and whether every pattern was measured.
+type VerdictRun struct {
+	ResultsFile, BaselineFile         string
+	TolerancePct, CounterTolerancePct float64
+	Window                            string // how each capped cell was measured
+	Complete                          bool
+}
+
+// BuildCapVerdict gathers the checked results of doc into a verdict.
+func BuildCapVerdict(doc *iotest.Document, run VerdictRun) *CapVerdict {
+	v := &CapVerdict{
+		ResultsFile: run.ResultsFile, BaselineFile: run.BaselineFile,
+		Tool: doc.Tool, Host: doc.Host, Target: doc.Target, Cap: doc.Cap,
+		Settings: VerdictSettings{Settings: doc.Settings, TolerancePct: run.TolerancePct,
+			CounterTolerancePct: run.CounterTolerancePct, Window: run.Window},
+		Cells: []VerdictCell{},
+	}
+	complete := run.Complete
+	for _, r := range doc.Results {
+		k := r.CapCheck
+		if k == nil {
+			continue
 		}
-		fmt.Fprintf(w, "%s: measured / expected (deviation)\n", t.Title)
+		v.Cells = append(v.Cells, VerdictCell{
+			Name: r.Name, Pattern: r.Pattern, OK: k.OK, MeasuredIOPS: r.Total.IOPS,
+			ExpectedIOPS: k.ExpectedIOPS, UncappedIOPS: k.UncappedIOPS, DeviationPct: k.DeviationPct,
+			Binding: k.Binding, RateOK: k.RateOK, IOs: r.Completed, RequestsPerIO: k.RequestsPerIO,
+			ExpectedRequests: k.ExpectedRequests, KernelRequests: r.CgroupIOs,
+			ForeignRequests: k.ForeignRequests, MissingRequests: k.MissingRequests,
+			CountersOK: k.CountersOK, Error: r.Error, Reasons: k.Reasons,
+		})
+		if k.OK {
+			v.Passed++
+		} else {
+			v.Failed++
+		}
+	}
+	n := len(v.Cells)
+	switch {
+	case v.Failed > 0:
+		v.Verdict = "fail"
+		v.Summary = fmt.Sprintf("the cap does not hold in %d of %d cells", v.Failed, n)
+		if !complete {
+			v.Summary += " measured before the run stopped"
+		}
+	case !complete:
+		v.Verdict = "incomplete"
+		v.Summary = fmt.Sprintf("interrupted: the cap holds in the %d cells measured", n)
+	default:
+		v.Verdict = "ok"
+		v.Summary = fmt.Sprintf("the cap holds in all %d cells", n)
+	}
+	return v
+}
+
+// WriteJSON prints the verdict as one JSON document.
+func (v *CapVerdict) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// WriteCapCheck renders cap verify's verdict as text: the matrices of
+// measured against expected IOPS, the kernel's counts against iomatrix's,
+// the cells that failed and why, and the verdict line.
+func WriteCapCheck(w io.Writer, doc *iotest.Document, v *CapVerdict) error {
+	fmt.Fprintf(w, "iomatrix cap verify: %s, tolerance %g %%\nresults: %s\n\n", Describe(doc), v.Settings.TolerancePct, v.ResultsFile)
+	rate := func(c *Cell) string {
+		k := c.Result.CapCheck
+		verdict := "ok"
+		if !k.RateOK {
+			verdict = "FAIL"
+		}
+		bind := ""
+		if !k.Binding {
+			bind = "*"
+		}
+		return fmt.Sprintf("%s / %s%s (%+.1f%%) %s", FormatValue(IOPS, c.Value), FormatValue(IOPS, k.ExpectedIOPS), bind, k.DeviationPct, verdict)
+	}
+	counters := func(c *Cell) string {
+		r, k := c.Result, c.Result.CapCheck
+		if r.CgroupIOs == nil {
+			return "unavailable FAIL"
+		}
+		kernel, want := r.CgroupIOs.Reads+r.CgroupIOs.Writes, k.ExpectedRequests.Reads+k.ExpectedRequests.Writes
+		s := fmt.Sprintf("%s / %s", thousands(float64(kernel), 0), thousands(float64(want), 0))
+		if f := k.ForeignRequests.Reads + k.ForeignRequests.Writes; f > 0 {
+			s += fmt.Sprintf(" (%s foreign)", thousands(float64(f), 0))
+		}
+		if m := k.MissingRequests.Reads + k.MissingRequests.Writes; m > 0 {
+			s += fmt.Sprintf(" (%s missing)", thousands(float64(m), 0))
+		}
+		if !k.CountersOK {
+			s += " FAIL"
+		}
+		return s
+	}
+	if err := writeCheckTables(w, doc, "measured / expected IOPS (deviation)", rate); err != nil {
+		return err
+	}
+	for _, c := range v.Cells {
+		if !c.Binding {
+			fmt.Fprintln(w, "* the cap does not bind there (its model is at least 90 % of the uncapped IOPS): the expectation is the uncapped figure, "+
+				"which the cell must reach (less the tolerance) without exceeding the cap model")
+			break
+		}
+	}
+	fmt.Fprintln(w)
+	if err := writeCheckTables(w, doc, "cgroup requests: kernel / iomatrix", counters); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "iomatrix counts its completed I/Os times the requests the block layer makes of each; the two must agree within %g %%\n", v.Settings.CounterTolerancePct)
+	fmt.Fprintf(w, "window: %s\n", v.Settings.Window)
+	if v.Failed > 0 {
+		var lines []string
+		for _, c := range v.Cells {
+			if !c.OK {
+				lines = append(lines, c.Name+": "+strings.Join(c.Reasons, "; "))
+			}
+		}
+		fmt.Fprintf(w, "\nFAIL: %s:\n  %s\n", v.Summary, strings.Join(lines, "\n  "))
+		return nil
+	}
+	if v.Verdict == "ok" {
+		fmt.Fprintf(w, "\nOK: %s\n", v.Summary)
+		return nil
+	}
+	_, err := fmt.Fprintf(w, "\nINCOMPLETE: %s\n", v.Summary)
+	return err
+}
+
+// writeCheckTables renders one matrix per table of doc's checked results,
+// each cell drawn by cell.
+func writeCheckTables(w io.Writer, doc *iotest.Document, what string, cell func(*Cell) string) error {
+	m := BuildMetric(doc.Results, IOPS)
+	for _, t := range m.Tables {
+		fmt.Fprintf(w, "%s: %s\n", strings.TrimSuffix(t.Title, " IOPS"), what)
 		header := append([]string{""}, t.Cols...)
 		var rows [][]string
 		for r, label := range t.Rows {
@@ -25,16 +211,7 @@ func WriteCapCheck(w io.Writer, doc *iotest.Document) error {
 					row = append(row, "")
 					continue
 				}
-				k := c.Result.CapCheck
-				verdict := "ok"
-				if !k.OK {
-					verdict = "FAIL"
-				}
-				bind := ""
-				if !k.Binding {
-					bind = "*"
-				}
-				row = append(row, fmt.Sprintf("%s / %s%s (%+.1f%%) %s", FormatValue(IOPS, c.Value), FormatValue(IOPS, k.ExpectedIOPS), bind, k.DeviationPct, verdict))
+				row = append(row, cell(c))
 			}
 			rows = append(rows, row)
 		}
@@ -42,6 +219,5 @@ func WriteCapCheck(w io.Writer, doc *iotest.Document) error {
 			return err
 		}
 	}
-	_, err := fmt.Fprintln(w, "* the cap does not bind there (its model is at least 90 % of the uncapped IOPS): the expectation is the lower of the two")
-	return err
+	return nil
 }

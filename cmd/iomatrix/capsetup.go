@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/pflag"
-	"golang.org/x/sys/unix"
 
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
@@ -111,6 +111,11 @@ func (o *capOptions) plan(g *globalOptions, target string) (*capPlan, error) {
 type capSession struct {
 	group  *cgroup.Group
 	runner *workerRunner
+	// lastActive is when the group last did I/O or had its limits set: a
+	// pattern starts ThrottleQuiet after it, so that the kernel's throttle
+	// begins a fresh slice with the pattern's first I/O (see
+	// cgroup.AlignWindow).
+	lastActive time.Time
 }
 
 // start creates (or joins) the cgroup and starts the worker in it. close
@@ -126,16 +131,9 @@ func (cp *capPlan) start(g *globalOptions, t workerTarget) (*capSession, error) 
 	if err != nil {
 		return nil, err
 	}
-	s := &capSession{group: grp}
-	fd := -1
-	var place func(int) error = grp.AddProc
-	if cp.ctrl.Version == 2 {
-		if f, err := unix.Open(grp.Path, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
-			fd, place = f, nil
-			defer unix.Close(f)
-		}
-	}
-	s.runner, err = startWorker(g.stderr, t, fd, place)
+	s := &capSession{group: grp, lastActive: time.Now()}
+	notice := func(msg string) { fmt.Fprintf(g.stderr, "iomatrix: %s\n", msg) }
+	s.runner, err = startWorker(g.stderr, t, grp.AddProc, notice)
 	if err != nil {
 		grp.Delete()
 		return nil, err
@@ -145,13 +143,32 @@ func (cp *capPlan) start(g *globalOptions, t workerTarget) (*capSession, error) 
 
 // Run runs one pattern in the cgroup and records the kernel's counts.
 func (s *capSession) Run(ctx context.Context, p iotest.Pattern, o iotest.Options) (iotest.Result, error) {
+	if err := sleepCtx(ctx, time.Until(s.lastActive.Add(cgroup.ThrottleQuiet))); err != nil {
+		return iotest.Result{}, err
+	}
 	before, cerr := s.group.Counters()
 	res, err := s.runner.Run(ctx, p, o)
+	s.lastActive = time.Now()
 	after, cerr2 := s.group.Counters()
 	if cerr == nil && cerr2 == nil && res.Name != "" {
 		res.CgroupIOs = &iotest.Completed{Reads: after.ReadIOs - before.ReadIOs, Writes: after.WriteIOs - before.WriteIOs}
 	}
 	return res, err
+}
+
+// sleepCtx waits for d, or less if ctx ends first (its error).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (s *capSession) Close() error {

@@ -69,8 +69,9 @@ func (c *cellLoop) run(ctx context.Context, todo []iotest.Pattern) (failed int, 
 }
 
 // resolve checks what a sweep or cap verify will do before any I/O: the
-// target's plan, the cap's and the engine, which it records in sp.opts.
-func (o *sweepOptions) resolve(g *globalOptions, sp *sweepPlan, precondition bool) (*iotest.Plan, *capPlan, error) {
+// target's plan, the cap's and the engine, which it records in sp.opts
+// (with the measured window aligned to the kernel's throttle under a cap).
+func (o *profileOptions) resolve(g *globalOptions, sp *sweepPlan, precondition bool) (*iotest.Plan, *capPlan, error) {
 	plan, err := o.plan(sp.target, sp.size, sp.profile.Patterns, precondition)
 	if err != nil {
 		return nil, nil, err
@@ -78,6 +79,9 @@ func (o *sweepOptions) resolve(g *globalOptions, sp *sweepPlan, precondition boo
 	cp, err := o.capOptions.plan(g, sp.target)
 	if err != nil {
 		return nil, nil, err
+	}
+	if cp != nil {
+		alignToThrottle(g, &sp.opts)
 	}
 	engine, err := iotest.ResolveEngine(sp.opts.Engine, sp.opts.Notice)
 	if err != nil {

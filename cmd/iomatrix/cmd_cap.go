@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -36,8 +35,9 @@ func newCapCommand(g *globalOptions) *cobra.Command {
 	return cmd
 }
 
+// verifyOptions are the flags of `iomatrix cap verify`.
 type verifyOptions struct {
-	sweepOptions
+	profileOptions
 	Tolerance string
 	Baseline  string
 }
@@ -54,32 +54,50 @@ caps R, W (IOPS) and Rb, Wb (bytes/s) the expected total IOPS is
     min(U, R/(r·k), W/((1-r)·k), Rb/(r·b), Wb/((1-r)·b))
 
 where U is the pattern's uncapped IOPS and k the number of requests the
-block layer splits one I/O into (the device's max_sectors_kb; the kernel
-throttles requests). Where the cap binds (model < 90 % of U) the measured
-IOPS must match the model within --tolerance; elsewhere it must match U.
-U comes from --baseline FILE.json or, by default, is measured just before
-the capped run, so a cap that throttles too hard is caught too. The
-cgroup's own I/O counters are checked against iomatrix's counts: within
-0.5 %, or up to 32 requests more on the kernel's side (it also counts the
-worker's page faults and a filesystem's metadata reads on that device).
+block layer splits one I/O into (the device's max_sectors_kb and
+max_segments; the kernel throttles requests). U comes from --baseline
+FILE.json or, by default, is measured just before the capped run (saved
+beside the results file as ...-baseline.json for reuse).
+
+A cell holds when all of these do:
+  - where the cap binds (model < 90 % of U), the measured IOPS match the
+    model within --tolerance;
+  - where it does not bind, the cap neither throttles the pattern (at least
+    U less the tolerance) nor is exceeded (at most the model plus the
+    tolerance);
+  - the cgroup's own I/O counters equal iomatrix's requests within 0.5 %,
+    direction by direction. The capped worker reads the target's metadata
+    and locks its own program in memory before it joins the cgroup, so
+    nothing else is charged there; requests that are not iomatrix's are
+    shown as foreign and fail the cell, never absorbed.
+
+The kernel's throttle hands out a cap's budget in slices of 100 ms (20 ms
+on non-rotational disks), the first one at once. Under a cap each cell
+therefore starts after the cgroup was quiet for 300 ms, its ramp is at
+least 250 ms and ends mid-slice, and its runtime is whole slices (a notice
+says when --ramp or --runtime were adjusted): the start-up burst is never
+judged and the window holds exactly its share of slices.
 
 --cap creates a fresh cgroup with those limits; --cgroup PATH measures in an
-existing cgroup under the limits configured there. The baseline is saved
-beside the results file as ...-baseline.json for reuse.
+existing cgroup under the limits configured there.
+
+--format json prints one verdict document on stdout (shape in the README):
+settings, cap, and per cell the measured and expected IOPS, the deviation,
+the kernel's and iomatrix's counts, the foreign requests and the verdict.
 
 Exit status 0 when every cell holds, 1 when any fails (listed).
 
 ` + exitStatusHelp,
 		Example: `  iomatrix cap verify /tmp/iomatrix.dat --cap riops=3000,wiops=3000 --runtime 10s
-  iomatrix cap verify /mnt/vol/x.dat --cgroup /sys/fs/cgroup/blkio/docker/ID`,
+  iomatrix cap verify /mnt/vol/x.dat --cgroup /sys/fs/cgroup/blkio/docker/ID --format json > verdict.json`,
 		Args: maxArgs(1),
 		RunE: o.runE(func(ctx context.Context, target string) error { return runVerify(ctx, o, g, target) }),
 	}
-	o.sweepOptions.AddFlags(cmd.Flags())
-	cmd.Flags().Lookup("profile").DefValue = "quick"
-	o.Profile = "quick"
-	cmd.Flags().StringVar(&o.Tolerance, "tolerance", "5%", "allowed deviation from the expected IOPS")
-	cmd.Flags().StringVar(&o.Baseline, "baseline", "", "uncapped results of the same patterns (a results file); default: measure them first")
+	f := cmd.Flags()
+	o.profileOptions.AddFlags(f, "quick", "iomatrix-verify-TIMESTAMP.json")
+	f.StringVar(&o.Format, "format", "text", "output on stdout: text (verdict tables) or json (one verdict document)")
+	f.StringVar(&o.Tolerance, "tolerance", "5%", "allowed deviation of the measured IOPS from the expected")
+	f.StringVar(&o.Baseline, "baseline", "", "uncapped results of the same patterns (a results file); default: measure them first")
 	return cmd
 }
 
@@ -89,30 +107,6 @@ func parseTolerance(s string) (float64, error) {
 		return 0, usagef("--tolerance: %q is not a percentage between 0 and 100 (e.g. 5%%)", s)
 	}
 	return v, nil
-}
-
-// splitFactor is how many requests the block layer makes of one I/O of
-// bs bytes on dev: a request holds at most max_sectors_kb, and at most
-// max_segments pages (the engine's buffers are 4 KiB pages, never merged
-// into huge pages).
-func splitFactor(dev string, bs int64) int {
-	read := func(name string) int64 {
-		data, err := os.ReadFile(filepath.Join("/sys/dev/block", dev, "queue", name))
-		if err != nil {
-			return 0
-		}
-		v, _ := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
-		return v
-	}
-	k := int64(1)
-	if kb := read("max_sectors_kb"); kb > 0 {
-		k = max(k, (bs+kb*1024-1)/(kb*1024))
-	}
-	if segs := read("max_segments"); segs > 0 {
-		pages := (bs + 4095) / 4096
-		k = max(k, (pages+segs-1)/segs)
-	}
-	return int(k)
 }
 
 func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target string) error {
@@ -126,34 +120,17 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 	if !o.capOptions.enabled() {
 		return usagef("cap verify needs --cap riops=N,... or --cgroup PATH")
 	}
-	if o.Resume != "" {
-		return usagef("--resume: not supported by cap verify")
+	if err := checkFormat(o.Format); err != nil {
+		return err
 	}
-	if o.Out == "" {
-		o.Out = fmt.Sprintf("iomatrix-verify-%s.json", time.Now().Format("20060102-150405"))
-	}
-	sp, err := o.prepare(g, target)
-	if err != nil {
+	sp := &sweepPlan{target: target}
+	if err := o.prepare(g, sp, "iomatrix-verify-%[2]s.json", false); err != nil {
 		return err
 	}
 	var baseline map[string]float64
 	if o.Baseline != "" {
-		d, err := loadResults(o.Baseline)
-		if err != nil {
+		if baseline, err = loadBaseline(o.Baseline, sp.todo); err != nil {
 			return err
-		}
-		baseline = map[string]float64{}
-		for _, r := range d.Results {
-			baseline[r.Name] = r.Total.IOPS
-		}
-		var missing []string
-		for _, p := range sp.todo {
-			if _, ok := baseline[p.Name()]; !ok {
-				missing = append(missing, p.Name())
-			}
-		}
-		if len(missing) > 0 {
-			return usagef("--baseline %s lacks %d pattern(s) of the profile: %s", o.Baseline, len(missing), strings.Join(missing, ", "))
 		}
 	}
 	plan, cp, err := o.resolve(g, sp, false)
@@ -166,24 +143,11 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 		return err
 	}
 	defer t.Close()
+	baselineFile := o.Baseline
 	if baseline == nil {
-		bout := strings.TrimSuffix(sp.out, ".json") + "-baseline.json"
-		fmt.Fprintf(g.stderr, "iomatrix: measuring the uncapped baseline first (%s)\n", bout)
-		bdoc := sp.newDocument(t)
-		loop := cellLoop{g: g, r: localRunner{t}, opts: sp.opts, prog: newSweepProgress(g, len(sp.todo), 0, sp.opts), doc: bdoc}
-		if _, err := loop.run(ctx, sp.todo); err != nil {
+		baselineFile = strings.TrimSuffix(sp.out, ".json") + "-baseline.json"
+		if baseline, err = measureBaseline(ctx, g, sp, t, baselineFile); err != nil {
 			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		bdoc.FinishedAt = time.Now().UTC().Format(time.RFC3339)
-		if err := iotest.WriteFileAtomic(bout, bdoc); err != nil {
-			return err
-		}
-		baseline = map[string]float64{}
-		for _, res := range bdoc.Results {
-			baseline[res.Name] = res.Total.IOPS
 		}
 	}
 
@@ -194,23 +158,9 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 	defer r.Close()
 	doc := sp.newDocument(t)
 	doc.Cap = capInfo
-	limit := cgroup.Limit{ReadIOPS: capInfo.ReadIOPS, WriteIOPS: capInfo.WriteIOPS, ReadBPS: capInfo.ReadBPS, WriteBPS: capInfo.WriteBPS}
+	judge := cellJudge(capInfo, tol, baseline)
 	fmt.Fprintf(g.stderr, "iomatrix: measuring under %s\n", report.DescribeCap(capInfo))
-	check := func(res *iotest.Result) {
-		p, u := res.Pattern, baseline[res.Name]
-		split := splitFactor(capInfo.Device, p.BlockSize)
-		exp, binding := cgroup.Expected(limit, p.ReadPct, p.BlockSize, split, u)
-		chk := &iotest.CapCheck{ExpectedIOPS: math.Round(exp*100) / 100, Binding: binding, UncappedIOPS: u}
-		dev := math.Inf(1)
-		if exp > 0 {
-			dev = (res.Total.IOPS/exp - 1) * 100
-			chk.DeviationPct = math.Round(dev*10000) / 10000
-		}
-		chk.CountersOK = countersMatch(*res, split)
-		chk.OK = math.Abs(dev) <= tol && chk.CountersOK && res.Error == nil
-		res.CapCheck = chk
-	}
-	loop := cellLoop{g: g, r: r, opts: sp.opts, prog: newSweepProgress(g, len(sp.todo), 0, sp.opts), doc: doc, out: sp.out, check: check}
+	loop := cellLoop{g: g, r: r, opts: sp.opts, prog: newSweepProgress(g, len(sp.todo), 0, sp.opts), doc: doc, out: sp.out, check: judge}
 	_, runErr := loop.run(ctx, sp.todo)
 	complete := runErr == nil && ctx.Err() == nil
 	if complete {
@@ -219,8 +169,16 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 			return err
 		}
 	}
-	fmt.Fprintf(g.stdout, "iomatrix cap verify: %s, tolerance %.1f %%\nresults: %s\n\n", report.Describe(doc), tol, sp.out)
-	if err := report.WriteCapCheck(g.stdout, doc); err != nil {
+	v := report.BuildCapVerdict(doc, report.VerdictRun{
+		ResultsFile: sp.out, BaselineFile: baselineFile, TolerancePct: tol, CounterTolerancePct: 100 * cgroup.CounterTolerance,
+		Window: cgroup.WindowRule, Complete: complete,
+	})
+	if o.Format == "json" {
+		err = v.WriteJSON(g.stdout)
+	} else {
+		err = report.WriteCapCheck(g.stdout, doc, v)
+	}
+	if err != nil {
 		return err
 	}
 	if runErr != nil {
@@ -229,53 +187,98 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	var failed []string
-	for _, res := range doc.Results {
-		if chk := res.CapCheck; !chk.OK {
-			why := fmt.Sprintf("%s: measured %.0f, expected %.0f (%+.1f %%)", res.Name, res.Total.IOPS, chk.ExpectedIOPS, chk.DeviationPct)
-			if !chk.CountersOK {
-				why += fmt.Sprintf(", kernel counted %+v, iomatrix %+v", res.CgroupIOs, res.Completed)
-			}
-			failed = append(failed, why)
+	if v.Failed > 0 {
+		return errCheckFailed{fmt.Sprintf("the cap does not hold in %d of %d cells", v.Failed, len(v.Cells))}
+	}
+	return nil
+}
+
+// loadBaseline reads the uncapped IOPS of every pattern of todo from a
+// results file.
+func loadBaseline(path string, todo []iotest.Pattern) (map[string]float64, error) {
+	d, err := loadResults(path)
+	if err != nil {
+		return nil, err
+	}
+	baseline := map[string]float64{}
+	for _, r := range d.Results {
+		baseline[r.Name] = r.Total.IOPS
+	}
+	var missing []string
+	for _, p := range todo {
+		if _, ok := baseline[p.Name()]; !ok {
+			missing = append(missing, p.Name())
 		}
 	}
-	if len(failed) > 0 {
-		fmt.Fprintf(g.stdout, "\nFAIL: %d of %d cells do not hold:\n  %s\n", len(failed), len(doc.Results), strings.Join(failed, "\n  "))
-		return errCheckFailed{fmt.Sprintf("the cap does not hold in %d of %d cells", len(failed), len(doc.Results))}
+	if len(missing) > 0 {
+		return nil, usagef("--baseline %s lacks %d pattern(s) of the profile: %s", path, len(missing), strings.Join(missing, ", "))
 	}
-	fmt.Fprintf(g.stdout, "\nOK: the cap holds in all %d cells\n", len(doc.Results))
-	return nil
+	return baseline, nil
+}
+
+// measureBaseline measures every pattern uncapped, saves the results to
+// out and returns their IOPS.
+func measureBaseline(ctx context.Context, g *globalOptions, sp *sweepPlan, t *iotest.Target, out string) (map[string]float64, error) {
+	fmt.Fprintf(g.stderr, "iomatrix: measuring the uncapped baseline first (%s)\n", out)
+	bdoc := sp.newDocument(t)
+	loop := cellLoop{g: g, r: localRunner{t}, opts: sp.opts, prog: newSweepProgress(g, len(sp.todo), 0, sp.opts), doc: bdoc}
+	if _, err := loop.run(ctx, sp.todo); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	bdoc.FinishedAt = time.Now().UTC().Format(time.RFC3339)
+	if err := iotest.WriteFileAtomic(out, bdoc); err != nil {
+		return nil, err
+	}
+	baseline := map[string]float64{}
+	for _, res := range bdoc.Results {
+		baseline[res.Name] = res.Total.IOPS
+	}
+	return baseline, nil
+}
+
+// cellJudge returns the check cap verify applies to each capped result:
+// cgroup.Judge fed with the result, its baseline and the device's request
+// limits, its verdict recorded in the result.
+func cellJudge(capInfo *iotest.Cap, tol float64, baseline map[string]float64) func(*iotest.Result) {
+	limit := cgroup.Limit{ReadIOPS: capInfo.ReadIOPS, WriteIOPS: capInfo.WriteIOPS, ReadBPS: capInfo.ReadBPS, WriteBPS: capInfo.WriteBPS}
+	var maxKB, maxSegs int64
+	if dev, err := sysfs.ParseDevNum(capInfo.Device); err == nil {
+		if bd, err := sysfs.Default().BlockDevice(dev); err == nil {
+			maxKB, maxSegs = bd.MaxSectorsKB, bd.MaxSegments
+		}
+	}
+	return func(res *iotest.Result) {
+		p := res.Pattern
+		c := cgroup.Cell{
+			ReadPct: p.ReadPct, BlockSize: p.BlockSize, RequestsPerIO: cgroup.RequestsPerIO(maxKB, maxSegs, p.BlockSize),
+			UncappedIOPS: baseline[res.Name], MeasuredIOPS: res.Total.IOPS,
+			Issued: cgroup.Requests{Reads: res.Completed.Reads, Writes: res.Completed.Writes},
+		}
+		if k := res.CgroupIOs; k != nil {
+			c.Kernel = &cgroup.Requests{Reads: k.Reads, Writes: k.Writes}
+		}
+		if res.Error != nil {
+			c.Failed = res.Error.Error()
+		}
+		v := cgroup.Judge(limit, c, tol)
+		completed := func(r cgroup.Requests) iotest.Completed { return iotest.Completed{Reads: r.Reads, Writes: r.Writes} }
+		res.CapCheck = &iotest.CapCheck{
+			ExpectedIOPS: math.Round(v.ExpectedIOPS*100) / 100, DeviationPct: math.Round(v.DeviationPct*10000) / 10000,
+			OK: v.OK, Binding: v.Binding, UncappedIOPS: c.UncappedIOPS, TolerancePct: tol,
+			RateOK: v.RateOK, CountersOK: v.CountersOK, RequestsPerIO: max(c.RequestsPerIO, 1),
+			ExpectedRequests: completed(v.ExpectedRequests), ForeignRequests: completed(v.Foreign), MissingRequests: completed(v.Missing),
+			Reasons: v.Reasons,
+		}
+	}
 }
 
 // errCheckFailed is a verification that did not hold: exit status 1.
 type errCheckFailed struct{ msg string }
 
 func (e errCheckFailed) Error() string { return e.msg }
-
-// countersMatch compares the kernel's counts for the cgroup with
-// iomatrix's own, both covering the whole pattern (ramp and drain); the
-// kernel counts requests, split I/Os being several. They must agree
-// within 0.5 %, except that the kernel may count up to foreignRequests
-// more: it charges the cgroup for every request its tasks cause on the
-// device, and besides iomatrix's I/O the worker can fault in pages of its
-// own program and, for a file target, make the filesystem read metadata
-// (15 extra reads were once counted in a 4,542-request cell on a file).
-func countersMatch(r iotest.Result, split int) bool {
-	if r.CgroupIOs == nil {
-		return false
-	}
-	ok := func(ours, kernel uint64) bool {
-		o, k := float64(ours), float64(kernel)
-		slack := 0.005 * math.Max(o, k)
-		return k >= o-slack && k <= o+slack+foreignRequests
-	}
-	k := uint64(max(split, 1))
-	return ok(k*r.Completed.Reads, r.CgroupIOs.Reads) && ok(k*r.Completed.Writes, r.CgroupIOs.Writes)
-}
-
-// foreignRequests is how many requests on the device, beyond 0.5 %, the
-// kernel may count for the cgroup that are not iomatrix's I/O.
-const foreignRequests = 32
 
 func newCapShowCommand(g *globalOptions) *cobra.Command {
 	var device string

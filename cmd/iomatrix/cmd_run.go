@@ -162,6 +162,9 @@ func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string)
 	if err != nil {
 		return err
 	}
+	if cp != nil {
+		alignToThrottle(g, &opts)
+	}
 	engine, err := iotest.ResolveEngine(opts.Engine, opts.Notice)
 	if err != nil {
 		return err

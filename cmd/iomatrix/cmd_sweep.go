@@ -18,25 +18,27 @@ import (
 	"github.com/iomatrix/iomatrix/report"
 )
 
-// sweepOptions are the flags of `iomatrix sweep`.
-type sweepOptions struct {
+// profileOptions are the flags of the commands that measure every pattern
+// of a profile on one target: sweep and cap verify.
+type profileOptions struct {
 	measureOptions
 	Profile string
 	Out     string
-	Resume  string
 	Format  string
-	// ContinueOnError records a pattern's I/O error and goes on.
-	ContinueOnError bool
-	// Precondition is the random-write time after two sequential fills;
-	// zero means no preconditioning.
-	Precondition time.Duration
 
 	profileSet, outSet bool
 }
 
+func (o *profileOptions) AddFlags(f *pflag.FlagSet, defaultProfile, outDefault string) {
+	o.measureOptions.AddFlags(f)
+	o.Profile = defaultProfile
+	f.StringVarP(&o.Profile, "profile", "p", defaultProfile, "built-in profile name or YAML file (see `iomatrix profiles`)")
+	f.StringVarP(&o.Out, "out", "o", "", "results file, rewritten atomically after every pattern (default: "+outDefault+" in the current directory)")
+}
+
 // runE records which flags were given and calls run with the optional
 // TARGET argument: the start of sweep and cap verify.
-func (o *sweepOptions) runE(run func(ctx context.Context, target string) error) func(*cobra.Command, []string) error {
+func (o *profileOptions) runE(run func(ctx context.Context, target string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		f := cmd.Flags()
 		o.changed(f)
@@ -49,10 +51,19 @@ func (o *sweepOptions) runE(run func(ctx context.Context, target string) error) 
 	}
 }
 
+// sweepOptions are the flags of `iomatrix sweep`.
+type sweepOptions struct {
+	profileOptions
+	Resume string
+	// ContinueOnError records a pattern's I/O error and goes on.
+	ContinueOnError bool
+	// Precondition is the random-write time after two sequential fills;
+	// zero means no preconditioning.
+	Precondition time.Duration
+}
+
 func (o *sweepOptions) AddFlags(f *pflag.FlagSet) {
-	o.measureOptions.AddFlags(f)
-	f.StringVarP(&o.Profile, "profile", "p", profiles.DefaultName, "built-in profile name or YAML file (see `iomatrix profiles`)")
-	f.StringVarP(&o.Out, "out", "o", "", "results file, rewritten atomically after every pattern (default: iomatrix-PROFILE-TIMESTAMP.json in the current directory)")
+	o.profileOptions.AddFlags(f, profiles.DefaultName, "iomatrix-PROFILE-TIMESTAMP.json")
 	f.StringVar(&o.Resume, "resume", "", "continue the sweep saved in this results file: finished patterns are skipped")
 	f.StringVar(&o.Format, "format", "text", "output on stdout at the end: text (the matrix) or json (the results document)")
 	f.BoolVar(&o.ContinueOnError, "continue-on-error", false, "on an I/O error, record the failed cell and go on with the next pattern (exit status 1 at the end)")
@@ -106,27 +117,44 @@ type sweepPlan struct {
 }
 
 func (o *sweepOptions) prepare(g *globalOptions, target string) (*sweepPlan, error) {
-	switch o.Format {
-	case "text", "json":
-	default:
-		return nil, usagef("--format: %q is not one of text, json", o.Format)
+	if err := checkFormat(o.Format); err != nil {
+		return nil, err
 	}
 	sp := &sweepPlan{target: target}
-	var prev *iotest.Document
 	if o.Resume != "" {
 		d, err := iotest.ReadDocumentFile(o.Resume)
 		if err != nil {
 			return nil, usagef("--resume: %w", err)
 		}
-		prev = d
-		if err := o.adoptSettings(prev, sp); err != nil {
+		sp.doc = d
+		if err := o.adoptSettings(d, sp); err != nil {
 			return nil, err
 		}
+		sp.out = o.Resume
 	}
+	return sp, o.profileOptions.prepare(g, sp, "iomatrix-%s-%s.json", true)
+}
+
+// checkFormat checks --format of sweep and cap verify.
+func checkFormat(format string) error {
+	switch format {
+	case "text", "json":
+		return nil
+	}
+	return usagef("--format: %q is not one of text, json", format)
+}
+
+// prepare completes sp with everything decided before the first I/O:
+// profile, settings, results file and the patterns still to run. sp.doc
+// is the document being resumed, if any; outPattern names a new results
+// file from the profile's name and a timestamp; resumable says whether the
+// command can continue an existing one.
+func (o *profileOptions) prepare(g *globalOptions, sp *sweepPlan, outPattern string, resumable bool) error {
+	prev := sp.doc
 	if sp.profile == nil {
 		p, err := profiles.Load(o.Profile)
 		if err != nil {
-			return nil, usagef("--profile: %w", err)
+			return usagef("--profile: %w", err)
 		}
 		sp.profile = p
 	}
@@ -139,14 +167,14 @@ func (o *sweepOptions) prepare(g *globalOptions, target string) (*sweepPlan, err
 	}
 	opts, err := o.options(g)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if prev != nil {
 		opts.Seed = prev.Settings.Seed
 	}
 	sp.opts = opts
 	if sp.size, err = o.size(); err != nil {
-		return nil, err
+		return err
 	}
 	if !o.sizeSet && d.Size > 0 {
 		sp.size = d.Size
@@ -157,19 +185,21 @@ func (o *sweepOptions) prepare(g *globalOptions, target string) (*sweepPlan, err
 	if sp.target == "" {
 		sp.target = "iomatrix.dat"
 	}
-	sp.out = o.Out
-	switch {
-	case prev != nil:
-		sp.out = o.Resume
-	case sp.out == "":
-		sp.out = fmt.Sprintf("iomatrix-%s-%s.json", sp.profile.Name, time.Now().Format("20060102-150405"))
+	if sp.out == "" {
+		sp.out = o.Out
+	}
+	if sp.out == "" {
+		sp.out = fmt.Sprintf(outPattern, sp.profile.Name, time.Now().Format("20060102-150405"))
 	}
 	if err := checkOutPath(sp.out); err != nil {
-		return nil, err
+		return err
 	}
 	if prev == nil {
 		if _, err := os.Stat(sp.out); err == nil {
-			return nil, usagef("--out: %s exists; continue it with --resume %s or choose another file", sp.out, sp.out)
+			if resumable {
+				return usagef("--out: %s exists; continue it with --resume %s or choose another file", sp.out, sp.out)
+			}
+			return usagef("--out: %s exists; choose another file", sp.out)
 		}
 	}
 	done := map[string]bool{}
@@ -183,8 +213,7 @@ func (o *sweepOptions) prepare(g *globalOptions, target string) (*sweepPlan, err
 			sp.todo = append(sp.todo, p)
 		}
 	}
-	sp.doc = prev
-	return sp, nil
+	return nil
 }
 
 // adoptSettings takes the sweep's settings from a results file being

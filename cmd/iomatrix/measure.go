@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/iotest"
 )
 
@@ -53,6 +54,18 @@ func (o *measureOptions) runnerFor(g *globalOptions, cp *capPlan, plan *iotest.P
 		return nil, nil, err
 	}
 	return s, s.info(), nil
+}
+
+// alignToThrottle sets the ramp and runtime of a capped measurement (see
+// cgroup.AlignWindow), and says so when they differ from what was asked.
+func alignToThrottle(g *globalOptions, o *iotest.Options) {
+	ramp, runtime := cgroup.AlignWindow(o.Ramp, o.Runtime)
+	if ramp != o.Ramp || runtime != o.Runtime {
+		fmt.Fprintf(g.stderr, "iomatrix: under a cap: ramp %s, runtime %s (asked %s, %s): the kernel's throttle hands out a cap's budget "+
+			"in %s slices, the first at once, so each cell is measured from mid-slice over whole slices after a ramp of at least %s\n",
+			ramp, runtime, o.Ramp, o.Runtime, cgroup.ThrottleSlice, cgroup.MinCappedRamp)
+	}
+	o.Ramp, o.Runtime = ramp, runtime
 }
 
 // changed records which flags the user gave, after parsing.

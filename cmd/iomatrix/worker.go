@@ -15,13 +15,20 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/iotest"
 )
 
 // The engine runs in a child process when a cap applies, so that the cap
 // throttles the workload and never iomatrix itself (layout, saving results,
-// progress). The child is an `iomatrix __worker`; it is placed in the
-// cgroup before it reads its first request, so before its first I/O.
+// progress). The child is an `iomatrix __worker`. It starts outside the
+// cgroup, opens the target, reads the target's extent map and faults in
+// and locks its own program's pages (lockProgram); only then does the
+// parent move it into the cgroup, before it is sent its first pattern. So
+// the kernel charges the cgroup with iomatrix's I/O and nothing else: no
+// page fault of the worker's program and no filesystem metadata read lands
+// on a capped disk that also holds the binary (cap verify checks the
+// kernel's counts against iomatrix's exactly).
 // Requests and replies are JSON lines on its stdin and stdout.
 
 // workerTarget tells the worker which target to open; the parent has
@@ -43,11 +50,20 @@ type workerRequest struct {
 }
 
 type workerReply struct {
-	Ready    bool             `json:"ready,omitempty"`
+	Ready    *workerReady     `json:"ready,omitempty"`
 	Progress *iotest.Progress `json:"progress,omitempty"`
 	Result   *iotest.Result   `json:"result,omitempty"`
-	Error    string           `json:"error,omitempty"`
-	IOError  bool             `json:"io_error,omitempty"`
+	Err      *wireError       `json:"error,omitempty"`
+}
+
+// workerReady says the worker has opened its target and may be placed in
+// the cgroup.
+type workerReady struct {
+	// LockedBytes of the program were faulted in and locked; LockError
+	// says why locking failed (the pages were faulted in, but may be
+	// evicted and read again later, inside the cgroup).
+	LockedBytes int64  `json:"locked_bytes"`
+	LockError   string `json:"lock_error,omitempty"`
 }
 
 func newWorkerCommand(g *globalOptions) *cobra.Command {
@@ -87,41 +103,59 @@ func runWorker(ctx context.Context, in io.Reader, out io.Writer) error {
 		}
 		switch {
 		case req.Target != nil:
-			plan, err := iotest.PlanTarget(req.Target.Path, iotest.TargetOptions{
-				Size: req.Target.Size, Writes: req.Target.Writes, AllowDestructive: req.Target.AllowDestructive,
-				Shared: true, // the parent holds the exclusive open
-			})
-			if err == nil && plan.Action != iotest.ActionReuse && plan.Action != iotest.ActionDevice && plan.Action != iotest.ActionReadOnly {
-				err = fmt.Errorf("%s is not laid out (%s)", req.Target.Path, plan.Action)
-			}
-			if err == nil {
-				t, err = plan.Open(ctx, nil)
-			}
+			var err error
+			t, err = openWorkerTarget(ctx, req.Target)
 			if err != nil {
-				send(workerReply{Error: err.Error()})
+				send(workerReply{Err: toWire(err)})
 				return err
 			}
-			send(workerReply{Ready: true})
+			ready := &workerReady{}
+			ready.LockedBytes, err = lockProgram(sysfs.Default())
+			if err != nil {
+				ready.LockError = err.Error()
+			}
+			send(workerReply{Ready: ready})
 		case req.Pattern != nil:
 			o := iotest.Options{Runtime: req.Runtime, Ramp: req.Ramp, Seed: req.Seed, Engine: req.Engine}
 			o.Progress = func(p iotest.Progress) { send(workerReply{Progress: &p}) }
 			res, err := measure(ctx, t, *req.Pattern, o)
-			var ioErr *iotest.IOError
 			switch {
 			case ctx.Err() != nil:
-				send(workerReply{Error: "interrupted"})
+				send(workerReply{Err: toWire(ctx.Err())})
 				return ctx.Err()
 			case err != nil && res.Name == "":
-				send(workerReply{Error: err.Error()})
+				send(workerReply{Err: toWire(err)})
 			default:
-				r := workerReply{Result: &res}
-				if err != nil {
-					r.Error, r.IOError = err.Error(), errors.As(err, &ioErr)
-				}
-				send(r)
+				send(workerReply{Result: &res, Err: toWire(err)})
 			}
 		}
 	}
+}
+
+// openWorkerTarget opens the target the parent laid out, and reads its
+// extent map while the worker is still outside the cgroup.
+func openWorkerTarget(ctx context.Context, wt *workerTarget) (*iotest.Target, error) {
+	plan, err := iotest.PlanTarget(wt.Path, iotest.TargetOptions{
+		Size: wt.Size, Writes: wt.Writes, AllowDestructive: wt.AllowDestructive,
+		Shared: true, // the parent holds the exclusive open
+	})
+	if err != nil {
+		return nil, err
+	}
+	switch plan.Action {
+	case iotest.ActionReuse, iotest.ActionDevice, iotest.ActionReadOnly:
+	default:
+		return nil, fmt.Errorf("%s is not laid out (%s)", wt.Path, plan.Action)
+	}
+	t, err := plan.Open(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.LoadMetadata(); err != nil {
+		t.Close()
+		return nil, err
+	}
+	return t, nil
 }
 
 // runner runs patterns: in this process, or in a worker inside a cgroup.
@@ -139,16 +173,17 @@ func (l localRunner) Close() error { return nil }
 
 // workerRunner drives a child `iomatrix __worker`.
 type workerRunner struct {
-	cmd  *exec.Cmd
-	in   io.WriteCloser
-	dec  *json.Decoder
-	done chan struct{}
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	dec *json.Decoder
 }
 
-// startWorker starts the child; place moves it into the cgroup before it
-// is sent anything. With cgroupFD >= 0 the kernel puts it there at birth
-// (clone3 CLONE_INTO_CGROUP), and place is not needed.
-func startWorker(stderr io.Writer, target workerTarget, cgroupFD int, place func(pid int) error) (*workerRunner, error) {
+// startWorker starts the child, outside any cgroup, and has it open the
+// target and lock its program in memory; then place moves it into the
+// cgroup, before it is sent any pattern. A worker that could not lock its
+// program says why on notice: its page faults may then be charged to the
+// cgroup.
+func startWorker(stderr io.Writer, target workerTarget, place func(pid int) error, notice func(string)) (*workerRunner, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -158,9 +193,6 @@ func startWorker(stderr io.Writer, target workerTarget, cgroupFD int, place func
 	// Its own process group: a terminal's Ctrl-C reaches the parent, which
 	// stops the child itself, after which the cgroup can go.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if cgroupFD >= 0 {
-		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, cgroupFD
-	}
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -172,24 +204,25 @@ func startWorker(stderr io.Writer, target workerTarget, cgroupFD int, place func
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
-	w := &workerRunner{cmd: cmd, in: in, dec: json.NewDecoder(bufio.NewReader(out)), done: make(chan struct{})}
-	if place != nil {
-		if err := place(cmd.Process.Pid); err != nil {
-			w.Close()
-			return nil, err
-		}
-	}
+	w := &workerRunner{cmd: cmd, in: in, dec: json.NewDecoder(bufio.NewReader(out))}
 	if err := json.NewEncoder(in).Encode(workerRequest{Target: &target}); err != nil {
 		w.Close()
-		return nil, err
+		return nil, fmt.Errorf("worker: %w", err)
 	}
 	var r workerReply
-	if err := w.dec.Decode(&r); err != nil || !r.Ready {
+	if err := w.dec.Decode(&r); err != nil || r.Ready == nil {
 		w.Close()
 		if err == nil {
-			err = errors.New(r.Error)
+			err = r.Err.err()
 		}
 		return nil, fmt.Errorf("worker: open %s: %w", target.Path, err)
+	}
+	if r.Ready.LockError != "" && notice != nil {
+		notice(fmt.Sprintf("the capped worker could not lock its program in memory (%s): its page faults may be charged to the cgroup", r.Ready.LockError))
+	}
+	if err := place(cmd.Process.Pid); err != nil {
+		w.Close()
+		return nil, err
 	}
 	return w, nil
 }
@@ -215,15 +248,12 @@ func (w *workerRunner) Run(ctx context.Context, p iotest.Pattern, o iotest.Optio
 				o.Progress(*r.Progress)
 			}
 		case r.Result != nil:
-			if r.Error != "" {
-				return *r.Result, errors.New(r.Error)
-			}
-			return *r.Result, nil
-		case r.Error != "":
+			return *r.Result, r.Err.err()
+		case r.Err != nil:
 			if ctx.Err() != nil {
 				return iotest.Result{}, ctx.Err()
 			}
-			return iotest.Result{}, errors.New(r.Error)
+			return iotest.Result{}, r.Err.err()
 		}
 	}
 }

@@ -24,6 +24,10 @@ type BlockDevice struct {
 	Rotational        bool
 	Scheduler         string // active I/O scheduler, "none" when there is none
 	SizeBytes         int64
+	// MaxSectorsKB and MaxSegments bound one request: the block layer
+	// splits a larger I/O. Zero when the kernel does not say.
+	MaxSectorsKB int64
+	MaxSegments  int64
 }
 
 // sectorSize is the fixed unit of the sysfs size attribute, independent of
@@ -118,6 +122,16 @@ func readBlockDevice(dir string, dev DevNum) (BlockDevice, error) {
 		return BlockDevice{}, fmt.Errorf("block device %s: %w", dev, err)
 	}
 	bd.Scheduler = ParseScheduler(sched)
+	for _, lim := range []struct {
+		name string
+		v    *int64
+	}{{"max_sectors_kb", &bd.MaxSectorsKB}, {"max_segments", &bd.MaxSegments}} {
+		v, err := readIntAttr(filepath.Join(queue, lim.name))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return BlockDevice{}, fmt.Errorf("block device %s: %w", dev, err)
+		}
+		*lim.v = v
+	}
 	return bd, nil
 }
 

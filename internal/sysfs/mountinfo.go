@@ -24,23 +24,7 @@ type Mount struct {
 // type, source and super options. Paths are returned with the kernel's \ooo
 // escapes decoded.
 func ParseMountinfo(r io.Reader) ([]Mount, error) {
-	var mounts []Mount
-	sc := newLineScanner(r)
-	for lineNo := 1; sc.Scan(); lineNo++ {
-		line := sc.Text()
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		m, err := parseMountinfoLine(line)
-		if err != nil {
-			return nil, fmt.Errorf("parse mountinfo line %d: %w", lineNo, err)
-		}
-		mounts = append(mounts, m)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read mountinfo: %w", err)
-	}
-	return mounts, nil
+	return parseLines(r, "mountinfo", parseMountinfoLine)
 }
 
 func parseMountinfoLine(line string) (Mount, error) {

@@ -253,3 +253,65 @@ func TestErrNoDeviceIsNotExist(t *testing.T) {
 		t.Error("ErrNoDevice does not match os.ErrNotExist")
 	}
 }
+
+func TestParseMaps(t *testing.T) {
+	const in = `558ff0500000-558ff0502000 r--p 00000000 fe:00 247026                     /usr/bin/cat
+558ff0502000-558ff0507000 r-xp 00002000 fe:00 247026                     /usr/bin/cat
+558ff133c000-558ff135d000 rw-p 00000000 00:00 0                          [heap]
+7fb8937b0000-7fb8937d2000 rw-p 00000000 00:00 0 
+7fb893a18000-7fb893a1f000 r--s 00000000 103:0a 325737                    /opt/my dir/gconv (deleted)
+ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]
+`
+	got, err := ParseMaps(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Mapping{
+		{Start: 0x558ff0500000, End: 0x558ff0502000, Perms: "r--p", Dev: DevNum{254, 0}, Inode: 247026, Path: "/usr/bin/cat"},
+		{Start: 0x558ff0502000, End: 0x558ff0507000, Perms: "r-xp", Offset: 0x2000, Dev: DevNum{254, 0}, Inode: 247026, Path: "/usr/bin/cat"},
+		{Start: 0x558ff133c000, End: 0x558ff135d000, Perms: "rw-p", Path: "[heap]"},
+		{Start: 0x7fb8937b0000, End: 0x7fb8937d2000, Perms: "rw-p"},
+		{Start: 0x7fb893a18000, End: 0x7fb893a1f000, Perms: "r--s", Dev: DevNum{259, 10}, Inode: 325737, Path: "/opt/my dir/gconv (deleted)"},
+		{Start: 0xffffffffff600000, End: 0xffffffffff601000, Perms: "--xp", Path: "[vsyscall]"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("ParseMaps:\n got %+v\nwant %+v", got, want)
+	}
+	var backed []string
+	for _, m := range got {
+		if m.FileBacked() {
+			backed = append(backed, m.Path)
+		}
+	}
+	if !reflect.DeepEqual(backed, []string{"/usr/bin/cat", "/usr/bin/cat", "/opt/my dir/gconv (deleted)"}) {
+		t.Errorf("file-backed: %q", backed)
+	}
+	for _, bad := range []string{
+		"558ff0500000 r--p 00000000 fe:00 1 /x",    // no range
+		"558ff0500000-zz r--p 00000000 fe:00 1 /x", // bad end
+		"2000-1000 r--p 00000000 fe:00 1 /x",       // backwards
+		"1000-2000 r-p 00000000 fe:00 1 /x",        // short perms
+		"1000-2000 r--p 0000000g fe:00 1 /x",       // bad offset
+		"1000-2000 r--p 00000000 fe00 1 /x",        // bad device
+		"1000-2000 r--p 00000000 fe:00 x /x",       // bad inode
+		"1000-2000 r--p 00000000",                  // too few fields
+	} {
+		if _, err := ParseMaps(strings.NewReader("1000-2000 r--p 00000000 00:00 0\n" + bad + "\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
+			t.Errorf("ParseMaps(%q) = %v, want an error naming line 2", bad, err)
+		}
+	}
+}
+
+func TestSelfMaps(t *testing.T) {
+	maps, err := Default().SelfMaps()
+	if err != nil {
+		t.Skip("no /proc here:", err)
+	}
+	exe, _ := os.Executable()
+	for _, m := range maps {
+		if m.FileBacked() && m.Path == exe && strings.Contains(m.Perms, "x") {
+			return
+		}
+	}
+	t.Errorf("no executable mapping of %s among %d mappings", exe, len(maps))
+}

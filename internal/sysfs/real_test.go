@@ -173,7 +173,7 @@ func TestRealLoopStack(t *testing.T) {
 		want := BlockDevice{
 			Dev: diskDev, Name: filepath.Base(disk), Disk: diskDev, DiskName: filepath.Base(disk),
 			LogicalBlockSize: bd.LogicalBlockSize, PhysicalBlockSize: bd.PhysicalBlockSize,
-			Rotational: bd.Rotational, Scheduler: bd.Scheduler, SizeBytes: imageSize,
+			Rotational: bd.Rotational, Scheduler: bd.Scheduler, SizeBytes: imageSize, MaxSectorsKB: bd.MaxSectorsKB, MaxSegments: bd.MaxSegments,
 		}
 		if bd != want || bd.LogicalBlockSize < 512 {
 			t.Errorf("BlockDevice(%s) = %+v, want %+v", disk, bd, want)
@@ -215,7 +215,7 @@ func TestRealLoopStack(t *testing.T) {
 		want := BlockDevice{
 			Dev: partDev, Name: partName, Partition: true, Disk: diskDev, DiskName: diskName,
 			LogicalBlockSize: bd.LogicalBlockSize, PhysicalBlockSize: bd.PhysicalBlockSize,
-			Rotational: bd.Rotational, Scheduler: bd.Scheduler, SizeBytes: partLength * 512,
+			Rotational: bd.Rotational, Scheduler: bd.Scheduler, SizeBytes: partLength * 512, MaxSectorsKB: bd.MaxSectorsKB, MaxSegments: bd.MaxSegments,
 		}
 		parts, err := fs.Partitions(diskDev)
 		if err != nil || len(parts) != 1 || parts[0] != want {

@@ -104,6 +104,28 @@ func ParseDevNum(s string) (DevNum, error) {
 
 // newLineScanner allows long lines because mountinfo options of overlay
 // mounts with many layers exceed bufio's 64 KiB default.
+// parseLines applies parse to every line of r that is not blank; an error
+// names the file format (what) and the line.
+func parseLines[T any](r io.Reader, what string, parse func(line string) (T, error)) ([]T, error) {
+	var out []T
+	sc := newLineScanner(r)
+	for lineNo := 1; sc.Scan(); lineNo++ {
+		line := sc.Text()
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		v, err := parse(line)
+		if err != nil {
+			return nil, fmt.Errorf("parse %s line %d: %w", what, lineNo, err)
+		}
+		out = append(out, v)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read %s: %w", what, err)
+	}
+	return out, nil
+}
+
 func newLineScanner(r io.Reader) *bufio.Scanner {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)

@@ -63,6 +63,8 @@ func (ft fakeTree) disk(t *testing.T, parent, name, dev, sectors, sched string) 
 	ft.write(t, dir+"/queue/logical_block_size", "512\n")
 	ft.write(t, dir+"/queue/physical_block_size", "4096\n")
 	ft.write(t, dir+"/queue/rotational", "0\n")
+	ft.write(t, dir+"/queue/max_sectors_kb", "1280\n")
+	ft.write(t, dir+"/queue/max_segments", "128\n")
 	if sched != "" {
 		ft.write(t, dir+"/queue/scheduler", sched+"\n")
 	}
@@ -156,19 +158,19 @@ func TestBlockDevice(t *testing.T) {
 	}{
 		{DevNum{254, 0}, BlockDevice{
 			Dev: DevNum{254, 0}, Name: "vda", Disk: DevNum{254, 0}, DiskName: "vda",
-			LogicalBlockSize: 512, PhysicalBlockSize: 4096, Scheduler: "mq-deadline", SizeBytes: 2097152 * 512,
+			LogicalBlockSize: 512, PhysicalBlockSize: 4096, Scheduler: "mq-deadline", SizeBytes: 2097152 * 512, MaxSectorsKB: 1280, MaxSegments: 128,
 		}},
 		{DevNum{254, 1}, BlockDevice{
 			Dev: DevNum{254, 1}, Name: "vda1", Partition: true, Disk: DevNum{254, 0}, DiskName: "vda",
-			LogicalBlockSize: 512, PhysicalBlockSize: 4096, Scheduler: "mq-deadline", SizeBytes: 1024000 * 512,
+			LogicalBlockSize: 512, PhysicalBlockSize: 4096, Scheduler: "mq-deadline", SizeBytes: 1024000 * 512, MaxSectorsKB: 1280, MaxSegments: 128,
 		}},
 		{DevNum{254, 16}, BlockDevice{
 			Dev: DevNum{254, 16}, Name: "vdb", Disk: DevNum{254, 16}, DiskName: "vdb",
-			LogicalBlockSize: 512, PhysicalBlockSize: 4096, Scheduler: "none", SizeBytes: 2097152 * 512,
+			LogicalBlockSize: 512, PhysicalBlockSize: 4096, Scheduler: "none", SizeBytes: 2097152 * 512, MaxSectorsKB: 1280, MaxSegments: 128,
 		}},
 		{DevNum{7, 0}, BlockDevice{
 			Dev: DevNum{7, 0}, Name: "loop0", Disk: DevNum{7, 0}, DiskName: "loop0",
-			LogicalBlockSize: 512, PhysicalBlockSize: 4096, Rotational: true, Scheduler: "none", SizeBytes: 4096 * 512,
+			LogicalBlockSize: 512, PhysicalBlockSize: 4096, Rotational: true, Scheduler: "none", SizeBytes: 4096 * 512, MaxSectorsKB: 1280, MaxSegments: 128,
 		}},
 	}
 	for _, tt := range tests {

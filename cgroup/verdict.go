@@ -1,0 +1,222 @@
+package cgroup
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Requests counts block-layer requests (or I/Os) by direction.
+type Requests struct {
+	Reads  uint64 `json:"reads"`
+	Writes uint64 `json:"writes"`
+}
+
+// RequestsPerIO is how many requests the block layer makes of one I/O of
+// bs bytes on a disk whose requests hold at most maxSectorsKB and
+// maxSegments pages (0: no such limit known). iomatrix's buffers are
+// registered 4 KiB pages that are never merged into larger segments, so
+// each page is one segment. The kernel throttles requests: a 1 MiB I/O on
+// a virtio disk with 254 segments counts twice against an IOPS cap.
+func RequestsPerIO(maxSectorsKB, maxSegments, bs int64) int {
+	k := int64(1)
+	if maxSectorsKB > 0 {
+		k = max(k, (bs+maxSectorsKB*1024-1)/(maxSectorsKB*1024))
+	}
+	if maxSegments > 0 {
+		pages := (bs + 4095) / 4096
+		k = max(k, (pages+maxSegments-1)/maxSegments)
+	}
+	return int(k)
+}
+
+// Counter agreement: the kernel's count for the cgroup and iomatrix's own
+// (times RequestsPerIO) must agree within this fraction, per direction.
+// There is no absolute allowance: the worker faults in its program and
+// reads the target's metadata before it joins the cgroup, so nothing but
+// iomatrix's I/O is charged there, and a request that is not iomatrix's is
+// reported as foreign, never absorbed.
+const CounterTolerance = 0.005
+
+// Cell is what the verdict needs of one pattern measured under a cap.
+type Cell struct {
+	ReadPct       int
+	BlockSize     int64
+	RequestsPerIO int     // see RequestsPerIO; 0 counts as 1
+	UncappedIOPS  float64 // the same pattern without the cap; 0 when unknown
+	MeasuredIOPS  float64 // under the cap, in the measured window
+	// Issued counts the I/Os iomatrix completed over the whole pattern
+	// (ramp and drain included): the span the kernel's counts cover.
+	Issued Requests
+	// Kernel is the cgroup's count over the same span; nil when the
+	// kernel's counters could not be read.
+	Kernel *Requests
+	// Failed is the I/O error that ended the pattern, if any.
+	Failed string
+}
+
+// Verdict is the judgement of one cell.
+type Verdict struct {
+	ExpectedIOPS float64 `json:"expected_iops"`
+	// Binding: the cap, not the device, sets the figure (its model is
+	// below 90 % of the uncapped IOPS).
+	Binding      bool    `json:"binding"`
+	DeviationPct float64 `json:"deviation_pct"` // measured against expected
+	RateOK       bool    `json:"rate_ok"`
+	// ExpectedRequests is Issued times RequestsPerIO: what the kernel
+	// should have counted.
+	ExpectedRequests Requests `json:"expected_requests"`
+	// Foreign are requests the kernel charged beyond iomatrix's, Missing
+	// those iomatrix issued that the kernel did not count.
+	Foreign    Requests `json:"foreign_requests"`
+	Missing    Requests `json:"missing_requests"`
+	CountersOK bool     `json:"counters_ok"`
+	OK         bool     `json:"ok"`
+	Reasons    []string `json:"reasons,omitempty"`
+}
+
+// Judge decides whether the cap l holds in cell c, with the measured IOPS
+// allowed tolerancePct % from the expectation:
+//
+//   - where the cap binds, the measured IOPS must match the cap model
+//     (Expected) within the tolerance;
+//   - where it does not, the cap must neither throttle the pattern (the
+//     measured IOPS at least the uncapped figure less the tolerance) nor
+//     be exceeded (at most the cap model plus the tolerance). A cell
+//     faster than its uncapped measurement is the device's noise, not a
+//     failure of the cap;
+//   - the kernel's counts for the cgroup must equal iomatrix's requests
+//     within CounterTolerance, direction by direction;
+//   - a cell whose I/O failed does not hold.
+func Judge(l Limit, c Cell, tolerancePct float64) Verdict {
+	k := uint64(max(c.RequestsPerIO, 1))
+	capped, binding := Expected(l, c.ReadPct, c.BlockSize, int(k), c.UncappedIOPS)
+	v := Verdict{Binding: binding, ExpectedIOPS: capped}
+	tol := tolerancePct / 100
+	model := capModel(l, c.ReadPct, c.BlockSize, int(k))
+	switch {
+	case math.IsInf(capped, 1):
+		// Nothing limits this pattern and its uncapped figure is unknown.
+		v.RateOK = true
+		v.ExpectedIOPS = 0
+	case binding:
+		v.DeviationPct = deviation(c.MeasuredIOPS, capped)
+		v.RateOK = math.Abs(v.DeviationPct) <= tolerancePct
+		if !v.RateOK {
+			v.Reasons = append(v.Reasons, fmt.Sprintf("measured %.0f IOPS, the cap model expects %.0f (%+.1f %%, tolerance %g %%)",
+				c.MeasuredIOPS, capped, v.DeviationPct, tolerancePct))
+		}
+	default:
+		v.DeviationPct = deviation(c.MeasuredIOPS, capped)
+		low := c.UncappedIOPS * (1 - tol)
+		v.RateOK = c.MeasuredIOPS >= low && c.MeasuredIOPS <= model*(1+tol)
+		switch {
+		case c.MeasuredIOPS < low:
+			v.Reasons = append(v.Reasons, fmt.Sprintf("measured %.0f IOPS where the cap should not bind: %.1f %% below the uncapped %.0f (tolerance %g %%)",
+				c.MeasuredIOPS, 100*(1-c.MeasuredIOPS/c.UncappedIOPS), c.UncappedIOPS, tolerancePct))
+		case c.MeasuredIOPS > model*(1+tol):
+			v.Reasons = append(v.Reasons, fmt.Sprintf("measured %.0f IOPS, above the cap model's %.0f (%+.1f %%, tolerance %g %%)",
+				c.MeasuredIOPS, model, deviation(c.MeasuredIOPS, model), tolerancePct))
+		}
+	}
+	v.ExpectedRequests = Requests{Reads: k * c.Issued.Reads, Writes: k * c.Issued.Writes}
+	if c.Kernel == nil {
+		v.Reasons = append(v.Reasons, "the cgroup's I/O counters could not be read")
+	} else {
+		v.CountersOK = true
+		for _, d := range []struct {
+			name             string
+			want, got        uint64
+			foreign, missing *uint64
+		}{
+			{"reads", v.ExpectedRequests.Reads, c.Kernel.Reads, &v.Foreign.Reads, &v.Missing.Reads},
+			{"writes", v.ExpectedRequests.Writes, c.Kernel.Writes, &v.Foreign.Writes, &v.Missing.Writes},
+		} {
+			if d.got > d.want {
+				*d.foreign = d.got - d.want
+			} else {
+				*d.missing = d.want - d.got
+			}
+			if diff := *d.foreign + *d.missing; float64(diff) > CounterTolerance*float64(d.want) {
+				v.CountersOK = false
+				v.Reasons = append(v.Reasons, counterReason(d.name, d.want, d.got, k))
+			}
+		}
+	}
+	if c.Failed != "" {
+		v.Reasons = append(v.Reasons, "I/O error: "+c.Failed)
+	}
+	v.OK = v.RateOK && v.CountersOK && c.Failed == ""
+	return v
+}
+
+func counterReason(dir string, want, got, k uint64) string {
+	per := ""
+	if k > 1 {
+		per = fmt.Sprintf(" (%d requests per I/O)", k)
+	}
+	if got > want {
+		return fmt.Sprintf("the kernel charged the cgroup %d %s, iomatrix issued %d%s: %d foreign", got, dir, want, per, got-want)
+	}
+	return fmt.Sprintf("the kernel counted %d %s, iomatrix issued %d%s: %d escaped the cgroup's count", got, dir, want, per, want-got)
+}
+
+func deviation(measured, expected float64) float64 {
+	if expected <= 0 {
+		return 0
+	}
+	return (measured/expected - 1) * 100
+}
+
+// capModel is the cap's own bound on the pattern's IOPS, whatever the
+// device does: +Inf when no cap applies to it.
+func capModel(l Limit, readPct int, bs int64, split int) float64 {
+	m, _ := Expected(l, readPct, bs, split, 0)
+	return m
+}
+
+// Throttle timing. blk-throttle (behind v1 blkio.throttle.* and v2 io.max)
+// hands out a cap's budget a slice at a time: 100 ms on a rotational disk,
+// 20 ms on others (HZ/10 and HZ/50 jiffies). The whole budget of a slice is
+// available at its start, so a capped workload completes its I/O in bursts
+// at slice boundaries. Two consequences for a measurement:
+//
+//   - a window whose edges sit at slice boundaries counts one burst more or
+//     less depending on a few milliseconds of timer jitter (±5 % of a 2 s
+//     window); a window that starts half a slice after one and lasts whole
+//     slices counts exactly its share;
+//   - a slice starts when the group has been idle for more than a slice and
+//     I/O arrives, or when its limits are written; a workload that starts
+//     in the middle of a running slice gets that slice's remaining budget
+//     at once: the start-up burst (+10 % over a 1 s window at 1000 IOPS).
+//
+// So a capped pattern starts only after the group has been quiet for
+// ThrottleQuiet (a fresh slice begins with its first I/O), and its ramp is
+// at least MinCappedRamp and ends half a slice into one (AlignWindow).
+const (
+	ThrottleSlice = 100 * time.Millisecond // a multiple of both slice lengths
+	ThrottleQuiet = 300 * time.Millisecond // more than two slices: the last one has expired
+	MinCappedRamp = 250 * time.Millisecond
+)
+
+// WindowRule says in a sentence how a capped cell is measured.
+var WindowRule = fmt.Sprintf("each cell starts after the cgroup was quiet for %s (a fresh throttle slice); "+
+	"its ramp, at least %s, ends mid-slice and its runtime is whole %s slices: the throttle's start-up burst is not judged",
+	ThrottleQuiet, MinCappedRamp, ThrottleSlice)
+
+// AlignWindow returns the ramp and runtime a capped measurement uses: the
+// ramp at least MinCappedRamp and ending half a ThrottleSlice after a slice
+// boundary (counted from the first I/O), the runtime a whole number of
+// slices. The slice boundaries of a 20 ms slice fall on those of a 100 ms
+// one, so half of 100 ms is also mid-slice there.
+func AlignWindow(ramp, runtime time.Duration) (time.Duration, time.Duration) {
+	half := ThrottleSlice / 2
+	ramp = max(ramp, MinCappedRamp)
+	if r := (ramp - half) % ThrottleSlice; r != 0 {
+		ramp += ThrottleSlice - r
+	}
+	if r := runtime % ThrottleSlice; r != 0 {
+		runtime += ThrottleSlice - r
+	}
+	return ramp, max(runtime, ThrottleSlice)
+}

@@ -1,0 +1,131 @@
+package cgroup
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRequestsPerIO(t *testing.T) {
+	for _, tc := range []struct {
+		kb, segs, bs int64
+		want         int
+	}{
+		{0, 0, 1 << 20, 1},       // nothing known
+		{1280, 128, 16 << 10, 1}, // small I/O
+		{4096, 254, 1 << 20, 2},  // virtio: 256 pages in 254 segments
+		{1280, 128, 1 << 20, 2},  // 1 MiB in 1280 KiB requests of 128 pages
+		{512, 0, 1 << 20, 2},     // max_sectors_kb alone
+		{128, 256, 1 << 20, 8},   // a small request size
+		{4096, 254, 4 << 20, 5},  // 1024 pages
+	} {
+		if got := RequestsPerIO(tc.kb, tc.segs, tc.bs); got != tc.want {
+			t.Errorf("RequestsPerIO(%d KiB, %d segments, %d) = %d, want %d", tc.kb, tc.segs, tc.bs, got, tc.want)
+		}
+	}
+}
+
+func TestJudge(t *testing.T) {
+	writes := func(n uint64) *Requests { return &Requests{Writes: n} }
+	rw := func(r, w uint64) *Requests { return &Requests{Reads: r, Writes: w} }
+	wcap := Limit{WriteIOPS: 1000}
+	both := Limit{ReadIOPS: 10000, WriteIOPS: 10000}
+	for _, tc := range []struct {
+		name     string
+		l        Limit
+		c        Cell
+		tol      float64
+		ok       bool
+		expected float64
+		binding  bool
+		reason   string // a fragment of the first reason when not ok
+		foreign  Requests
+	}{
+		{name: "write cell at the cap", l: wcap, tol: 5, ok: true, expected: 1000, binding: true,
+			c: Cell{ReadPct: 0, BlockSize: 16 << 10, UncappedIOPS: 7780, MeasuredIOPS: 1000, Issued: Requests{Writes: 3101}, Kernel: writes(3101)}},
+		// Recorded: the worker's own page faults charged to the cgroup
+		// (a cold test binary on the target's disk).
+		{name: "foreign reads are shown, never absorbed", l: wcap, tol: 5, ok: false, expected: 1000, binding: true,
+			c:       Cell{ReadPct: 0, BlockSize: 16 << 10, UncappedIOPS: 9463, MeasuredIOPS: 1000, Issued: Requests{Writes: 4008}, Kernel: rw(110, 4008)},
+			reason:  "110 foreign",
+			foreign: Requests{Reads: 110}},
+		{name: "one foreign read on an idle direction", l: wcap, tol: 5, ok: false, expected: 1000, binding: true,
+			c:       Cell{ReadPct: 0, BlockSize: 16 << 10, UncappedIOPS: 9463, MeasuredIOPS: 993, Issued: Requests{Writes: 1368}, Kernel: rw(1, 1368)},
+			reason:  "1 foreign",
+			foreign: Requests{Reads: 1}},
+		// Recorded: a window whose edges sat on throttle-slice boundaries
+		// counted one burst too many.
+		{name: "one burst too many", l: wcap, tol: 5, ok: false, expected: 1000, binding: true,
+			c:      Cell{ReadPct: 0, BlockSize: 16 << 10, UncappedIOPS: 40202, MeasuredIOPS: 1050.5, Issued: Requests{Writes: 3131}, Kernel: writes(3131)},
+			reason: "+5.0 %"},
+		{name: "split requests", l: wcap, tol: 5, ok: true, expected: 500, binding: true,
+			c: Cell{ReadPct: 0, BlockSize: 1 << 20, RequestsPerIO: 2, UncappedIOPS: 2356, MeasuredIOPS: 500, Issued: Requests{Writes: 1542}, Kernel: writes(3084)}},
+		{name: "split ignored by the kernel", l: wcap, tol: 5, ok: false, expected: 500, binding: true,
+			c:      Cell{ReadPct: 0, BlockSize: 1 << 20, RequestsPerIO: 2, UncappedIOPS: 2356, MeasuredIOPS: 500, Issued: Requests{Writes: 1542}, Kernel: writes(1542)},
+			reason: "escaped"},
+		{name: "within the counter tolerance", l: both, tol: 5, ok: true, expected: 11111.11, binding: true,
+			c:       Cell{ReadPct: 90, BlockSize: 4096, UncappedIOPS: 50000, MeasuredIOPS: 11000, Issued: Requests{Reads: 40000, Writes: 4000}, Kernel: rw(40150, 3990)},
+			foreign: Requests{Reads: 150}},
+		{name: "the model at 90 % reads", l: both, tol: 5, ok: false, expected: 11111.11, binding: true,
+			c:      Cell{ReadPct: 90, BlockSize: 4096, UncappedIOPS: 50000, MeasuredIOPS: 10000, Issued: Requests{Reads: 40000, Writes: 4000}, Kernel: rw(40000, 4000)},
+			reason: "cap model expects 11111"},
+		// Recorded: a read cell under a write-only cap, faster than its
+		// baseline. The cap cannot bind there; being faster than the
+		// uncapped run is the device's noise.
+		{name: "not binding, faster than the baseline", l: wcap, tol: 5, ok: true, expected: 20658, binding: false,
+			c: Cell{ReadPct: 100, BlockSize: 4096, UncappedIOPS: 20658, MeasuredIOPS: 32948, Issued: Requests{Reads: 99000}, Kernel: rw(99000, 0)}},
+		{name: "not binding, throttled", l: Limit{ReadIOPS: 100000000, WriteIOPS: 100000000}, tol: 5, ok: false, expected: 3 * 1800, binding: false,
+			c:      Cell{ReadPct: 100, BlockSize: 4096, UncappedIOPS: 3 * 1800, MeasuredIOPS: 1800, Issued: Requests{Reads: 5400}, Kernel: rw(5400, 0)},
+			reason: "below the uncapped"},
+		{name: "not binding, above the cap model", l: Limit{ReadIOPS: 1000}, tol: 5, ok: false, expected: 1000, binding: false,
+			c:      Cell{ReadPct: 100, BlockSize: 4096, UncappedIOPS: 1050, MeasuredIOPS: 1100, Issued: Requests{Reads: 3300}, Kernel: rw(3300, 0)},
+			reason: "above the cap model"},
+		{name: "no counters", l: wcap, tol: 5, ok: false, expected: 1000, binding: true,
+			c:      Cell{ReadPct: 0, BlockSize: 4096, UncappedIOPS: 5000, MeasuredIOPS: 1000, Issued: Requests{Writes: 3000}},
+			reason: "could not be read"},
+		{name: "an I/O error", l: wcap, tol: 5, ok: false, expected: 1000, binding: true,
+			c:      Cell{ReadPct: 0, BlockSize: 4096, UncappedIOPS: 5000, MeasuredIOPS: 1000, Issued: Requests{Writes: 3000}, Kernel: writes(3000), Failed: "write at offset 0: no space left on device"},
+			reason: "no space left"},
+		{name: "uncapped figure unknown", l: wcap, tol: 5, ok: true, expected: 1000, binding: true,
+			c: Cell{ReadPct: 0, BlockSize: 4096, MeasuredIOPS: 990, Issued: Requests{Writes: 3000}, Kernel: writes(3000)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := Judge(tc.l, tc.c, tc.tol)
+			if v.OK != tc.ok || v.Binding != tc.binding || abs(v.ExpectedIOPS-tc.expected) > 0.01 || v.Foreign != tc.foreign {
+				t.Errorf("Judge = %+v; want ok %v, binding %v, expected %.2f, foreign %+v", v, tc.ok, tc.binding, tc.expected, tc.foreign)
+			}
+			if v.OK != (len(v.Reasons) == 0) {
+				t.Errorf("ok %v with reasons %q", v.OK, v.Reasons)
+			}
+			if !tc.ok && (len(v.Reasons) == 0 || !strings.Contains(v.Reasons[0], tc.reason)) {
+				t.Errorf("reasons %q lack %q", v.Reasons, tc.reason)
+			}
+		})
+	}
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func TestAlignWindow(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct{ ramp, runtime, wantRamp, wantRuntime time.Duration }{
+		{0, 2 * time.Second, 250 * ms, 2 * time.Second},
+		{time.Second, 2 * time.Second, 1050 * ms, 2 * time.Second},
+		{1050 * ms, 2550 * ms, 1050 * ms, 2600 * ms},
+		{5 * time.Second, 60 * time.Second, 5050 * ms, 60 * time.Second},
+		{260 * ms, 10 * ms, 350 * ms, 100 * ms},
+	} {
+		r, rt := AlignWindow(tc.ramp, tc.runtime)
+		if r != tc.wantRamp || rt != tc.wantRuntime {
+			t.Errorf("AlignWindow(%v, %v) = %v, %v; want %v, %v", tc.ramp, tc.runtime, r, rt, tc.wantRamp, tc.wantRuntime)
+		}
+		if (r-ThrottleSlice/2)%ThrottleSlice != 0 || rt%ThrottleSlice != 0 || r < MinCappedRamp {
+			t.Errorf("AlignWindow(%v, %v) = %v, %v: not mid-slice and whole slices", tc.ramp, tc.runtime, r, rt)
+		}
+	}
+}
