@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -15,16 +16,17 @@ import (
 	"github.com/iomatrix/iomatrix/iotest"
 )
 
-// A write error in the middle of a run: a loop device over a sparse file
-// on a 64 MiB tmpfs fails writes with ENOSPC once the tmpfs is full.
-func TestWriteErrorENOSPC(t *testing.T) {
+// fullDevice is a loop device over a sparse file of 256 MiB on a 64 MiB
+// tmpfs: its writes fail with ENOSPC once the tmpfs is full.
+func fullDevice(t *testing.T) string {
+	t.Helper()
 	testenv.Root(t)
 	losetup := testenv.Command(t, "losetup")
 	mnt := t.TempDir()
 	if err := unix.Mount("tmpfs", mnt, "tmpfs", 0, "size=64M"); err != nil {
 		testenv.Require(t, false, "cannot mount tmpfs: "+err.Error())
 	}
-	defer unix.Unmount(mnt, unix.MNT_DETACH)
+	t.Cleanup(func() { unix.Unmount(mnt, unix.MNT_DETACH) })
 	backing := filepath.Join(mnt, "sparse.img")
 	if err := os.WriteFile(backing, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -35,7 +37,14 @@ func TestWriteErrorENOSPC(t *testing.T) {
 		t.Fatalf("losetup: %v %s", err, out)
 	}
 	dev := strings.TrimSpace(string(out))
-	defer exec.Command(losetup, "-d", dev).Run()
+	t.Cleanup(func() { exec.Command(losetup, "-d", dev).Run() })
+	return dev
+}
+
+// A write error in the middle of a run: a loop device over a sparse file
+// on a 64 MiB tmpfs fails writes with ENOSPC once the tmpfs is full.
+func TestWriteErrorENOSPC(t *testing.T) {
+	dev := fullDevice(t)
 
 	results := filepath.Join(t.TempDir(), "r.json")
 	r := runIomatrix(t, iomatrixCmd(t, "sweep", dev, "--profile", "cdm", "--allow-destructive", "--runtime", "3s", "--ramp", "0s", "--out", results))
@@ -91,26 +100,6 @@ func TestWriteErrorENOSPC(t *testing.T) {
 		t.Errorf("--continue-on-error: %d failed cells, %d read cells measured", fails, reads)
 	}
 
-	// The same error under a cap: it reaches the parent from the worker in
-	// the cgroup, and the cgroup is gone afterwards (runCounted; a cgroup
-	// that still holds a task cannot be removed, so the worker is gone too).
-	c := capController(t)
-	capped := filepath.Join(t.TempDir(), "capped.json")
-	r = runCounted(t, c, "sweep", dev, "--profile", "cdm", "--allow-destructive", "--runtime", "1s", "--ramp", "0s",
-		"--cap", "riops=1000000,wiops=1000000", "--out", capped)
-	if r.code != exitFailure || !strings.Contains(r.stderr, "no space left on device") {
-		t.Fatalf("capped: exit %d, want 1 with ENOSPC: %s", r.code, r.stderr)
-	}
-	doc, err = iotest.ReadDocumentFile(capped)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if doc.Cap == nil || len(doc.Results) == 0 {
-		t.Fatalf("capped: cap %+v, %d results", doc.Cap, len(doc.Results))
-	}
-	if e := doc.Results[len(doc.Results)-1].Error; e == nil || e.Op != "write" || e.Errno != int(unix.ENOSPC) {
-		t.Errorf("capped: last result error %+v", e)
-	}
 }
 
 // The results directory turning read-only mid-sweep: the sweep stops with
@@ -202,5 +191,119 @@ func TestTargetVanishes(t *testing.T) {
 				t.Errorf("deleted: exit %d, stderr %q", code, stderr.String())
 			}
 		}
+	}
+}
+
+// The same fault, capped and uncapped, ends the same way: the same exit
+// status, the same first and last lines on stderr (offsets of failed I/O
+// aside where timing picks them), the same error recorded. Under a cap
+// the error is raised in the worker inside the cgroup and crosses a pipe
+// to its parent; it must lose nothing on the way (kind, errno, op, offset).
+func TestFaultsCappedAsUncapped(t *testing.T) {
+	c := capController(t)
+	// Ramp and runtime already aligned to the throttle's slices: no notice
+	// under the cap, so stderr can be compared line for line.
+	timing := []string{"--ramp", "250ms", "--runtime", "2s"}
+	dir := t.TempDir()
+	laidOut := func(name string) string {
+		target := filepath.Join(dir, name)
+		if r := runIomatrix(t, iomatrixCmd(t, "run", target, "--size", "64MiB", "--runtime", "100ms", "--ramp", "0s")); r.code != 0 {
+			t.Fatal(r.stderr)
+		}
+		return target
+	}
+	type fault struct {
+		name string
+		// setup prepares one run: the arguments, and what to do while it
+		// runs (nil: nothing).
+		setup  func(t *testing.T) (args []string, during func())
+		offset bool // the failed offset depends on timing
+	}
+	faults := []fault{
+		{name: "EIO", setup: func(t *testing.T) ([]string, func()) {
+			dev := flakyDevice(t, 64<<20, 32<<20)
+			return append([]string{"run", dev, "--rw", "randread", "--qd", "1", "--seed", "7"}, timing...), nil
+		}},
+		{name: "ENOSPC", setup: func(t *testing.T) ([]string, func()) {
+			dev := fullDevice(t)
+			return []string{"run", dev, "--rw", "randwrite", "--qd", "1", "--seed", "7", "--allow-destructive", "--runtime", "20s", "--ramp", "250ms"}, nil
+		}},
+		{name: "truncated target", offset: true, setup: func(t *testing.T) ([]string, func()) {
+			target := laidOut("trunc.dat")
+			return append([]string{"run", target, "--rw", "randread", "--qd", "1"}, timing...), func() {
+				time.Sleep(800 * time.Millisecond)
+				os.Truncate(target, 0)
+			}
+		}},
+		{name: "read-only results directory", setup: func(t *testing.T) ([]string, func()) {
+			target := laidOut("ro.dat")
+			resdir := filepath.Join(dir, "results")
+			os.MkdirAll(resdir, 0o755)
+			if err := unix.Mount("tmpfs", resdir, "tmpfs", 0, "size=4M"); err != nil {
+				testenv.Require(t, false, "cannot mount tmpfs: "+err.Error())
+			}
+			t.Cleanup(func() { unix.Unmount(resdir, unix.MNT_DETACH) })
+			args := []string{"sweep", target, "--profile", "quick", "--ramp", "250ms", "--runtime", "200ms", "--out", filepath.Join(resdir, "r.json")}
+			return args, func() {
+				time.Sleep(1500 * time.Millisecond)
+				unix.Mount("", resdir, "", unix.MS_REMOUNT|unix.MS_RDONLY, "")
+			}
+		}},
+	}
+	offsets := regexp.MustCompile(`offset [0-9]+`)
+	// Each run has a fresh loop device and temporary file name.
+	loops, temps := regexp.MustCompile(`/dev/loop[0-9]+`), regexp.MustCompile(`\.tmp-[0-9]+`)
+	for _, f := range faults {
+		t.Run(f.name, func(t *testing.T) {
+			var runs [2]cmdResult
+			var errs [2]*iotest.IOError
+			for i, capped := range []bool{false, true} {
+				args, during := f.setup(t)
+				if capped {
+					args = append(args, "--cap", "riops=1000000,wiops=1000000")
+				}
+				cmd := iomatrixCmd(t, args...)
+				var out, errb strings.Builder
+				cmd.Stdout, cmd.Stderr = &out, &errb
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				if during != nil {
+					during()
+				}
+				cmd.Wait()
+				runs[i] = cmdResult{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+				if l := leftovers(c, cmd.Process.Pid); len(l) > 0 {
+					t.Errorf("capped %v: cgroups left: %v", capped, l)
+				}
+				if m := regexp.MustCompile(`(?m)^error: (.*)$`).FindStringSubmatch(out.String()); m != nil {
+					errs[i] = &iotest.IOError{Msg: m[1]}
+				}
+			}
+			lines := func(r cmdResult) (first, last string) {
+				l := strings.Split(strings.TrimSpace(r.stderr), "\n")
+				first, last = l[0], l[len(l)-1]
+				for _, re := range []*regexp.Regexp{loops, temps} {
+					first, last = re.ReplaceAllString(first, "N"), re.ReplaceAllString(last, "N")
+				}
+				if f.offset {
+					first, last = offsets.ReplaceAllString(first, "offset N"), offsets.ReplaceAllString(last, "offset N")
+				}
+				return first, last
+			}
+			u, k := runs[0], runs[1]
+			uf, ul := lines(u)
+			kf, kl := lines(k)
+			t.Logf("uncapped: exit %d, %q … %q", u.code, uf, ul)
+			if u.code != exitFailure {
+				t.Errorf("uncapped: exit %d, want 1: %s", u.code, u.stderr)
+			}
+			if k.code != u.code || kf != uf || kl != ul {
+				t.Errorf("capped: exit %d, %q … %q; uncapped: exit %d, %q … %q", k.code, kf, kl, u.code, uf, ul)
+			}
+			if (errs[0] == nil) != (errs[1] == nil) || (errs[0] != nil && !f.offset && *errs[0] != *errs[1]) {
+				t.Errorf("recorded errors differ: uncapped %+v, capped %+v", errs[0], errs[1])
+			}
+		})
 	}
 }

@@ -50,16 +50,17 @@ func (d *flakyDisk) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off
 	return fuse.ReadResultData(dest[:end-off]), 0
 }
 
-// A read error (EIO) in the middle of a run: a loop device over a FUSE
-// file that fails reads in its upper half.
-func TestReadErrorEIO(t *testing.T) {
+// flakyDevice is a read-only loop device over a FUSE file of size bytes
+// whose reads fail with EIO from badFrom on: a disk with a bad region.
+func flakyDevice(t *testing.T, size, badFrom int64) string {
+	t.Helper()
 	testenv.Root(t)
 	_, err := os.Stat("/dev/fuse")
 	testenv.Require(t, err == nil, "no /dev/fuse")
 	losetup := testenv.Command(t, "losetup")
 	mnt := t.TempDir()
 	root := &fs.Inode{}
-	disk := &flakyDisk{size: 64 << 20, badFrom: 32 << 20}
+	disk := &flakyDisk{size: size, badFrom: badFrom}
 	server, err := fs.Mount(mnt, root, &fs.Options{
 		MountOptions: fuse.MountOptions{DirectMount: true, AllowOther: true, FsName: "iomatrix-flaky"},
 		OnAdd: func(ctx context.Context) {
@@ -67,13 +68,21 @@ func TestReadErrorEIO(t *testing.T) {
 		},
 	})
 	testenv.Require(t, err == nil, "cannot mount FUSE: "+errString(err))
-	defer server.Unmount()
+	t.Cleanup(func() { server.Unmount() })
 	out, err := exec.Command(losetup, "-f", "--show", "-r", filepath.Join(mnt, "disk.img")).CombinedOutput()
 	if err != nil {
 		t.Fatalf("losetup: %v %s", err, out)
 	}
 	dev := strings.TrimSpace(string(out))
-	defer exec.Command(losetup, "-d", dev).Run()
+	t.Cleanup(func() { exec.Command(losetup, "-d", dev).Run() })
+	return dev
+}
+
+// A read error (EIO) in the middle of a run: a loop device over a FUSE
+// file that fails reads in its upper half.
+func TestReadErrorEIO(t *testing.T) {
+	disk := &flakyDisk{size: 64 << 20, badFrom: 32 << 20}
+	dev := flakyDevice(t, disk.size, disk.badFrom)
 
 	results := filepath.Join(t.TempDir(), "r.json")
 	r := runIomatrix(t, iomatrixCmd(t, "run", dev, "--rw", "randread", "--bs", "4k", "--qd", "4", "--runtime", "10s", "--ramp", "0s", "--format", "json", "-o", results))

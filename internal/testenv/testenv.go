@@ -1,6 +1,10 @@
 // Package testenv gates tests on what the machine offers. On a developer
 // laptop a missing capability skips the test; under CI=true it fails it, so
 // that CI, which has all of them, never hides a regression behind a skip.
+//
+// Every gate also marks an integration test: `go test -short` skips it
+// (CI included), so the short tier runs unit tests, parsers, fixtures and
+// fakes only.
 package testenv
 
 import (
@@ -18,9 +22,12 @@ import (
 // CI reports whether skips must become failures.
 func CI() bool { return os.Getenv("CI") == "true" }
 
-// Require skips (or, in CI, fails) the test when ok is false.
+// Require skips (or, in CI, fails) the test when ok is false. Under -short
+// it skips the test whatever ok is: a test that needs something of the
+// machine is an integration test.
 func Require(t testing.TB, ok bool, why string) {
 	t.Helper()
+	Integration(t)
 	if ok {
 		return
 	}
@@ -28,6 +35,15 @@ func Require(t testing.TB, ok bool, why string) {
 		t.Fatalf("CI=true, but %s", why)
 	}
 	t.Skip(why)
+}
+
+// Integration marks a test that does real I/O, starts processes or needs
+// devices: -short skips it.
+func Integration(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: skipped with -short")
+	}
 }
 
 // Root requires uid 0.
