@@ -112,3 +112,12 @@ func MountExt4(t testing.TB, dev string, mkfsArgs ...string) (mnt string) {
 	t.Cleanup(func() { unix.Unmount(mnt, unix.MNT_DETACH) })
 	return mnt
 }
+
+// Integration skips the test under go test -short: it needs real devices
+// or takes seconds.
+func Integration(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: skipped with -short")
+	}
+}
