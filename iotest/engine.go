@@ -112,6 +112,10 @@ func (w *worker) runUring() error {
 		}
 		for k := uint32(0); k < n; k++ {
 			cqe := r.peek(k)
+			if cqe.userData == uringTimerData {
+				r.timerArmed = false // enter arms another before it waits
+				continue
+			}
 			i := int(cqe.userData)
 			sl := &slots[i]
 			if cqe.res != int32(bs) {
