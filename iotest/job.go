@@ -241,6 +241,14 @@ type arena struct {
 	mem    []byte
 	stride int
 	bs     int
+	// keep is set when a request given up on may still complete into the
+	// arena: the kernel writes a read's data into it whenever the device
+	// answers (a request the ring has not issued yet even resolves the
+	// address only then), and were it unmapped and the addresses reused by
+	// then, that would overwrite unrelated memory. A kept arena is never
+	// unmapped: a leak bounded by the run's buffers, paid only after a
+	// device stopped answering.
+	keep atomic.Bool
 }
 
 func newArena(n int, bs int64, fill *rand.PCG) (*arena, error) {
@@ -262,7 +270,7 @@ func (a *arena) buf(i int) []byte {
 }
 
 func (a *arena) free() {
-	if a != nil && a.mem != nil {
+	if a != nil && a.mem != nil && !a.keep.Load() {
 		_ = unix.Munmap(a.mem)
 		a.mem = nil
 	}

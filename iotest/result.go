@@ -101,7 +101,9 @@ type Result struct {
 	// figure to compare with kernel counters for the whole run.
 	Completed Completed `json:"completed"`
 	// Submitted counts every I/O handed to the kernel; at the end of a run
-	// it equals Completed plus Failed: none is lost.
+	// it equals Completed plus Failed: none is lost. The one exception is
+	// a run stopped by a failure while the device held requests past the
+	// engine's grace: those were given up, neither completed nor failed.
 	Submitted Completed `json:"submitted"`
 	// Failed counts completions that returned an error (Error is the first).
 	Failed Completed `json:"failed"`

@@ -26,6 +26,12 @@ const maxTimeline = 24 * time.Hour
 // scheduler's own hand-off serves the rest.
 const maxProcs = 1024
 
+// stopGrace bounds Run's wait for its streams once ctx is done. A ring
+// gives up on its device within abandonGrace and two wait bounds (one to
+// see the stop, one to see the deadline); a psync stream blocked in the
+// kernel cannot be bounded at all.
+const stopGrace = abandonGrace + 200*time.Millisecond
+
 // ResolveEngine turns "auto" into a concrete engine: uring when a ring can
 // be created here, psync otherwise (notice says why).
 func ResolveEngine(engine string, notice func(string)) (string, error) {
@@ -51,7 +57,8 @@ func ResolveEngine(engine string, notice func(string)) (string, error) {
 
 // Run measures one pattern on an open target. It never prints; progress
 // goes through o.Progress. On cancellation it returns ctx's error and a
-// Result that must be discarded. On an I/O error it returns the Result so
+// Result that must be discarded, within stopGrace even when the device
+// has stopped answering. On an I/O error it returns the Result so
 // far (with Error set) and an error wrapping *IOError.
 func Run(ctx context.Context, t *Target, p Pattern, o Options) (Result, error) {
 	if err := p.ValidateFor(t.Align, t.Size); err != nil {
@@ -168,8 +175,16 @@ wait:
 			}
 		case <-endTimer.C:
 			after = t.snapshot()
-			<-done
+			// The drain: every request in flight is waited for, unless the
+			// run is cancelled meanwhile.
+			select {
+			case <-done:
+			case <-ctx.Done():
+				return Result{}, awaitStop(ctx, &stop, done, arenas)
+			}
 			break wait
+		case <-ctx.Done():
+			return Result{}, awaitStop(ctx, &stop, done, arenas)
 		case <-done:
 			after = t.snapshot()
 			finishedEarly = true
@@ -224,6 +239,28 @@ wait:
 		return res, fmt.Errorf("%s on %s: %w", p.Name(), t.Path, total.err)
 	}
 	return res, nil
+}
+
+// awaitStop waits for the streams of a cancelled run, stopGrace at most,
+// and returns ctx's error. Streams still running then are left behind:
+// each returns once its syscall does, without issuing another I/O (the
+// target's descriptor may be closed and its number reused by then). Until
+// then the syscall may write into its arena, so every arena of the run
+// stays mapped for good.
+func awaitStop(ctx context.Context, stop *atomic.Bool, done <-chan struct{}, arenas []*arena) error {
+	// Set already by ctx's AfterFunc, but in a goroutine of its own that
+	// may not have run yet: a stream left behind must see it.
+	stop.Store(true)
+	grace := time.NewTimer(stopGrace)
+	defer grace.Stop()
+	select {
+	case <-done:
+	case <-grace.C:
+		for _, a := range arenas {
+			a.keep.Store(true)
+		}
+	}
+	return ctx.Err()
 }
 
 func buildResult(p Pattern, engine string, started time.Time, dur time.Duration, o Options, s *stats) Result {

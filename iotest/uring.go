@@ -18,6 +18,7 @@ const (
 	uringOpWrite      = 23
 	uringOpReadFixed  = 4
 	uringOpWriteFixed = 5
+	uringOpTimeout    = 11
 
 	uringSqeFixedFile = 1 << 0
 
@@ -112,7 +113,18 @@ type uring struct {
 	extArg  bool   // the kernel takes a wait timeout (5.11+)
 	waitArg uringGeteventsArg
 	waitTS  unix.Timespec
+	// timerArmed: a wait timer (see armTimer) is queued or pending in the
+	// kernel. The caller clears it when it reaps the timer's completion.
+	timerArmed bool
 }
+
+// uringTimerData marks the completion of the ring's own wait timer; the
+// caller's requests carry small slot numbers, never this.
+const uringTimerData = ^uint64(0)
+
+// uringFeatMask hides features the kernel offers: a test hook that runs
+// the paths of older kernels on a new one.
+var uringFeatMask uint32
 
 // uringGeteventsArg is struct io_uring_getevents_arg.
 type uringGeteventsArg struct {
@@ -136,9 +148,36 @@ func uringSetup(entries uint32, p *uringParams) (int, error) {
 	return int(fd), nil
 }
 
-// newUring creates a ring with room for entries in-flight requests. It must
-// be created, used and closed by one goroutine locked to its OS thread.
+// newUring creates a ring with room for entries in-flight requests of the
+// caller's (and for enter's wait timer where it needs one). It must be
+// created, used and closed by one goroutine locked to its OS thread.
 func newUring(entries uint32) (*uring, error) {
+	fd, p, err := uringSetupAny(entries)
+	if err == nil && p.features&uringFeatExtArg == 0 && p.sqEntries < entries+1 {
+		// Without a wait timeout, enter bounds a wait with a timer request
+		// of its own, which needs a slot beside the caller's requests. The
+		// kernel rounds entries up to a power of two, so only then is a
+		// second, larger ring needed.
+		_ = unix.Close(fd)
+		fd, p, err = uringSetupAny(entries + 1)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r := &uring{fd: fd, extArg: p.features&uringFeatExtArg != 0}
+	// Every wait has the same bound: set it up once, not per wait.
+	r.waitTS = unix.NsecToTimespec(waitTimeout)
+	r.waitArg = uringGeteventsArg{ts: uint64(uintptr(unsafe.Pointer(&r.waitTS)))}
+	if err := r.mmap(&p); err != nil {
+		r.close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// uringSetupAny creates a ring with the most helpful setup flags this
+// kernel accepts.
+func uringSetupAny(entries uint32) (int, uringParams, error) {
 	// Completions are run only when the ring's own thread asks for them
 	// (DEFER_TASKRUN, 6.1+), so they arrive in batches with no interrupt of
 	// the submitter (COOP_TASKRUN, 5.19+); both need a single issuer (6.0+).
@@ -157,14 +196,10 @@ func newUring(entries uint32) (*uring, error) {
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: io_uring_setup: %w", ErrNoUring, err)
+		return -1, p, fmt.Errorf("%w: io_uring_setup: %w", ErrNoUring, err)
 	}
-	r := &uring{fd: fd, extArg: p.features&uringFeatExtArg != 0}
-	if err := r.mmap(&p); err != nil {
-		r.close()
-		return nil, err
-	}
-	return r, nil
+	p.features &^= uringFeatMask
+	return fd, p, nil
 }
 
 func (r *uring) mmap(p *uringParams) error {
@@ -268,25 +303,47 @@ func (r *uring) prep(write bool, buf []byte, bufIndex int, off int64, userData u
 	r.pending++
 }
 
+// armTimer queues a pure timer (a TIMEOUT request with a completion count
+// of 0, so that no other completion ends it early) that completes with
+// -ETIME after waitTimeout, under uringTimerData. The kernel copies the
+// timespec when it takes the request.
+func (r *uring) armTimer() {
+	r.sqes[r.tail&r.sqMask] = uringSqe{
+		opcode:   uringOpTimeout,
+		fd:       -1,
+		addr:     uint64(uintptr(unsafe.Pointer(&r.waitTS))),
+		len:      1,
+		userData: uringTimerData,
+	}
+	r.tail++
+	r.pending++
+	r.timerArmed = true
+}
+
 // enter publishes prepared SQEs and, when wait is set, blocks until at
-// least one completion is available (or the wait times out).
+// least one completion is available or about waitTimeout has passed, on
+// every kernel: with IORING_FEAT_EXT_ARG (5.11+) the wait itself carries
+// the timeout; before that a timer request stays armed while the ring
+// waits, and its completion (uringTimerData, which the caller skips and
+// answers by clearing timerArmed) ends the wait. Either way the caller may
+// find nothing of its own to reap.
 //
 // It is a raw syscall: the Go scheduler is not told, so no thread hand-off
 // and no sysmon polling happen per batch. That costs a third less CPU per
 // I/O than a scheduler-aware syscall; the engine raises GOMAXPROCS so the
 // other goroutines keep a P of their own meanwhile.
 func (r *uring) enter(wait bool) error {
-	atomic.StoreUint32(r.sqTail, r.tail)
 	var flags, minComplete, arg, argSz uintptr
 	if wait {
 		flags, minComplete = uringEnterGetEvents, 1
 		if r.extArg {
-			r.waitTS = unix.NsecToTimespec(waitTimeout)
-			r.waitArg = uringGeteventsArg{ts: uint64(uintptr(unsafe.Pointer(&r.waitTS)))}
 			flags |= uringEnterExtArg
 			arg, argSz = uintptr(unsafe.Pointer(&r.waitArg)), unsafe.Sizeof(r.waitArg)
+		} else if !r.timerArmed {
+			r.armTimer()
 		}
 	}
+	atomic.StoreUint32(r.sqTail, r.tail)
 	for {
 		n, _, errno := unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(r.pending), minComplete, flags, arg, argSz)
 		switch errno {

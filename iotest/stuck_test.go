@@ -1,0 +1,209 @@
+package iotest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/iomatrix/iomatrix/internal/testenv"
+)
+
+// stuckDisk is a FUSE file whose reads, while it is held, wait until it is
+// released: a device that stops answering.
+type stuckDisk struct {
+	testenv.DiskFile
+
+	mu      sync.Mutex
+	held    bool
+	release chan struct{} // closed by unhold
+	waiting atomic.Int32  // reads held now
+}
+
+var _ = (fs.NodeReader)((*stuckDisk)(nil))
+
+func (d *stuckDisk) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	d.mu.Lock()
+	held, release := d.held, d.release
+	d.mu.Unlock()
+	if held {
+		d.waiting.Add(1)
+		defer d.waiting.Add(-1)
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return nil, syscall.EINTR
+		}
+	}
+	end := min(off+int64(len(dest)), d.Size)
+	clear(dest[:end-off])
+	return fuse.ReadResultData(dest[:end-off]), 0
+}
+
+// hold makes reads wait from now on.
+func (d *stuckDisk) hold() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.held {
+		d.held, d.release = true, make(chan struct{})
+	}
+}
+
+// unhold answers the waiting reads and those to come.
+func (d *stuckDisk) unhold() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.held {
+		d.held = false
+		close(d.release)
+	}
+}
+
+// inflight is what the loop device dev has in flight: "READS WRITES".
+func inflight(dev string) string {
+	b, err := os.ReadFile("/sys/block/" + filepath.Base(dev) + "/inflight")
+	if err != nil {
+		return err.Error()
+	}
+	return strings.Join(strings.Fields(string(b)), " ")
+}
+
+// waitIdle waits until the loop device dev has no request in flight: the
+// reads a test gave up on have completed after all.
+func waitIdle(t *testing.T, dev string) {
+	t.Helper()
+	var s string
+	for range 250 {
+		if s = inflight(dev); s == "0 0" {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s still has requests in flight after 5 s: %s", dev, s)
+}
+
+// A run cancelled while its device answers nothing returns promptly, with
+// ctx's error, on every engine and whether or not the kernel's io_uring
+// takes a wait timeout. The given-up reads complete when the device is
+// released, into memory that must still be mapped.
+func TestCancelOnStuckDevice(t *testing.T) {
+	testenv.Integration(t)
+	disk := &stuckDisk{DiskFile: testenv.DiskFile{Size: 64 << 20}}
+	dev := testenv.FUSELoop(t, disk)
+	// Runs before the loop device detaches: a held read would keep it.
+	t.Cleanup(disk.unhold)
+	tg := openPlan(t, dev, TargetOptions{})
+	testenv.Require(t, ProbeUring() == nil, "io_uring unavailable")
+
+	p := Pattern{Access: Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 4, Jobs: 1}
+	for _, c := range []struct {
+		name, engine string
+		noExtArg     bool
+	}{
+		{"uring-without-ext-arg", EngineUring, true},
+		{"uring", EngineUring, false},
+		{"psync", EnginePsync, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.noExtArg {
+				maskExtArg(t)
+			}
+			disk.hold()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			// The device's requests in flight, and the reads it holds, when
+			// the run is cancelled.
+			var stuck string
+			var held int32
+			var cancelled atomic.Int64
+			time.AfterFunc(300*time.Millisecond, func() {
+				stuck, held = inflight(dev), disk.waiting.Load()
+				cancelled.Store(time.Now().UnixNano())
+				cancel()
+			})
+			errc := make(chan error, 1)
+			go func() {
+				_, err := Run(ctx, tg, p, Options{Runtime: 10 * time.Second, Seed: 1, Engine: c.engine})
+				errc <- err
+			}()
+			var err error
+			select {
+			case err = <-errc:
+			case <-time.After(5 * time.Second):
+				// Fail rather than hang: answering the reads lets Run end.
+				disk.unhold()
+				t.Fatalf("Run still running 5 s after it started (cancelled after 0.3 s); returned %v once the device answered", <-errc)
+			}
+			returned := time.Now()
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("Run returned %v, want context.Canceled", err)
+			}
+			if at := cancelled.Load(); at == 0 {
+				t.Errorf("Run returned before the cancellation")
+			} else if want := fmt.Sprint(p.QueueDepth, " 0"); stuck != want || held == 0 {
+				t.Errorf("when cancelled: %s in flight (want %s), %d reads held: the device was not stuck", stuck, want, held)
+			} else if d := returned.Sub(time.Unix(0, at)); d > time.Second {
+				t.Errorf("Run returned %v after the cancellation, want within 1 s", d)
+			} else {
+				t.Logf("returned %v after the cancellation", d.Round(time.Millisecond))
+			}
+			disk.unhold()
+			waitIdle(t, dev)
+		})
+	}
+
+	// The ring itself gives up, rather than Run leaving it behind: it
+	// returns within its grace, keeps its arena mapped, and never counted
+	// the given-up reads as completed or failed.
+	t.Run("ring-gives-up", func(t *testing.T) {
+		maskExtArg(t)
+		disk.hold()
+		a, err := newArena(p.QueueDepth, p.BlockSize, rand.NewPCG(1, 2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stop atomic.Bool
+		w := &worker{st: newStats(1), seq: newSequence(1, 0, 0, p, tg.Size), arena: a, fd: tg.fd, qd: p.QueueDepth,
+			clk: &clock{end: nanotime() + int64(time.Hour)}, stop: &stop}
+		errc := make(chan error, 1)
+		go func() { errc <- w.runUring() }()
+		time.Sleep(200 * time.Millisecond)
+		stop.Store(true)
+		stopped := time.Now()
+		select {
+		case err := <-errc:
+			if err != nil {
+				t.Errorf("runUring: %v", err)
+			}
+			if d := time.Since(stopped); d < abandonGrace || d > abandonGrace+300*time.Millisecond {
+				t.Errorf("gave up %v after the stop, want just past %v", d, abandonGrace)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatal("runUring still waiting 2 s after the stop")
+		}
+		if !a.keep.Load() {
+			t.Error("arena of abandoned reads not kept mapped")
+		}
+		a.free()
+		if a.mem == nil {
+			t.Error("free unmapped a kept arena")
+		}
+		if w.st.subReads != uint64(p.QueueDepth) || w.st.allReads != 0 || w.st.badReads != 0 {
+			t.Errorf("submitted %d, completed %d, failed %d: want %d reads given up",
+				w.st.subReads, w.st.allReads, w.st.badReads, p.QueueDepth)
+		}
+		disk.unhold()
+		waitIdle(t, dev)
+	})
+}
