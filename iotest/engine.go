@@ -22,6 +22,10 @@ type worker struct {
 	// stop is set on cancellation or a failure; read once per batch, and
 	// on every wake-up with nothing to reap.
 	stop *atomic.Bool
+	// ready tells Run the stream is set up; it then waits for start,
+	// after which clk holds the run's phases.
+	ready func()
+	start <-chan struct{}
 }
 
 // abandonGrace is how long a stopped ring goes on reaping the requests it
@@ -78,6 +82,8 @@ func (w *worker) runUring() error {
 	slots := make([]slot, w.qd)
 	fresh := make([]int32, 0, w.qd) // slots prepared since the last submit
 	bs := uint64(w.arena.bs)
+	w.ready()
+	<-w.start
 	st, seq, clk := w.st, w.seq, w.clk
 
 	prep := func(i int) {
@@ -183,6 +189,8 @@ func (w *worker) runUring() error {
 // and leaves it blocked (and its arena mapped); it returns without another
 // I/O once the device answers.
 func (w *worker) runPsync(slotIndex int) error {
+	w.ready()
+	<-w.start
 	buf := w.arena.buf(slotIndex)
 	bs := uint64(len(buf))
 	st, seq, clk := w.st, w.seq, w.clk

@@ -124,20 +124,23 @@ func Run(ctx context.Context, t *Target, p Pattern, o Options) (Result, error) {
 	unhook := context.AfterFunc(ctx, func() { stop.Store(true) })
 	defer unhook()
 
-	started := time.Now()
-	base := nanotime()
-	clk := &clock{rampEnd: base + int64(o.Ramp), end: base + int64(o.Ramp) + int64(o.Runtime)}
-	var before, after snapshot
-	if o.Ramp == 0 {
-		before = t.snapshot()
-	}
+	// Every stream sets itself up (a ring, its registrations) before the
+	// clock starts, so the ramp and the window count from the first I/O:
+	// under a cap the window is placed against the throttle's slices,
+	// which start with the first I/O (see cgroup.AlignWindow).
+	clk := &clock{}
+	start := make(chan struct{})
+	var ready sync.WaitGroup
 	errs := make([]error, len(workers))
 	var wg sync.WaitGroup
 	for i, w := range workers {
-		w.clk, w.stop = clk, &stop
+		w.clk, w.stop, w.start = clk, &stop, start
+		ready.Add(1)
+		w.ready = sync.OnceFunc(ready.Done)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer w.ready() // also when setting up failed
 			if engine == EngineUring {
 				errs[i] = w.runUring()
 			} else {
@@ -150,6 +153,15 @@ func Run(ctx context.Context, t *Target, p Pattern, o Options) (Result, error) {
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
+	ready.Wait()
+	started := time.Now()
+	base := nanotime()
+	clk.rampEnd, clk.end = base+int64(o.Ramp), base+int64(o.Ramp)+int64(o.Runtime)
+	var before, after snapshot
+	if o.Ramp == 0 {
+		before = t.snapshot()
+	}
+	close(start)
 
 	measuring := o.Ramp == 0
 	windowStart := clk.rampEnd

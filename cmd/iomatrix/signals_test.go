@@ -18,6 +18,7 @@ import (
 // and no cgroup (hence no worker or command inside one) is left.
 func TestSignalsAtRandomMoments(t *testing.T) {
 	c := capController(t)
+	t.Parallel()
 	testenv.Command(t, "dd")
 	dir := t.TempDir()
 	target := filepath.Join(dir, "sig.dat")
@@ -26,7 +27,7 @@ func TestSignalsAtRandomMoments(t *testing.T) {
 	}
 	profile := filepath.Join(dir, "p.yaml")
 	os.WriteFile(profile, []byte("name: sig\nmatrix:\n  - block_sizes: [4k]\n    read_pcts: [100, 50, 0]\n    queue_depths: [1, 8]\n"), 0o644)
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	seed := uint64(time.Now().UnixNano())
 	sigs := []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
 	commands := map[string]func(out string) []string{
 		"sweep": func(out string) []string {
@@ -39,34 +40,38 @@ func TestSignalsAtRandomMoments(t *testing.T) {
 			return []string{"throttle", "--cap", "wiops=200", "--device", dir, "--", "dd", "if=/dev/zero", "of=" + out, "bs=4k", "count=2000", "oflag=direct"}
 		},
 	}
-	start := time.Now()
 	for name, argv := range commands {
-		for trial := range 20 {
-			out := filepath.Join(dir, fmt.Sprintf("%s-%d.json", name[:3], trial))
-			sig := sigs[rng.IntN(len(sigs))]
-			cmd := iomatrixCmd(t, argv(out)...)
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(time.Duration(250+rng.IntN(1000)) * time.Millisecond)
-			cmd.Process.Signal(sig)
-			cmd.Wait()
-			code := cmd.ProcessState.ExitCode()
-			finishedFirst := code == 0
-			if !finishedFirst && code != 128+int(sig) {
-				t.Errorf("%s trial %d: exit %d after %v, want %d", name, trial, code, sig, 128+int(sig))
-			}
-			if l := leftovers(c, cmd.Process.Pid); len(l) > 0 {
-				t.Errorf("%s trial %d (%v): cgroups left: %v", name, trial, sig, l)
-			}
-			if name != "throttle" {
-				if _, err := os.Stat(out); err == nil {
-					if _, err := iotest.ReadDocumentFile(out); err != nil {
-						t.Errorf("%s trial %d (%v): results file: %v", name, trial, sig, err)
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			rng := rand.New(rand.NewPCG(seed, uint64(len(name))))
+			start := time.Now()
+			for trial := range 20 {
+				out := filepath.Join(dir, fmt.Sprintf("%s-%d.json", name[:3], trial))
+				sig := sigs[rng.IntN(len(sigs))]
+				cmd := iomatrixCmd(t, argv(out)...)
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(time.Duration(150+rng.IntN(1000)) * time.Millisecond)
+				cmd.Process.Signal(sig)
+				cmd.Wait()
+				code := cmd.ProcessState.ExitCode()
+				finishedFirst := code == 0
+				if !finishedFirst && code != 128+int(sig) {
+					t.Errorf("trial %d: exit %d after %v, want %d", trial, code, sig, 128+int(sig))
+				}
+				if l := leftovers(c, cmd.Process.Pid); len(l) > 0 {
+					t.Errorf("trial %d (%v): cgroups left: %v", trial, sig, l)
+				}
+				if name != "throttle" {
+					if _, err := os.Stat(out); err == nil {
+						if _, err := iotest.ReadDocumentFile(out); err != nil {
+							t.Errorf("trial %d (%v): results file: %v", trial, sig, err)
+						}
 					}
 				}
 			}
-		}
+			t.Logf("20 trials in %v (seed %d)", time.Since(start).Round(time.Second), seed)
+		})
 	}
-	t.Logf("60 trials in %v", time.Since(start).Round(time.Second))
 }
