@@ -32,7 +32,7 @@ type profileOptions struct {
 func (o *profileOptions) AddFlags(f *pflag.FlagSet, defaultProfile, outDefault string) {
 	o.measureOptions.AddFlags(f)
 	o.Profile = defaultProfile
-	f.StringVarP(&o.Profile, "profile", "p", defaultProfile, "built-in profile name or YAML file (see `iomatrix profiles`)")
+	f.StringVarP(&o.Profile, "profile", "p", defaultProfile, "built-in profile name or YAML file (list them with: iomatrix profiles)")
 	f.StringVarP(&o.Out, "out", "o", "", "results file, rewritten atomically after every pattern (default: "+outDefault+" in the current directory)")
 }
 
