@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestHistogramIndexRoundTrip(t *testing.T) {
@@ -95,5 +96,83 @@ func TestStatsAccountWindow(t *testing.T) {
 	}
 	if s.writeHist.Max() != 2e8 || s.readHist.Count() != 1 {
 		t.Fatalf("latency not recorded from submit to completion")
+	}
+}
+
+// mixedSamples records reads and writes from distributions an order of
+// magnitude apart, each into its own histogram and all into a third.
+func mixedSamples() (reads, writes, union *Histogram) {
+	r := rand.New(rand.NewPCG(7, 8))
+	reads, writes, union = new(Histogram), new(Histogram), new(Histogram)
+	for range 70_000 { // reads: uniform over 50..150 µs
+		v := int64(50_000 + r.Float64()*100_000)
+		reads.Record(v)
+		union.Record(v)
+	}
+	for range 30_000 { // writes: uniform over 0.5..2 ms
+		v := int64(500_000 + r.Float64()*1_500_000)
+		writes.Record(v)
+		union.Record(v)
+	}
+	return reads, writes, union
+}
+
+func TestHistogramMergeIsTheUnion(t *testing.T) {
+	reads, writes, union := mixedSamples()
+	merged := *reads
+	merged.Merge(writes)
+	got, want := merged.Summary(), union.Summary()
+	for _, f := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"min", float64(got.Min), float64(want.Min)}, {"mean", got.Mean, want.Mean},
+		{"p50", float64(got.P50), float64(want.P50)}, {"p90", float64(got.P90), float64(want.P90)},
+		{"p99", float64(got.P99), float64(want.P99)}, {"p99.9", float64(got.P999), float64(want.P999)},
+		{"p99.99", float64(got.P9999), float64(want.P9999)}, {"max", float64(got.Max), float64(want.Max)},
+		{"count", float64(got.Count), float64(want.Count)},
+	} {
+		if f.got != f.want {
+			t.Errorf("merged %s = %v, the union's is %v", f.name, f.got, f.want)
+		}
+	}
+	// 1 % of all I/Os is 3.3 % of the writes: the total p99 sits inside the
+	// write distribution, above every read and below the write p99.
+	rp, wp := reads.Summary().P99, writes.Summary().P99
+	if got.P99 <= rp || got.P99 >= wp {
+		t.Errorf("total p99 %d µs is not between the read p99 %d µs and the write p99 %d µs", got.P99/1000, rp/1000, wp/1000)
+	}
+	if reads.Count() != 70_000 {
+		t.Errorf("merging into a copy changed the read histogram: %d values", reads.Count())
+	}
+}
+
+func TestBuildResultTotalLatency(t *testing.T) {
+	reads, writes, union := mixedSamples()
+	p := Pattern{Access: Random, BlockSize: 4096, ReadPct: 70, QueueDepth: 4, Jobs: 1}
+	s := newStats(1)
+	s.readHist, s.writeHist = *reads, *writes
+	s.readIOs, s.writeIOs = reads.Count(), writes.Count()
+	r := buildResult(p, EnginePsync, time.Now(), time.Second, Options{Runtime: time.Second}, s)
+	if r.Total.LatNS == nil || *r.Total.LatNS != union.Summary() {
+		t.Fatalf("mixed: total lat_ns %+v, want the union's %+v", r.Total.LatNS, union.Summary())
+	}
+	if r.Read.LatNS != reads.Summary() || r.Write.LatNS != writes.Summary() {
+		t.Error("the total's merge changed a direction's summary")
+	}
+
+	// One direction: the total is that direction's summary.
+	s = newStats(1)
+	s.readHist, s.readIOs = *reads, reads.Count()
+	p.ReadPct = 100
+	r = buildResult(p, EnginePsync, time.Now(), time.Second, Options{Runtime: time.Second}, s)
+	if r.Total.LatNS == nil || *r.Total.LatNS != r.Read.LatNS {
+		t.Errorf("reads only: total lat_ns %+v, read %+v", r.Total.LatNS, r.Read.LatNS)
+	}
+
+	// No I/O: nothing to summarize.
+	r = buildResult(p, EnginePsync, time.Now(), time.Second, Options{Runtime: time.Second}, newStats(1))
+	if r.Total.LatNS != nil {
+		t.Errorf("no I/O: total lat_ns %+v", r.Total.LatNS)
 	}
 }

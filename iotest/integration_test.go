@@ -117,6 +117,10 @@ func TestRunOnFile(t *testing.T) {
 			if !(l.Min > 0 && float64(l.Min) <= l.Mean && l.P50 <= l.P90 && l.P90 <= l.P99 && l.P99 <= l.P999 && l.P999 <= l.P9999 && l.P9999 <= l.Max) {
 				t.Errorf("latency summary out of order: %+v", l)
 			}
+			if all := r.Total.LatNS; all == nil || all.Count != r.Total.IOs ||
+				all.Min != min(r.Read.LatNS.Min, r.Write.LatNS.Min) || all.Max != max(r.Read.LatNS.Max, r.Write.LatNS.Max) {
+				t.Errorf("total lat_ns %+v for %d I/Os, read %+v, write %+v", all, r.Total.IOs, r.Read.LatNS, r.Write.LatNS)
+			}
 			if r.CPU.UserPct+r.CPU.SysPct <= 0 {
 				t.Errorf("cpu %+v", r.CPU)
 			}

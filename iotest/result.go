@@ -156,6 +156,11 @@ type Total struct {
 	Bytes   uint64  `json:"bytes"`
 	IOPS    float64 `json:"iops"`
 	MiBPerS float64 `json:"mib_per_s"`
+	// LatNS summarizes the merged read and write histogram: the latency of
+	// the pattern as a whole, which two per-direction summaries cannot give.
+	// A pointer so that documents without it (older files, fio imports) can
+	// be told apart from a result without I/O.
+	LatNS *Latency `json:"lat_ns,omitempty"`
 }
 
 // CPU is the process's CPU use over the measured window, in percent of one

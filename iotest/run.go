@@ -296,6 +296,14 @@ func buildResult(p Pattern, engine string, started time.Time, dur time.Duration,
 	}
 	ios, bytes := s.readIOs+s.writeIOs, s.readBytes+s.writeBytes
 	r.Total = Total{IOs: ios, Bytes: bytes, IOPS: round2(float64(ios) / secs), MiBPerS: round2(float64(bytes) / secs / (1 << 20))}
+	if ios > 0 {
+		// Merged into a copy: the direction histograms stay as recorded. Once
+		// per run, so the hot path never pays for a combined histogram.
+		all := s.readHist
+		all.Merge(&s.writeHist)
+		lat := all.Summary()
+		r.Total.LatNS = &lat
+	}
 	// Whole seconds only; a trailing partial second is scaled to a rate.
 	r.TimelineIOPS = make([]float64, 0, len(s.timeline))
 	for i, c := range s.timeline {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/olekukonko/tablewriter/renderer"
@@ -16,17 +17,17 @@ import (
 
 // Comparison sets two runs side by side, pattern by pattern.
 type Comparison struct {
-	Metric    Metric      `json:"metric"`
-	Base      string      `json:"base"`
-	New       string      `json:"new"`
-	Cells     []CellDelta `json:"cells"`
-	OnlyBase  []string    `json:"only_in_base"`
-	OnlyNew   []string    `json:"only_in_new"`
-	GeoMean   float64     `json:"geomean_ratio"` // new/base over every comparable cell
-	Worst     *CellDelta  `json:"worst,omitempty"`
-	Best      *CellDelta  `json:"best,omitempty"`
-	matrix    Matrix      // the new run's matrix, restricted to shared patterns
-	baseByKey map[string]float64
+	Metric   Metric      `json:"metric"`
+	Base     string      `json:"base"`
+	New      string      `json:"new"`
+	Cells    []CellDelta `json:"cells"`
+	OnlyBase []string    `json:"only_in_base"`
+	OnlyNew  []string    `json:"only_in_new"`
+	GeoMean  float64     `json:"geomean_ratio"` // new/base over every comparable cell
+	Worst    *CellDelta  `json:"worst,omitempty"`
+	Best     *CellDelta  `json:"best,omitempty"`
+	matrix   Matrix      // the new run's matrix, restricted to shared patterns
+	byName   map[string]CellDelta
 }
 
 // CellDelta is one pattern measured in both runs.
@@ -35,6 +36,8 @@ type CellDelta struct {
 	Base  float64 `json:"base"`
 	New   float64 `json:"new"`
 	Ratio float64 `json:"ratio"` // new / base; 0 when base is 0
+	// Approx: either side is an approximate figure (see Metric.Measure).
+	Approx bool `json:"approx"`
 }
 
 // Change is the relative change in percent.
@@ -45,7 +48,7 @@ func (c CellDelta) Change() float64 { return (c.Ratio - 1) * 100 }
 // latency metrics a ratio below 1 is an improvement: worst and best follow
 // the metric's direction.
 func Compare(base, cur *iotest.Document, baseName, newName string, m Metric) *Comparison {
-	c := &Comparison{Metric: m, Base: baseName, New: newName, baseByKey: map[string]float64{}}
+	c := &Comparison{Metric: m, Base: baseName, New: newName, byName: map[string]CellDelta{}}
 	inBase := map[string]*iotest.Result{}
 	for i := range base.Results {
 		inBase[base.Results[i].Name] = &base.Results[i]
@@ -62,7 +65,11 @@ func Compare(base, cur *iotest.Document, baseName, newName string, m Metric) *Co
 			continue
 		}
 		shared = append(shared, r)
-		d := CellDelta{Name: r.Name, Base: m.Value(*b), New: m.Value(r)}
+		d := CellDelta{Name: r.Name}
+		var baseApprox, newApprox bool
+		d.Base, baseApprox = m.Measure(*b)
+		d.New, newApprox = m.Measure(r)
+		d.Approx = baseApprox || newApprox
 		if d.Base > 0 {
 			d.Ratio = d.New / d.Base
 			if d.Ratio > 0 {
@@ -70,7 +77,7 @@ func Compare(base, cur *iotest.Document, baseName, newName string, m Metric) *Co
 				n++
 			}
 		}
-		c.baseByKey[r.Name] = d.Base
+		c.byName[r.Name] = d
 		c.Cells = append(c.Cells, d)
 	}
 	for _, r := range base.Results {
@@ -110,16 +117,31 @@ func (c *Comparison) Summary() string {
 	if c.Worst != nil {
 		s += fmt.Sprintf("; worst %s %+.1f %%, best %s %+.1f %%", c.Worst.Name, c.Worst.Change(), c.Best.Name, c.Best.Change())
 	}
+	if n := c.approxCells(); n > 0 {
+		s += fmt.Sprintf("; %d approximate (%s)", n, ApproxMark)
+	}
 	return s
+}
+
+// approxCells counts the cells where either run's figure is approximate.
+func (c *Comparison) approxCells() int {
+	n := 0
+	for _, d := range c.Cells {
+		if d.Approx {
+			n++
+		}
+	}
+	return n
 }
 
 func (c *Comparison) cellText(cell *Cell) string {
 	if cell == nil {
 		return ""
 	}
-	s := FormatValue(c.Metric, cell.Value)
-	if b := c.baseByKey[cell.Result.Name]; b > 0 {
-		s += fmt.Sprintf(" (%+.1f %%)", (cell.Value/b-1)*100)
+	d := c.byName[cell.Result.Name]
+	s := FormatMeasure(c.Metric, cell.Value, d.Approx)
+	if d.Base > 0 {
+		s += fmt.Sprintf(" (%+.1f %%)", (cell.Value/d.Base-1)*100)
 	}
 	return s
 }
@@ -136,15 +158,15 @@ func WriteComparison(w io.Writer, c *Comparison, format string) error {
 		return enc.Encode(c)
 	case "csv":
 		cw := csv.NewWriter(w)
-		cw.Write([]string{"name", "base", "new", "ratio", "change_pct"})
+		cw.Write([]string{"name", "base", "new", "ratio", "change_pct", "approx"})
 		for _, d := range c.Cells {
-			cw.Write([]string{d.Name, ftoa(roundTo(d.Base, 2)), ftoa(roundTo(d.New, 2)), ftoa(roundTo(d.Ratio, 4)), ftoa(roundTo(d.Change(), 2))})
+			cw.Write([]string{d.Name, ftoa(roundTo(d.Base, 2)), ftoa(roundTo(d.New, 2)), ftoa(roundTo(d.Ratio, 4)), ftoa(roundTo(d.Change(), 2)), strconv.FormatBool(d.Approx)})
 		}
 		for _, n := range c.OnlyBase {
-			cw.Write([]string{n, "", "", "", "only in base"})
+			cw.Write([]string{n, "", "", "", "only in base", ""})
 		}
 		for _, n := range c.OnlyNew {
-			cw.Write([]string{n, "", "", "", "only in new"})
+			cw.Write([]string{n, "", "", "", "only in new", ""})
 		}
 		cw.Flush()
 		return cw.Error()
@@ -176,6 +198,11 @@ func WriteComparison(w io.Writer, c *Comparison, format string) error {
 		if err := renderRows(w, header, rows, rend); err != nil {
 			return err
 		}
+	}
+	if c.approxCells() > 0 {
+		// The mark covers the change too: either run's figure may be the
+		// approximate one.
+		fmt.Fprintf(w, "\n%s; here in either run, so the change is approximate too\n", ApproxNote)
 	}
 	fmt.Fprintf(w, "\n%s\n", c.Summary())
 	only := func(label string, names []string) {

@@ -11,10 +11,7 @@ import (
 
 // csvColumns flattens a result: every field of the results schema, one
 // column each, so a spreadsheet or a script needs no JSON.
-var csvColumns = []struct {
-	name string
-	get  func(r *iotest.Result) string
-}{
+var csvColumns = []csvColumn{
 	{"name", func(r *iotest.Result) string { return r.Name }},
 	{"access", func(r *iotest.Result) string { return string(r.Pattern.Access) }},
 	{"block_size", func(r *iotest.Result) string { return itoa(r.Pattern.BlockSize) }},
@@ -50,6 +47,12 @@ var csvColumns = []struct {
 	}},
 }
 
+// csvColumn is one column of the long form.
+type csvColumn struct {
+	name string
+	get  func(r *iotest.Result) string
+}
+
 func init() {
 	for _, dir := range []string{"read", "write"} {
 		d := func(r *iotest.Result) *iotest.DirStats {
@@ -58,23 +61,39 @@ func init() {
 			}
 			return &r.Write
 		}
-		csvColumns = append(csvColumns, []struct {
-			name string
-			get  func(r *iotest.Result) string
-		}{
+		csvColumns = append(csvColumns, []csvColumn{
 			{dir + "_ios", func(r *iotest.Result) string { return utoa(d(r).IOs) }},
 			{dir + "_bytes", func(r *iotest.Result) string { return utoa(d(r).Bytes) }},
 			{dir + "_iops", func(r *iotest.Result) string { return ftoa(d(r).IOPS) }},
 			{dir + "_mib_per_s", func(r *iotest.Result) string { return ftoa(d(r).MiBPerS) }},
-			{dir + "_lat_min_ns", func(r *iotest.Result) string { return utoa(d(r).LatNS.Min) }},
-			{dir + "_lat_mean_ns", func(r *iotest.Result) string { return ftoa(d(r).LatNS.Mean) }},
-			{dir + "_lat_p50_ns", func(r *iotest.Result) string { return utoa(d(r).LatNS.P50) }},
-			{dir + "_lat_p90_ns", func(r *iotest.Result) string { return utoa(d(r).LatNS.P90) }},
-			{dir + "_lat_p99_ns", func(r *iotest.Result) string { return utoa(d(r).LatNS.P99) }},
-			{dir + "_lat_p99.9_ns", func(r *iotest.Result) string { return utoa(d(r).LatNS.P999) }},
-			{dir + "_lat_p99.99_ns", func(r *iotest.Result) string { return utoa(d(r).LatNS.P9999) }},
-			{dir + "_lat_max_ns", func(r *iotest.Result) string { return utoa(d(r).LatNS.Max) }},
 		}...)
+		csvColumns = append(csvColumns, latencyColumns(dir, func(r *iotest.Result) *iotest.Latency { return &d(r).LatNS })...)
+	}
+	// Last, so that the columns of files written before total.lat_ns keep
+	// their positions for scripts that read them by index.
+	csvColumns = append(csvColumns, latencyColumns("total", func(r *iotest.Result) *iotest.Latency { return r.Total.LatNS })...)
+}
+
+// latencyColumns are prefix_lat_*_ns; their cells are empty where lat is
+// nil (total.lat_ns of an older file or a fio import), never 0.
+func latencyColumns(prefix string, lat func(r *iotest.Result) *iotest.Latency) []csvColumn {
+	col := func(field string, get func(l *iotest.Latency) string) csvColumn {
+		return csvColumn{prefix + "_lat_" + field + "_ns", func(r *iotest.Result) string {
+			if l := lat(r); l != nil {
+				return get(l)
+			}
+			return ""
+		}}
+	}
+	return []csvColumn{
+		col("min", func(l *iotest.Latency) string { return utoa(l.Min) }),
+		col("mean", func(l *iotest.Latency) string { return ftoa(l.Mean) }),
+		col("p50", func(l *iotest.Latency) string { return utoa(l.P50) }),
+		col("p90", func(l *iotest.Latency) string { return utoa(l.P90) }),
+		col("p99", func(l *iotest.Latency) string { return utoa(l.P99) }),
+		col("p99.9", func(l *iotest.Latency) string { return utoa(l.P999) }),
+		col("p99.99", func(l *iotest.Latency) string { return utoa(l.P9999) }),
+		col("max", func(l *iotest.Latency) string { return utoa(l.Max) }),
 	}
 }
 
@@ -85,6 +104,12 @@ func ftoa(v float64) string          { return strconv.FormatFloat(v, 'f', -1, 64
 // writeCSV emits one row per result (long form), or with Wide the matrix:
 // per table a header row (title, columns) and its rows, tables separated by
 // an empty row. Numbers are plain (no separators) so spreadsheets read them.
+//
+// A wide table with approximate cells keeps its cells numeric; it is
+// followed by a flag table of the same shape, titled "<title>: approximate
+// cells (~)", with "~" exactly where the value table's cell is approximate,
+// and a row holding ApproxNote. Column and row labels line up, so the flag
+// can be read off (or looked up) cell by cell.
 func writeCSV(w io.Writer, doc *iotest.Document, o Options) error {
 	cw := csv.NewWriter(w)
 	if o.Wide {
@@ -93,17 +118,16 @@ func writeCSV(w io.Writer, doc *iotest.Document, o Options) error {
 			if i > 0 {
 				cw.Write([]string{})
 			}
-			cw.Write(append([]string{t.Title}, t.Cols...))
-			for r, label := range t.Rows {
-				row := []string{label}
-				for c := range t.Cols {
-					v := ""
-					if cell := t.Cells[r][c]; cell != nil {
-						v = ftoa(roundTo(cell.Value, 2))
+			writeCSVTable(cw, t.Title, t, func(c *Cell) string { return ftoa(roundTo(c.Value, 2)) })
+			if t.Approx() {
+				cw.Write([]string{})
+				writeCSVTable(cw, t.Title+": approximate cells ("+ApproxMark+")", t, func(c *Cell) string {
+					if c.Approx {
+						return ApproxMark
 					}
-					row = append(row, v)
-				}
-				cw.Write(row)
+					return ""
+				})
+				cw.Write([]string{ApproxNote})
 			}
 		}
 		cw.Flush()
@@ -123,6 +147,23 @@ func writeCSV(w io.Writer, doc *iotest.Document, o Options) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// writeCSVTable writes a header row (title, columns) and a row per table
+// row; a missing cell is empty.
+func writeCSVTable(cw *csv.Writer, title string, t Table, text func(*Cell) string) {
+	cw.Write(append([]string{title}, t.Cols...))
+	for r, label := range t.Rows {
+		row := []string{label}
+		for _, cell := range t.Cells[r] {
+			v := ""
+			if cell != nil {
+				v = text(cell)
+			}
+			row = append(row, v)
+		}
+		cw.Write(row)
+	}
 }
 
 func roundTo(v float64, decimals int) float64 {

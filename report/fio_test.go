@@ -187,6 +187,11 @@ func TestImportFioFixtures(t *testing.T) {
 				if float64(got.Read.IOs) != readIOs || float64(got.Write.IOs) != writeIOs || got.Total.IOs != got.Read.IOs+got.Write.IOs {
 					t.Errorf("ios r/w/t %d/%d/%d, fio says %v/%v", got.Read.IOs, got.Write.IOs, got.Total.IOs, readIOs, writeIOs)
 				}
+				// The import leaves total.lat_ns out: reports then mark its
+				// mixed latency cells approximate.
+				if got.Total.LatNS != nil {
+					t.Errorf("total lat_ns %+v from a fio import", got.Total.LatNS)
+				}
 				if !closeRel(got.Read.MiBPerS, readBW/1048576, 1e-9) {
 					t.Errorf("read MiB/s %.3f, fio says %.3f", got.Read.MiBPerS, readBW/1048576)
 				}

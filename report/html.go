@@ -26,6 +26,8 @@ type htmlSection struct {
 	Title  string
 	Charts []template.HTML
 	Tables []htmlTable
+	// Approx: a table or chart of the section shows an approximate value.
+	Approx bool
 }
 
 type htmlTable struct {
@@ -40,9 +42,10 @@ type htmlRow struct {
 }
 
 type htmlCell struct {
-	Text  string
-	Style template.CSS
-	CDM   bool
+	Text   string
+	Style  template.CSS
+	Class  string
+	Approx bool
 }
 
 // writeHTML renders one self-contained page: inline CSS, charts as inline
@@ -71,13 +74,15 @@ func writeHTML(w io.Writer, doc *iotest.Document, o Options) error {
 		if metric != LatP99 {
 			s.Tables = append(s.Tables, htmlTableOf(lat.Tables[i], LatP99, true))
 		}
+		s.Approx = t.Approx() || lat.Tables[i].Approx()
 		sections = append(sections, s)
 	}
 	return htmlPage.Execute(w, map[string]any{
-		"Describe": Describe(doc),
-		"Doc":      doc,
-		"Metric":   metric.Title(),
-		"Sections": sections,
+		"Describe":   Describe(doc),
+		"Doc":        doc,
+		"Metric":     metric.Title(),
+		"Sections":   sections,
+		"ApproxNote": ApproxNote,
 	})
 }
 
@@ -109,10 +114,18 @@ func htmlTableOf(t Table, m Metric, lowerIsBetter bool) htmlTable {
 			}
 			// From pale red (worst) through pale yellow to green (best).
 			hue := 10 + 110*f
+			var class []string
+			if c.CDM {
+				class = append(class, "cdm")
+			}
+			if c.Approx {
+				class = append(class, "approx")
+			}
 			r.Cells = append(r.Cells, htmlCell{
-				Text:  FormatValue(m, c.Value),
-				Style: template.CSS(fmt.Sprintf("background:hsl(%.0f,65%%,%.0f%%)", hue, 88-10*f)),
-				CDM:   c.CDM,
+				Text:   cellText(m, c),
+				Style:  template.CSS(fmt.Sprintf("background:hsl(%.0f,65%%,%.0f%%)", hue, 88-10*f)),
+				Class:  strings.Join(class, " "),
+				Approx: c.Approx,
 			})
 		}
 		ht.Rows = append(ht.Rows, r)
@@ -121,7 +134,8 @@ func htmlTableOf(t Table, m Metric, lowerIsBetter bool) htmlTable {
 }
 
 // chartSVG draws a metric against queue depth (× jobs), one line per read
-// percentage: the classic curve of a sweep.
+// percentage: the classic curve of a sweep. Approximate values are hollow
+// points on the line.
 func chartSVG(t Table, m Metric) (template.HTML, error) {
 	p := plot.New()
 	p.Title.Text = t.Title
@@ -135,7 +149,7 @@ func chartSVG(t Table, m Metric) (template.HTML, error) {
 	logY := m != IOPS && m != MiBps
 	points := 0
 	for i, label := range t.Rows {
-		var pts plotter.XYs
+		var pts, exact, approx plotter.XYs
 		for _, c := range t.Cells[i] {
 			if c == nil {
 				continue
@@ -147,6 +161,11 @@ func chartSVG(t Table, m Metric) (template.HTML, error) {
 			}
 			points++
 			pts = append(pts, plotter.XY{X: x, Y: c.Value})
+			if c.Approx {
+				approx = append(approx, plotter.XY{X: x, Y: c.Value})
+			} else {
+				exact = append(exact, plotter.XY{X: x, Y: c.Value})
+			}
 			if !seen[x] {
 				seen[x] = true
 				ticks = append(ticks, plot.Tick{Value: x, Label: fmt.Sprint(x)})
@@ -155,16 +174,33 @@ func chartSVG(t Table, m Metric) (template.HTML, error) {
 		if len(pts) == 0 {
 			continue
 		}
-		line, points, err := plotter.NewLinePoints(pts)
+		line, err := plotter.NewLine(pts)
 		if err != nil {
 			return "", fmt.Errorf("chart %s: %w", t.Title, err)
 		}
 		line.Color = plotutil.Color(i)
 		line.Width = vg.Points(1.5)
-		points.Color = plotutil.Color(i)
-		points.Shape = draw.CircleGlyph{}
-		p.Add(line, points)
-		p.Legend.Add(label, line, points)
+		p.Add(line)
+		legend := []plot.Thumbnailer{line}
+		for _, g := range []struct {
+			pts   plotter.XYs
+			shape draw.GlyphDrawer
+		}{{exact, draw.CircleGlyph{}}, {approx, draw.RingGlyph{}}} {
+			if len(g.pts) == 0 {
+				continue // an empty scatter has no data range
+			}
+			glyphs, err := plotter.NewScatter(g.pts)
+			if err != nil {
+				return "", fmt.Errorf("chart %s: %w", t.Title, err)
+			}
+			glyphs.Color = plotutil.Color(i)
+			glyphs.Shape = g.shape
+			p.Add(glyphs)
+			if len(legend) == 1 {
+				legend = append(legend, glyphs)
+			}
+		}
+		p.Legend.Add(label, legend...)
 	}
 	if points == 0 {
 		return template.HTML(fmt.Sprintf("<p>%s: no data to chart</p>", template.HTMLEscapeString(t.Title))), nil
@@ -216,6 +252,7 @@ th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; }
 td { text-align: right; }
 th { background: #f3f3f3; }
 td.cdm { outline: 2px solid #1a4fd0; outline-offset: -2px; font-weight: 700; }
+td.approx { font-style: italic; }
 .legend { font-size: 0.85em; color: #555; }
 </style>
 </head>
@@ -231,9 +268,10 @@ host {{.Doc.Host.Hostname}}, kernel {{.Doc.Host.Kernel}}, {{.Doc.Host.CPUs}} CPU
 <table>
 <caption>{{.Title}}</caption>
 <tr><th></th>{{range .Cols}}<th>{{.}}</th>{{end}}</tr>
-{{range .Rows}}<tr><th>{{.Label}}</th>{{range .Cells}}<td{{if .CDM}} class="cdm"{{end}}{{if .Style}} style="{{.Style}}"{{end}}>{{.Text}}</td>{{end}}</tr>
+{{range .Rows}}<tr><th>{{.Label}}</th>{{range .Cells}}<td{{with .Class}} class="{{.}}"{{end}}{{if .Style}} style="{{.Style}}"{{end}}{{if .Approx}} title="approximate: see the note under the tables"{{end}}>{{.Text}}</td>{{end}}</tr>
 {{end}}</table>
-{{end}}
+{{end}}{{if .Approx}}
+<p class="legend">{{$.ApproxNote}}. In the charts these values are hollow points.</p>{{end}}
 {{end}}
 </body>
 </html>

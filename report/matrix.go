@@ -13,11 +13,14 @@ import (
 // Metric selects what a cell shows.
 type Metric string
 
-// The metrics. Latency is in microseconds. For mixed patterns a latency
-// cell is the I/O-weighted mean of the read and the write figure: the
-// percentile of the combined distribution cannot be recovered from the two
-// summaries, and the weighted mean is what a client issuing that mix sees
-// on average.
+// The metrics. Latency is in microseconds and comes from total.lat_ns, the
+// summary of the merged read and write histogram: for a mixed pattern the
+// only true percentile of what a client issuing that mix sees. A result
+// without it (an older results file, a fio import) falls back on its
+// directions: a single-direction pattern's figure is exact; a mixed one gets
+// the I/O-weighted mean of the read and the write figure, which is not a
+// percentile of anything, so its cell is marked approximate (Cell.Approx)
+// and every output says so (ApproxMark, ApproxNote).
 const (
 	IOPS     Metric = "iops"
 	MiBps    Metric = "mibps"
@@ -80,11 +83,19 @@ func (m Metric) Title() string {
 
 // Value is the metric of one result.
 func (m Metric) Value(r iotest.Result) float64 {
+	v, _ := m.Measure(r)
+	return v
+}
+
+// Measure is the metric of one result and whether that figure is only
+// approximate. It is the one rule by which matrices, compare and the
+// sweep's progress line read a result's latency.
+func (m Metric) Measure(r iotest.Result) (v float64, approx bool) {
 	switch m {
 	case IOPS:
-		return r.Total.IOPS
+		return r.Total.IOPS, false
 	case MiBps:
-		return r.Total.MiBPerS
+		return r.Total.MiBPerS, false
 	}
 	pick := func(l iotest.Latency) float64 {
 		switch m {
@@ -100,11 +111,26 @@ func (m Metric) Value(r iotest.Result) float64 {
 		return 0
 	}
 	rd, wr := float64(r.Read.IOs), float64(r.Write.IOs)
-	if rd+wr == 0 {
-		return 0
+	switch {
+	case r.Total.LatNS != nil:
+		return pick(*r.Total.LatNS) / 1000, false
+	case rd+wr == 0:
+		return 0, false
+	case wr == 0:
+		return pick(r.Read.LatNS) / 1000, false
+	case rd == 0:
+		return pick(r.Write.LatNS) / 1000, false
 	}
-	return (rd*pick(r.Read.LatNS) + wr*pick(r.Write.LatNS)) / (rd + wr) / 1000
+	return (rd*pick(r.Read.LatNS) + wr*pick(r.Write.LatNS)) / (rd + wr) / 1000, true
 }
+
+// ApproxMark prefixes an approximate cell wherever a cell is text.
+const ApproxMark = "~"
+
+// ApproxNote explains ApproxMark; it is printed once under tables that show
+// a marked cell.
+const ApproxNote = ApproxMark + " mixed cell without total.lat_ns (an older results file or a fio import): " +
+	"the I/O-weighted mean of the read and write figures, not a percentile of the combined distribution"
 
 // Matrix is the pivoted view of a run: one table per block size for random
 // I/O and one table for sequential I/O.
@@ -131,6 +157,26 @@ type Cell struct {
 	// CDM marks the cells CrystalDiskMark reports for a disk: 4K random at
 	// QD1 and QD32, 100 % and 0 % reads, one job.
 	CDM bool
+	// Approx marks a value that is not the metric itself but a stand-in
+	// (see Metric.Measure): renderings must show it as such.
+	Approx bool
+}
+
+// Approx reports whether any cell of the table is approximate.
+func (t Table) Approx() bool {
+	for _, row := range t.Cells {
+		for _, c := range row {
+			if c != nil && c.Approx {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Approx reports whether any cell of the matrix is approximate.
+func (m Matrix) Approx() bool {
+	return slices.ContainsFunc(m.Tables, Table.Approx)
 }
 
 // Build pivots results into IOPS tables.
@@ -244,8 +290,9 @@ func pivot(title string, rs []*iotest.Result, m Metric, key func(iotest.Pattern)
 		t.Cells[i] = make([]*Cell, len(cols))
 	}
 	for _, r := range rs {
+		v, approx := m.Measure(*r)
 		t.Cells[slices.Index(reads, r.Pattern.ReadPct)][slices.Index(cols, key(r.Pattern))] = &Cell{
-			Value: m.Value(*r), Result: r, CDM: isCDM(r.Pattern),
+			Value: v, Result: r, CDM: isCDM(r.Pattern), Approx: approx,
 		}
 	}
 	return t

@@ -61,32 +61,29 @@ func asciiTable() tw.Renderer {
 }
 
 // WriteText renders the matrix as plain-text tables, as a sweep prints it.
-func WriteText(w io.Writer, m Matrix) error {
-	for i, t := range m.Tables {
-		if i > 0 {
-			fmt.Fprintln(w)
-		}
-		fmt.Fprintln(w, t.Title)
-		if err := renderTable(w, m.Metric, t, asciiTable()); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func WriteText(w io.Writer, m Matrix) error { return writeTextTables(w, m, "") }
 
 func writeText(w io.Writer, doc *iotest.Document, o Options) error {
-	m := BuildMetric(doc.Results, metricOf(o))
-	desc := Describe(doc)
+	return writeTextTables(w, BuildMetric(doc.Results, metricOf(o)), Describe(doc))
+}
+
+// writeTextTables draws each table under its title, followed by desc when
+// there is one.
+func writeTextTables(w io.Writer, m Matrix, desc string) error {
 	for i, t := range m.Tables {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "%s — %s\n", t.Title, desc)
+		if desc == "" {
+			fmt.Fprintln(w, t.Title)
+		} else {
+			fmt.Fprintf(w, "%s — %s\n", t.Title, desc)
+		}
 		if err := renderTable(w, m.Metric, t, asciiTable()); err != nil {
 			return err
 		}
 	}
-	return nil
+	return writeApproxNote(w, m.Approx())
 }
 
 func writeMarkdown(w io.Writer, doc *iotest.Document, o Options) error {
@@ -98,7 +95,17 @@ func writeMarkdown(w io.Writer, doc *iotest.Document, o Options) error {
 			return err
 		}
 	}
-	return nil
+	return writeApproxNote(w, m.Approx())
+}
+
+// writeApproxNote explains the marker, after a blank line, when a marked
+// cell was shown: in text and in markdown alike it reads as a footnote.
+func writeApproxNote(w io.Writer, shown bool) error {
+	if !shown {
+		return nil
+	}
+	_, err := fmt.Fprintf(w, "\n%s\n", ApproxNote)
+	return err
 }
 
 func writeJSON(w io.Writer, doc *iotest.Document, _ Options) error {

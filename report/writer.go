@@ -173,10 +173,19 @@ func thousands(v float64, decimals int) string {
 	return b.String()
 }
 
+// FormatMeasure renders a value as FormatValue does, with ApproxMark in
+// front when it is approximate.
+func FormatMeasure(m Metric, v float64, approx bool) string {
+	if approx {
+		return ApproxMark + FormatValue(m, v)
+	}
+	return FormatValue(m, v)
+}
+
 // cellText renders a cell; a missing cell is empty, never 0.
 func cellText(m Metric, c *Cell) string {
 	if c == nil {
 		return ""
 	}
-	return FormatValue(m, c.Value)
+	return FormatMeasure(m, c.Value, c.Approx)
 }

@@ -36,8 +36,11 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 // fixtures are real runs: a full sweep with three cells removed, the jobs
-// profile, and the cdm profile under a v1 blkio cap of 2000/1000 IOPS.
-var fixtures = []string{"full-missing", "jobs", "capped"}
+// profile, the cdm profile under a v1 blkio cap of 2000/1000 IOPS (these
+// three predate total.lat_ns), and 4k random reads, 70 % reads and writes
+// at QD1 and QD8 with total.lat_ns removed from rand-4k-r70-qd1,
+// rand-4k-r100-qd8 and rand-4k-r0-qd8, as an older iomatrix wrote them.
+var fixtures = []string{"full-missing", "jobs", "capped", "total-lat"}
 
 func loadFixture(t *testing.T, name string) *iotest.Document {
 	t.Helper()
@@ -137,10 +140,43 @@ func TestLatencyMetricWeightsDirections(t *testing.T) {
 		Read:  iotest.DirStats{IOs: 300, LatNS: iotest.Latency{P99: 1000, Mean: 500}},
 		Write: iotest.DirStats{IOs: 100, LatNS: iotest.Latency{P99: 5000, Mean: 900}},
 	}
-	if v := LatP99.Value(r); v != 2 { // (300×1 + 100×5) / 400 µs
-		t.Errorf("p99 %v µs", v)
+	// Without total.lat_ns, a mixed result's figure is the weighted mean,
+	// and says it is approximate.
+	if v, approx := LatP99.Measure(r); v != 2 || !approx { // (300×1 + 100×5) / 400 µs
+		t.Errorf("p99 %v µs, approximate %v", v, approx)
+	}
+	if v, approx := LatMean.Measure(r); v != 0.6 || !approx {
+		t.Errorf("mean %v µs, approximate %v", v, approx)
+	}
+	// With it, the total's own percentile, exact.
+	r.Total.LatNS = &iotest.Latency{P99: 4000, Mean: 600}
+	if v, approx := LatP99.Measure(r); v != 4 || approx {
+		t.Errorf("p99 with total.lat_ns %v µs, approximate %v", v, approx)
 	}
 	if v := LatMean.Value(r); v != 0.6 {
-		t.Errorf("mean %v µs", v)
+		t.Errorf("mean with total.lat_ns %v µs", v)
+	}
+}
+
+func TestSingleDirectionLatencyIsExact(t *testing.T) {
+	reads := iotest.Result{Read: iotest.DirStats{IOs: 300, LatNS: iotest.Latency{P50: 700, P99: 1000}}}
+	writes := iotest.Result{Write: iotest.DirStats{IOs: 100, LatNS: iotest.Latency{P50: 2500, P99: 5000}}}
+	for _, c := range []struct {
+		name string
+		r    iotest.Result
+		m    Metric
+		want float64
+	}{
+		{"reads p99", reads, LatP99, 1}, {"reads p50", reads, LatP50, 0.7},
+		{"writes p99", writes, LatP99, 5}, {"writes p50", writes, LatP50, 2.5},
+		{"no I/O", iotest.Result{}, LatP99, 0},
+	} {
+		if v, approx := c.m.Measure(c.r); v != c.want || approx {
+			t.Errorf("%s: %v µs, approximate %v; want %v, exact", c.name, v, approx, c.want)
+		}
+	}
+	mixed := iotest.Result{Read: reads.Read, Write: writes.Write, Total: iotest.Total{IOPS: 1000}}
+	if _, approx := IOPS.Measure(mixed); approx {
+		t.Error("IOPS of a mixed result marked approximate")
 	}
 }

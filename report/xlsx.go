@@ -17,7 +17,9 @@ func init() { Register("xlsx", writeXLSX) }
 // writeXLSX builds a workbook for sizing documents: one sheet per table
 // with numeric cells (never text), a colour scale, the CrystalDiskMark cells
 // highlighted, a sheet with every result in long form and one with the run
-// settings.
+// settings. An approximate cell stays a number: its number format shows
+// ApproxMark in front of it, as the text formats do, and ApproxNote is a
+// row under its table.
 func writeXLSX(w io.Writer, doc *iotest.Document, o Options) error {
 	m := BuildMetric(doc.Results, metricOf(o))
 	f := excelize.NewFile()
@@ -26,18 +28,7 @@ func writeXLSX(w io.Writer, doc *iotest.Document, o Options) error {
 	if m.Metric != IOPS {
 		numFmt = "#,##0.0"
 	}
-	num, err := f.NewStyle(&excelize.Style{CustomNumFmt: &numFmt})
-	if err != nil {
-		return err
-	}
-	cdm, err := f.NewStyle(&excelize.Style{
-		CustomNumFmt: &numFmt,
-		Font:         &excelize.Font{Bold: true},
-		Border: []excelize.Border{
-			{Type: "left", Color: "1A4FD0", Style: 5}, {Type: "right", Color: "1A4FD0", Style: 5},
-			{Type: "top", Color: "1A4FD0", Style: 5}, {Type: "bottom", Color: "1A4FD0", Style: 5},
-		},
-	})
+	styles, err := cellStyles(f, numFmt)
 	if err != nil {
 		return err
 	}
@@ -81,11 +72,12 @@ func writeXLSX(w io.Writer, doc *iotest.Document, o Options) error {
 				if err := f.SetCellValue(name, ref, cell.Value); err != nil {
 					return err
 				}
-				style := num
-				if cell.CDM {
-					style = cdm
-				}
-				f.SetCellStyle(name, ref, ref, style)
+				f.SetCellStyle(name, ref, ref, styles[cellStyle{cdm: cell.CDM, approx: cell.Approx}])
+			}
+		}
+		if t.Approx() {
+			if err := set(1, top+len(t.Rows)+2, ApproxNote); err != nil {
+				return err
 			}
 		}
 		first, _ := excelize.CoordinatesToCellName(2, top+1)
@@ -114,6 +106,38 @@ func writeXLSX(w io.Writer, doc *iotest.Document, o Options) error {
 	f.SetActiveSheet(0)
 	_, err = f.WriteTo(w)
 	return err
+}
+
+// cellStyle is what a matrix cell's look depends on.
+type cellStyle struct{ cdm, approx bool }
+
+// cellStyles registers the number format numFmt for every cellStyle: the
+// CrystalDiskMark cells outlined in bold, approximate cells with ApproxMark
+// as a literal in front of the number, so that the value stays numeric.
+func cellStyles(f *excelize.File, numFmt string) (map[cellStyle]int, error) {
+	styles := map[cellStyle]int{}
+	for _, cdm := range []bool{false, true} {
+		for _, approx := range []bool{false, true} {
+			st := &excelize.Style{CustomNumFmt: &numFmt}
+			if approx {
+				marked := `"` + ApproxMark + `"` + numFmt
+				st.CustomNumFmt = &marked
+			}
+			if cdm {
+				st.Font = &excelize.Font{Bold: true}
+				st.Border = []excelize.Border{
+					{Type: "left", Color: "1A4FD0", Style: 5}, {Type: "right", Color: "1A4FD0", Style: 5},
+					{Type: "top", Color: "1A4FD0", Style: 5}, {Type: "bottom", Color: "1A4FD0", Style: 5},
+				}
+			}
+			id, err := f.NewStyle(st)
+			if err != nil {
+				return nil, fmt.Errorf("xlsx cell style: %w", err)
+			}
+			styles[cellStyle{cdm, approx}] = id
+		}
+	}
+	return styles, nil
 }
 
 // sheetName makes a unique, valid sheet name (31 characters, none of

@@ -31,8 +31,11 @@ columns = queue depth; QD×jobs when jobs vary) and one for sequential I/O.
 Cells that were not measured stay empty.
 
 Metrics: iops (default), mibps, lat-mean, lat-p50, lat-p99, lat-p99.9
-(latency in µs; for mixed patterns the I/O-weighted mean of the read and
-write figures).
+(latency in µs, of all the I/Os of a pattern: total.lat_ns). A mixed cell
+from a file without total.lat_ns (an older iomatrix, a fio import) shows the
+I/O-weighted mean of the read and write figures instead, marked "~" and
+explained under the tables; a wide CSV keeps numbers in the cells and adds
+a flag table of the same shape.
 
 Output goes to stdout, or to -o FILE, whose extension picks the format
 unless --format is given (.txt .md .csv .json .html .xlsx).
@@ -143,6 +146,8 @@ func newCompareCommand(g *globalOptions) *cobra.Command {
 "new (±x %)" against BASE, and a summary: the geometric-mean ratio over
 every pattern measured in both, and the worst and best cell (for latency
 metrics, lower is better). Patterns present in only one file are listed.
+A latency cell is marked "~" when either file gives only an approximate
+figure for it (see iomatrix report --help).
 
 Use it for two volumes, before and after a cap, or two kernels.
 

@@ -239,19 +239,24 @@ func writeRunText(w io.Writer, doc *iotest.Document, r *iotest.Result) {
 		time.Duration(r.DurationNS).Round(time.Millisecond), time.Duration(r.RampNS), r.Engine, doc.Settings.Seed)
 	fmt.Fprintf(w, "target: %s (%s)\n\n", t.Path, strings.Join(where, ", "))
 	fmt.Fprintf(w, "%-6s %12s %10s %9s %9s %9s %9s %9s %9s %9s %9s\n", "", "IOPS", "MiB/s", "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max")
-	row := func(name string, d iotest.DirStats) {
-		if d.IOs == 0 {
-			return
+	row := func(name string, iops, mibps float64, l *iotest.Latency) {
+		fmt.Fprintf(w, "%-6s %12s %10s", name, thousands(iops, 1), thousands(mibps, 1))
+		if l != nil {
+			fmt.Fprintf(w, " %9s %9s %9s %9s %9s %9s %9s %9s", us(float64(l.Min)), us(l.Mean), us(float64(l.P50)),
+				us(float64(l.P90)), us(float64(l.P99)), us(float64(l.P999)), us(float64(l.P9999)), us(float64(l.Max)))
 		}
-		l := d.LatNS
-		fmt.Fprintf(w, "%-6s %12s %10s %9s %9s %9s %9s %9s %9s %9s %9s\n", name, thousands(d.IOPS, 1), thousands(d.MiBPerS, 1),
-			us(float64(l.Min)), us(l.Mean), us(float64(l.P50)), us(float64(l.P90)), us(float64(l.P99)),
-			us(float64(l.P999)), us(float64(l.P9999)), us(float64(l.Max)))
+		fmt.Fprintln(w)
 	}
-	row("read", r.Read)
-	row("write", r.Write)
+	if r.Read.IOs > 0 {
+		row("read", r.Read.IOPS, r.Read.MiBPerS, &r.Read.LatNS)
+	}
+	if r.Write.IOs > 0 {
+		row("write", r.Write.IOPS, r.Write.MiBPerS, &r.Write.LatNS)
+	}
+	// A single direction's row is already the total. The total's latency
+	// is that of every I/O of the mix, which neither row above can give.
 	if r.Read.IOs > 0 && r.Write.IOs > 0 {
-		fmt.Fprintf(w, "%-6s %12s %10s\n", "total", thousands(r.Total.IOPS, 1), thousands(r.Total.MiBPerS, 1))
+		row("total", r.Total.IOPS, r.Total.MiBPerS, r.Total.LatNS)
 	}
 	fmt.Fprintf(w, "%-6s %12s %10s %9s\n", "", "", "", "(latency in µs)")
 	fmt.Fprintf(w, "\ncpu: user %.1f%%, sys %.1f%% of one core", r.CPU.UserPct, r.CPU.SysPct)

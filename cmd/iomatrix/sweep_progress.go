@@ -8,6 +8,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/report"
 )
 
 // sweepProgress shows where a sweep is. With a terminal: a bar over the
@@ -95,9 +96,11 @@ func (sp *sweepProgress) finished(r iotest.Result) {
 		_ = sp.bar.Set(sp.done)
 		return
 	}
+	// The p99 the matrices show for this result, by the same rule.
+	p99, approx := report.LatP99.Measure(r)
 	fmt.Fprintf(sp.g.stderr, "[%d/%d] %s: %s IOPS, %s MiB/s, p99 %s µs (elapsed %s, ETA %s)\n",
 		sp.done, sp.total, r.Name, thousands(r.Total.IOPS, 0), thousands(r.Total.MiBPerS, 1),
-		us(float64(max(r.Read.LatNS.P99, r.Write.LatNS.P99))), now.Sub(sp.started).Round(time.Second),
+		report.FormatMeasure(report.LatP99, p99, approx), now.Sub(sp.started).Round(time.Second),
 		sp.eta(now).Round(time.Second))
 }
 
