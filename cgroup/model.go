@@ -13,7 +13,13 @@ import "math"
 // a missing cap or a zero share drops its term. binding reports whether
 // the cap, not the device, sets the figure (model below 90 % of U).
 func Expected(l Limit, readPct int, bs int64, split int, uncapped float64) (expected float64, binding bool) {
-	r := float64(readPct) / 100
+	return ExpectedShare(l, float64(readPct)/100, bs, split, uncapped)
+}
+
+// ExpectedShare is Expected for a read share r between 0 and 1: a run's
+// measured share, say, which a random draw of directions puts a little off
+// the pattern's read percentage.
+func ExpectedShare(l Limit, r float64, bs int64, split int, uncapped float64) (expected float64, binding bool) {
 	w := 1 - r
 	k := float64(max(split, 1))
 	b := float64(bs)

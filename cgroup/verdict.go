@@ -45,6 +45,12 @@ type Cell struct {
 	RequestsPerIO int     // see RequestsPerIO; 0 counts as 1
 	UncappedIOPS  float64 // the same pattern without the cap; 0 when unknown
 	MeasuredIOPS  float64 // under the cap, in the measured window
+	// Window counts the I/Os of the measured window by direction. Their
+	// read share is what the cap divides: each I/O draws its direction at
+	// random, so a window of a 50 % pattern holds 51.6 % reads now and
+	// then, and a cap on reads then allows 3 % fewer I/Os in all. The
+	// model is taken at that share, so that the draw is not judged.
+	Window Requests
 	// Issued counts the I/Os iomatrix completed over the whole pattern
 	// (ramp and drain included): the span the kernel's counts cover.
 	Issued Requests
@@ -58,6 +64,9 @@ type Cell struct {
 // Verdict is the judgement of one cell.
 type Verdict struct {
 	ExpectedIOPS float64 `json:"expected_iops"`
+	// ReadShare is the share of reads the expectation was computed at:
+	// the measured window's.
+	ReadShare float64 `json:"read_share"`
 	// Binding: the cap, not the device, sets the figure (its model is
 	// below 90 % of the uncapped IOPS).
 	Binding      bool    `json:"binding"`
@@ -80,20 +89,24 @@ type Verdict struct {
 //
 //   - where the cap binds, the measured IOPS must match the cap model
 //     (Expected) within the tolerance;
-//   - where it does not, the cap must neither throttle the pattern (the
-//     measured IOPS at least the uncapped figure less the tolerance) nor
-//     be exceeded (at most the cap model plus the tolerance). A cell
-//     faster than its uncapped measurement is the device's noise, not a
-//     failure of the cap;
+//   - where it does not, the cap must neither throttle the pattern below
+//     the expectation, min(uncapped, model), less the tolerance nor be
+//     exceeded (at most the cap model plus the tolerance). A cell faster
+//     than its uncapped measurement is the device's noise, not a failure
+//     of the cap;
 //   - the kernel's counts for the cgroup must equal iomatrix's requests
 //     within CounterTolerance, direction by direction;
 //   - a cell whose I/O failed does not hold.
 func Judge(l Limit, c Cell, tolerancePct float64) Verdict {
 	k := uint64(max(c.RequestsPerIO, 1))
-	capped, binding := Expected(l, c.ReadPct, c.BlockSize, int(k), c.UncappedIOPS)
-	v := Verdict{Binding: binding, ExpectedIOPS: capped}
+	share := float64(c.ReadPct) / 100
+	if n := c.Window.Reads + c.Window.Writes; n > 0 {
+		share = float64(c.Window.Reads) / float64(n)
+	}
+	capped, binding := ExpectedShare(l, share, c.BlockSize, int(k), c.UncappedIOPS)
+	v := Verdict{Binding: binding, ExpectedIOPS: capped, ReadShare: share}
 	tol := tolerancePct / 100
-	model := capModel(l, c.ReadPct, c.BlockSize, int(k))
+	model, _ := ExpectedShare(l, share, c.BlockSize, int(k), 0)
 	switch {
 	case math.IsInf(capped, 1):
 		// Nothing limits this pattern and its uncapped figure is unknown.
@@ -107,13 +120,15 @@ func Judge(l Limit, c Cell, tolerancePct float64) Verdict {
 				c.MeasuredIOPS, capped, v.DeviationPct, tolerancePct))
 		}
 	default:
+		// capped is min(model, uncapped): between 90 % and 100 % of the
+		// uncapped figure the model still sets the expectation.
 		v.DeviationPct = deviation(c.MeasuredIOPS, capped)
-		low := c.UncappedIOPS * (1 - tol)
+		low := capped * (1 - tol)
 		v.RateOK = c.MeasuredIOPS >= low && c.MeasuredIOPS <= model*(1+tol)
 		switch {
 		case c.MeasuredIOPS < low:
-			v.Reasons = append(v.Reasons, fmt.Sprintf("measured %.0f IOPS where the cap should not bind: %.1f %% below the uncapped %.0f (tolerance %g %%)",
-				c.MeasuredIOPS, 100*(1-c.MeasuredIOPS/c.UncappedIOPS), c.UncappedIOPS, tolerancePct))
+			v.Reasons = append(v.Reasons, fmt.Sprintf("measured %.0f IOPS where the cap should not bind: %.1f %% below the expected %.0f (uncapped %.0f, cap model %.0f; tolerance %g %%)",
+				c.MeasuredIOPS, -v.DeviationPct, capped, c.UncappedIOPS, model, tolerancePct))
 		case c.MeasuredIOPS > model*(1+tol):
 			v.Reasons = append(v.Reasons, fmt.Sprintf("measured %.0f IOPS, above the cap model's %.0f (%+.1f %%, tolerance %g %%)",
 				c.MeasuredIOPS, model, deviation(c.MeasuredIOPS, model), tolerancePct))
@@ -166,13 +181,6 @@ func deviation(measured, expected float64) float64 {
 		return 0
 	}
 	return (measured/expected - 1) * 100
-}
-
-// capModel is the cap's own bound on the pattern's IOPS, whatever the
-// device does: +Inf when no cap applies to it.
-func capModel(l Limit, readPct int, bs int64, split int) float64 {
-	m, _ := Expected(l, readPct, bs, split, 0)
-	return m
 }
 
 // Throttle timing. blk-throttle (behind v1 blkio.throttle.* and v2 io.max)

@@ -76,7 +76,20 @@ func TestJudge(t *testing.T) {
 			c: Cell{ReadPct: 100, BlockSize: 4096, UncappedIOPS: 20658, MeasuredIOPS: 32948, Issued: Requests{Reads: 99000}, Kernel: rw(99000, 0)}},
 		{name: "not binding, throttled", l: Limit{ReadIOPS: 100000000, WriteIOPS: 100000000}, tol: 5, ok: false, expected: 3 * 1800, binding: false,
 			c:      Cell{ReadPct: 100, BlockSize: 4096, UncappedIOPS: 3 * 1800, MeasuredIOPS: 1800, Issued: Requests{Reads: 5400}, Kernel: rw(5400, 0)},
-			reason: "below the uncapped"},
+			reason: "below the expected"},
+		// Recorded: a window of a 50 % pattern that drew 51.3 % reads under
+		// riops=wiops=3000. Reads bound at 3000, so 5847 I/Os in all: the
+		// model at the drawn share, 2.5 % under the model at 50 %.
+		{name: "the model at the window's read share", l: Limit{ReadIOPS: 3000, WriteIOPS: 3000}, tol: 5, ok: true, expected: 5847, binding: true,
+			c: Cell{ReadPct: 50, BlockSize: 16 << 10, UncappedIOPS: 6592, MeasuredIOPS: 5847, Window: Requests{Reads: 3000, Writes: 2847},
+				Issued: Requests{Reads: 3901, Writes: 3706}, Kernel: rw(3901, 3706)}},
+		// The same window judged at the pattern's nominal share: between 90
+		// and 100 % of the uncapped figure the model is the expectation.
+		{name: "not binding, the model below the uncapped figure", l: Limit{ReadIOPS: 3000, WriteIOPS: 3000}, tol: 5, ok: true, expected: 6000, binding: false,
+			c: Cell{ReadPct: 50, BlockSize: 16 << 10, UncappedIOPS: 6592, MeasuredIOPS: 5847, Issued: Requests{Reads: 3901, Writes: 3706}, Kernel: rw(3901, 3706)}},
+		{name: "a window short of the model at its share", l: Limit{ReadIOPS: 1000, WriteIOPS: 1000}, tol: 5, ok: false, expected: 1116.07, binding: true,
+			c:      Cell{ReadPct: 10, BlockSize: 4096, UncappedIOPS: 50000, MeasuredIOPS: 1000, Window: Requests{Reads: 104, Writes: 896}, Issued: Requests{Reads: 130, Writes: 1300}, Kernel: rw(130, 1300)},
+			reason: "-10.4 %"},
 		{name: "not binding, above the cap model", l: Limit{ReadIOPS: 1000}, tol: 5, ok: false, expected: 1000, binding: false,
 			c:      Cell{ReadPct: 100, BlockSize: 4096, UncappedIOPS: 1050, MeasuredIOPS: 1100, Issued: Requests{Reads: 3300}, Kernel: rw(3300, 0)},
 			reason: "above the cap model"},

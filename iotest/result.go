@@ -123,6 +123,9 @@ type CapCheck struct {
 	// uncapped IOPS; elsewhere the expectation is the uncapped figure.
 	Binding      bool    `json:"binding"`
 	UncappedIOPS float64 `json:"uncapped_iops"`
+	// ReadShare is the share of reads of the measured window, at which
+	// the cap model is taken.
+	ReadShare    float64 `json:"read_share"`
 	TolerancePct float64 `json:"tolerance_pct"`
 	// RateOK: the measured IOPS meet the expectation.
 	RateOK bool `json:"rate_ok"`

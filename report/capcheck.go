@@ -47,9 +47,12 @@ type VerdictCell struct {
 	MeasuredIOPS float64        `json:"measured_iops"`
 	ExpectedIOPS float64        `json:"expected_iops"`
 	UncappedIOPS float64        `json:"uncapped_iops"`
-	DeviationPct float64        `json:"deviation_pct"`
-	Binding      bool           `json:"binding"`
-	RateOK       bool           `json:"rate_ok"`
+	// ReadShare is the measured window's share of reads, at which the cap
+	// model was taken.
+	ReadShare    float64 `json:"read_share"`
+	DeviationPct float64 `json:"deviation_pct"`
+	Binding      bool    `json:"binding"`
+	RateOK       bool    `json:"rate_ok"`
 	// IOs are the I/Os iomatrix completed over the whole pattern (ramp and
 	// drain included); RequestsPerIO turns them into ExpectedRequests,
 	// which the kernel's count for the cgroup (KernelRequests) must equal.
@@ -90,7 +93,7 @@ func BuildCapVerdict(doc *iotest.Document, run VerdictRun) *CapVerdict {
 		}
 		v.Cells = append(v.Cells, VerdictCell{
 			Name: r.Name, Pattern: r.Pattern, OK: k.OK, MeasuredIOPS: r.Total.IOPS,
-			ExpectedIOPS: k.ExpectedIOPS, UncappedIOPS: k.UncappedIOPS, DeviationPct: k.DeviationPct,
+			ExpectedIOPS: k.ExpectedIOPS, UncappedIOPS: k.UncappedIOPS, ReadShare: k.ReadShare, DeviationPct: k.DeviationPct,
 			Binding: k.Binding, RateOK: k.RateOK, IOs: r.Completed, RequestsPerIO: k.RequestsPerIO,
 			ExpectedRequests: k.ExpectedRequests, KernelRequests: r.CgroupIOs,
 			ForeignRequests: k.ForeignRequests, MissingRequests: k.MissingRequests,

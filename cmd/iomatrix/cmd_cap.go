@@ -255,6 +255,7 @@ func cellJudge(capInfo *iotest.Cap, tol float64, baseline map[string]float64) fu
 		c := cgroup.Cell{
 			ReadPct: p.ReadPct, BlockSize: p.BlockSize, RequestsPerIO: cgroup.RequestsPerIO(maxKB, maxSegs, p.BlockSize),
 			UncappedIOPS: baseline[res.Name], MeasuredIOPS: res.Total.IOPS,
+			Window: cgroup.Requests{Reads: res.Read.IOs, Writes: res.Write.IOs},
 			Issued: cgroup.Requests{Reads: res.Completed.Reads, Writes: res.Completed.Writes},
 		}
 		if k := res.CgroupIOs; k != nil {
@@ -267,7 +268,7 @@ func cellJudge(capInfo *iotest.Cap, tol float64, baseline map[string]float64) fu
 		completed := func(r cgroup.Requests) iotest.Completed { return iotest.Completed{Reads: r.Reads, Writes: r.Writes} }
 		res.CapCheck = &iotest.CapCheck{
 			ExpectedIOPS: math.Round(v.ExpectedIOPS*100) / 100, DeviationPct: math.Round(v.DeviationPct*10000) / 10000,
-			OK: v.OK, Binding: v.Binding, UncappedIOPS: c.UncappedIOPS, TolerancePct: tol,
+			OK: v.OK, Binding: v.Binding, UncappedIOPS: c.UncappedIOPS, ReadShare: math.Round(v.ReadShare*1e6) / 1e6, TolerancePct: tol,
 			RateOK: v.RateOK, CountersOK: v.CountersOK, RequestsPerIO: max(c.RequestsPerIO, 1),
 			ExpectedRequests: completed(v.ExpectedRequests), ForeignRequests: completed(v.Foreign), MissingRequests: completed(v.Missing),
 			Reasons: v.Reasons,
