@@ -12,24 +12,6 @@ type Requests struct {
 	Writes uint64 `json:"writes"`
 }
 
-// RequestsPerIO is how many requests the block layer makes of one I/O of
-// bs bytes on a disk whose requests hold at most maxSectorsKB and
-// maxSegments pages (0: no such limit known). iomatrix's buffers are
-// registered 4 KiB pages that are never merged into larger segments, so
-// each page is one segment. The kernel throttles requests: a 1 MiB I/O on
-// a virtio disk with 254 segments counts twice against an IOPS cap.
-func RequestsPerIO(maxSectorsKB, maxSegments, bs int64) int {
-	k := int64(1)
-	if maxSectorsKB > 0 {
-		k = max(k, (bs+maxSectorsKB*1024-1)/(maxSectorsKB*1024))
-	}
-	if maxSegments > 0 {
-		pages := (bs + 4095) / 4096
-		k = max(k, (pages+maxSegments-1)/maxSegments)
-	}
-	return int(k)
-}
-
 // Counter agreement: the kernel's count for the cgroup and iomatrix's own
 // (times RequestsPerIO) must agree within this fraction, per direction.
 // There is no absolute allowance: the worker faults in its program and
@@ -42,7 +24,7 @@ const CounterTolerance = 0.005
 type Cell struct {
 	ReadPct       int
 	BlockSize     int64
-	RequestsPerIO int     // see RequestsPerIO; 0 counts as 1
+	RequestsPerIO int     // see sysfs.BlockDevice.RequestsPerIO; 0 counts as 1
 	UncappedIOPS  float64 // the same pattern without the cap; 0 when unknown
 	MeasuredIOPS  float64 // under the cap, in the measured window
 	// Window counts the I/Os of the measured window by direction. Their

@@ -470,3 +470,34 @@ func TestLayoutENOSPCLeavesNothing(t *testing.T) {
 		t.Fatal("a layout marker was left behind")
 	}
 }
+
+// The disk's counters are the whole disk's: with another stream writing to
+// the same disk during the window, the result says how many of the disk's
+// requests were not the run's own.
+func TestOtherLoadOnTheDisk(t *testing.T) {
+	testenv.Root(t)
+	dir := directIODir(t)
+	tg := openPlan(t, filepath.Join(dir, "own.dat"), TargetOptions{Size: 64 << 20})
+	testenv.Require(t, tg.hasDev, "the temp dir's disk has no /proc/diskstats entry")
+	other := openPlan(t, filepath.Join(dir, "other.dat"), TargetOptions{Size: 64 << 20, Writes: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	loaded := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, other, Pattern{Access: Random, BlockSize: 4096, ReadPct: 0, QueueDepth: 8, Jobs: 1},
+			Options{Runtime: time.Minute, Seed: 1, Engine: EnginePsync})
+		loaded <- err
+	}()
+	p := Pattern{Access: Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 1, Jobs: 1}
+	r, err := Run(context.Background(), tg, p, Options{Runtime: time.Second, Ramp: 200 * time.Millisecond, Seed: 2, Engine: EnginePsync})
+	cancel()
+	<-loaded
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := r.Device
+	t.Logf("disk: %d requests, %d not the run's; the run: %d I/Os", d.IOs, d.OtherIOs, r.Total.IOs)
+	if d.IOs < r.Total.IOs || d.OtherIOs != d.IOs-r.Total.IOs || float64(d.OtherIOs) < 0.2*float64(d.IOs) {
+		t.Errorf("disk %d requests, %d others, the run %d I/Os: the neighbour's writes were not told apart", d.IOs, d.OtherIOs, r.Total.IOs)
+	}
+}

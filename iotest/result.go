@@ -58,6 +58,10 @@ type TargetInfo struct {
 	Scheduler        string `json:"scheduler"`
 	DirectIOAlign    int64  `json:"direct_io_align"`
 	Filesystem       string `json:"filesystem,omitempty"`
+	// The disk's request limits: an I/O larger than either is split into
+	// several requests, each counted (and capped) on its own.
+	MaxSectorsKB int64 `json:"max_sectors_kb,omitempty"`
+	MaxSegments  int64 `json:"max_segments,omitempty"`
 }
 
 // Settings are the run options recorded in the results file.
@@ -173,10 +177,17 @@ type CPU struct {
 	SysPct  float64 `json:"sys_pct"`
 }
 
-// DevStats are the backing disk's own counters over the measured window.
+// DevStats are the backing disk's own counters over the measured window:
+// the whole disk's, every process's I/O included.
 type DevStats struct {
+	// IOs are the requests the disk completed (/proc/diskstats): an I/O
+	// the block layer split counts as several.
 	IOs     uint64  `json:"ios"`
 	UtilPct float64 `json:"util_pct"`
+	// OtherIOs are the disk's requests beyond iomatrix's own in the window
+	// (its I/Os times the requests each makes): another process loading
+	// the device makes the cell's figures suspect.
+	OtherIOs uint64 `json:"other_ios"`
 }
 
 // Completed counts every completed I/O of the run.

@@ -245,6 +245,10 @@ wait:
 	res := buildResult(p, engine, started.Add(time.Duration(windowStart-base)), dur, o, total)
 	if measuring {
 		res.CPU, res.Device = before.delta(after, dur)
+		disk := sysfs.BlockDevice{MaxSectorsKB: t.Info.MaxSectorsKB, MaxSegments: t.Info.MaxSegments}
+		if own := uint64(disk.RequestsPerIO(p.BlockSize)) * res.Total.IOs; res.Device.IOs > own {
+			res.Device.OtherIOs = res.Device.IOs - own
+		}
 	}
 	if total.err != nil {
 		res.Error = total.err

@@ -252,6 +252,7 @@ func (p *Plan) describeBacking(sys sysfs.FS, dev sysfs.DevNum, fsName string) {
 	p.Info.LogicalBlockSize = bd.LogicalBlockSize
 	p.Info.Rotational = bd.Rotational
 	p.Info.Scheduler = bd.Scheduler
+	p.Info.MaxSectorsKB, p.Info.MaxSegments = bd.MaxSectorsKB, bd.MaxSegments
 	p.dev, p.hasDev = bd.Disk, true
 }
 

@@ -447,3 +447,143 @@ func TestCapResumeKeepsTheCap(t *testing.T) {
 		}
 	}
 }
+
+// A closed standard output (`iomatrix cap verify … | head -1`) ends every
+// command that creates a cgroup with 141, as a closed pipe ends any
+// program, and the cgroup is removed all the same.
+func TestClosedStdoutRemovesCgroup(t *testing.T) {
+	c := capController(t)
+	t.Parallel()
+	dir := t.TempDir()
+	target := filepath.Join(dir, "p.dat")
+	if r := runIomatrix(t, iomatrixCmd(t, "run", target, "--size", "16MiB", "--runtime", "100ms", "--ramp", "0s")); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	profile := filepath.Join(dir, "one.yaml")
+	os.WriteFile(profile, []byte("name: one\npatterns:\n  - {block_size: 4k, read_pct: 100, queue_depth: 1}\n"), 0o644)
+	short := []string{"--runtime", "200ms", "--ramp", "250ms", "--cap", "riops=2000"}
+	for _, args := range [][]string{
+		append([]string{"run", target}, short...),
+		append([]string{"sweep", target, "--profile", profile, "--out", filepath.Join(dir, "s.json")}, short...),
+		append([]string{"cap", "verify", target, "--profile", profile, "--out", filepath.Join(dir, "v.json")}, short...),
+		append([]string{"cap", "verify", target, "--profile", profile, "--out", filepath.Join(dir, "vj.json"), "--format", "json"}, short...),
+		{"throttle", "--cap", "riops=2000", "--device", dir, "--", "sh", "-c", "echo to a closed pipe"},
+	} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+		cmd := iomatrixCmd(t, args...)
+		var stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = w, &stderr
+		err = cmd.Run()
+		w.Close()
+		if code := cmd.ProcessState.ExitCode(); code != exitBrokenPipe {
+			t.Errorf("%v: exit %d (%v), want %d: %s", args[:2], code, err, exitBrokenPipe, stderr.String())
+		}
+		if l := leftovers(c, cmd.Process.Pid); len(l) > 0 {
+			t.Errorf("%v: cgroups left: %v", args[:2], l)
+		}
+	}
+}
+
+// cap verify refuses a baseline measured otherwise than it measures,
+// before any I/O, naming what differs.
+func TestCapVerifyRefusesForeignBaseline(t *testing.T) {
+	capController(t)
+	dir := t.TempDir()
+	target := filepath.Join(dir, "b.dat")
+	profile := filepath.Join(dir, "one.yaml")
+	os.WriteFile(profile, []byte("name: one\npatterns:\n  - {block_size: 4k, read_pct: 100, queue_depth: 1}\n"), 0o644)
+	good := iotest.NewDocument(iotest.TargetInfo{Path: target, Kind: "file", SizeBytes: 64 << 20},
+		iotest.Settings{Profile: "one", Engine: "uring", RuntimeNS: int64(time.Second), RampNS: int64(250 * time.Millisecond), SizeBytes: 64 << 20}, "")
+	good.Results = []iotest.Result{{Name: "rand-4k-r100-qd1", Total: iotest.Total{IOPS: 5000}}}
+	for _, tc := range []struct {
+		name    string
+		edit    func(d *iotest.Document)
+		mention string
+	}{
+		{"another target", func(d *iotest.Document) { d.Target.Path = filepath.Join(dir, "other.dat") }, "other.dat"},
+		{"another size", func(d *iotest.Document) { d.Target.SizeBytes = 128 << 20 }, "size 128MiB"},
+		{"another runtime", func(d *iotest.Document) { d.Settings.RuntimeNS = int64(3 * time.Second) }, "runtime 3s"},
+		{"another ramp", func(d *iotest.Document) { d.Settings.RampNS = int64(5 * time.Second) }, "ramp 5s"},
+		{"another engine", func(d *iotest.Document) { d.Settings.Engine = "psync" }, "engine psync"},
+		{"capped", func(d *iotest.Document) { d.Cap = &iotest.Cap{CgroupVersion: 1, Device: "254:0", ReadIOPS: 100} }, "under a cap"},
+		{"a pattern missing", func(d *iotest.Document) { d.Results[0].Name = "rand-4k-r100-qd2" }, "rand-4k-r100-qd1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := *good
+			d.Results = append([]iotest.Result(nil), good.Results...)
+			tc.edit(&d)
+			path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".json")
+			if err := iotest.WriteFileAtomic(path, &d); err != nil {
+				t.Fatal(err)
+			}
+			r := runInProcess("cap", "verify", target, "--profile", profile, "--size", "64MiB", "--runtime", "1s", "--ramp", "250ms",
+				"--engine", "uring", "--cap", "riops=1000", "--baseline", path, "--out", filepath.Join(dir, "out.json"))
+			checkRefused(t, r, "--baseline")
+			if !strings.Contains(r.stderr, tc.mention) {
+				t.Errorf("stderr %q does not name %q", r.stderr, tc.mention)
+			}
+			if _, err := os.Stat(target); !os.IsNotExist(err) {
+				t.Fatal("a refused run created its target")
+			}
+		})
+	}
+}
+
+// An interrupted cap verify keeps every finished cell, of the uncapped
+// baseline as of the capped phase, and says it was interrupted once.
+func TestCapVerifyInterrupted(t *testing.T) {
+	c := capController(t)
+	t.Parallel()
+	dir := t.TempDir()
+	target := filepath.Join(dir, "i.dat")
+	if r := runIomatrix(t, iomatrixCmd(t, "run", target, "--size", "32MiB", "--runtime", "100ms", "--ramp", "0s")); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	profile := filepath.Join(dir, "p.yaml")
+	os.WriteFile(profile, []byte("name: p\nmatrix:\n  - block_sizes: [4k]\n    read_pcts: [100, 0]\n    queue_depths: [1, 4]\n"), 0o644)
+	verify := func(out string, after time.Duration, extra ...string) (cmdResult, *iotest.Document) {
+		cmd := iomatrixCmd(t, append([]string{"cap", "verify", target, "--profile", profile, "--cap", "riops=2000,wiops=2000",
+			"--runtime", "300ms", "--ramp", "250ms", "--out", out}, extra...)...)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(after)
+		cmd.Process.Signal(syscall.SIGINT)
+		cmd.Wait()
+		r := cmdResult{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
+		if l := leftovers(c, cmd.Process.Pid); len(l) > 0 {
+			t.Errorf("cgroups left: %v", l)
+		}
+		if r.code != 130 || strings.Count(r.stderr, "interrupted") != 1 {
+			t.Errorf("exit %d, want 130 with one message of the interruption:\n%s", r.code, r.stderr)
+		}
+		doc, _ := iotest.ReadDocumentFile(out)
+		return r, doc
+	}
+	// Four baseline cells of 0.55 s: interrupted in the third.
+	out := filepath.Join(dir, "b.json")
+	_, base := verify(out, 1400*time.Millisecond)
+	if base != nil {
+		t.Errorf("the capped phase never started, yet %s was written", out)
+	}
+	partial, err := iotest.ReadDocumentFile(baselineOut(out))
+	if err != nil || len(partial.Results) < 1 || len(partial.Results) >= 4 || partial.FinishedAt != "" {
+		t.Fatalf("baseline kept after the interruption: %v, %+v", err, partial)
+	}
+	// The capped phase, on a complete baseline: interrupted after its
+	// first cells (0.3 s quiet + 0.55 s each).
+	full := filepath.Join(dir, "full.json")
+	if r := runCounted(t, c, "sweep", target, "--profile", profile, "--runtime", "300ms", "--ramp", "250ms", "--engine", "uring", "--out", full); r.code != 0 {
+		t.Fatalf("baseline sweep: exit %d: %s", r.code, r.stderr)
+	}
+	_, capped := verify(filepath.Join(dir, "c.json"), 1700*time.Millisecond, "--baseline", full, "--engine", "uring")
+	if capped == nil || len(capped.Results) < 1 || len(capped.Results) >= 4 || capped.FinishedAt != "" {
+		t.Fatalf("capped cells kept after the interruption: %+v", capped)
+	}
+}

@@ -46,6 +46,7 @@ func (c *cellLoop) run(ctx context.Context, todo []iotest.Pattern) (failed int, 
 		if err != nil && res.Name == "" {
 			return failed, err // nothing was measured
 		}
+		noticeOtherLoad(c.g, res, c.doc.Target.Disk)
 		if c.check != nil {
 			c.check(&res)
 		}

@@ -127,15 +127,21 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 	if err := o.prepare(g, sp, "iomatrix-verify-%[2]s.json", false); err != nil {
 		return err
 	}
-	var baseline map[string]float64
-	if o.Baseline != "" {
-		if baseline, err = loadBaseline(o.Baseline, sp.todo); err != nil {
-			return err
+	if o.Baseline == "" {
+		if _, err := os.Stat(baselineOut(sp.out)); err == nil {
+			return usagef("--out: %s exists; reuse it with --baseline %s or choose another --out", baselineOut(sp.out), baselineOut(sp.out))
 		}
 	}
+	asked := sp.opts // before the window is aligned to the throttle
 	plan, cp, err := o.resolve(g, sp, false)
 	if err != nil {
 		return err
+	}
+	var baseline map[string]float64
+	if o.Baseline != "" {
+		if baseline, err = loadBaseline(o.Baseline, sp, plan, asked); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(g.stderr, "iomatrix: cap verify %s on %s: %d patterns, results: %s\n", sp.profile.Name, sp.target, len(sp.todo), sp.out)
 	t, err := openTarget(ctx, plan, g)
@@ -145,7 +151,7 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 	defer t.Close()
 	baselineFile := o.Baseline
 	if baseline == nil {
-		baselineFile = strings.TrimSuffix(sp.out, ".json") + "-baseline.json"
+		baselineFile = baselineOut(sp.out)
 		if baseline, err = measureBaseline(ctx, g, sp, t, baselineFile); err != nil {
 			return err
 		}
@@ -193,25 +199,51 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 	return nil
 }
 
-// loadBaseline reads the uncapped IOPS of every pattern of todo from a
-// results file.
-func loadBaseline(path string, todo []iotest.Pattern) (map[string]float64, error) {
+// baselineOut is where cap verify saves the baseline it measures.
+func baselineOut(out string) string { return strings.TrimSuffix(out, ".json") + "-baseline.json" }
+
+// loadBaseline reads the uncapped IOPS of every pattern of sp from a
+// results file, refusing one measured otherwise than this run measures:
+// another target or size, engine, runtime or ramp (as asked, or as aligned
+// to the throttle), under a cap, or without a pattern of the profile. Its
+// figures would judge the cells against another device or another method.
+func loadBaseline(path string, sp *sweepPlan, plan *iotest.Plan, asked iotest.Options) (map[string]float64, error) {
 	d, err := loadResults(path)
 	if err != nil {
 		return nil, err
 	}
+	refuse := func(format string, args ...any) error {
+		return usagef("--baseline %s: %s", path, fmt.Sprintf(format, args...))
+	}
+	s := d.Settings
+	switch {
+	case d.Cap != nil:
+		return nil, refuse("measured under a cap (%s); a baseline must be uncapped", report.DescribeCap(d.Cap))
+	case d.Target.Path != plan.Path:
+		return nil, refuse("its target %s differs from this run's %s", d.Target.Path, plan.Path)
+	case d.Target.SizeBytes != plan.Size:
+		return nil, refuse("its target size %s differs from this run's %s", iotest.FormatSize(d.Target.SizeBytes), iotest.FormatSize(plan.Size))
+	case s.Engine != sp.opts.Engine:
+		return nil, refuse("its engine %s differs from this run's %s", s.Engine, sp.opts.Engine)
+	case s.RuntimeNS != int64(asked.Runtime) && s.RuntimeNS != int64(sp.opts.Runtime):
+		return nil, refuse("its runtime %s differs from this run's %s", time.Duration(s.RuntimeNS), sp.opts.Runtime)
+	case s.RampNS != int64(asked.Ramp) && s.RampNS != int64(sp.opts.Ramp):
+		return nil, refuse("its ramp %s differs from this run's %s", time.Duration(s.RampNS), sp.opts.Ramp)
+	}
 	baseline := map[string]float64{}
 	for _, r := range d.Results {
-		baseline[r.Name] = r.Total.IOPS
+		if r.Error == nil {
+			baseline[r.Name] = r.Total.IOPS
+		}
 	}
 	var missing []string
-	for _, p := range todo {
+	for _, p := range sp.todo {
 		if _, ok := baseline[p.Name()]; !ok {
 			missing = append(missing, p.Name())
 		}
 	}
 	if len(missing) > 0 {
-		return nil, usagef("--baseline %s lacks %d pattern(s) of the profile: %s", path, len(missing), strings.Join(missing, ", "))
+		return nil, refuse("lacks %d pattern(s) of the profile (or they failed there): %s", len(missing), strings.Join(missing, ", "))
 	}
 	return baseline, nil
 }
@@ -221,7 +253,9 @@ func loadBaseline(path string, todo []iotest.Pattern) (map[string]float64, error
 func measureBaseline(ctx context.Context, g *globalOptions, sp *sweepPlan, t *iotest.Target, out string) (map[string]float64, error) {
 	fmt.Fprintf(g.stderr, "iomatrix: measuring the uncapped baseline first (%s)\n", out)
 	bdoc := sp.newDocument(t)
-	loop := cellLoop{g: g, r: localRunner{t}, opts: sp.opts, prog: newSweepProgress(g, len(sp.todo), 0, sp.opts), doc: bdoc}
+	// Saved after every cell, like the capped phase: an interruption keeps
+	// what was measured.
+	loop := cellLoop{g: g, r: localRunner{t}, opts: sp.opts, prog: newSweepProgress(g, len(sp.todo), 0, sp.opts), doc: bdoc, out: out}
 	if _, err := loop.run(ctx, sp.todo); err != nil {
 		return nil, err
 	}
@@ -244,16 +278,16 @@ func measureBaseline(ctx context.Context, g *globalOptions, sp *sweepPlan, t *io
 // limits, its verdict recorded in the result.
 func cellJudge(capInfo *iotest.Cap, tol float64, baseline map[string]float64) func(*iotest.Result) {
 	limit := cgroup.Limit{ReadIOPS: capInfo.ReadIOPS, WriteIOPS: capInfo.WriteIOPS, ReadBPS: capInfo.ReadBPS, WriteBPS: capInfo.WriteBPS}
-	var maxKB, maxSegs int64
+	var disk sysfs.BlockDevice // no limits known: one request per I/O
 	if dev, err := sysfs.ParseDevNum(capInfo.Device); err == nil {
 		if bd, err := sysfs.Default().BlockDevice(dev); err == nil {
-			maxKB, maxSegs = bd.MaxSectorsKB, bd.MaxSegments
+			disk = bd
 		}
 	}
 	return func(res *iotest.Result) {
 		p := res.Pattern
 		c := cgroup.Cell{
-			ReadPct: p.ReadPct, BlockSize: p.BlockSize, RequestsPerIO: cgroup.RequestsPerIO(maxKB, maxSegs, p.BlockSize),
+			ReadPct: p.ReadPct, BlockSize: p.BlockSize, RequestsPerIO: disk.RequestsPerIO(p.BlockSize),
 			UncappedIOPS: baseline[res.Name], MeasuredIOPS: res.Total.IOPS,
 			Window: cgroup.Requests{Reads: res.Read.IOs, Writes: res.Write.IOs},
 			Issued: cgroup.Requests{Reads: res.Completed.Reads, Writes: res.Completed.Writes},

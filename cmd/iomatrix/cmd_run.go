@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/report"
 )
 
 // runOptions are the flags of `iomatrix run`.
@@ -195,6 +196,7 @@ func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string)
 	if runErr != nil && res.Name == "" {
 		return runErr
 	}
+	noticeOtherLoad(g, res, doc.Target.Disk)
 	doc.Results = append(doc.Results, res)
 	doc.FinishedAt = time.Now().UTC().Format(time.RFC3339)
 	if o.Out != "" {
@@ -259,11 +261,22 @@ func writeRunText(w io.Writer, doc *iotest.Document, r *iotest.Result) {
 		row("total", r.Total.IOPS, r.Total.MiBPerS, r.Total.LatNS)
 	}
 	fmt.Fprintf(w, "%-6s %12s %10s %9s\n", "", "", "", "(latency in µs)")
-	fmt.Fprintf(w, "\ncpu: user %.1f%%, sys %.1f%% of one core", r.CPU.UserPct, r.CPU.SysPct)
+	fmt.Fprintf(w, "\ncpu: user %.1f%%, sys %.1f%% of one core\n", r.CPU.UserPct, r.CPU.SysPct)
 	if t.Disk != "" {
-		fmt.Fprintf(w, "   disk %s: %s I/Os completed, %.1f%% utilized", t.Disk, thousands(float64(r.Device.IOs), 0), r.Device.UtilPct)
+		fmt.Fprintf(w, "disk %s, all processes: %s requests completed, %.1f%% utilized", t.Disk, thousands(float64(r.Device.IOs), 0), r.Device.UtilPct)
+		if r.Device.OtherIOs > 0 {
+			fmt.Fprintf(w, " (%s of them not iomatrix's)", thousands(float64(r.Device.OtherIOs), 0))
+		}
+		fmt.Fprintln(w)
 	}
-	fmt.Fprintln(w)
+	if c := doc.Cap; c != nil {
+		fmt.Fprintf(w, "capped: %s, cgroup %s\n", report.DescribeCap(c), c.Cgroup)
+		if k := r.CgroupIOs; k != nil {
+			fmt.Fprintf(w, "cgroup counted %s reads, %s writes; iomatrix completed %s reads, %s writes (ramp and drain included)\n",
+				thousands(float64(k.Reads), 0), thousands(float64(k.Writes), 0),
+				thousands(float64(r.Completed.Reads), 0), thousands(float64(r.Completed.Writes), 0))
+		}
+	}
 	if r.Error != nil {
 		fmt.Fprintf(w, "error: %s\n", r.Error)
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -23,6 +24,8 @@ const (
 	exitFailure   = 1
 	exitUsage     = 2
 	exitPrivilege = 4
+	// exitBrokenPipe is 128 + SIGPIPE: standard output was closed.
+	exitBrokenPipe = 141
 )
 
 const exitStatusHelp = `Exit status:
@@ -31,7 +34,9 @@ const exitStatusHelp = `Exit status:
   2    bad input: a flag, argument or target that cannot work (nothing was
        created or changed)
   4    insufficient privilege (e.g. opening a device needs root)
-  130  interrupted by SIGINT (143 SIGTERM, 129 SIGHUP); finished results kept`
+  130  interrupted by SIGINT (143 SIGTERM, 129 SIGHUP); finished results kept
+  141  standard output was closed (e.g. piped into head); finished results
+       kept, cgroups removed`
 
 // globalOptions are shared by every command.
 type globalOptions struct {
@@ -110,12 +115,21 @@ func main() {
 }
 
 func runMain(args []string, stdout, stderr io.Writer) int {
-	g := &globalOptions{stdout: stdout, stderr: stderr, stderrTTY: isTerminal(os.Stderr), stdoutTTY: isTerminal(os.Stdout)}
+	out, errOut := &pipeWriter{w: stdout}, &pipeWriter{w: stderr}
+	g := &globalOptions{stdout: out, stderr: errOut, stderrTTY: isTerminal(os.Stderr), stdoutTTY: isTerminal(os.Stdout)}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
+	// A reader that goes away (`iomatrix cap verify | head -1`) must not
+	// kill iomatrix on its next write: the cgroup it created would stay
+	// behind. With SIGPIPE caught, the write fails with EPIPE instead, the
+	// command unwinds (removing its cgroup) and the exit status is the one
+	// a shell expects of a process that a closed pipe ended, 141.
+	pipes := make(chan os.Signal, 1)
+	signal.Notify(pipes, syscall.SIGPIPE)
+	defer signal.Stop(pipes)
 	go func() {
 		if s, ok := <-sigs; ok {
 			cancel(signalError{s})
@@ -125,6 +139,9 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	root := newRootCommand(g)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
+	if out.broken.Load() || errors.Is(err, syscall.EPIPE) {
+		return exitBrokenPipe // nobody reads what would explain it
+	}
 	if err == nil {
 		return exitOK
 	}
@@ -172,6 +189,20 @@ func exitCode(err error) int {
 		return exitPrivilege
 	}
 	return exitFailure
+}
+
+// pipeWriter remembers that a write failed because its reader went away.
+type pipeWriter struct {
+	w      io.Writer
+	broken atomic.Bool
+}
+
+func (p *pipeWriter) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	if errors.Is(err, syscall.EPIPE) {
+		p.broken.Store(true)
+	}
+	return n, err
 }
 
 func isTerminal(f *os.File) bool {

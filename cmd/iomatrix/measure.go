@@ -68,6 +68,20 @@ func alignToThrottle(g *globalOptions, o *iotest.Options) {
 	o.Ramp, o.Runtime = ramp, runtime
 }
 
+// noticeOtherLoad warns when the disk completed markedly more requests
+// than iomatrix's own during a cell's window (a fifth of them, and at
+// least a few hundred, were somebody else's): another process was loading
+// the device, and the cell measured the disk shared.
+func noticeOtherLoad(g *globalOptions, r iotest.Result, disk string) {
+	d := r.Device
+	if d.OtherIOs < 500 || float64(d.OtherIOs) < 0.2*float64(d.IOs) {
+		return
+	}
+	fmt.Fprintf(g.stderr, "iomatrix: %s: disk %s completed %s requests in the measured window, %s of them not iomatrix's: "+
+		"another process was loading the device, this cell's figures are suspect\n",
+		r.Name, disk, thousands(float64(d.IOs), 0), thousands(float64(d.OtherIOs), 0))
+}
+
 // changed records which flags the user gave, after parsing.
 func (o *measureOptions) changed(f *pflag.FlagSet) {
 	o.runtimeSet, o.rampSet, o.sizeSet, o.seedSet = f.Changed("runtime"), f.Changed("ramp"), f.Changed("size"), f.Changed("seed")

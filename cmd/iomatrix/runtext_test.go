@@ -78,3 +78,51 @@ func TestSweepProgressLineShowsTotalP99(t *testing.T) {
 		}
 	}
 }
+
+// The disk's counters are the whole disk's: the run text says so, counts
+// the requests that were not iomatrix's, says when the run was capped and
+// what the cgroup counted; a cell where another process loaded the disk
+// gets a notice.
+func TestRunTextDiskAndCap(t *testing.T) {
+	doc := readDoc(t, totalLatFixture)
+	res := *fixtureResult(t, doc, "rand-4k-r70-qd8")
+	res.Device = iotest.DevStats{IOs: 85417, UtilPct: 97, OtherIOs: 85417 - 6215}
+	res.Completed = iotest.Completed{Reads: 4351, Writes: 1864}
+	res.CgroupIOs = &iotest.Completed{Reads: 4351, Writes: 1864}
+	capped := *doc
+	capped.Cap = &iotest.Cap{CgroupVersion: 1, Cgroup: "/sys/fs/cgroup/blkio/iomatrix/42-1", Device: "254:0", ReadIOPS: 3000}
+	var b bytes.Buffer
+	writeRunText(&b, &capped, &res)
+	for _, want := range []string{
+		"disk vda, all processes: 85,417 requests completed, 97.0% utilized (79,202 of them not iomatrix's)",
+		"capped: riops=3000 on 254:0 (cgroup v1), cgroup /sys/fs/cgroup/blkio/iomatrix/42-1",
+		"cgroup counted 4,351 reads, 1,864 writes; iomatrix completed 4,351 reads, 1,864 writes",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("run text lacks %q:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	writeRunText(&b, doc, &res)
+	if strings.Contains(b.String(), "capped") {
+		t.Errorf("an uncapped run said capped:\n%s", b.String())
+	}
+
+	for _, tc := range []struct {
+		ios, other uint64
+		notice     bool
+	}{
+		{85417, 79202, true},
+		{10000, 400, false}, // a few hundred: timing at the window's edges
+		{100000, 5000, false},
+		{10000, 2500, true},
+	} {
+		var e bytes.Buffer
+		r := res
+		r.Device = iotest.DevStats{IOs: tc.ios, OtherIOs: tc.other}
+		noticeOtherLoad(&globalOptions{stderr: &e}, r, "vda")
+		if got := strings.Contains(e.String(), "another process was loading the device"); got != tc.notice {
+			t.Errorf("%d of %d requests not iomatrix's: notice %v, want %v (%q)", tc.other, tc.ios, got, tc.notice, e.String())
+		}
+	}
+}

@@ -73,7 +73,14 @@ func newWorkerCommand(g *globalOptions) *cobra.Command {
 		Hidden: true,
 		Args:   exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runWorker(cmd.Context(), os.Stdin, g.stdout)
+			ctx := cmd.Context()
+			err := runWorker(ctx, os.Stdin, g.stdout)
+			if se, ok := context.Cause(ctx).(signalError); ok && ctx.Err() != nil {
+				// The parent stopped the worker and says so itself: one
+				// interruption, one message.
+				return exitStatus{128 + int(se.sig.(syscall.Signal))}
+			}
+			return err
 		},
 	}
 }

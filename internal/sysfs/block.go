@@ -30,6 +30,25 @@ type BlockDevice struct {
 	MaxSegments  int64
 }
 
+// RequestsPerIO is how many requests the block layer makes of one I/O of
+// bs bytes on this disk: a request holds at most MaxSectorsKB and
+// MaxSegments pages (0: no such limit known). iomatrix's buffers are
+// registered 4 KiB pages that are never merged into larger segments, so
+// each page is one segment. The kernel throttles and counts requests: a
+// 1 MiB I/O on a virtio disk with 254 segments counts twice against an
+// IOPS cap and in /proc/diskstats.
+func (b BlockDevice) RequestsPerIO(bs int64) int {
+	k := int64(1)
+	if kb := b.MaxSectorsKB; kb > 0 {
+		k = max(k, (bs+kb*1024-1)/(kb*1024))
+	}
+	if segs := b.MaxSegments; segs > 0 {
+		pages := (bs + 4095) / 4096
+		k = max(k, (pages+segs-1)/segs)
+	}
+	return int(k)
+}
+
 // sectorSize is the fixed unit of the sysfs size attribute, independent of
 // the device's logical block size.
 const sectorSize = 512

@@ -315,3 +315,22 @@ func TestSelfMaps(t *testing.T) {
 	}
 	t.Errorf("no executable mapping of %s among %d mappings", exe, len(maps))
 }
+
+func TestRequestsPerIO(t *testing.T) {
+	for _, tc := range []struct {
+		kb, segs, bs int64
+		want         int
+	}{
+		{0, 0, 1 << 20, 1},       // nothing known
+		{1280, 128, 16 << 10, 1}, // small I/O
+		{4096, 254, 1 << 20, 2},  // virtio: 256 pages in 254 segments
+		{1280, 128, 1 << 20, 2},  // 1 MiB in 1280 KiB requests of 128 pages
+		{512, 0, 1 << 20, 2},     // max_sectors_kb alone
+		{128, 256, 1 << 20, 8},   // a small request size
+		{4096, 254, 4 << 20, 5},  // 1024 pages
+	} {
+		if got := (BlockDevice{MaxSectorsKB: tc.kb, MaxSegments: tc.segs}).RequestsPerIO(tc.bs); got != tc.want {
+			t.Errorf("RequestsPerIO(%d KiB, %d segments, %d) = %d, want %d", tc.kb, tc.segs, tc.bs, got, tc.want)
+		}
+	}
+}
