@@ -187,7 +187,7 @@ type DevStats struct {
 	// OtherIOs are the disk's requests beyond iomatrix's own in the window
 	// (its I/Os times the requests each makes): another process loading
 	// the device makes the cell's figures suspect.
-	OtherIOs uint64 `json:"other_ios"`
+	OtherIOs uint64 `json:"other_ios,omitempty"`
 }
 
 // Completed counts every completed I/O of the run.
