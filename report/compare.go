@@ -113,7 +113,7 @@ func Compare(base, cur *iotest.Document, baseName, newName string, m Metric) *Co
 
 // Summary is the one-line verdict.
 func (c *Comparison) Summary() string {
-	s := fmt.Sprintf("%d patterns compared on %s: geometric-mean ratio %.3f (%+.1f %%)", len(c.Cells), c.Metric, c.GeoMean, (c.GeoMean-1)*100)
+	s := fmt.Sprintf("%s compared on %s: geometric-mean ratio %.3f (%+.1f %%)", count(len(c.Cells), "pattern"), c.Metric, c.GeoMean, (c.GeoMean-1)*100)
 	if c.Worst != nil {
 		s += fmt.Sprintf("; worst %s %+.1f %%, best %s %+.1f %%", c.Worst.Name, c.Worst.Change(), c.Best.Name, c.Best.Change())
 	}

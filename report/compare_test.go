@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -42,5 +43,14 @@ func TestCompareGolden(t *testing.T) {
 	l := Compare(base, cur, "a", "b", LatP99)
 	if l.Best.Ratio > l.Worst.Ratio {
 		t.Error("latency: best has the higher ratio")
+	}
+}
+
+func TestCompareSummaryOnePattern(t *testing.T) {
+	base, cur := loadFixture(t, "capped"), loadFixture(t, "capped")
+	cur.Results = cur.Results[:1]
+	s := Compare(base, cur, "a", "b", IOPS).Summary()
+	if !strings.HasPrefix(s, "1 pattern compared on iops: ") {
+		t.Errorf("summary %q", s)
 	}
 }

@@ -173,6 +173,15 @@ func thousands(v float64, decimals int) string {
 	return b.String()
 }
 
+// count renders "1 pattern", "2 patterns": a number and a regular noun
+// that agrees with it.
+func count[N int | uint64](n N, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return thousands(float64(n), 0) + " " + noun + "s"
+}
+
 // FormatMeasure renders a value as FormatValue does, with ApproxMark in
 // front when it is approximate.
 func FormatMeasure(m Metric, v float64, approx bool) string {
