@@ -180,3 +180,39 @@ func TestSingleDirectionLatencyIsExact(t *testing.T) {
 		t.Error("IOPS of a mixed result marked approximate")
 	}
 }
+
+// Wherever settings are shown, the target's size and the cap are: a
+// target a cache can hold reads very differently from a large one, and a
+// capped run from an uncapped one.
+func TestSettingsShowSizeAndCap(t *testing.T) {
+	for fx, want := range map[string][]string{
+		"capped":       {"(file on vda, 1GiB)", "cap riops=2000,wiops=1000 on 254:0 (cgroup v1)"},
+		"full-missing": {"(file on vda, 1GiB)", "no cap"},
+		"total-lat":    {"(file on vda, 64MiB)", "no cap"},
+	} {
+		doc := loadFixture(t, fx)
+		outputs := map[string]string{"describe": Describe(doc)}
+		for _, format := range []string{"text", "markdown", "html"} {
+			f, err := Lookup(format)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b bytes.Buffer
+			if err := f(&b, doc, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			outputs[format] = b.String()
+		}
+		for name, out := range outputs {
+			for _, w := range want {
+				if !strings.Contains(out, w) {
+					t.Errorf("%s %s: no %q in\n%.300s", fx, name, w, out)
+				}
+			}
+		}
+	}
+	doc := &iotest.Document{Target: iotest.TargetInfo{SizeBytes: 128 << 20}}
+	if got := Describe(doc); got != "target 128MiB, no cap" {
+		t.Errorf("a target known only by its size: %q", got)
+	}
+}

@@ -201,6 +201,7 @@ func writeSettingsSheet(f *excelize.File, doc *iotest.Document, m Metric, bold i
 		{"target kind", t.Kind},
 		{"device", t.Device},
 		{"disk", t.Disk},
+		{"target size", iotest.FormatSize(t.SizeBytes)},
 		{"target size (bytes)", t.SizeBytes},
 		{"logical block size", t.LogicalBlockSize},
 		{"rotational", t.Rotational},
@@ -216,9 +217,10 @@ func writeSettingsSheet(f *excelize.File, doc *iotest.Document, m Metric, bold i
 		{"started", doc.StartedAt},
 		{"finished", doc.FinishedAt},
 		{"results", len(doc.Results)},
+		{"cap", "none"}, // a row either way: a missing row would not say there was none
 	}
 	if doc.Cap != nil {
-		rows = append(rows, [2]any{"cap", DescribeCap(doc.Cap)})
+		rows[len(rows)-1][1] = DescribeCap(doc.Cap)
 	}
 	for i, r := range rows {
 		f.SetCellValue(name, fmt.Sprintf("A%d", i+1), r[0])
