@@ -18,12 +18,15 @@ import (
 
 // Comparison sets two runs side by side, pattern by pattern.
 type Comparison struct {
-	Metric   Metric      `json:"metric"`
-	Base     string      `json:"base"`
-	New      string      `json:"new"`
-	Cells    []CellDelta `json:"cells"`
-	OnlyBase []string    `json:"only_in_base"`
-	OnlyNew  []string    `json:"only_in_new"`
+	Metric Metric `json:"metric"`
+	Base   string `json:"base"`
+	New    string `json:"new"`
+	// Differences are the settings in which the runs differ (target,
+	// size, engine, cap, host…): [] when they are alike.
+	Differences []Difference `json:"differences"`
+	Cells       []CellDelta  `json:"cells"`
+	OnlyBase    []string     `json:"only_in_base"`
+	OnlyNew     []string     `json:"only_in_new"`
 	// GeoMean is new/base over every comparable cell (a base above 0);
 	// nil (JSON null) when there is none, as there is no ratio then.
 	GeoMean *float64   `json:"geomean_ratio"`
@@ -53,7 +56,7 @@ func (c CellDelta) Change() float64 { return (c.Ratio - 1) * 100 }
 func Compare(base, cur *iotest.Document, baseName, newName string, m Metric) *Comparison {
 	// Empty lists rather than nil: JSON shows [] for "none", never null.
 	c := &Comparison{Metric: m, Base: baseName, New: newName, byName: map[string]CellDelta{},
-		Cells: []CellDelta{}, OnlyBase: []string{}, OnlyNew: []string{}}
+		Cells: []CellDelta{}, OnlyBase: []string{}, OnlyNew: []string{}, Differences: differences(base, cur)}
 	inBase := map[string]*iotest.Result{}
 	for i := range base.Results {
 		inBase[base.Results[i].Name] = &base.Results[i]
@@ -175,6 +178,41 @@ func (c *Comparison) cellText(cell *Cell) string {
 	return s
 }
 
+// DifferencesNote is the settings in which the runs differ on one line,
+// for a format whose output has no place for them (CSV); "" when alike.
+func (c *Comparison) DifferencesNote() string {
+	if len(c.Differences) == 0 {
+		return ""
+	}
+	lines := make([]string, len(c.Differences))
+	for i, d := range c.Differences {
+		lines[i] = d.String()
+	}
+	return "the runs differ (base → new): " + strings.Join(lines, "; ")
+}
+
+// writeDifferences names, under the header, each setting in which the
+// runs differ, or says they are alike: side by side, cells of unlike runs
+// would read as a change of the disk.
+func (c *Comparison) writeDifferences(w io.Writer, md bool) {
+	if len(c.Differences) == 0 {
+		fmt.Fprintln(w, "same target, size, settings, cap and host in both runs")
+		return
+	}
+	bullet := "  "
+	if md {
+		fmt.Fprintln(w)
+		bullet = "- "
+	}
+	fmt.Fprintln(w, "the runs differ (base → new):")
+	if md {
+		fmt.Fprintln(w)
+	}
+	for _, d := range c.Differences {
+		fmt.Fprintln(w, bullet+d.String())
+	}
+}
+
 // ComparisonFormats are the formats a comparison renders in.
 var ComparisonFormats = []string{"text", "markdown", "csv", "json"}
 
@@ -205,6 +243,7 @@ func WriteComparison(w io.Writer, c *Comparison, format string) error {
 	}
 	md := format == "markdown"
 	fmt.Fprintf(w, "%s vs %s — new (change against base)\n", c.New, c.Base)
+	c.writeDifferences(w, md)
 	for _, t := range c.matrix.Tables {
 		if md {
 			fmt.Fprintf(w, "\n### %s\n\n", t.Title)

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/iomatrix/iomatrix/iotest"
 )
 
 func TestCompareGolden(t *testing.T) {
@@ -98,5 +101,85 @@ func TestCompareNothingInCommon(t *testing.T) {
 	// With a pattern in common there is a ratio and no error.
 	if c := Compare(base, base, "a", "b", IOPS); c.Err() != nil || c.GeoMean == nil || *c.GeoMean != 1 {
 		t.Errorf("same run: %v, %v", c.Err(), c.GeoMean)
+	}
+}
+
+// A comparison names every setting in which the runs differ: cells side by
+// side from two targets, sizes, engines or caps are not like for like.
+func TestCompareNamesDifferences(t *testing.T) {
+	full, capped, small := loadFixture(t, "full-missing"), loadFixture(t, "capped"), loadFixture(t, "total-lat")
+	small.Settings.Engine = "psync"
+	small.Target.Path = "/mnt/other/iomatrix.dat"
+	c := Compare(full, small, "full.json", "small.json", IOPS)
+	want := []Difference{
+		{"target", "/mnt/vol/iomatrix.dat", "/mnt/other/iomatrix.dat"},
+		{"target size", "1GiB", "64MiB"},
+		{"profile", "full", "mixed"},
+		{"engine", "uring", "psync"},
+		{"runtime", "1s", "300ms"},
+		{"kernel", "6.18.44-fc-v769", "6.18.44-fc-v595"},
+	}
+	if !slices.Equal(c.Differences, want) {
+		t.Errorf("differences\n%v\nwant\n%v", c.Differences, want)
+	}
+	c = Compare(full, capped, "full.json", "capped.json", IOPS)
+	want = []Difference{
+		{"profile", "full", "cdm"},
+		{"runtime", "1s", "500ms"},
+		{"cap", "none", "riops=2000,wiops=1000 on 254:0 (cgroup v1)"},
+	}
+	if !slices.Equal(c.Differences, want) {
+		t.Errorf("differences\n%v\nwant\n%v", c.Differences, want)
+	}
+	outputs := map[string]string{}
+	for _, f := range ComparisonFormats {
+		var b bytes.Buffer
+		if err := WriteComparison(&b, c, f); err != nil {
+			t.Fatal(err)
+		}
+		outputs[f] = b.String()
+	}
+	for f, lines := range map[string][]string{
+		"text":     {"\n  profile: full → cdm\n", "\n  runtime: 1s → 500ms\n", "\n  cap: none → riops=2000,wiops=1000 on 254:0 (cgroup v1)\n"},
+		"markdown": {"\n- profile: full → cdm\n", "\n- runtime: 1s → 500ms\n", "\n- cap: none → riops=2000,wiops=1000 on 254:0 (cgroup v1)\n"},
+	} {
+		head, _, _ := strings.Cut(outputs[f], "IOPS")
+		for _, l := range lines {
+			if !strings.Contains(head, l) {
+				t.Errorf("%s: the header lacks %q:\n%s", f, l, head)
+			}
+		}
+	}
+	var js struct {
+		Differences []Difference `json:"differences"`
+	}
+	if err := json.Unmarshal([]byte(outputs["json"]), &js); err != nil || !slices.Equal(js.Differences, want) {
+		t.Errorf("json differences %v (%v)", js.Differences, err)
+	}
+	// CSV stays cells only: a row of settings would be read as a cell.
+	if strings.Contains(outputs["csv"], "profile") || strings.Contains(outputs["csv"], "cap") {
+		t.Errorf("csv carries settings:\n%s", outputs["csv"])
+	}
+	// The same run: no difference, and the header says so.
+	same := Compare(full, full, "a", "b", IOPS)
+	var b bytes.Buffer
+	if err := WriteComparison(&b, same, "text"); err != nil {
+		t.Fatal(err)
+	}
+	if same.Differences == nil || len(same.Differences) != 0 || !strings.Contains(b.String(), "same target, size, settings, cap and host") {
+		t.Errorf("same run: %v\n%s", same.Differences, b.String())
+	}
+}
+
+// A fio import knows neither the disk nor whether it rotates: unknown, not
+// "false".
+func TestDifferenceRotationalUnknownWithoutDisk(t *testing.T) {
+	full := loadFixture(t, "full-missing")
+	imported := loadFixture(t, "full-missing")
+	imported.Target = iotest.TargetInfo{Path: full.Target.Path}
+	for _, d := range Compare(full, imported, "a", "b", IOPS).Differences {
+		if d.Setting == "rotational" && d.New != "unknown" {
+			t.Errorf("%v", d)
+		}
 	}
 }

@@ -147,6 +147,9 @@ func newCompareCommand(g *globalOptions) *cobra.Command {
 every pattern measured in both, and the worst and best cell (for latency
 metrics, lower is better). Patterns present in only one file are listed;
 with no pattern in common there is no ratio, and compare exits 1.
+The header names every setting in which the runs differ (target, size,
+engine, runtime, cap, host…); JSON has them as "differences", and with
+--format csv they are a note on stderr, the CSV holding cells only.
 A latency cell is marked "~" when either file gives only an approximate
 figure for it (see iomatrix report --help).
 
@@ -173,6 +176,11 @@ Use it for two volumes, before and after a cap, or two kernels.
 			c := report.Compare(base, cur, filepath.Base(args[0]), filepath.Base(args[1]), metric)
 			if err := report.WriteComparison(g.stdout, c, o.Format); err != nil {
 				return err
+			}
+			if note := c.DifferencesNote(); note != "" && o.Format == "csv" {
+				// CSV has no header to name them in: a person still sees
+				// them, a script reading stdout gets cells only.
+				fmt.Fprintf(g.stderr, "iomatrix: note: %s\n", note)
 			}
 			return c.Err()
 		},

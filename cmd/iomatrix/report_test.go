@@ -122,3 +122,20 @@ func TestCompareNothingInCommon(t *testing.T) {
 		t.Errorf("json geomean_ratio %v", g)
 	}
 }
+
+// compare --format csv keeps its output to cells; what differs between
+// the runs is a note on stderr.
+func TestCompareCSVNotesDifferences(t *testing.T) {
+	r := runInProcess("compare", "../../report/testdata/full-missing.json", fixture, "--format", "csv")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "name,base,new,") || strings.Contains(r.stdout, "profile") {
+		t.Errorf("exit %d, stdout %q", r.code, r.stdout)
+	}
+	want := "iomatrix: note: the runs differ (base → new): profile: full → cdm; runtime: 1s → 500ms; cap: none → riops=2000,wiops=1000 on 254:0 (cgroup v1)\n"
+	if r.stderr != want {
+		t.Errorf("stderr %q, want %q", r.stderr, want)
+	}
+	// Text carries them in its header: nothing on stderr.
+	if r := runInProcess("compare", "../../report/testdata/full-missing.json", fixture); r.code != 0 || r.stderr != "" {
+		t.Errorf("text: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
