@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"encoding/csv"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -45,14 +44,7 @@ func absentLatency(r *iotest.Result, column string) (absent, numeric bool) {
 // latency columns are empty in the long CSV, its counts and rates 0.
 func TestCSVLatencyOfNoIOIsEmpty(t *testing.T) {
 	doc := noIOFixture(t)
-	var b bytes.Buffer
-	if err := writeCSV(&b, doc, Options{}); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := csv.NewReader(&b).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := csvRows(t, doc, Options{})
 	header := rows[0]
 	checked := 0
 	for i, row := range rows[1:] {
@@ -80,11 +72,7 @@ func TestCSVLatencyOfNoIOIsEmpty(t *testing.T) {
 // measured zeros as the number 0.
 func TestXLSXLatencyOfNoIOIsBlank(t *testing.T) {
 	doc := noIOFixture(t)
-	var b bytes.Buffer
-	if err := writeXLSX(&b, doc, Options{}); err != nil {
-		t.Fatal(err)
-	}
-	f, err := excelize.OpenReader(&b)
+	f, err := excelize.OpenReader(bytes.NewReader(render(t, writeXLSX, doc, Options{})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,10 +110,6 @@ func TestXLSXLatencyOfNoIOIsBlank(t *testing.T) {
 // count (with ios) says whether it holds a measurement.
 func TestJSONKeepsLatencyOfNoIO(t *testing.T) {
 	doc := noIOFixture(t)
-	var b bytes.Buffer
-	if err := writeJSON(&b, doc, Options{}); err != nil {
-		t.Fatal(err)
-	}
 	var back struct {
 		Results []struct {
 			Name  string
@@ -135,7 +119,7 @@ func TestJSONKeepsLatencyOfNoIO(t *testing.T) {
 			}
 		}
 	}
-	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
+	if err := json.Unmarshal(render(t, writeJSON, doc, Options{}), &back); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range back.Results {

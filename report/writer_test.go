@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/csv"
 	"errors"
 	"flag"
 	"os"
@@ -33,6 +34,26 @@ func golden(t *testing.T, name string, got []byte) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs from its golden file (go test ./report -update refreshes it):\n--- got\n%s", name, got)
 	}
+}
+
+// render writes doc in a format through its writer.
+func render(t *testing.T, write WriteFunc, doc *iotest.Document, o Options) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := write(&b, doc, o); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// csvRows renders doc as CSV and reads it back.
+func csvRows(t *testing.T, doc *iotest.Document, o Options) [][]string {
+	t.Helper()
+	rows, err := csv.NewReader(bytes.NewReader(render(t, writeCSV, doc, o))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
 }
 
 // fixtures are real runs: a full sweep with three cells removed, the jobs
@@ -197,11 +218,7 @@ func TestSettingsShowSizeAndCap(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var b bytes.Buffer
-			if err := f(&b, doc, Options{}); err != nil {
-				t.Fatal(err)
-			}
-			outputs[format] = b.String()
+			outputs[format] = string(render(t, f, doc, Options{}))
 		}
 		for name, out := range outputs {
 			for _, w := range want {

@@ -86,11 +86,7 @@ func TestXLSXSettingsSizeAndCap(t *testing.T) {
 		"capped":       {"target size": "1GiB", "target size (bytes)": "1073741824", "cap": "riops=2000,wiops=1000 on 254:0 (cgroup v1)"},
 		"full-missing": {"target size": "1GiB", "cap": "none"},
 	} {
-		var b bytes.Buffer
-		if err := writeXLSX(&b, loadFixture(t, fx), Options{}); err != nil {
-			t.Fatal(err)
-		}
-		f, err := excelize.OpenReader(&b)
+		f, err := excelize.OpenReader(bytes.NewReader(render(t, writeXLSX, loadFixture(t, fx), Options{})))
 		if err != nil {
 			t.Fatal(err)
 		}
