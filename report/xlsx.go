@@ -103,9 +103,41 @@ func writeXLSX(w io.Writer, doc *iotest.Document, o Options) error {
 	if err := writeSettingsSheet(f, doc, m.Metric, bold); err != nil {
 		return err
 	}
+	if err := declareDimensions(f); err != nil {
+		return err
+	}
 	f.SetActiveSheet(0)
 	_, err = f.WriteTo(w)
 	return err
+}
+
+// declareDimensions sets each sheet's <dimension> to the range its values
+// span. excelize leaves the "A1" of an empty sheet, and readers that trust
+// the declaration (streaming readers, some importers) would then see one
+// cell per sheet. Every sheet here starts at A1.
+func declareDimensions(f *excelize.File) error {
+	for _, name := range f.GetSheetList() {
+		rows, err := f.GetRows(name, excelize.Options{RawCellValue: true})
+		if err != nil {
+			return fmt.Errorf("xlsx sheet %s: %w", name, err)
+		}
+		lastCol := 1
+		for _, r := range rows {
+			lastCol = max(lastCol, len(r))
+		}
+		last, err := excelize.CoordinatesToCellName(lastCol, max(len(rows), 1))
+		if err != nil {
+			return fmt.Errorf("xlsx sheet %s: %w", name, err)
+		}
+		ref := "A1:" + last
+		if last == "A1" {
+			ref = "A1"
+		}
+		if err := f.SetSheetDimension(name, ref); err != nil {
+			return fmt.Errorf("xlsx sheet %s dimension %s: %w", name, ref, err)
+		}
+	}
+	return nil
 }
 
 // cellStyle is what a matrix cell's look depends on.
