@@ -223,14 +223,7 @@ func TestApproxMarkerCompare(t *testing.T) {
 
 func TestCSVTotalLatency(t *testing.T) {
 	doc := loadFixture(t, "total-lat")
-	var b bytes.Buffer
-	if err := writeCSV(&b, doc, Options{}); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := csv.NewReader(&b).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := csvRows(t, doc, Options{})
 	col := func(name string) int {
 		i := slices.Index(rows[0], name)
 		if i < 0 {

@@ -109,16 +109,19 @@ func BuildCapVerdict(doc *iotest.Document, run VerdictRun) *CapVerdict {
 	switch {
 	case v.Failed > 0:
 		v.Verdict = "fail"
-		v.Summary = fmt.Sprintf("the cap does not hold in %d of %d cells", v.Failed, n)
+		v.Summary = fmt.Sprintf("the cap does not hold in %d of %s", v.Failed, count(n, "cell"))
 		if !complete {
 			v.Summary += " measured before the run stopped"
 		}
 	case !complete:
 		v.Verdict = "incomplete"
-		v.Summary = fmt.Sprintf("interrupted: the cap holds in the %d cells measured", n)
+		v.Summary = fmt.Sprintf("interrupted: the cap holds in the %s measured", count(n, "cell"))
 	default:
 		v.Verdict = "ok"
-		v.Summary = fmt.Sprintf("the cap holds in all %d cells", n)
+		v.Summary = "the cap holds in " + count(n, "cell")
+		if n > 1 {
+			v.Summary = "the cap holds in all " + count(n, "cell")
+		}
 	}
 	return v
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -17,17 +18,22 @@ import (
 
 // Comparison sets two runs side by side, pattern by pattern.
 type Comparison struct {
-	Metric   Metric      `json:"metric"`
-	Base     string      `json:"base"`
-	New      string      `json:"new"`
-	Cells    []CellDelta `json:"cells"`
-	OnlyBase []string    `json:"only_in_base"`
-	OnlyNew  []string    `json:"only_in_new"`
-	GeoMean  float64     `json:"geomean_ratio"` // new/base over every comparable cell
-	Worst    *CellDelta  `json:"worst,omitempty"`
-	Best     *CellDelta  `json:"best,omitempty"`
-	matrix   Matrix      // the new run's matrix, restricted to shared patterns
-	byName   map[string]CellDelta
+	Metric Metric `json:"metric"`
+	Base   string `json:"base"`
+	New    string `json:"new"`
+	// Differences are the settings in which the runs differ (target,
+	// size, engine, cap, host…): [] when they are alike.
+	Differences []Difference `json:"differences"`
+	Cells       []CellDelta  `json:"cells"`
+	OnlyBase    []string     `json:"only_in_base"`
+	OnlyNew     []string     `json:"only_in_new"`
+	// GeoMean is new/base over every comparable cell (a base above 0);
+	// nil (JSON null) when there is none, as there is no ratio then.
+	GeoMean *float64   `json:"geomean_ratio"`
+	Worst   *CellDelta `json:"worst,omitempty"`
+	Best    *CellDelta `json:"best,omitempty"`
+	matrix  Matrix     // the new run's matrix, restricted to shared patterns
+	byName  map[string]CellDelta
 }
 
 // CellDelta is one pattern measured in both runs.
@@ -48,7 +54,9 @@ func (c CellDelta) Change() float64 { return (c.Ratio - 1) * 100 }
 // latency metrics a ratio below 1 is an improvement: worst and best follow
 // the metric's direction.
 func Compare(base, cur *iotest.Document, baseName, newName string, m Metric) *Comparison {
-	c := &Comparison{Metric: m, Base: baseName, New: newName, byName: map[string]CellDelta{}}
+	// Empty lists rather than nil: JSON shows [] for "none", never null.
+	c := &Comparison{Metric: m, Base: baseName, New: newName, byName: map[string]CellDelta{},
+		Cells: []CellDelta{}, OnlyBase: []string{}, OnlyNew: []string{}, Differences: differences(base, cur)}
 	inBase := map[string]*iotest.Result{}
 	for i := range base.Results {
 		inBase[base.Results[i].Name] = &base.Results[i]
@@ -85,8 +93,11 @@ func Compare(base, cur *iotest.Document, baseName, newName string, m Metric) *Co
 			c.OnlyBase = append(c.OnlyBase, r.Name)
 		}
 	}
+	slices.Sort(c.OnlyBase)
+	slices.Sort(c.OnlyNew)
 	if n > 0 {
-		c.GeoMean = math.Exp(logSum / float64(n))
+		g := math.Exp(logSum / float64(n))
+		c.GeoMean = &g
 	}
 	lowerIsBetter := m != IOPS && m != MiBps
 	for i := range c.Cells {
@@ -111,9 +122,30 @@ func Compare(base, cur *iotest.Document, baseName, newName string, m Metric) *Co
 	return c
 }
 
+// ErrNoCommonPattern: the two runs share no pattern, so nothing was
+// compared.
+var ErrNoCommonPattern = errors.New("no pattern in common")
+
+// Err is ErrNoCommonPattern, naming both runs, when they share no pattern:
+// a comparison of nothing is not a success.
+func (c *Comparison) Err() error {
+	if len(c.Cells) == 0 {
+		return fmt.Errorf("%s and %s: %w: nothing to compare", c.Base, c.New, ErrNoCommonPattern)
+	}
+	return nil
+}
+
 // Summary is the one-line verdict.
 func (c *Comparison) Summary() string {
-	s := fmt.Sprintf("%d patterns compared on %s: geometric-mean ratio %.3f (%+.1f %%)", len(c.Cells), c.Metric, c.GeoMean, (c.GeoMean-1)*100)
+	if len(c.Cells) == 0 {
+		return "no pattern in common: nothing compared, no ratio"
+	}
+	s := count(len(c.Cells), "pattern") + " compared on " + string(c.Metric) + ": "
+	if c.GeoMean == nil {
+		// A ratio needs a base above 0: 0 would read as -100 %.
+		return s + "no ratio, the base measured 0 in every one"
+	}
+	s += fmt.Sprintf("geometric-mean ratio %.3f (%+.1f %%)", *c.GeoMean, (*c.GeoMean-1)*100)
 	if c.Worst != nil {
 		s += fmt.Sprintf("; worst %s %+.1f %%, best %s %+.1f %%", c.Worst.Name, c.Worst.Change(), c.Best.Name, c.Best.Change())
 	}
@@ -146,6 +178,41 @@ func (c *Comparison) cellText(cell *Cell) string {
 	return s
 }
 
+// DifferencesNote is the settings in which the runs differ on one line,
+// for a format whose output has no place for them (CSV); "" when alike.
+func (c *Comparison) DifferencesNote() string {
+	if len(c.Differences) == 0 {
+		return ""
+	}
+	lines := make([]string, len(c.Differences))
+	for i, d := range c.Differences {
+		lines[i] = d.String()
+	}
+	return "the runs differ (base → new): " + strings.Join(lines, "; ")
+}
+
+// writeDifferences names, under the header, each setting in which the
+// runs differ, or says they are alike: side by side, cells of unlike runs
+// would read as a change of the disk.
+func (c *Comparison) writeDifferences(w io.Writer, md bool) {
+	if len(c.Differences) == 0 {
+		fmt.Fprintln(w, "same target, size, settings, cap and host in both runs")
+		return
+	}
+	bullet := "  "
+	if md {
+		fmt.Fprintln(w)
+		bullet = "- "
+	}
+	fmt.Fprintln(w, "the runs differ (base → new):")
+	if md {
+		fmt.Fprintln(w)
+	}
+	for _, d := range c.Differences {
+		fmt.Fprintln(w, bullet+d.String())
+	}
+}
+
 // ComparisonFormats are the formats a comparison renders in.
 var ComparisonFormats = []string{"text", "markdown", "csv", "json"}
 
@@ -176,6 +243,7 @@ func WriteComparison(w io.Writer, c *Comparison, format string) error {
 	}
 	md := format == "markdown"
 	fmt.Fprintf(w, "%s vs %s — new (change against base)\n", c.New, c.Base)
+	c.writeDifferences(w, md)
 	for _, t := range c.matrix.Tables {
 		if md {
 			fmt.Fprintf(w, "\n### %s\n\n", t.Title)
@@ -207,7 +275,6 @@ func WriteComparison(w io.Writer, c *Comparison, format string) error {
 	fmt.Fprintf(w, "\n%s\n", c.Summary())
 	only := func(label string, names []string) {
 		if len(names) > 0 {
-			slices.Sort(names)
 			fmt.Fprintf(w, "only in %s (%d): %s\n", label, len(names), strings.Join(names, ", "))
 		}
 	}

@@ -2,8 +2,14 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"math"
+	"slices"
+	"strings"
 	"testing"
+
+	"github.com/iomatrix/iomatrix/iotest"
 )
 
 func TestCompareGolden(t *testing.T) {
@@ -25,8 +31,8 @@ func TestCompareGolden(t *testing.T) {
 		}
 		logs += math.Log(d.Ratio)
 	}
-	if gm := math.Exp(logs / 6); math.Abs(gm-c.GeoMean) > 1e-9 {
-		t.Errorf("geomean %v, want %v", c.GeoMean, gm)
+	if gm := math.Exp(logs / 6); math.Abs(gm-*c.GeoMean) > 1e-9 {
+		t.Errorf("geomean %v, want %v", *c.GeoMean, gm)
 	}
 	if c.Worst.Ratio > c.Best.Ratio {
 		t.Error("worst above best")
@@ -42,5 +48,138 @@ func TestCompareGolden(t *testing.T) {
 	l := Compare(base, cur, "a", "b", LatP99)
 	if l.Best.Ratio > l.Worst.Ratio {
 		t.Error("latency: best has the higher ratio")
+	}
+}
+
+func TestCompareSummaryOnePattern(t *testing.T) {
+	base, cur := loadFixture(t, "capped"), loadFixture(t, "capped")
+	cur.Results = cur.Results[:1]
+	s := Compare(base, cur, "a", "b", IOPS).Summary()
+	if !strings.HasPrefix(s, "1 pattern compared on iops: ") {
+		t.Errorf("summary %q", s)
+	}
+}
+
+// Two runs with no pattern in common have no ratio: the summary says so,
+// Err reports it, and JSON carries no geometric mean rather than a 0 that
+// reads as -100 %.
+func TestCompareNothingInCommon(t *testing.T) {
+	base, cur := loadFixture(t, "capped"), loadFixture(t, "jobs")
+	c := Compare(base, cur, "capped.json", "jobs.json", IOPS)
+	if c.GeoMean != nil {
+		t.Errorf("geometric mean %v of nothing", *c.GeoMean)
+	}
+	if s := c.Summary(); !strings.Contains(s, "no pattern in common") || strings.Contains(s, "ratio 0") || strings.Contains(s, "-100") {
+		t.Errorf("summary %q", s)
+	}
+	if err := c.Err(); !errors.Is(err, ErrNoCommonPattern) || !strings.Contains(err.Error(), "capped.json") || !strings.Contains(err.Error(), "jobs.json") {
+		t.Errorf("Err() = %v", err)
+	}
+	var text bytes.Buffer
+	if err := WriteComparison(&text, c, "text"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"no pattern in common", "only in base capped.json (8): ", "only in new jobs.json (7): "} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+	var js bytes.Buffer
+	if err := WriteComparison(&js, c, "json"); err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
+		t.Fatalf("invalid JSON: %v\n%s", err, js.String())
+	}
+	if g, ok := doc["geomean_ratio"]; ok && g != nil {
+		t.Errorf("geomean_ratio %v", g)
+	}
+	if cells, ok := doc["cells"].([]any); !ok || len(cells) != 0 {
+		t.Errorf("cells %#v, want []", doc["cells"])
+	}
+	// With a pattern in common there is a ratio and no error.
+	if c := Compare(base, base, "a", "b", IOPS); c.Err() != nil || c.GeoMean == nil || *c.GeoMean != 1 {
+		t.Errorf("same run: %v, %v", c.Err(), c.GeoMean)
+	}
+}
+
+// A comparison names every setting in which the runs differ: cells side by
+// side from two targets, sizes, engines or caps are not like for like.
+func TestCompareNamesDifferences(t *testing.T) {
+	full, capped, small := loadFixture(t, "full-missing"), loadFixture(t, "capped"), loadFixture(t, "total-lat")
+	small.Settings.Engine = "psync"
+	small.Target.Path = "/mnt/other/iomatrix.dat"
+	c := Compare(full, small, "full.json", "small.json", IOPS)
+	want := []Difference{
+		{"target", "/mnt/vol/iomatrix.dat", "/mnt/other/iomatrix.dat"},
+		{"target size", "1GiB", "64MiB"},
+		{"profile", "full", "mixed"},
+		{"engine", "uring", "psync"},
+		{"runtime", "1s", "300ms"},
+		{"kernel", "6.18.44-fc-v769", "6.18.44-fc-v595"},
+	}
+	if !slices.Equal(c.Differences, want) {
+		t.Errorf("differences\n%v\nwant\n%v", c.Differences, want)
+	}
+	c = Compare(full, capped, "full.json", "capped.json", IOPS)
+	want = []Difference{
+		{"profile", "full", "cdm"},
+		{"runtime", "1s", "500ms"},
+		{"cap", "none", "riops=2000,wiops=1000 on 254:0 (cgroup v1)"},
+	}
+	if !slices.Equal(c.Differences, want) {
+		t.Errorf("differences\n%v\nwant\n%v", c.Differences, want)
+	}
+	outputs := map[string]string{}
+	for _, f := range ComparisonFormats {
+		var b bytes.Buffer
+		if err := WriteComparison(&b, c, f); err != nil {
+			t.Fatal(err)
+		}
+		outputs[f] = b.String()
+	}
+	for f, lines := range map[string][]string{
+		"text":     {"\n  profile: full → cdm\n", "\n  runtime: 1s → 500ms\n", "\n  cap: none → riops=2000,wiops=1000 on 254:0 (cgroup v1)\n"},
+		"markdown": {"\n- profile: full → cdm\n", "\n- runtime: 1s → 500ms\n", "\n- cap: none → riops=2000,wiops=1000 on 254:0 (cgroup v1)\n"},
+	} {
+		head, _, _ := strings.Cut(outputs[f], "IOPS")
+		for _, l := range lines {
+			if !strings.Contains(head, l) {
+				t.Errorf("%s: the header lacks %q:\n%s", f, l, head)
+			}
+		}
+	}
+	var js struct {
+		Differences []Difference `json:"differences"`
+	}
+	if err := json.Unmarshal([]byte(outputs["json"]), &js); err != nil || !slices.Equal(js.Differences, want) {
+		t.Errorf("json differences %v (%v)", js.Differences, err)
+	}
+	// CSV stays cells only: a row of settings would be read as a cell.
+	if strings.Contains(outputs["csv"], "profile") || strings.Contains(outputs["csv"], "cap") {
+		t.Errorf("csv carries settings:\n%s", outputs["csv"])
+	}
+	// The same run: no difference, and the header says so.
+	same := Compare(full, full, "a", "b", IOPS)
+	var b bytes.Buffer
+	if err := WriteComparison(&b, same, "text"); err != nil {
+		t.Fatal(err)
+	}
+	if same.Differences == nil || len(same.Differences) != 0 || !strings.Contains(b.String(), "same target, size, settings, cap and host") {
+		t.Errorf("same run: %v\n%s", same.Differences, b.String())
+	}
+}
+
+// A fio import knows neither the disk nor whether it rotates: unknown, not
+// "false".
+func TestDifferenceRotationalUnknownWithoutDisk(t *testing.T) {
+	full := loadFixture(t, "full-missing")
+	imported := loadFixture(t, "full-missing")
+	imported.Target = iotest.TargetInfo{Path: full.Target.Path}
+	for _, d := range Compare(full, imported, "a", "b", IOPS).Differences {
+		if d.Setting == "rotational" && d.New != "unknown" {
+			t.Errorf("%v", d)
+		}
 	}
 }

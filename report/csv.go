@@ -67,15 +67,29 @@ func init() {
 			{dir + "_iops", func(r *iotest.Result) string { return ftoa(d(r).IOPS) }},
 			{dir + "_mib_per_s", func(r *iotest.Result) string { return ftoa(d(r).MiBPerS) }},
 		}...)
-		csvColumns = append(csvColumns, latencyColumns(dir, func(r *iotest.Result) *iotest.Latency { return &d(r).LatNS })...)
+		csvColumns = append(csvColumns, latencyColumns(dir, func(r *iotest.Result) *iotest.Latency {
+			if d(r).IOs == 0 {
+				return nil
+			}
+			return &d(r).LatNS
+		})...)
 	}
 	// Last, so that the columns of files written before total.lat_ns keep
 	// their positions for scripts that read them by index.
-	csvColumns = append(csvColumns, latencyColumns("total", func(r *iotest.Result) *iotest.Latency { return r.Total.LatNS })...)
+	csvColumns = append(csvColumns, latencyColumns("total", func(r *iotest.Result) *iotest.Latency {
+		if r.Total.IOs == 0 {
+			return nil
+		}
+		return r.Total.LatNS
+	})...)
 }
 
 // latencyColumns are prefix_lat_*_ns; their cells are empty where lat is
-// nil (total.lat_ns of an older file or a fio import), never 0.
+// nil, never 0: where the direction (or the pattern) did no I/O, as a
+// latency of 0 ns would be a measurement and an empty sample has none, and
+// where a file has no total.lat_ns (an older iomatrix, a fio import). The
+// counts and rates of a direction without I/O stay 0: those are measured
+// zeros, and the sums of columns stay right.
 func latencyColumns(prefix string, lat func(r *iotest.Result) *iotest.Latency) []csvColumn {
 	col := func(field string, get func(l *iotest.Latency) string) csvColumn {
 		return csvColumn{prefix + "_lat_" + field + "_ns", func(r *iotest.Result) string {

@@ -549,13 +549,13 @@ func fioCheckEntry(j *fioJob, p iotest.Pattern) string {
 		return "no read or write statistics"
 	}
 	if j.Trim != nil && j.Trim.TotalIOs > 0 {
-		return fmt.Sprintf("%d trims reported", j.Trim.TotalIOs)
+		return count(j.Trim.TotalIOs, "trim") + " reported"
 	}
 	if p.ReadPct == 0 && j.Read != nil && j.Read.TotalIOs > 0 {
-		return fmt.Sprintf("%d reads reported for a write-only job", j.Read.TotalIOs)
+		return count(j.Read.TotalIOs, "read") + " reported for a write-only job"
 	}
 	if p.ReadPct == 100 && j.Write != nil && j.Write.TotalIOs > 0 {
-		return fmt.Sprintf("%d writes reported for a read-only job", j.Write.TotalIOs)
+		return count(j.Write.TotalIOs, "write") + " reported for a read-only job"
 	}
 	for _, d := range []struct {
 		name string
@@ -565,7 +565,11 @@ func fioCheckEntry(j *fioJob, p iotest.Pattern) string {
 			continue
 		}
 		if d.dir.IOBytes != d.dir.TotalIOs*uint64(p.BlockSize) {
-			return fmt.Sprintf("%d %ss of %d bytes do not match bs=%d", d.dir.TotalIOs, d.name, d.dir.IOBytes, p.BlockSize)
+			verb := "do"
+			if d.dir.TotalIOs == 1 {
+				verb = "does"
+			}
+			return fmt.Sprintf("%s of %d bytes %s not match bs=%d", count(d.dir.TotalIOs, d.name), d.dir.IOBytes, verb, p.BlockSize)
 		}
 	}
 	return ""

@@ -638,3 +638,26 @@ func TestMergeImports(t *testing.T) {
 		t.Error("no documents: no error")
 	}
 }
+
+// A problem with one I/O says so in the singular.
+func TestFioCheckEntryPlurals(t *testing.T) {
+	reads := iotest.Pattern{Access: iotest.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 1, Jobs: 1}
+	writes := reads
+	writes.ReadPct = 0
+	for _, c := range []struct {
+		job     fioJob
+		pattern iotest.Pattern
+		want    string
+	}{
+		{fioJob{Read: &fioDir{}, Trim: &fioDir{TotalIOs: 1}}, reads, "1 trim reported"},
+		{fioJob{Read: &fioDir{}, Trim: &fioDir{TotalIOs: 2}}, reads, "2 trims reported"},
+		{fioJob{Read: &fioDir{TotalIOs: 1}}, writes, "1 read reported for a write-only job"},
+		{fioJob{Write: &fioDir{TotalIOs: 1}}, reads, "1 write reported for a read-only job"},
+		{fioJob{Read: &fioDir{TotalIOs: 1, IOBytes: 512}}, reads, "1 read of 512 bytes does not match bs=4096"},
+		{fioJob{Read: &fioDir{TotalIOs: 2, IOBytes: 512}}, reads, "2 reads of 512 bytes do not match bs=4096"},
+	} {
+		if got := fioCheckEntry(&c.job, c.pattern); got != c.want {
+			t.Errorf("%q, want %q", got, c.want)
+		}
+	}
+}

@@ -82,6 +82,8 @@ func writeHTML(w io.Writer, doc *iotest.Document, o Options) error {
 		"Doc":        doc,
 		"Metric":     metric.Title(),
 		"Sections":   sections,
+		"Results":    count(len(doc.Results), "result"),
+		"CPUs":       count(doc.Host.CPUs, "CPU"),
 		"ApproxNote": ApproxNote,
 	})
 }
@@ -259,7 +261,7 @@ td.approx { font-style: italic; }
 <body>
 <h1>iomatrix results</h1>
 <p class="meta">{{.Describe}}<br>
-host {{.Doc.Host.Hostname}}, kernel {{.Doc.Host.Kernel}}, {{.Doc.Host.CPUs}} CPUs; started {{.Doc.StartedAt}}{{if .Doc.FinishedAt}}, finished {{.Doc.FinishedAt}}{{else}}, not finished{{end}}; {{len .Doc.Results}} results</p>
+host {{.Doc.Host.Hostname}}, kernel {{.Doc.Host.Kernel}}, {{.CPUs}}; started {{.Doc.StartedAt}}{{if .Doc.FinishedAt}}, finished {{.Doc.FinishedAt}}{{else}}, not finished{{end}}; {{.Results}}</p>
 <p class="legend">Cells are coloured from worst (red) to best (green) within each table. Outlined cells are the ones CrystalDiskMark reports (4K random, QD1 and QD32, 100 % and 0 % reads). Empty cells were not measured.</p>
 {{range .Sections}}
 <h2>{{.Title}}</h2>

@@ -118,3 +118,16 @@ func countNear(img image.Image, r, g, b int) int {
 	}
 	return n
 }
+
+// The page header counts in agreement: "1 CPU", "1 result".
+func TestHTMLCountsAgree(t *testing.T) {
+	doc := loadFixture(t, "capped")
+	doc.Results = doc.Results[:1]
+	doc.Host.CPUs = 1
+	page := string(render(t, writeHTML, doc, Options{}))
+	for _, want := range []string{", 1 CPU;", "; 1 result</p>"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("no %q in the header:\n%.1500s", want, page[strings.Index(page, "<body>"):])
+		}
+	}
+}

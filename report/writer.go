@@ -80,18 +80,29 @@ func metricOf(o Options) Metric {
 	return o.Metric
 }
 
-// Describe is the one-line summary of a document's run: target, profile
-// and settings.
+// Describe is the one-line summary of a document's run: target and its
+// size, profile, settings and cap. The size and the cap are always there
+// when known: a target a page cache or a controller's cache can hold reads
+// very differently from a large one, and an uncapped run from a capped one.
 func Describe(doc *iotest.Document) string {
 	t, s := doc.Target, doc.Settings
-	var parts []string
-	if where := t.Path; where != "" {
+	var parts, detail []string
+	if kind := t.Kind; kind != "" || t.Disk != "" {
 		if t.Disk != "" {
-			where += " (" + t.Kind + " on " + t.Disk + ")"
-		} else if t.Kind != "" {
-			where += " (" + t.Kind + ")"
+			kind = strings.TrimSpace(kind + " on " + t.Disk)
 		}
-		parts = append(parts, where)
+		detail = append(detail, kind)
+	}
+	if t.SizeBytes > 0 {
+		detail = append(detail, iotest.FormatSize(t.SizeBytes))
+	}
+	switch {
+	case t.Path != "" && len(detail) > 0:
+		parts = append(parts, t.Path+" ("+strings.Join(detail, ", ")+")")
+	case t.Path != "":
+		parts = append(parts, t.Path)
+	case len(detail) > 0:
+		parts = append(parts, "target "+strings.Join(detail, ", "))
 	}
 	if s.Profile != "" {
 		parts = append(parts, "profile "+s.Profile)
@@ -106,11 +117,13 @@ func Describe(doc *iotest.Document) string {
 	if s.Engine != "" {
 		parts = append(parts, "engine "+s.Engine)
 	}
+	if len(parts) == 0 && doc.Cap == nil {
+		return "iomatrix results"
+	}
 	if c := doc.Cap; c != nil {
 		parts = append(parts, "cap "+DescribeCap(c))
-	}
-	if len(parts) == 0 {
-		return "iomatrix results"
+	} else {
+		parts = append(parts, "no cap")
 	}
 	return strings.Join(parts, ", ")
 }
@@ -171,6 +184,15 @@ func thousands(v float64, decimals int) string {
 		b.WriteString("." + frac)
 	}
 	return b.String()
+}
+
+// count renders "1 pattern", "2 patterns": a number and a regular noun
+// that agrees with it.
+func count[N int | uint64](n N, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return thousands(float64(n), 0) + " " + noun + "s"
 }
 
 // FormatMeasure renders a value as FormatValue does, with ApproxMark in

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/csv"
 	"errors"
 	"flag"
 	"os"
@@ -33,6 +34,26 @@ func golden(t *testing.T, name string, got []byte) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs from its golden file (go test ./report -update refreshes it):\n--- got\n%s", name, got)
 	}
+}
+
+// render writes doc in a format through its writer.
+func render(t *testing.T, write WriteFunc, doc *iotest.Document, o Options) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := write(&b, doc, o); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// csvRows renders doc as CSV and reads it back.
+func csvRows(t *testing.T, doc *iotest.Document, o Options) [][]string {
+	t.Helper()
+	rows, err := csv.NewReader(bytes.NewReader(render(t, writeCSV, doc, o))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
 }
 
 // fixtures are real runs: a full sweep with three cells removed, the jobs
@@ -178,5 +199,37 @@ func TestSingleDirectionLatencyIsExact(t *testing.T) {
 	mixed := iotest.Result{Read: reads.Read, Write: writes.Write, Total: iotest.Total{IOPS: 1000}}
 	if _, approx := IOPS.Measure(mixed); approx {
 		t.Error("IOPS of a mixed result marked approximate")
+	}
+}
+
+// Wherever settings are shown, the target's size and the cap are: a
+// target a cache can hold reads very differently from a large one, and a
+// capped run from an uncapped one.
+func TestSettingsShowSizeAndCap(t *testing.T) {
+	for fx, want := range map[string][]string{
+		"capped":       {"(file on vda, 1GiB)", "cap riops=2000,wiops=1000 on 254:0 (cgroup v1)"},
+		"full-missing": {"(file on vda, 1GiB)", "no cap"},
+		"total-lat":    {"(file on vda, 64MiB)", "no cap"},
+	} {
+		doc := loadFixture(t, fx)
+		outputs := map[string]string{"describe": Describe(doc)}
+		for _, format := range []string{"text", "markdown", "html"} {
+			f, err := Lookup(format)
+			if err != nil {
+				t.Fatal(err)
+			}
+			outputs[format] = string(render(t, f, doc, Options{}))
+		}
+		for name, out := range outputs {
+			for _, w := range want {
+				if !strings.Contains(out, w) {
+					t.Errorf("%s %s: no %q in\n%.300s", fx, name, w, out)
+				}
+			}
+		}
+	}
+	doc := &iotest.Document{Target: iotest.TargetInfo{SizeBytes: 128 << 20}}
+	if got := Describe(doc); got != "target 128MiB, no cap" {
+		t.Errorf("a target known only by its size: %q", got)
 	}
 }

@@ -103,9 +103,41 @@ func writeXLSX(w io.Writer, doc *iotest.Document, o Options) error {
 	if err := writeSettingsSheet(f, doc, m.Metric, bold); err != nil {
 		return err
 	}
+	if err := declareDimensions(f); err != nil {
+		return err
+	}
 	f.SetActiveSheet(0)
 	_, err = f.WriteTo(w)
 	return err
+}
+
+// declareDimensions sets each sheet's <dimension> to the range its values
+// span. excelize leaves the "A1" of an empty sheet, and readers that trust
+// the declaration (streaming readers, some importers) would then see one
+// cell per sheet. Every sheet here starts at A1.
+func declareDimensions(f *excelize.File) error {
+	for _, name := range f.GetSheetList() {
+		rows, err := f.GetRows(name, excelize.Options{RawCellValue: true})
+		if err != nil {
+			return fmt.Errorf("xlsx sheet %s: %w", name, err)
+		}
+		lastCol := 1
+		for _, r := range rows {
+			lastCol = max(lastCol, len(r))
+		}
+		last, err := excelize.CoordinatesToCellName(lastCol, max(len(rows), 1))
+		if err != nil {
+			return fmt.Errorf("xlsx sheet %s: %w", name, err)
+		}
+		ref := "A1:" + last
+		if last == "A1" {
+			ref = "A1"
+		}
+		if err := f.SetSheetDimension(name, ref); err != nil {
+			return fmt.Errorf("xlsx sheet %s dimension %s: %w", name, ref, err)
+		}
+	}
+	return nil
 }
 
 // cellStyle is what a matrix cell's look depends on.
@@ -201,6 +233,7 @@ func writeSettingsSheet(f *excelize.File, doc *iotest.Document, m Metric, bold i
 		{"target kind", t.Kind},
 		{"device", t.Device},
 		{"disk", t.Disk},
+		{"target size", iotest.FormatSize(t.SizeBytes)},
 		{"target size (bytes)", t.SizeBytes},
 		{"logical block size", t.LogicalBlockSize},
 		{"rotational", t.Rotational},
@@ -216,9 +249,10 @@ func writeSettingsSheet(f *excelize.File, doc *iotest.Document, m Metric, bold i
 		{"started", doc.StartedAt},
 		{"finished", doc.FinishedAt},
 		{"results", len(doc.Results)},
+		{"cap", "none"}, // a row either way: a missing row would not say there was none
 	}
 	if doc.Cap != nil {
-		rows = append(rows, [2]any{"cap", DescribeCap(doc.Cap)})
+		rows[len(rows)-1][1] = DescribeCap(doc.Cap)
 	}
 	for i, r := range rows {
 		f.SetCellValue(name, fmt.Sprintf("A%d", i+1), r[0])

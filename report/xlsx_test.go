@@ -78,3 +78,33 @@ func TestXLSXRoundTrip(t *testing.T) {
 		f.Close()
 	}
 }
+
+// The settings sheet names the target's size in units and the cap, "none"
+// when there is none rather than no row.
+func TestXLSXSettingsSizeAndCap(t *testing.T) {
+	for fx, want := range map[string]map[string]string{
+		"capped":       {"target size": "1GiB", "target size (bytes)": "1073741824", "cap": "riops=2000,wiops=1000 on 254:0 (cgroup v1)"},
+		"full-missing": {"target size": "1GiB", "cap": "none"},
+	} {
+		f, err := excelize.OpenReader(bytes.NewReader(render(t, writeXLSX, loadFixture(t, fx), Options{})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := f.GetRows("settings")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, r := range rows {
+			if len(r) == 2 {
+				got[r[0]] = r[1]
+			}
+		}
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("%s: settings %q = %q, want %q", fx, k, got[k], v)
+			}
+		}
+		f.Close()
+	}
+}

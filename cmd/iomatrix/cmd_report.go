@@ -145,7 +145,11 @@ func newCompareCommand(g *globalOptions) *cobra.Command {
 		Long: `Compare two runs pattern by pattern: the matrices of NEW with each cell as
 "new (±x %)" against BASE, and a summary: the geometric-mean ratio over
 every pattern measured in both, and the worst and best cell (for latency
-metrics, lower is better). Patterns present in only one file are listed.
+metrics, lower is better). Patterns present in only one file are listed;
+with no pattern in common there is no ratio, and compare exits 1.
+The header names every setting in which the runs differ (target, size,
+engine, runtime, cap, host…); JSON has them as "differences", and with
+--format csv they are a note on stderr, the CSV holding cells only.
 A latency cell is marked "~" when either file gives only an approximate
 figure for it (see iomatrix report --help).
 
@@ -170,7 +174,15 @@ Use it for two volumes, before and after a cap, or two kernels.
 				return err
 			}
 			c := report.Compare(base, cur, filepath.Base(args[0]), filepath.Base(args[1]), metric)
-			return report.WriteComparison(g.stdout, c, o.Format)
+			if err := report.WriteComparison(g.stdout, c, o.Format); err != nil {
+				return err
+			}
+			if note := c.DifferencesNote(); note != "" && o.Format == "csv" {
+				// CSV has no header to name them in: a person still sees
+				// them, a script reading stdout gets cells only.
+				fmt.Fprintf(g.stderr, "iomatrix: note: %s\n", note)
+			}
+			return c.Err()
 		},
 	}
 	cmd.Flags().StringVar(&o.Format, "format", "text", "output format: text, markdown, csv, json")

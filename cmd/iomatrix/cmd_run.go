@@ -242,7 +242,7 @@ func writeRunText(w io.Writer, doc *iotest.Document, r *iotest.Result) {
 	fmt.Fprintf(w, "target: %s (%s)\n\n", t.Path, strings.Join(where, ", "))
 	fmt.Fprintf(w, "%-6s %12s %10s %9s %9s %9s %9s %9s %9s %9s %9s\n", "", "IOPS", "MiB/s", "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max")
 	row := func(name string, iops, mibps float64, l *iotest.Latency) {
-		fmt.Fprintf(w, "%-6s %12s %10s", name, thousands(iops, 1), thousands(mibps, 1))
+		fmt.Fprintf(w, "%-6s %12s %10s", name, thousands(iops, 0), thousands(mibps, 1))
 		if l != nil {
 			fmt.Fprintf(w, " %9s %9s %9s %9s %9s %9s %9s %9s", us(float64(l.Min)), us(l.Mean), us(float64(l.P50)),
 				us(float64(l.P90)), us(float64(l.P99)), us(float64(l.P999)), us(float64(l.P9999)), us(float64(l.Max)))

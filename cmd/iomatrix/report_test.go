@@ -95,3 +95,47 @@ func TestJSONErrors(t *testing.T) {
 		t.Errorf("want one JSON object on one line, got %q", r.stderr)
 	}
 }
+
+// compare of two runs with no pattern in common lists what each has, says
+// there is no ratio, and exits 1.
+func TestCompareNothingInCommon(t *testing.T) {
+	jobs := "../../report/testdata/jobs.json"
+	r := runInProcess("compare", fixture, jobs)
+	if r.code != exitFailure {
+		t.Errorf("exit %d, want 1", r.code)
+	}
+	if !strings.Contains(r.stdout, "no pattern in common") || strings.Contains(r.stdout, "ratio 0.000") {
+		t.Errorf("stdout %q", r.stdout)
+	}
+	if !strings.Contains(r.stdout, "only in base capped.json (8)") || !strings.Contains(r.stdout, "only in new jobs.json (7)") {
+		t.Errorf("stdout does not list each run's patterns: %q", r.stdout)
+	}
+	if lines := strings.Split(strings.TrimSpace(r.stderr), "\n"); len(lines) != 1 || !strings.Contains(r.stderr, "no pattern in common") {
+		t.Errorf("stderr %q: want one line saying why", r.stderr)
+	}
+	r = runInProcess("compare", fixture, jobs, "--format", "json")
+	var c map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &c); err != nil || r.code != exitFailure {
+		t.Fatalf("json: exit %d, %v: %q", r.code, err, r.stdout)
+	}
+	if g := c["geomean_ratio"]; g != nil {
+		t.Errorf("json geomean_ratio %v", g)
+	}
+}
+
+// compare --format csv keeps its output to cells; what differs between
+// the runs is a note on stderr.
+func TestCompareCSVNotesDifferences(t *testing.T) {
+	r := runInProcess("compare", "../../report/testdata/full-missing.json", fixture, "--format", "csv")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "name,base,new,") || strings.Contains(r.stdout, "profile") {
+		t.Errorf("exit %d, stdout %q", r.code, r.stdout)
+	}
+	want := "iomatrix: note: the runs differ (base → new): profile: full → cdm; runtime: 1s → 500ms; cap: none → riops=2000,wiops=1000 on 254:0 (cgroup v1)\n"
+	if r.stderr != want {
+		t.Errorf("stderr %q, want %q", r.stderr, want)
+	}
+	// Text carries them in its header: nothing on stderr.
+	if r := runInProcess("compare", "../../report/testdata/full-missing.json", fixture); r.code != 0 || r.stderr != "" {
+		t.Errorf("text: exit %d, stderr %q", r.code, r.stderr)
+	}
+}

@@ -1,0 +1,97 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/iomatrix/iomatrix/iotest"
+)
+
+// checkedFixture is the capped fixture as cap verify leaves it: every
+// result judged, the cap binding where binding says so.
+func checkedFixture(t *testing.T, binding func(name string) bool) *iotest.Document {
+	t.Helper()
+	doc := loadFixture(t, "capped")
+	for i := range doc.Results {
+		r := &doc.Results[i]
+		ios := iotest.Completed{Reads: r.Read.IOs, Writes: r.Write.IOs}
+		r.CgroupIOs = &ios
+		r.CapCheck = &iotest.CapCheck{ExpectedIOPS: r.Total.IOPS, OK: true, Binding: binding(r.Name),
+			RateOK: true, CountersOK: true, RequestsPerIO: 1, ExpectedRequests: ios}
+	}
+	return doc
+}
+
+func renderCapCheck(t *testing.T, doc *iotest.Document, run VerdictRun) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := WriteCapCheck(&b, doc, BuildCapVerdict(doc, run)); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// The "*" marks a cell where the cap does not bind; its footnote comes
+// only with such a cell.
+func TestCapCheckFootnoteOnlyWhereNotBinding(t *testing.T) {
+	run := VerdictRun{TolerancePct: 5, Complete: true}
+	all := renderCapCheck(t, checkedFixture(t, func(string) bool { return true }), run)
+	if strings.Contains(all, "*") {
+		t.Errorf("every cell binding, yet a footnote or mark:\n%s", all)
+	}
+	one := renderCapCheck(t, checkedFixture(t, func(name string) bool { return name != "rand-4k-r100-qd1" }), run)
+	if n := strings.Count(one, "* the cap does not bind"); n != 1 {
+		t.Errorf("one cell not binding: %d footnotes, want 1:\n%s", n, one)
+	}
+	if n := strings.Count(one, "*"); n != 2 { // the cell's mark and the footnote's
+		t.Errorf("one cell not binding: %d marks, want the cell's and the footnote's:\n%s", n, one)
+	}
+}
+
+// A tolerance of 0.05 % is shown as given, not rounded to 0.1 %.
+func TestCapCheckHeaderTolerance(t *testing.T) {
+	out := renderCapCheck(t, checkedFixture(t, func(string) bool { return true }), VerdictRun{TolerancePct: 0.05, Complete: true})
+	if header, _, _ := strings.Cut(out, "\n"); !strings.HasSuffix(header, "tolerance 0.05 %") {
+		t.Errorf("header %q", header)
+	}
+}
+
+func TestCapVerdictSummaryPlurals(t *testing.T) {
+	one := checkedFixture(t, func(string) bool { return true })
+	one.Results = one.Results[:1]
+	two := checkedFixture(t, func(string) bool { return true })
+	two.Results = two.Results[:2]
+	failed := func(d *iotest.Document) *iotest.Document {
+		d.Results[0].CapCheck.OK = false
+		return d
+	}
+	for _, c := range []struct {
+		doc      *iotest.Document
+		complete bool
+		want     string
+	}{
+		{one, true, "the cap holds in 1 cell"},
+		{two, true, "the cap holds in all 2 cells"},
+		{one, false, "interrupted: the cap holds in the 1 cell measured"},
+		{two, false, "interrupted: the cap holds in the 2 cells measured"},
+	} {
+		if got := BuildCapVerdict(c.doc, VerdictRun{Complete: c.complete}).Summary; got != c.want {
+			t.Errorf("summary %q, want %q", got, c.want)
+		}
+	}
+	if got := BuildCapVerdict(failed(one), VerdictRun{Complete: true}).Summary; got != "the cap does not hold in 1 of 1 cell" {
+		t.Errorf("summary %q", got)
+	}
+	if got := BuildCapVerdict(failed(two), VerdictRun{Complete: true}).Summary; got != "the cap does not hold in 1 of 2 cells" {
+		t.Errorf("summary %q", got)
+	}
+}
+
+func TestCount(t *testing.T) {
+	for n, want := range map[int]string{0: "0 patterns", 1: "1 pattern", 2: "2 patterns", 1000: "1,000 patterns"} {
+		if got := count(n, "pattern"); got != want {
+			t.Errorf("count(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

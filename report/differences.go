@@ -1,0 +1,112 @@
+package report
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/iomatrix/iomatrix/iotest"
+)
+
+// Difference is a setting in which the two runs of a comparison differ.
+type Difference struct {
+	Setting string `json:"setting"`
+	Base    string `json:"base"`
+	New     string `json:"new"`
+}
+
+// String renders a difference as "setting: base → new".
+func (d Difference) String() string { return d.Setting + ": " + d.Base + " → " + d.New }
+
+// comparedSettings are what makes two runs like for like, in the order a
+// reader weighs them: where and how much was measured, how, under what
+// cap, on what machine. Each renders a document's value as text; an
+// unknown value is "unknown", so that a file that lacks it (a fio import)
+// still shows as different from one that has it.
+var comparedSettings = []struct {
+	name  string
+	value func(d *iotest.Document) string
+}{
+	{"target", func(d *iotest.Document) string { return d.Target.Path }},
+	{"target kind", func(d *iotest.Document) string { return d.Target.Kind }},
+	{"disk", func(d *iotest.Document) string { return d.Target.Disk }},
+	{"target size", func(d *iotest.Document) string { return sizeOrUnknown(d.Target.SizeBytes) }},
+	{"logical block size", func(d *iotest.Document) string { return sizeOrUnknown(int64(d.Target.LogicalBlockSize)) }},
+	{"rotational", func(d *iotest.Document) string {
+		if d.Target.Disk == "" {
+			return "" // read from the disk's sysfs entry: unknown without one
+		}
+		return strconv.FormatBool(d.Target.Rotational)
+	}},
+	{"scheduler", func(d *iotest.Document) string { return d.Target.Scheduler }},
+	{"filesystem", func(d *iotest.Document) string { return d.Target.Filesystem }},
+	{"profile", func(d *iotest.Document) string { return d.Settings.Profile }},
+	{"engine", engineOf},
+	{"runtime", func(d *iotest.Document) string { return durationOrUnknown(d.Settings.RuntimeNS) }},
+	{"ramp", func(d *iotest.Document) string { return time.Duration(d.Settings.RampNS).String() }},
+	{"cap", func(d *iotest.Document) string {
+		if d.Cap == nil {
+			return "none"
+		}
+		return DescribeCap(d.Cap)
+	}},
+	{"host", func(d *iotest.Document) string { return d.Host.Hostname }},
+	{"kernel", func(d *iotest.Document) string { return d.Host.Kernel }},
+	{"cpus", func(d *iotest.Document) string {
+		if d.Host.CPUs == 0 {
+			return ""
+		}
+		return strconv.Itoa(d.Host.CPUs)
+	}},
+	{"tool", func(d *iotest.Document) string { return strings.TrimSpace(d.Tool.Name + " " + d.Tool.Version) }},
+}
+
+// differences lists the settings in which base and cur differ; empty (not
+// nil) when none does.
+func differences(base, cur *iotest.Document) []Difference {
+	diffs := []Difference{}
+	for _, s := range comparedSettings {
+		b, n := orUnknown(s.value(base)), orUnknown(s.value(cur))
+		if b != n {
+			diffs = append(diffs, Difference{Setting: s.name, Base: b, New: n})
+		}
+	}
+	return diffs
+}
+
+// engineOf is the run's engine; a fio import records one per result only.
+func engineOf(d *iotest.Document) string {
+	if d.Settings.Engine != "" {
+		return d.Settings.Engine
+	}
+	var engines []string
+	for _, r := range d.Results {
+		if r.Engine != "" && !slices.Contains(engines, r.Engine) {
+			engines = append(engines, r.Engine)
+		}
+	}
+	slices.Sort(engines)
+	return strings.Join(engines, "+")
+}
+
+func sizeOrUnknown(n int64) string {
+	if n <= 0 {
+		return ""
+	}
+	return iotest.FormatSize(n)
+}
+
+func durationOrUnknown(ns int64) string {
+	if ns <= 0 {
+		return ""
+	}
+	return time.Duration(ns).String()
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
