@@ -109,18 +109,18 @@ func BuildCapVerdict(doc *iotest.Document, run VerdictRun) *CapVerdict {
 	switch {
 	case v.Failed > 0:
 		v.Verdict = "fail"
-		v.Summary = fmt.Sprintf("the cap does not hold in %d of %s", v.Failed, count(n, "cell"))
+		v.Summary = fmt.Sprintf("the cap does not hold in %d of %s", v.Failed, Count(n, "cell"))
 		if !complete {
 			v.Summary += " measured before the run stopped"
 		}
 	case !complete:
 		v.Verdict = "incomplete"
-		v.Summary = fmt.Sprintf("interrupted: the cap holds in the %s measured", count(n, "cell"))
+		v.Summary = fmt.Sprintf("interrupted: the cap holds in the %s measured", Count(n, "cell"))
 	default:
 		v.Verdict = "ok"
-		v.Summary = "the cap holds in " + count(n, "cell")
+		v.Summary = "the cap holds in " + Count(n, "cell")
 		if n > 1 {
-			v.Summary = "the cap holds in all " + count(n, "cell")
+			v.Summary = "the cap holds in all " + Count(n, "cell")
 		}
 	}
 	return v

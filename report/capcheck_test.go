@@ -90,8 +90,8 @@ func TestCapVerdictSummaryPlurals(t *testing.T) {
 
 func TestCount(t *testing.T) {
 	for n, want := range map[int]string{0: "0 patterns", 1: "1 pattern", 2: "2 patterns", 1000: "1,000 patterns"} {
-		if got := count(n, "pattern"); got != want {
-			t.Errorf("count(%d) = %q, want %q", n, got, want)
+		if got := Count(n, "pattern"); got != want {
+			t.Errorf("Count(%d) = %q, want %q", n, got, want)
 		}
 	}
 }

@@ -140,7 +140,7 @@ func (c *Comparison) Summary() string {
 	if len(c.Cells) == 0 {
 		return "no pattern in common: nothing compared, no ratio"
 	}
-	s := count(len(c.Cells), "pattern") + " compared on " + string(c.Metric) + ": "
+	s := Count(len(c.Cells), "pattern") + " compared on " + string(c.Metric) + ": "
 	if c.GeoMean == nil {
 		// A ratio needs a base above 0: 0 would read as -100 %.
 		return s + "no ratio, the base measured 0 in every one"

@@ -549,13 +549,13 @@ func fioCheckEntry(j *fioJob, p iotest.Pattern) string {
 		return "no read or write statistics"
 	}
 	if j.Trim != nil && j.Trim.TotalIOs > 0 {
-		return count(j.Trim.TotalIOs, "trim") + " reported"
+		return Count(j.Trim.TotalIOs, "trim") + " reported"
 	}
 	if p.ReadPct == 0 && j.Read != nil && j.Read.TotalIOs > 0 {
-		return count(j.Read.TotalIOs, "read") + " reported for a write-only job"
+		return Count(j.Read.TotalIOs, "read") + " reported for a write-only job"
 	}
 	if p.ReadPct == 100 && j.Write != nil && j.Write.TotalIOs > 0 {
-		return count(j.Write.TotalIOs, "write") + " reported for a read-only job"
+		return Count(j.Write.TotalIOs, "write") + " reported for a read-only job"
 	}
 	for _, d := range []struct {
 		name string
@@ -569,7 +569,7 @@ func fioCheckEntry(j *fioJob, p iotest.Pattern) string {
 			if d.dir.TotalIOs == 1 {
 				verb = "does"
 			}
-			return fmt.Sprintf("%s of %d bytes %s not match bs=%d", count(d.dir.TotalIOs, d.name), d.dir.IOBytes, verb, p.BlockSize)
+			return fmt.Sprintf("%s of %d bytes %s not match bs=%d", Count(d.dir.TotalIOs, d.name), d.dir.IOBytes, verb, p.BlockSize)
 		}
 	}
 	return ""

@@ -82,8 +82,8 @@ func writeHTML(w io.Writer, doc *iotest.Document, o Options) error {
 		"Doc":        doc,
 		"Metric":     metric.Title(),
 		"Sections":   sections,
-		"Results":    count(len(doc.Results), "result"),
-		"CPUs":       count(doc.Host.CPUs, "CPU"),
+		"Results":    Count(len(doc.Results), "result"),
+		"CPUs":       Count(doc.Host.CPUs, "CPU"),
 		"ApproxNote": ApproxNote,
 	})
 }

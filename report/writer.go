@@ -186,9 +186,9 @@ func thousands(v float64, decimals int) string {
 	return b.String()
 }
 
-// count renders "1 pattern", "2 patterns": a number and a regular noun
+// Count renders "1 pattern", "2 patterns": a number and a regular noun
 // that agrees with it.
-func count[N int | uint64](n N, noun string) string {
+func Count[N int | uint64](n N, noun string) string {
 	if n == 1 {
 		return "1 " + noun
 	}

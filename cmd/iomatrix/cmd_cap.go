@@ -143,7 +143,7 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 			return err
 		}
 	}
-	fmt.Fprintf(g.stderr, "iomatrix: cap verify %s on %s: %d patterns, results: %s\n", sp.profile.Name, sp.target, len(sp.todo), sp.out)
+	fmt.Fprintf(g.stderr, "iomatrix: cap verify %s on %s: %s, results: %s\n", sp.profile.Name, sp.target, report.Count(len(sp.todo), "pattern"), sp.out)
 	t, err := openTarget(ctx, plan, g)
 	if err != nil {
 		return err
@@ -194,7 +194,7 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 		return err
 	}
 	if v.Failed > 0 {
-		return errCheckFailed{fmt.Sprintf("the cap does not hold in %d of %d cells", v.Failed, len(v.Cells))}
+		return errCheckFailed{v.Summary}
 	}
 	return nil
 }

@@ -89,6 +89,6 @@ func runImport(g *globalOptions, files []string, out string) error {
 	if err := writeFileAtomic(out, buf.Bytes()); err != nil {
 		return err
 	}
-	fmt.Fprintf(g.stderr, "iomatrix: %d results from %d file(s) written to %s\n", len(doc.Results), len(files), out)
+	fmt.Fprintf(g.stderr, "iomatrix: %s from %s written to %s\n", report.Count(len(doc.Results), "result"), report.Count(len(files), "file"), out)
 	return nil
 }

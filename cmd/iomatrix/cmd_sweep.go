@@ -333,8 +333,8 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 	engine := sp.opts.Engine
 
 	total := len(sp.profile.Patterns)
-	fmt.Fprintf(g.stderr, "iomatrix: sweep %s: %d of %d patterns to run, about %s at %s + %s ramp each\n",
-		sp.profile.Name, len(sp.todo), total, sp.profile.Estimate(sp.opts.Runtime, sp.opts.Ramp)*time.Duration(len(sp.todo))/time.Duration(total),
+	fmt.Fprintf(g.stderr, "iomatrix: sweep %s: %d of %s to run, about %s at %s + %s ramp each\n",
+		sp.profile.Name, len(sp.todo), report.Count(total, "pattern"), sp.profile.Estimate(sp.opts.Runtime, sp.opts.Ramp)*time.Duration(len(sp.todo))/time.Duration(total),
 		sp.opts.Runtime, sp.opts.Ramp)
 	fmt.Fprintf(g.stderr, "iomatrix: results: %s\n", sp.out)
 
@@ -392,7 +392,7 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 		return err
 	}
 	if failedCells > 0 {
-		return fmt.Errorf("%d of %d patterns failed with I/O errors (recorded in %s)", failedCells, len(sp.todo), sp.out)
+		return fmt.Errorf("%d of %s failed with I/O errors (recorded in %s)", failedCells, report.Count(len(sp.todo), "pattern"), sp.out)
 	}
 	return nil
 }
@@ -407,8 +407,8 @@ func printSweep(g *globalOptions, format string, doc *iotest.Document, out strin
 	if !complete {
 		state = "partial"
 	}
-	fmt.Fprintf(g.stdout, "iomatrix sweep %s (%s, %d results) on %s, %s runtime + %s ramp, engine %s\nresults: %s\n\n",
-		doc.Settings.Profile, state, len(doc.Results), doc.Target.Path, time.Duration(doc.Settings.RuntimeNS),
+	fmt.Fprintf(g.stdout, "iomatrix sweep %s (%s, %s) on %s, %s runtime + %s ramp, engine %s\nresults: %s\n\n",
+		doc.Settings.Profile, state, report.Count(len(doc.Results), "result"), doc.Target.Path, time.Duration(doc.Settings.RuntimeNS),
 		time.Duration(doc.Settings.RampNS), doc.Settings.Engine, out)
 	return report.WriteText(g.stdout, report.Build(doc.Results))
 }
