@@ -86,7 +86,7 @@ func runImport(g *globalOptions, files []string, out string) error {
 		_, err := g.stdout.Write(buf.Bytes())
 		return err
 	}
-	if err := writeFileAtomic(out, buf.Bytes()); err != nil {
+	if err := iotest.WriteBytesAtomic(out, buf.Bytes()); err != nil {
 		return err
 	}
 	fmt.Fprintf(g.stderr, "iomatrix: %d results from %d file(s) written to %s\n", len(doc.Results), len(files), out)
