@@ -47,7 +47,7 @@ limits, ...) is reported on stderr, never guessed; the others are kept.
 }
 
 func runImport(g *globalOptions, files []string, out string) error {
-	if err := checkOutPath(out); err != nil {
+	if err := checkOutPath("--out", out); err != nil {
 		return err
 	}
 	var docs []*iotest.Document

@@ -89,7 +89,7 @@ func runReport(g *globalOptions, o *reportOptions, path string, formatSet bool) 
 	if o.Out == "" && report.Binary(format) && g.stdoutTTY {
 		return usagef("--format %s is binary: write it to a file with -o FILE.%s", format, format)
 	}
-	if err := checkOutPath(o.Out); err != nil {
+	if err := checkOutPath("--out", o.Out); err != nil {
 		return err
 	}
 	doc, err := loadResults(path)

@@ -152,7 +152,7 @@ func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string)
 	if err != nil {
 		return err
 	}
-	if err := checkOutPath(o.Out); err != nil {
+	if err := checkOutPath("--out", o.Out); err != nil {
 		return err
 	}
 	plan, err := o.plan(target, size, []iotest.Pattern{p}, false)

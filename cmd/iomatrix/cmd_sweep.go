@@ -191,7 +191,11 @@ func (o *profileOptions) prepare(g *globalOptions, sp *sweepPlan, outPattern str
 	if sp.out == "" {
 		sp.out = fmt.Sprintf(outPattern, sp.profile.Name, time.Now().Format("20060102-150405"))
 	}
-	if err := checkOutPath(sp.out); err != nil {
+	outFlag := "--out"
+	if prev != nil {
+		outFlag = "--resume" // a resumed sweep is saved to the file it resumes
+	}
+	if err := checkOutPath(outFlag, sp.out); err != nil {
 		return err
 	}
 	if prev == nil {
