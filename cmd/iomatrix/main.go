@@ -180,7 +180,10 @@ func exitKind(code int) string {
 func exitCode(err error) int {
 	var ue usageError
 	var fe *iotest.FieldError
+	var ce commandError
 	switch {
+	case errors.As(err, &ce):
+		return ce.code
 	case errors.As(err, &ue), errors.As(err, &fe),
 		errors.Is(err, iotest.ErrBadTarget), errors.Is(err, iotest.ErrBadSize), errors.Is(err, iotest.ErrBadPattern),
 		errors.Is(err, iotest.ErrNoUring):
