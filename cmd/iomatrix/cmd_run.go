@@ -143,10 +143,8 @@ func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string)
 	if err != nil {
 		return err
 	}
-	switch o.Format {
-	case "text", "json":
-	default:
-		return usagef("--format: %q is not one of text, json", o.Format)
+	if err := checkFormat(o.Format); err != nil {
+		return err
 	}
 	size, err := o.size()
 	if err != nil {
