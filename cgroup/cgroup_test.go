@@ -344,3 +344,20 @@ func createChecked(t *testing.T, ctrl Controller, l Limit) *Group {
 	}
 	return g
 }
+
+// A stale cgroup that cannot be removed is named once: os.Remove's error
+// already carries the path.
+func TestCleanupErrorNamesPathOnce(t *testing.T) {
+	root := t.TempDir()
+	stale := filepath.Join(root, Parent, "2147483646-1") // a pid above any pid_max
+	if err := os.MkdirAll(filepath.Join(stale, "child"), 0o755); err != nil {
+		t.Fatal(err) // a plain directory with a child is not empty: Remove fails
+	}
+	_, err := Cleanup(Controller{Dir: root})
+	if err == nil {
+		t.Fatal("no error removing a non-empty directory")
+	}
+	if n := strings.Count(err.Error(), stale); n != 1 {
+		t.Errorf("error %q names %s %d times, want once", err, stale, n)
+	}
+}

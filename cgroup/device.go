@@ -3,6 +3,7 @@ package cgroup
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -12,6 +13,20 @@ import (
 // ErrNoBlockDevice means the target's filesystem has no single block
 // device a cap could apply to.
 var ErrNoBlockDevice = errors.New("no single block device to cap")
+
+// NoBlockDeviceError is ErrNoBlockDevice for one path, with the filesystem
+// it is on, so a caller can say why in its own terms.
+type NoBlockDeviceError struct {
+	Path       string
+	Dev        sysfs.DevNum
+	Filesystem string // "tmpfs", "overlay", or "a filesystem of type 0x..."
+}
+
+func (e *NoBlockDeviceError) Error() string {
+	return fmt.Sprintf("%s: %v: it is on %s (device %s), which has no block device of its own", e.Path, ErrNoBlockDevice, e.Filesystem, e.Dev)
+}
+
+func (e *NoBlockDeviceError) Unwrap() error { return ErrNoBlockDevice }
 
 // ResolveDevice finds the device a cap on path must name: for a file its
 // filesystem's device, for a block device itself; a partition is replaced
@@ -34,7 +49,7 @@ func ResolveDevice(sys sysfs.FS, path string) (dev sysfs.DevNum, notice string, 
 		if unix.Statfs(path, &fs) == nil {
 			kind = fsKind(fs.Type)
 		}
-		return dev, "", fmt.Errorf("%s: %w: it is on %s (device %s), which has no block device of its own", path, ErrNoBlockDevice, kind, dev)
+		return dev, "", &NoBlockDeviceError{Path: path, Dev: dev, Filesystem: kind}
 	}
 	if bd.Partition {
 		where := "is on partition " + bd.Name
@@ -47,17 +62,12 @@ func ResolveDevice(sys sysfs.FS, path string) (dev sysfs.DevNum, notice string, 
 }
 
 func fsKind(t int64) string {
-	switch t {
-	case unix.TMPFS_MAGIC:
-		return "tmpfs"
-	case unix.OVERLAYFS_SUPER_MAGIC:
-		return "overlayfs"
-	case unix.NFS_SUPER_MAGIC:
-		return "NFS"
-	case unix.BTRFS_SUPER_MAGIC:
-		return "btrfs (possibly several devices)"
-	case unix.FUSE_SUPER_MAGIC:
-		return "a FUSE filesystem"
+	name := sysfs.FilesystemName(t)
+	switch {
+	case t == unix.BTRFS_SUPER_MAGIC:
+		return name + " (possibly several devices)"
+	case strings.HasPrefix(name, "0x"):
+		return "a filesystem of type " + name
 	}
-	return fmt.Sprintf("a filesystem of type 0x%x", t)
+	return name
 }

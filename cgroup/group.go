@@ -242,7 +242,7 @@ func Cleanup(ctrl Controller) ([]string, error) {
 			continue
 		}
 		if err := os.Remove(path); err != nil {
-			return removed, fmt.Errorf("remove %s: %w", path, err)
+			return removed, err // an *os.PathError: it names the path
 		}
 		removed = append(removed, path)
 	}

@@ -271,34 +271,49 @@ func ReadDocumentFile(path string) (*Document, error) {
 	return d, nil
 }
 
-// WriteFileAtomic replaces path with the JSON document so that a reader, or
-// a crash at any moment, sees either the old file or the new one: temp file
-// in the same directory, fsync, rename, fsync of the directory.
+// WriteFileAtomic replaces path with the JSON document (see
+// WriteBytesAtomic).
 func WriteFileAtomic(path string, d *Document) error {
 	data, err := json.MarshalIndent(d, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode results: %w", err)
 	}
-	data = append(data, '\n')
+	if err := WriteBytesAtomic(path, append(data, '\n')); err != nil {
+		return fmt.Errorf("write results: %w", err)
+	}
+	return nil
+}
+
+// WriteBytesAtomic replaces path with data so that a reader, or a crash at
+// any moment, sees either the old file or the new one whole: a temporary
+// file in the same directory is written, synced and renamed over path,
+// then the directory is synced so that the rename itself is durable. It is
+// the one writer of every file iomatrix outputs. Its errors are those of
+// the failing step, each naming the file it touched.
+func WriteBytesAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("write results: %w", err)
+		return err
 	}
 	defer os.Remove(tmp.Name()) // no-op after the rename
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write results %s: %w", tmp.Name(), err)
+	// CreateTemp makes the file private (0600), but a results file is a
+	// report that others read: it gets 0644, as most tools' output does.
+	err = tmp.Chmod(0o644)
+	if err == nil {
+		_, err = tmp.Write(data)
 	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("sync results %s: %w", tmp.Name(), err)
+	if err == nil {
+		err = tmp.Sync()
 	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("close results %s: %w", tmp.Name(), err)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write results: %w", err)
+		return err
 	}
 	if df, err := os.Open(dir); err == nil {
 		_ = df.Sync()

@@ -200,7 +200,7 @@ func (p *Plan) planDevice(sys sysfs.FS, st *unix.Stat_t) error {
 	p.Action = ActionDevice
 	f, err := os.OpenFile(p.Path, os.O_RDONLY, 0)
 	if err != nil {
-		return fmt.Errorf("open %s: %w", p.Path, err)
+		return err // names the operation and the path already
 	}
 	defer f.Close()
 	size, err := unix.IoctlGetUint64(int(f.Fd()), unix.BLKGETSIZE64)
@@ -284,27 +284,7 @@ func checkFSType(path string, fs *unix.Statfs_t) error {
 }
 
 func filesystemName(fs *unix.Statfs_t) string {
-	switch int64(fs.Type) {
-	case unix.EXT4_SUPER_MAGIC:
-		return "ext4"
-	case unix.XFS_SUPER_MAGIC:
-		return "xfs"
-	case unix.BTRFS_SUPER_MAGIC:
-		return "btrfs"
-	case unix.TMPFS_MAGIC:
-		return "tmpfs"
-	case unix.RAMFS_MAGIC:
-		return "ramfs"
-	case unix.OVERLAYFS_SUPER_MAGIC:
-		return "overlay"
-	case unix.NFS_SUPER_MAGIC:
-		return "nfs"
-	case unix.FUSE_SUPER_MAGIC:
-		return "fuse"
-	case unix.F2FS_SUPER_MAGIC:
-		return "f2fs"
-	}
-	return fmt.Sprintf("0x%x", fs.Type)
+	return sysfs.FilesystemName(int64(fs.Type))
 }
 
 // statxDIOAlign asks the kernel for the file's O_DIRECT offset alignment

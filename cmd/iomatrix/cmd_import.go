@@ -47,7 +47,7 @@ limits, ...) is reported on stderr, never guessed; the others are kept.
 }
 
 func runImport(g *globalOptions, files []string, out string) error {
-	if err := checkOutPath(out); err != nil {
+	if err := checkOutPath("--out", out); err != nil {
 		return err
 	}
 	var docs []*iotest.Document
@@ -86,7 +86,7 @@ func runImport(g *globalOptions, files []string, out string) error {
 		_, err := g.stdout.Write(buf.Bytes())
 		return err
 	}
-	if err := writeFileAtomic(out, buf.Bytes()); err != nil {
+	if err := iotest.WriteBytesAtomic(out, buf.Bytes()); err != nil {
 		return err
 	}
 	fmt.Fprintf(g.stderr, "iomatrix: %s from %s written to %s\n", report.Count(len(doc.Results), "result"), report.Count(len(files), "file"), out)

@@ -59,8 +59,8 @@ A profile file has this form:
 			return showProfile(g, o, p)
 		},
 	}
-	cmd.Flags().DurationVar(&o.Runtime, "runtime", 60*time.Second, "runtime per pattern for the estimate")
-	cmd.Flags().DurationVar(&o.Ramp, "ramp", 5*time.Second, "ramp per pattern for the estimate")
+	durationVar(cmd.Flags(), &o.Runtime, "runtime", 60*time.Second, "runtime per pattern for the estimate (a bare number is seconds)")
+	durationVar(cmd.Flags(), &o.Ramp, "ramp", 5*time.Second, "ramp per pattern for the estimate (a bare number is seconds)")
 	return cmd
 }
 

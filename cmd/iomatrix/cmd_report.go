@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 
@@ -90,7 +89,7 @@ func runReport(g *globalOptions, o *reportOptions, path string, formatSet bool) 
 	if o.Out == "" && report.Binary(format) && g.stdoutTTY {
 		return usagef("--format %s is binary: write it to a file with -o FILE.%s", format, format)
 	}
-	if err := checkOutPath(o.Out); err != nil {
+	if err := checkOutPath("--out", o.Out); err != nil {
 		return err
 	}
 	doc, err := loadResults(path)
@@ -105,31 +104,7 @@ func runReport(g *globalOptions, o *reportOptions, path string, formatSet bool) 
 		_, err := g.stdout.Write(buf.Bytes())
 		return err
 	}
-	return writeFileAtomic(o.Out, buf.Bytes())
-}
-
-// writeFileAtomic replaces path with data: a reader never sees half a file.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return iotest.WriteBytesAtomic(o.Out, buf.Bytes())
 }
 
 type compareOptions struct {

@@ -143,16 +143,14 @@ func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string)
 	if err != nil {
 		return err
 	}
-	switch o.Format {
-	case "text", "json":
-	default:
-		return usagef("--format: %q is not one of text, json", o.Format)
+	if err := checkFormat(o.Format); err != nil {
+		return err
 	}
 	size, err := o.size()
 	if err != nil {
 		return err
 	}
-	if err := checkOutPath(o.Out); err != nil {
+	if err := checkOutPath("--out", o.Out); err != nil {
 		return err
 	}
 	plan, err := o.plan(target, size, []iotest.Pattern{p}, false)

@@ -67,7 +67,7 @@ func (o *sweepOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.Resume, "resume", "", "continue the sweep saved in this results file: finished patterns are skipped")
 	f.StringVar(&o.Format, "format", "text", "output on stdout at the end: text (the matrix) or json (the results document)")
 	f.BoolVar(&o.ContinueOnError, "continue-on-error", false, "on an I/O error, record the failed cell and go on with the next pattern (exit status 1 at the end)")
-	f.DurationVar(&o.Precondition, "precondition", 0, "bring an SSD to steady state first: fill the whole target sequentially twice, then random 4k writes for this long (e.g. 30m); overwrites the target")
+	durationVar(f, &o.Precondition, "precondition", 0, "bring an SSD to steady state first: fill the whole target sequentially twice, then random 4k writes for this long (e.g. 30m; a bare number is seconds); overwrites the target")
 }
 
 func newSweepCommand(g *globalOptions) *cobra.Command {
@@ -138,8 +138,10 @@ func (o *sweepOptions) prepare(g *globalOptions, target string) (*sweepPlan, err
 // checkFormat checks --format of sweep and cap verify.
 func checkFormat(format string) error {
 	switch format {
-	case "text", "json":
+	case "text", "json", "normal": // normal: fio's name for its text output
 		return nil
+	case "json+":
+		return usagef("--format: json+ is fio's; iomatrix's json already holds the latency percentiles: use --format json")
 	}
 	return usagef("--format: %q is not one of text, json", format)
 }
@@ -191,7 +193,11 @@ func (o *profileOptions) prepare(g *globalOptions, sp *sweepPlan, outPattern str
 	if sp.out == "" {
 		sp.out = fmt.Sprintf(outPattern, sp.profile.Name, time.Now().Format("20060102-150405"))
 	}
-	if err := checkOutPath(sp.out); err != nil {
+	outFlag := "--out"
+	if prev != nil {
+		outFlag = "--resume" // a resumed sweep is saved to the file it resumes
+	}
+	if err := checkOutPath(outFlag, sp.out); err != nil {
 		return err
 	}
 	if prev == nil {

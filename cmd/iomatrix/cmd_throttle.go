@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,10 +27,48 @@ type exitStatus struct{ code int }
 
 func (e exitStatus) Error() string { return fmt.Sprintf("command exited with status %d", e.code) }
 
+// commandError is a COMMAND that cannot be run at all, with the status a
+// shell gives: 127 when it is not found, 126 when it cannot be executed,
+// so a script sees the same status with and without throttle.
+type commandError struct {
+	code int
+	err  error
+}
+
+func (e commandError) Error() string { return e.err.Error() }
+func (e commandError) Unwrap() error { return e.err }
+
+// lookCommand finds COMMAND as the shell would, before anything is created.
+func lookCommand(name string) (string, error) {
+	path, err := exec.LookPath(name)
+	switch {
+	case err == nil:
+		return path, nil
+	case errors.Is(err, exec.ErrDot):
+		return path, nil // found through "." in $PATH: a shell runs it too
+	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
+		return "", commandError{127, fmt.Errorf("%s: command not found", name)}
+	}
+	// Found but not runnable: no execute permission, a directory. The
+	// cause is the bare errno, so that the name is said once, first.
+	cause := err
+	var ee *exec.Error
+	if errors.As(cause, &ee) {
+		cause = ee.Err
+	}
+	var pe *fs.PathError
+	if errors.As(cause, &pe) {
+		cause = pe.Err
+	}
+	return "", commandError{126, fmt.Errorf("%s: cannot execute: %w", name, cause)}
+}
+
 type throttleOptions struct {
 	Cap    string
 	Device string
 	PID    int
+
+	deviceSet bool
 }
 
 func newThrottleCommand(g *globalOptions) *cobra.Command {
@@ -49,10 +88,12 @@ limited. Use O_DIRECT (e.g. dd oflag=direct) or cgroup v2 to cap writes.
 
 ` + exitStatusHelp + `
 
-With a COMMAND, the exit status is the command's.`,
+With a COMMAND, the exit status is the command's; 127 when COMMAND is not
+found and 126 when it cannot be executed, as in a shell.`,
 		Example: `  iomatrix throttle --cap wiops=500 -- dd if=/dev/zero of=/tmp/x bs=4k count=1000 oflag=direct
   iomatrix throttle --cap riops=2000,rbps=50MiB --device /dev/nvme0n1 --pid 4242`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.deviceSet = cmd.Flags().Changed("device")
 			return runThrottle(cmd.Context(), g, o, args)
 		},
 	}
@@ -84,9 +125,15 @@ func runThrottle(ctx context.Context, g *globalOptions, o *throttleOptions, args
 			return usagef("--pid: no process %d", o.PID)
 		}
 	}
+	var command string
+	if len(args) > 0 {
+		if command, err = lookCommand(args[0]); err != nil {
+			return err
+		}
+	}
 	dev, notice, err := cgroup.ResolveDevice(sysfs.Default(), o.Device)
 	if err != nil {
-		return usagef("--device: %w", err)
+		return o.deviceError(err)
 	}
 	if os.Geteuid() != 0 {
 		return privilegeError{"throttle needs root or CAP_SYS_ADMIN (cgroups are created through cgroupfs)"}
@@ -112,17 +159,28 @@ func runThrottle(ctx context.Context, g *globalOptions, o *throttleOptions, args
 	if o.PID != 0 {
 		return throttlePID(ctx, g, grp, o.PID, capText)
 	}
-	return throttleCommand(ctx, g, grp, args, capText)
+	return throttleCommand(ctx, g, grp, command, args, capText)
+}
+
+// deviceError words a device that cannot be capped: the user's --device,
+// or the current directory when --device was not given, which the user
+// may not know was used.
+func (o *throttleOptions) deviceError(err error) error {
+	if o.deviceSet {
+		return usagef("--device: %w", err)
+	}
+	cwd, _ := os.Getwd()
+	var nb *cgroup.NoBlockDeviceError
+	if errors.As(err, &nb) {
+		return usagef("the current directory %s (default of --device) is on %s, which has no block device to cap: give --device with a block device or a path on the disk to cap", cwd, nb.Filesystem)
+	}
+	return usagef("the current directory %s (default of --device): %w; give --device", cwd, err)
 }
 
 // throttleCommand starts the command through a small shim that waits until
 // it has been moved into the cgroup, then execs the command: so its first
 // I/O is already capped, on v1 as on v2.
-func throttleCommand(ctx context.Context, g *globalOptions, grp *cgroup.Group, args []string, capText string) error {
-	path, err := exec.LookPath(args[0])
-	if err != nil {
-		return usagef("%s: %w", args[0], err)
-	}
+func throttleCommand(ctx context.Context, g *globalOptions, grp *cgroup.Group, path string, args []string, capText string) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"sync/atomic"
 	"syscall"
 
@@ -93,10 +94,15 @@ io_uring engine (or a pread/pwrite fallback).
 		Version:       iotest.Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Cobra's own refusal of an unknown command is a plain error
+		// (exit status 1) over several lines; this one is bad input.
+		Args:                       unknownCommand,
+		RunE:                       func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		SuggestionsMinimumDistance: 2, // cobra's own default, which SuggestionsFor does not apply
 	}
 	root.SetOut(g.stdout)
 	root.SetErr(g.stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(flagParseError)
 	root.AddCommand(newRunCommand(g))
 	root.AddCommand(newSweepCommand(g))
 	root.AddCommand(newProfilesCommand(g))
@@ -107,7 +113,20 @@ io_uring engine (or a pread/pwrite fallback).
 	root.AddCommand(newCapCommand(g))
 	root.AddCommand(newThrottleCommand(g))
 	root.AddCommand(newExecCommand())
+	root.SetGlobalNormalizationFunc(fioNames)
 	return root
+}
+
+// unknownCommand refuses arguments that name no command, with cobra's
+// suggestion when there is one.
+func unknownCommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		return usagef("unknown command %q: did you mean %s? (see iomatrix --help)", args[0], strings.Join(s, ", "))
+	}
+	return usagef("unknown command %q (see iomatrix --help)", args[0])
 }
 
 func main() {
@@ -180,7 +199,10 @@ func exitKind(code int) string {
 func exitCode(err error) int {
 	var ue usageError
 	var fe *iotest.FieldError
+	var ce commandError
 	switch {
+	case errors.As(err, &ce):
+		return ce.code
 	case errors.As(err, &ue), errors.As(err, &fe),
 		errors.Is(err, iotest.ErrBadTarget), errors.Is(err, iotest.ErrBadSize), errors.Is(err, iotest.ErrBadPattern),
 		errors.Is(err, iotest.ErrNoUring):

@@ -91,7 +91,7 @@ func TestBadInput(t *testing.T) {
 		{"unknown engine", []string{"--engine", "libaio"}, "--engine"},
 		{"unknown rw", []string{"--rw", "trim"}, "--rw"},
 		{"unknown format", []string{"--format", "yaml"}, "--format"},
-		{"unknown flag", []string{"--iodepth", "4"}, "--iodepth"},
+		{"unknown flag", []string{"--no-such-flag", "4"}, "--no-such-flag"},
 		{"qd not a number", []string{"--qd", "many"}, "--qd"},
 	}
 	for _, c := range cases {

@@ -28,14 +28,18 @@ type measureOptions struct {
 }
 
 func (o *measureOptions) AddFlags(f *pflag.FlagSet) {
-	f.DurationVar(&o.Runtime, "runtime", 60*time.Second, "measured time per pattern")
-	f.DurationVar(&o.Ramp, "ramp", 5*time.Second, "warm-up time before each measurement, excluded from every statistic")
-	f.StringVar(&o.Size, "size", "16GiB", "size of a file target, laid out once with random data (powers of two: 1g = 1GiB); an existing iomatrix file keeps its size unless this is given; on a block device, limits I/O to the first SIZE bytes (default: the whole device)")
+	durationVar(f, &o.Runtime, "runtime", 60*time.Second, "measured time per pattern (a bare number is seconds)")
+	durationVar(f, &o.Ramp, "ramp", 5*time.Second, "warm-up time before each measurement, excluded from every statistic (a bare number is seconds)")
+	// No default value: the default depends on the target, so the text
+	// states it once for each kind.
+	f.StringVar(&o.Size, "size", "", "size of a file target, laid out once with random data: a new file gets 16GiB (or the profile's size, if it sets one), "+
+		"a file iomatrix laid out keeps its size unless this is given; on a block device, I/O is limited to the first `SIZE` bytes (default: the whole device); powers of two: 1g = 1GiB")
 	f.StringVar(&o.Engine, "engine", "auto", "I/O engine: uring, psync, or auto (uring when available)")
 	f.Uint64Var(&o.Seed, "seed", 0, "seed for offsets and read/write draws; the same seed repeats the same sequence (default: random, recorded in the results)")
 	f.BoolVar(&o.Force, "force", false, "lay out an existing file that iomatrix did not create, destroying its contents")
 	f.BoolVar(&o.AllowDestructive, "allow-destructive", false, "allow write patterns on a block device, destroying its data")
 	o.capOptions.AddFlags(f)
+	addFioAlways(f)
 }
 
 // runnerFor returns what runs the patterns: this process, or, under a
@@ -89,7 +93,11 @@ func (o *measureOptions) changed(f *pflag.FlagSet) {
 
 // options checks the flags and turns them into engine options.
 func (o *measureOptions) options(g *globalOptions) (iotest.Options, error) {
-	opts := iotest.Options{Runtime: o.Runtime, Ramp: o.Ramp, Seed: o.Seed, Engine: o.Engine}
+	engine, err := engineName(o.Engine)
+	if err != nil {
+		return iotest.Options{}, err
+	}
+	opts := iotest.Options{Runtime: o.Runtime, Ramp: o.Ramp, Seed: o.Seed, Engine: engine}
 	if !o.seedSet {
 		opts.Seed = rand.Uint64() >> 11 // fits a JSON number exactly
 	}

@@ -92,7 +92,7 @@ func (fs FS) DiskStats(dev DevNum) (DiskStats, error) {
 	path := filepath.Join(fs.proc, "diskstats")
 	f, err := os.Open(path)
 	if err != nil {
-		return DiskStats{}, fmt.Errorf("open %s: %w", path, err)
+		return DiskStats{}, err // an *os.PathError: it names the path
 	}
 	defer f.Close()
 	all, err := ParseDiskstats(f)

@@ -146,7 +146,7 @@ func (fs FS) swapDevices() ([]DevNum, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, err // an *os.PathError: it names the path
 	}
 	defer f.Close()
 	swaps, err := ParseSwaps(f)
@@ -183,7 +183,7 @@ func (fs FS) loopBackings() ([]loopBacking, error) {
 			continue // detached between the glob and the read
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", p, err)
+			return nil, err // an *os.PathError: it names the path
 		}
 		// The path is printed raw, so only the final newline is not part of it.
 		backing := strings.TrimSuffix(string(raw), "\n")

@@ -92,7 +92,7 @@ func (fs FS) SelfMaps() ([]Mapping, error) {
 	path := filepath.Join(fs.proc, "self", "maps")
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, err // an *os.PathError: it names the path
 	}
 	defer f.Close()
 	maps, err := ParseMaps(f)

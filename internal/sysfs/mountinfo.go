@@ -66,7 +66,7 @@ func (fs FS) Mounts() ([]Mount, error) {
 	path := filepath.Join(fs.proc, "self", "mountinfo")
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, err // an *os.PathError: it names the path
 	}
 	defer f.Close()
 	mounts, err := ParseMountinfo(f)

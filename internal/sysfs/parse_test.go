@@ -334,3 +334,23 @@ func TestRequestsPerIO(t *testing.T) {
 		}
 	}
 }
+
+func TestFilesystemName(t *testing.T) {
+	for _, c := range []struct {
+		magic int64
+		want  string
+	}{
+		{unix.PROC_SUPER_MAGIC, "proc"},
+		{unix.SYSFS_MAGIC, "sysfs"},
+		{unix.TMPFS_MAGIC, "tmpfs"},
+		{unix.OVERLAYFS_SUPER_MAGIC, "overlay"},
+		{unix.NFS_SUPER_MAGIC, "nfs"},
+		{unix.EXT4_SUPER_MAGIC, "ext4"},
+		{unix.CGROUP2_SUPER_MAGIC, "cgroup2"},
+		{0x1234abcd, "0x1234abcd"},
+	} {
+		if got := FilesystemName(c.magic); got != c.want {
+			t.Errorf("FilesystemName(%#x) = %q, want %q", c.magic, got, c.want)
+		}
+	}
+}

@@ -342,3 +342,34 @@ func TestInUseUnreadableSources(t *testing.T) {
 		}
 	})
 }
+
+// A file that cannot be read is named once: the *os.PathError of the read
+// already carries the path, so wrapping it with the path again would say it
+// twice.
+func TestUnreadableFileNamedOnce(t *testing.T) {
+	root := t.TempDir()
+	fs := NewFS(filepath.Join(root, "sys"), filepath.Join(root, "proc"))
+	backing := filepath.Join(root, "sys", "block", "loop0", "loop", "backing_file")
+	if err := os.MkdirAll(backing, 0o755); err != nil { // a directory: reading it fails
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, path string
+		call       func() error
+	}{
+		{"diskstats", filepath.Join(root, "proc", "diskstats"), func() error { _, err := fs.DiskStats(DevNum{254, 0}); return err }},
+		{"mountinfo", filepath.Join(root, "proc", "self", "mountinfo"), func() error { _, err := fs.Mounts(); return err }},
+		{"maps", filepath.Join(root, "proc", "self", "maps"), func() error { _, err := fs.SelfMaps(); return err }},
+		{"loop backing", backing, func() error { _, err := fs.loopBackings(); return err }},
+	}
+	for _, c := range cases {
+		err := c.call()
+		if err == nil {
+			t.Errorf("%s: no error", c.name)
+			continue
+		}
+		if n := strings.Count(err.Error(), c.path); n != 1 {
+			t.Errorf("%s: error %q names %s %d times, want once", c.name, err, c.path, n)
+		}
+	}
+}

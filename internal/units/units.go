@@ -1,5 +1,6 @@
-// Package units parses and formats byte sizes the way storage people write
-// them: powers of two, "4k" = 4096.
+// Package units parses and formats byte sizes and durations the way storage
+// people write them: powers of two, "4k" = 4096; a bare number of seconds,
+// "30", as fio reads it.
 package units
 
 import (
@@ -8,6 +9,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ErrBadSize is returned for strings that are not sizes.
@@ -94,4 +96,47 @@ func ShortSize(n int64) string {
 	default:
 		return fmt.Sprintf("%db", n)
 	}
+}
+
+// ErrBadDuration is returned for strings that are not durations.
+var ErrBadDuration = errors.New("not a duration")
+
+// ParseDuration parses "30" and "1.5" as seconds, as fio reads its runtime
+// and ramp_time, and everything else with Go's syntax ("1m30s", "500ms",
+// "-1s"), so both habits give the same duration.
+func ParseDuration(s string) (time.Duration, error) {
+	t := strings.TrimSpace(s)
+	if isDecimal(t) {
+		sec, err := strconv.ParseFloat(t, 64)
+		if err != nil || math.Abs(sec) >= float64(math.MaxInt64)/float64(time.Second) {
+			return 0, fmt.Errorf("%w: %q is out of range", ErrBadDuration, s)
+		}
+		return time.Duration(math.Round(sec * float64(time.Second))), nil
+	}
+	d, err := time.ParseDuration(t)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %q (give seconds, e.g. 30, or a duration such as 1m30s or 500ms)", ErrBadDuration, s)
+	}
+	return d, nil
+}
+
+// isDecimal reports whether s is an optionally signed decimal number
+// without exponent: what ParseFloat would also read as hex, "inf" or
+// "1e3" is left to time.ParseDuration to refuse.
+func isDecimal(s string) bool {
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		s = s[1:]
+	}
+	digits, dots := 0, 0
+	for _, c := range s {
+		switch {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.':
+			dots++
+		default:
+			return false
+		}
+	}
+	return digits > 0 && dots <= 1
 }

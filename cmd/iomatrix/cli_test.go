@@ -1,0 +1,135 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fio's names of iomatrix's options are aliases, its other options get a
+// hint, and a bare number of seconds is a duration. Every case stops
+// before any I/O: either refused for the flag itself, or accepted and
+// then refused for the target's missing directory, the last check before
+// the target is touched.
+func TestFioFlags(t *testing.T) {
+	dir := t.TempDir()
+	nowhere := filepath.Join(dir, "missing", "t.dat")
+	run := func(args ...string) []string { return append([]string{"run", nowhere}, args...) }
+	sweep := func(args ...string) []string {
+		return append([]string{"sweep", nowhere, "--out", filepath.Join(dir, "s.json")}, args...)
+	}
+	const accepted = "missing does not exist" // got past every flag
+	cases := []struct {
+		name    string
+		args    []string
+		mention string
+	}{
+		{"iodepth is --qd", run("--iodepth", "300"), "--qd: 300 is outside 1..256"},
+		{"iodepth accepted", run("--iodepth=8"), accepted},
+		{"numjobs is --jobs", run("--numjobs", "65"), "--jobs"},
+		{"numjobs accepted", run("--numjobs", "4"), accepted},
+		{"rwmixread is --rwmix", run("--rw", "randrw", "--rwmixread", "101"), "--rwmix: 101"},
+		{"rwmixread accepted", run("--rw", "randrw", "--rwmixread=70"), accepted},
+		{"ramp_time is --ramp, in seconds", run("--ramp_time", "-1"), "--ramp: -1s must not be negative"},
+		{"blocksize is --bs", run("--blocksize", "3000"), "--bs"},
+		{"readwrite is --rw", run("--readwrite", "trim"), "--rw"},
+		{"ioengine io_uring", run("--ioengine", "io_uring"), accepted},
+		{"engine io_uring", run("--engine", "io_uring"), accepted},
+		{"ioengine psync", run("--ioengine=psync"), accepted},
+		{"ioengine libaio", run("--ioengine", "libaio"), "use uring"},
+		{"ioengine sync", run("--ioengine", "sync"), "use psync"},
+		{"output-format normal", run("--output-format", "normal"), accepted},
+		{"output-format yaml", run("--output-format", "yaml"), "--format"},
+		{"output-format json+", run("--output-format=json+"), "use --format json"},
+		{"runtime in seconds", run("--runtime", "0"), "--runtime: 0s must be positive"},
+		{"runtime 2 accepted", run("--runtime", "2"), accepted},
+		{"runtime not a duration", run("--runtime", "2x"), `--runtime: not a duration: "2x"`},
+		{"direct=1", run("--direct=1"), accepted},
+		{"direct", run("--direct"), accepted},
+		{"direct=0", run("--direct=0"), "--direct: iomatrix measures O_DIRECT I/O only"},
+		{"time_based", run("--time_based"), accepted},
+		{"group_reporting", run("--group_reporting"), accepted},
+		{"filename", run("--filename=/dev/sdb"), "--filename: give the target as the argument: iomatrix run "},
+		{"name", run("--name=job1"), "--name: iomatrix names each pattern"},
+		{"output", run("--output=x.json"), "--out FILE"},
+		{"rwmixwrite", run("--rwmixwrite=30"), "--rwmix 100-N"},
+		{"sweep ramp_time", sweep("--ramp_time", "-2"), "--ramp: -2s"},
+		{"sweep precondition in seconds", sweep("--precondition", "-5"), "--precondition: -5s must not be negative"},
+		{"sweep filename", sweep("--filename", "x"), "iomatrix sweep /path"},
+		{"sweep ioengine", sweep("--ioengine", "io_uring"), accepted},
+		{"report has no target flag", []string{"report", fixture, "--filename", "x"}, "unknown flag: --filename"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			checkRefused(t, runInProcess(c.args...), c.mention)
+		})
+	}
+	if _, err := os.Stat(filepath.Join(dir, "missing")); !os.IsNotExist(err) {
+		t.Error("a refused run created something")
+	}
+
+	// --output-format json is --format json: even the refusal is JSON.
+	r := runInProcess(run("--output-format", "json")...)
+	var e struct {
+		Error string `json:"error"`
+		Kind  string `json:"kind"`
+	}
+	if err := json.Unmarshal([]byte(r.stderr), &e); err != nil || r.code != exitUsage || !strings.Contains(e.Error, accepted) {
+		t.Errorf("--output-format json: exit %d, stderr %q (%v)", r.code, r.stderr, err)
+	}
+
+	// The values really arrive: profiles prints them and measures nothing.
+	r = runInProcess("profiles", "--runtime", "2", "--ramp_time", "1.5")
+	if r.code != 0 || !strings.Contains(r.stdout, "at 2s runtime + 1.5s ramp") {
+		t.Errorf("profiles --runtime 2 --ramp_time 1.5: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+// Bad input in the user's terms, on one line, with exit status 2.
+func TestUsageMessages(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "t.dat")
+	cases := []struct {
+		name    string
+		args    []string
+		mention string
+		not     string // must not appear
+	}{
+		{"seed -1", []string{"run", target, "--seed", "-1"}, `--seed: "-1" must be a non-negative integer`, "strconv"},
+		{"seed junk", []string{"sweep", target, "--seed", "x"}, `--seed: "x" must be a non-negative integer`, "strconv"},
+		{"seed too large", []string{"run", target, "--seed", "99999999999999999999"}, "--seed: \"99999999999999999999\" is out of range", "strconv"},
+		{"qd junk", []string{"run", target, "--qd", "many"}, `--qd: "many" must be an integer`, "strconv"},
+		{"bool junk", []string{"run", target, "--force=maybe"}, `--force: "maybe" must be true or false`, "strconv"},
+		{"unknown command", []string{"nosuch"}, `unknown command "nosuch"`, "Did you mean"},
+		{"misspelt command", []string{"sweeep"}, "did you mean sweep?", "\t"},
+		{"unknown flag", []string{"run", target, "--no-such-flag"}, "unknown flag: --no-such-flag", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := runInProcess(c.args...)
+			checkRefused(t, r, c.mention)
+			if c.not != "" && strings.Contains(r.stderr, c.not) {
+				t.Errorf("stderr %q shows %q", r.stderr, c.not)
+			}
+		})
+	}
+	if _, err := os.Stat(target); !os.IsNotExist(err) {
+		t.Error("a refused run created its target")
+	}
+}
+
+// --size states its default once per kind of target, not twice.
+func TestSizeHelpStatesDefaultOnce(t *testing.T) {
+	r := runInProcess("run", "--help")
+	var line string
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "--size") {
+			line = l
+		}
+	}
+	if r.code != 0 || strings.Count(line, "16GiB") != 1 || strings.Count(line, "(default") != 1 {
+		t.Errorf("--size help %q: want 16GiB and one \"(default\"", line)
+	}
+}

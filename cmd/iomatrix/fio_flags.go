@@ -1,0 +1,97 @@
+package main
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// fioAliases are fio's names of options that mean the same in iomatrix,
+// so a fio command line's options carry over. They are not flags of their
+// own, so --help does not list them; the README does, in one line.
+var fioAliases = map[string]string{
+	"iodepth":       "qd",
+	"numjobs":       "jobs",
+	"rwmixread":     "rwmix",
+	"ramp_time":     "ramp",
+	"output-format": "format",
+	"ioengine":      "engine",
+	"blocksize":     "bs",
+	"readwrite":     "rw",
+}
+
+// fioNames is the flag-name normalization that makes fio's names aliases.
+func fioNames(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+	if n, ok := fioAliases[name]; ok {
+		return pflag.NormalizedName(n)
+	}
+	return pflag.NormalizedName(name)
+}
+
+// fioHint says what to do instead of a fio option that iomatrix does not
+// take, on the commands that measure; "" when there is nothing to say.
+func fioHint(cmd *cobra.Command, name string) string {
+	if cmd.Flags().Lookup("engine") == nil {
+		return ""
+	}
+	switch name {
+	case "filename", "directory":
+		return "give the target as the argument: " + cmd.CommandPath() + " /path/to/file-or-device"
+	case "name":
+		return "iomatrix names each pattern from its settings (e.g. rand-4k-r70-qd32): leave it out"
+	case "output":
+		return "the results document (JSON) is written with --out FILE; the text goes to stdout"
+	case "rwmixwrite":
+		return "give the read share instead: --rwmix 100-N"
+	}
+	return ""
+}
+
+// engineName maps fio's engine names to iomatrix's: io_uring is uring;
+// the other asynchronous and synchronous engines get the nearest one
+// suggested rather than silently substituted.
+func engineName(engine string) (string, error) {
+	switch engine {
+	case "io_uring":
+		return "uring", nil
+	case "libaio", "posixaio":
+		return "", usagef("--engine: %s is not an iomatrix engine; use uring (io_uring, asynchronous as well)", engine)
+	case "sync", "pvsync", "pvsync2":
+		return "", usagef("--engine: %s is not an iomatrix engine; use psync (pread/pwrite)", engine)
+	}
+	return engine, nil
+}
+
+// fioAlways is a fio option for what iomatrix always does: accepted when it
+// asks for that ("--direct=1"), refused when it asks for the opposite.
+type fioAlways struct{ opposite string }
+
+// addFioAlways registers fio's no-op options on a measuring command,
+// hidden from --help.
+func addFioAlways(f *pflag.FlagSet) {
+	for name, opposite := range map[string]string{
+		"direct":          "iomatrix measures O_DIRECT I/O only (buffered I/O would measure the page cache)",
+		"time_based":      "iomatrix always runs each pattern for --runtime",
+		"group_reporting": "iomatrix always reports the jobs of a pattern together",
+	} {
+		f.Var(fioAlways{opposite}, name, "fio's option: iomatrix always does this")
+		f.Lookup(name).NoOptDefVal = "1"
+		f.MarkHidden(name)
+	}
+}
+
+func (v fioAlways) Set(s string) error {
+	on, err := strconv.ParseBool(s)
+	if err != nil {
+		return errors.New(strconv.Quote(s) + " must be 1 or 0")
+	}
+	if !on {
+		return errors.New(v.opposite)
+	}
+	return nil
+}
+
+func (fioAlways) String() string { return "" }
+func (fioAlways) Type() string   { return "fio" }

@@ -1,0 +1,32 @@
+package iotest
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// A saved file is readable by all, like any other output, and no
+// temporary file is left beside it.
+func TestWriteFileAtomicMode(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "r.json")
+	for range 2 { // creating, then replacing
+		if err := WriteFileAtomic(path, &Document{SchemaVersion: SchemaVersion, Tool: Tool{Name: "iomatrix"}}); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mode := fi.Mode().Perm(); mode != 0o644 {
+			t.Errorf("mode %v, want 0644", mode)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("%d files in the directory, want only the results file", len(entries))
+	}
+	if _, err := ReadDocumentFile(path); err != nil {
+		t.Error(err)
+	}
+}
