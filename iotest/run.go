@@ -40,7 +40,7 @@ func ResolveEngine(engine string, notice func(string)) (string, error) {
 		return EnginePsync, nil
 	case EngineUring:
 		if err := ProbeUring(); err != nil {
-			return "", fmt.Errorf("--engine uring: %w", err)
+			return "", err
 		}
 		return EngineUring, nil
 	case "", EngineAuto:

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"slices"
 	"strconv"
@@ -71,6 +72,9 @@ func (p ImportProblem) String() string {
 func ImportFio(name string, r io.Reader) (*iotest.Document, []ImportProblem, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
+		if errors.As(err, new(*fs.PathError)) {
+			return nil, nil, err // it names the file already
+		}
 		return nil, nil, fmt.Errorf("read %s: %w", name, err)
 	}
 	out, err := decodeFioOutput(data)

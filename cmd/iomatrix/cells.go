@@ -84,7 +84,7 @@ func (o *profileOptions) resolve(g *globalOptions, sp *sweepPlan, precondition b
 	if cp != nil {
 		alignToThrottle(g, &sp.opts)
 	}
-	engine, err := iotest.ResolveEngine(sp.opts.Engine, sp.opts.Notice)
+	engine, err := resolveEngine(sp.opts)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -164,7 +164,7 @@ func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string)
 	if cp != nil {
 		alignToThrottle(g, &opts)
 	}
-	engine, err := iotest.ResolveEngine(opts.Engine, opts.Notice)
+	engine, err := resolveEngine(opts)
 	if err != nil {
 		return err
 	}

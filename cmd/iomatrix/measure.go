@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -84,6 +85,16 @@ func noticeOtherLoad(g *globalOptions, r iotest.Result, disk string) {
 	fmt.Fprintf(g.stderr, "iomatrix: %s: disk %s completed %s requests in the measured window, %s of them not iomatrix's: "+
 		"another process was loading the device, this cell's figures are suspect\n",
 		r.Name, disk, thousands(float64(d.IOs), 0), thousands(float64(d.OtherIOs), 0))
+}
+
+// resolveEngine turns --engine into the engine that will run, in the
+// flag's terms when it cannot.
+func resolveEngine(o iotest.Options) (string, error) {
+	engine, err := iotest.ResolveEngine(o.Engine, o.Notice)
+	if errors.Is(err, iotest.ErrNoUring) {
+		return "", usagef("--engine %s: %w", o.Engine, err)
+	}
+	return engine, flagError(err)
 }
 
 // changed records which flags the user gave, after parsing.
