@@ -95,27 +95,34 @@ func fakeV2(t *testing.T) Controller {
 func TestV2FakeTree(t *testing.T) {
 	ctrl := fakeV2(t)
 	l := Limit{Device: sysfs.DevNum{Major: 254}, ReadIOPS: 3000, WriteIOPS: 1000}
-	g, err := Create(ctrl, l)
-	if err != nil {
-		t.Fatal(err)
+	// A directory made in a fake tree gets no io.max, as on a kernel
+	// built without CONFIG_BLK_DEV_THROTTLING: refused as such (not as a
+	// lack of privilege), nothing left.
+	if g, err := Create(ctrl, l); !errors.Is(err, ErrNoThrottling) {
+		t.Fatalf("Create on a tree without io.max = %+v, %v; want ErrNoThrottling", g, err)
 	}
-	if !strings.HasPrefix(g.Name, Parent+"/") || g.Version() != 2 {
-		t.Errorf("group %+v", g)
-	}
-	data, _ := os.ReadFile(filepath.Join(g.Path, "io.max"))
-	if string(data) != "254:0 rbps=max wbps=max riops=3000 wiops=1000\n" {
-		t.Errorf("io.max %q", data)
+	entries, _ := os.ReadDir(filepath.Join(ctrl.Dir, Parent))
+	for _, e := range entries {
+		if e.IsDir() {
+			t.Errorf("left %s", e.Name())
+		}
 	}
 	sub, _ := os.ReadFile(filepath.Join(ctrl.Dir, "cgroup.subtree_control"))
-	if !strings.Contains(string(sub), "io") {
+	if !strings.Contains(string(sub), "+io") {
 		t.Errorf("io not enabled in the root's subtree_control: %q", sub)
 	}
 	// The kernel rewrites io.max; reading back parses, never compares text.
-	os.WriteFile(filepath.Join(g.Path, "io.max"), []byte("254:0 rbps=max wbps=max riops=3000 wiops=1000\n7:0 rbps=max wbps=max riops=5 wiops=max\n"), 0o644)
+	mine := filepath.Join(ctrl.Dir, Parent, "1-1")
+	os.MkdirAll(mine, 0o755)
+	os.WriteFile(filepath.Join(mine, "io.max"), []byte("254:0 rbps=max wbps=max riops=3000 wiops=1000\n7:0 rbps=max wbps=max riops=5 wiops=max\n"), 0o644)
+	g, err := Join(ctrl, mine, l.Device)
+	if err != nil || g.Limit != l || g.Own != l {
+		t.Fatalf("join %+v %v", g, err)
+	}
 	if got, err := g.Limits(); err != nil || got != l {
 		t.Errorf("read back %+v %v", got, err)
 	}
-	os.WriteFile(filepath.Join(g.Path, "io.stat"), []byte("254:0 rbytes=40960 wbytes=0 rios=10 wios=0 dbytes=0 dios=0\n"), 0o644)
+	os.WriteFile(filepath.Join(mine, "io.stat"), []byte("254:0 rbytes=40960 wbytes=0 rios=10 wios=0 dbytes=0 dios=0\n"), 0o644)
 	if c, err := g.Counters(); err != nil || c.ReadIOs != 10 || c.ReadBytes != 40960 {
 		t.Errorf("counters %+v %v", c, err)
 	}
@@ -123,14 +130,17 @@ func TestV2FakeTree(t *testing.T) {
 	if err != nil || len(shown) != 2 || shown[0].Cgroup != g.Name {
 		t.Errorf("show %+v %v", shown, err)
 	}
-	// A kernel that kept another value is caught.
-	bad := Limit{Device: sysfs.DevNum{Major: 8}, ReadIOPS: 1}
-	os.MkdirAll(filepath.Join(ctrl.Dir, "elsewhere"), 0o755)
-	// Join reads somebody else's limits and never deletes their group.
-	os.WriteFile(filepath.Join(ctrl.Dir, "elsewhere", "io.max"), []byte(bad.String()+"\n"), 0o644)
-	j, err := Join(ctrl, "elsewhere", bad.Device)
-	if err != nil || j.Limit != bad {
-		t.Fatalf("join %+v %v", j, err)
+	// Join reads somebody else's limits, with its ancestors', and never
+	// deletes their group.
+	bad := Limit{Device: sysfs.DevNum{Major: 8}, ReadIOPS: 100, WriteIOPS: 7}
+	os.MkdirAll(filepath.Join(ctrl.Dir, "elsewhere", "child"), 0o755)
+	os.WriteFile(filepath.Join(ctrl.Dir, "elsewhere", "io.max"), []byte("8:0 riops=5 wiops=max rbps=max wbps=max\n"), 0o644)
+	os.WriteFile(filepath.Join(ctrl.Dir, "elsewhere", "child", "io.max"), []byte(bad.String()+"\n"), 0o644)
+	j, err := Join(ctrl, "elsewhere/child", bad.Device)
+	want := bad
+	want.ReadIOPS = 5
+	if err != nil || j.Own != bad || j.Limit != want || j.From["riops"] != filepath.Join(ctrl.Dir, "elsewhere") || len(j.From) != 1 {
+		t.Fatalf("join %+v %v: want the ancestor's stricter riops", j, err)
 	}
 	if err := j.Delete(); err != nil {
 		t.Fatal(err)
@@ -141,13 +151,11 @@ func TestV2FakeTree(t *testing.T) {
 	if _, err := Join(ctrl, "nowhere", bad.Device); err == nil {
 		t.Error("joined a missing cgroup")
 	}
-	// Delete works on the fake tree only after the files are gone (a real
-	// cgroupfs removes them with the directory).
-	for _, f := range []string{"io.max", "io.stat"} {
-		os.Remove(filepath.Join(g.Path, f))
-	}
-	if err := g.Delete(); err != nil {
-		t.Fatal(err)
+	// A cgroup that enables controllers for its children takes no process.
+	os.WriteFile(filepath.Join(ctrl.Dir, "elsewhere", "cgroup.type"), []byte("domain\n"), 0o644)
+	os.WriteFile(filepath.Join(ctrl.Dir, "elsewhere", "cgroup.subtree_control"), []byte("io\n"), 0o644)
+	if _, err := Join(ctrl, "elsewhere", bad.Device); !errors.Is(err, ErrInternalProcess) || !strings.Contains(err.Error(), "leaf") {
+		t.Errorf("joined a non-leaf cgroup: %v", err)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/iomatrix/iomatrix/internal/sysfs"
 )
 
 // Mode is how cgroups are mounted on the host.
@@ -32,6 +34,16 @@ type Controller struct {
 	// Dir is the controller's hierarchy root: Root/blkio for v1, Root or
 	// Root/unified for v2.
 	Dir string
+	// Name is the controller: "blkio" (v1) or "io" (v2). The tests of the
+	// v2 tree mechanics put "hugetlb" in its place.
+	Name string
+	// Extra are controllers enabled beside Name where the hierarchy offers
+	// them (v2): "memory", so that buffered writeback is charged to the
+	// cgroup that dirtied the pages (see Writeback).
+	Extra []string
+	// Self is this process's v2 cgroup relative to Dir ("/" the root), as
+	// /proc/self/cgroup gives it.
+	Self string
 }
 
 // ErrNoIOController means neither v1 blkio nor v2 io is usable.
@@ -44,10 +56,42 @@ const DefaultRoot = "/sys/fs/cgroup"
 // hosts v1 blkio is preferred, unless it is not mounted (booted with
 // cgroup_no_v1=blkio) and the unified tree has the io controller.
 func Detect(root string) (Controller, error) {
+	return DetectFor(root, "io")
+}
+
+// DetectFor is Detect with another v2 controller standing for io: the
+// tests of the v2 tree mechanics use hugetlb, which this project's
+// machines offer on their v2 hierarchy where io is not.
+func DetectFor(root, v2controller string) (Controller, error) {
+	c, err := detect(root, v2controller)
+	switch c.Version {
+	case 1:
+		c.Name = "blkio"
+	case 2:
+		c.Name, c.Extra, c.Self = v2controller, []string{"memory"}, selfCgroup()
+	}
+	return c, err
+}
+
+// selfCgroup is this process's v2 cgroup, "/" when unknown.
+func selfCgroup() string {
+	entries, err := sysfs.Default().Cgroups(0)
+	if err != nil {
+		return "/"
+	}
+	for _, e := range entries {
+		if e.ID == 0 {
+			return e.Path
+		}
+	}
+	return "/"
+}
+
+func detect(root, v2controller string) (Controller, error) {
 	has := func(p string) bool { _, err := os.Stat(p); return err == nil }
 	v2Has := func(dir string) bool {
 		data, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
-		return err == nil && slices.Contains(strings.Fields(string(data)), "io")
+		return err == nil && slices.Contains(strings.Fields(string(data)), v2controller)
 	}
 	blkio := filepath.Join(root, "blkio")
 	v1 := has(filepath.Join(blkio, "blkio.throttle.read_iops_device"))
@@ -55,7 +99,7 @@ func Detect(root string) (Controller, error) {
 	case has(filepath.Join(root, "cgroup.controllers")):
 		c := Controller{Mode: Unified, Version: 2, Root: root, Dir: root}
 		if !v2Has(root) {
-			return c, fmt.Errorf("%w: the unified tree at %s has no io controller", ErrNoIOController, root)
+			return c, fmt.Errorf("%w: the unified tree at %s has no %s controller", ErrNoIOController, root, v2controller)
 		}
 		return c, nil
 	case has(filepath.Join(root, "unified", "cgroup.controllers")):
@@ -64,7 +108,7 @@ func Detect(root string) (Controller, error) {
 		}
 		c := Controller{Mode: Hybrid, Version: 2, Root: root, Dir: filepath.Join(root, "unified")}
 		if !v2Has(c.Dir) {
-			return c, fmt.Errorf("%w: hybrid host without v1 blkio, and %s has no io controller", ErrNoIOController, c.Dir)
+			return c, fmt.Errorf("%w: hybrid host without v1 blkio, and %s has no %s controller", ErrNoIOController, c.Dir, v2controller)
 		}
 		return c, nil
 	case v1:

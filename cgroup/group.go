@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/containerd/cgroups/v3/cgroup1"
-	"github.com/containerd/cgroups/v3/cgroup2"
+	"golang.org/x/sys/unix"
 
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 )
@@ -28,36 +28,52 @@ type Group struct {
 	ctrl  Controller
 	Name  string // relative to the controller root, e.g. "iomatrix/1234-1"
 	Path  string // absolute directory
+	// Limit is the limit in force on the device: for a joined group the
+	// strictest along its path, since a cgroup's ancestors' limits apply
+	// to it too. Own is what the group itself sets; From names, per key
+	// of Limit that an ancestor sets, that ancestor.
 	Limit Limit
+	Own   Limit
+	From  map[string]string
 	owned bool // created by this process: Delete removes it
+	place Place
+	leaf  string // this process's leaf in a delegated place
 }
 
-// Create makes a fresh cgroup named iomatrix/<pid>-<n> under the
-// controller, applies l through containerd/cgroups, and reads the limits
-// back: the kernel must have taken them as planned.
+// Create makes a fresh cgroup named <pid>-<n> in the iomatrix directory of
+// the controller's Placement, enables the controllers there (v2), applies
+// l, and reads the limits back: the kernel must have taken them as
+// planned.
 func Create(ctrl Controller, l Limit) (*Group, error) {
-	name := fmt.Sprintf("%s/%d-%d", Parent, os.Getpid(), groupSeq.Add(1))
-	g := &Group{ctrl: ctrl, Name: name, Path: filepath.Join(ctrl.Dir, name), Limit: l, owned: true}
-	var err error
-	switch ctrl.Version {
-	case 1:
-		_, err = cgroup1.New(cgroup1.StaticPath("/"+name), l.v1Resources(), cgroup1.WithHierarchy(func() ([]cgroup1.Subsystem, error) {
-			return []cgroup1.Subsystem{cgroup1.NewBlkio(ctrl.Root)}, nil
-		}))
-	case 2:
-		// containerd creates the group and enables io in its ancestors;
-		// the plan is then one write of one line, every key at once, so
-		// the group never runs with half a limit.
-		_, err = cgroup2.NewManager(ctrl.Dir, "/"+name, &cgroup2.Resources{IO: &cgroup2.IO{}})
-		if err == nil {
-			err = os.WriteFile(filepath.Join(g.Path, "io.max"), []byte(l.String()+"\n"), 0o644)
-		}
-	default:
-		err = ErrNoIOController
+	place, err := ctrl.Placement()
+	if err != nil {
+		return nil, err
+	}
+	g := &Group{ctrl: ctrl, Limit: l, Own: l, owned: true, place: place}
+	unlock, err := lockPlace(place)
+	if err != nil {
+		return nil, err
+	}
+	g.leaf, err = ctrl.prepare(place)
+	if err != nil {
+		g.undo()
+		unlock()
+		return nil, err
+	}
+	name := fmt.Sprintf("%d-%d", os.Getpid(), groupSeq.Add(1))
+	g.Path = filepath.Join(place.Base(), name)
+	g.Name, _ = filepath.Rel(ctrl.Dir, g.Path)
+	err = os.Mkdir(g.Path, 0o755)
+	unlock()
+	if err == nil {
+		err = g.apply()
 	}
 	if err != nil {
-		os.Remove(g.Path)
+		g.remove()
 		return nil, fmt.Errorf("create cgroup %s: %w", g.Path, err)
+	}
+	if !g.limited() {
+		return g, nil
 	}
 	got, err := g.Limits()
 	if err != nil || got != l {
@@ -70,8 +86,60 @@ func Create(ctrl Controller, l Limit) (*Group, error) {
 	return g, nil
 }
 
+// limited tells whether the group's controller takes I/O limits: blkio
+// and io do; the stand-ins of the tests do not.
+func (g *Group) limited() bool { return g.ctrl.Name == "blkio" || g.ctrl.Name == "io" }
+
+// apply writes the limits, every key at once, so the group never runs
+// with half a limit.
+func (g *Group) apply() error {
+	switch {
+	case !g.limited():
+		return nil
+	case g.ctrl.Version == 1:
+		_, err := cgroup1.New(cgroup1.StaticPath("/"+g.Name), g.Limit.v1Resources(), cgroup1.WithHierarchy(g.v1Hierarchy))
+		return err
+	}
+	file := filepath.Join(g.Path, "io.max")
+	if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %s has no io.max", ErrNoThrottling, g.Path)
+	}
+	return os.WriteFile(file, []byte(g.Limit.String()+"\n"), 0o644)
+}
+
+func (g *Group) v1Hierarchy() ([]cgroup1.Subsystem, error) {
+	return []cgroup1.Subsystem{cgroup1.NewBlkio(g.ctrl.Root)}, nil
+}
+
+// remove removes the group's directory and, once no run uses it, the
+// shared iomatrix directory, holding the place's lock.
+func (g *Group) remove() error {
+	unlock, err := lockPlace(g.place)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := os.Remove(g.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	g.undo()
+	return nil
+}
+
+// undo removes what prepare made for a group that could not be made.
+func (g *Group) undo() {
+	if g.place.Delegated {
+		g.ctrl.unprepare(g.place, g.leaf)
+		return
+	}
+	g.ctrl.release(g.place)
+}
+
 // Join uses an existing cgroup (a container's, say) and reads the limits
-// configured on dev in it. It is never deleted by iomatrix.
+// in force on dev there: on v2 its own and its ancestors', the strictest
+// of each; on v1, where throttling is flat, its own. It is never deleted by iomatrix. On v2 a cgroup that enables
+// controllers for its children cannot take processes (the
+// no-internal-process rule): it is refused, with the rule named.
 func Join(ctrl Controller, path string, dev sysfs.DevNum) (*Group, error) {
 	abs := path
 	if !filepath.IsAbs(abs) {
@@ -85,13 +153,31 @@ func Join(ctrl Controller, path string, dev sysfs.DevNum) (*Group, error) {
 	if err != nil || strings.HasPrefix(rel, "..") {
 		return nil, fmt.Errorf("cgroup %s is not below the I/O controller's root %s", path, ctrl.Dir)
 	}
-	g := &Group{ctrl: ctrl, Name: rel, Path: abs}
-	all, err := g.allLimits()
+	if ctrl.Version == 2 && !isRealRoot(abs) {
+		if on, _ := readList(filepath.Join(abs, "cgroup.subtree_control")); len(on) > 0 {
+			return nil, fmt.Errorf("%w: cgroup %s enables %s for its children, so no process may join it; give a leaf cgroup (one of its children, or a new one)",
+				ErrInternalProcess, abs, strings.Join(on, " "))
+		}
+	}
+	g := &Group{ctrl: ctrl, Name: rel, Path: abs, From: map[string]string{}}
+	own, err := g.allLimits()
 	if err != nil {
 		return nil, err
 	}
-	g.Limit = all[dev]
-	g.Limit.Device = dev
+	g.Own = own[dev]
+	g.Own.Device = dev
+	g.Limit = g.Own
+	// Only v2 throttles hierarchically: on v1 every cgroup's limits are
+	// its own (blk-throttle keeps the flat behaviour there).
+	for dir := filepath.Dir(abs); ctrl.Version == 2 && strings.HasPrefix(dir, ctrl.Dir) && dir != abs; dir = filepath.Dir(dir) {
+		up := &Group{ctrl: ctrl, Path: dir}
+		if all, err := up.allLimits(); err == nil {
+			g.Limit.tighten(all[dev], dir, g.From)
+		}
+		if dir == ctrl.Dir {
+			break
+		}
+	}
 	return g, nil
 }
 
@@ -149,10 +235,14 @@ func (g *Group) allLimits() (map[sysfs.DevNum]Limit, error) {
 
 // AddProc moves a process into the group.
 func (g *Group) AddProc(pid int) error {
-	if err := os.WriteFile(filepath.Join(g.Path, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
-		return fmt.Errorf("move pid %d into %s: %w", pid, g.Path, err)
+	err := os.WriteFile(filepath.Join(g.Path, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
+	switch {
+	case err == nil:
+		return nil
+	case g.ctrl.Version == 2 && errors.Is(err, unix.EBUSY):
+		return fmt.Errorf("move pid %d into %s: %w: the cgroup enables controllers for its children", pid, g.Path, ErrInternalProcess)
 	}
-	return nil
+	return fmt.Errorf("move pid %d into %s: %w", pid, g.Path, err)
 }
 
 // Counters reads the I/Os the kernel has counted for the group on its
@@ -189,19 +279,16 @@ func (g *Group) Counters() (Counters, error) {
 }
 
 // Delete removes a group this process created, waiting briefly for exiting
-// members to leave (the kernel refuses to remove a cgroup with tasks).
-// Joined groups are left alone.
+// members to leave (the kernel refuses to remove a cgroup with tasks), and
+// the shared iomatrix directory when no other run uses it. Joined groups
+// are left alone.
 func (g *Group) Delete() error {
 	if !g.owned {
 		return nil
 	}
 	var err error
 	for range 50 {
-		err = os.Remove(g.Path)
-		if err == nil || errors.Is(err, fs.ErrNotExist) {
-			// The shared parent goes too once no run uses it; another
-			// run's group keeps it (the removal then fails harmlessly).
-			os.Remove(filepath.Dir(g.Path))
+		if err = g.remove(); err == nil {
 			return nil
 		}
 		if !errors.Is(err, syscallEBUSY) {
@@ -209,14 +296,43 @@ func (g *Group) Delete() error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err // the path is said once
+	}
+	if procs, _ := readProcs(g.Path); len(procs) > 0 {
+		return fmt.Errorf("cgroup %s cannot be removed: %d process(es) still in it (pid %d…) and still capped (%w); `iomatrix cap cleanup` removes it once they are gone",
+			g.Path, len(procs), procs[0], err)
+	}
 	return fmt.Errorf("remove cgroup %s: %w", g.Path, err)
 }
 
-// Cleanup removes cgroups left under iomatrix/ by processes that are gone
-// (SIGKILLed): only those whose owner pid no longer exists and that hold
-// no task. It returns the paths it removed.
+// Cleanup removes cgroups left by processes that are gone (SIGKILLed): in
+// the iomatrix directory of the controller's placement, only those whose
+// owner pid no longer exists and that hold no task. It returns the paths
+// it removed.
 func Cleanup(ctrl Controller) ([]string, error) {
-	dir := filepath.Join(ctrl.Dir, Parent)
+	places := []Place{{Dir: ctrl.Dir}}
+	if p, err := ctrl.Placement(); err == nil && p.Dir != ctrl.Dir {
+		places = append(places, p)
+	}
+	var removed []string
+	for _, p := range places {
+		unlock, err := lockPlace(p)
+		if err != nil {
+			return removed, err
+		}
+		r, err := cleanupDir(p.Base())
+		unlock()
+		removed = append(removed, r...)
+		if err != nil {
+			return removed, err
+		}
+	}
+	return removed, nil
+}
+
+func cleanupDir(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -238,7 +354,7 @@ func Cleanup(ctrl Controller) ([]string, error) {
 			continue // its owner still runs
 		}
 		path := filepath.Join(dir, e.Name())
-		if procs, _ := os.ReadFile(filepath.Join(path, "cgroup.procs")); strings.TrimSpace(string(procs)) != "" {
+		if procs, _ := readProcs(path); len(procs) > 0 {
 			continue
 		}
 		if err := os.Remove(path); err != nil {
@@ -246,6 +362,7 @@ func Cleanup(ctrl Controller) ([]string, error) {
 		}
 		removed = append(removed, path)
 	}
+	removeShared(dir)
 	return removed, nil
 }
 

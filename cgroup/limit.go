@@ -28,6 +28,24 @@ type Limit struct {
 	WriteBPS  uint64
 }
 
+// tighten lowers each key of l to o's where o's is stricter (0 = no
+// limit), recording in from which cgroup (dir) each key then comes from.
+func (l *Limit) tighten(o Limit, dir string, from map[string]string) {
+	for _, k := range []struct {
+		name     string
+		mine     *uint64
+		ancestor uint64
+	}{
+		{"riops", &l.ReadIOPS, o.ReadIOPS}, {"wiops", &l.WriteIOPS, o.WriteIOPS},
+		{"rbps", &l.ReadBPS, o.ReadBPS}, {"wbps", &l.WriteBPS, o.WriteBPS},
+	} {
+		if k.ancestor > 0 && (*k.mine == 0 || k.ancestor < *k.mine) {
+			*k.mine = k.ancestor
+			from[k.name] = dir
+		}
+	}
+}
+
 // Empty reports whether the limit caps nothing.
 func (l Limit) Empty() bool {
 	return l.ReadIOPS == 0 && l.WriteIOPS == 0 && l.ReadBPS == 0 && l.WriteBPS == 0

@@ -123,3 +123,19 @@ func TestAlignWindow(t *testing.T) {
 		}
 	}
 }
+
+func TestSystemdUnit(t *testing.T) {
+	for path, want := range map[string]string{
+		"/user.slice/user-0.slice/session-3.scope": "session-3.scope",
+		"/system.slice/db.service":                 "db.service",
+		"/system.slice/db.service/iomatrix/42-1":   "db.service",
+		"/system.slice/run-r1.scope/payload/x":     "run-r1.scope",
+		"/":                                        "",
+		"/iomatrix/42-1":                           "",
+		"/kubepods.slice/kubepods-pod1.slice/cri-containerd-a.scope": "cri-containerd-a.scope",
+	} {
+		if got := SystemdUnit(path); got != want {
+			t.Errorf("SystemdUnit(%q) = %q, want %q", path, got, want)
+		}
+	}
+}

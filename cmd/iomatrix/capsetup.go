@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
@@ -61,10 +63,18 @@ func (o *capOptions) precheck() error {
 type capPlan struct {
 	ctrl  cgroup.Controller
 	limit cgroup.Limit
-	join  string // --cgroup
+	join  string        // --cgroup
+	group *cgroup.Group // made (or joined) by create
 }
 
-// plan checks the cap flags against the target, touching nothing.
+// detectCgroups finds the host's I/O controller; tests replace it to put
+// another v2 controller in io's place (see cgroup.DetectFor).
+var detectCgroups = func() (cgroup.Controller, error) { return cgroup.Detect(cgroup.DefaultRoot) }
+
+// plan checks the cap flags against the target and the cgroup tree,
+// touching nothing: a tree that cannot take iomatrix's cgroup (read-only,
+// without the io controller, or where the no-internal-process rule of v2
+// forbids it) is refused here, before any I/O.
 func (o *capOptions) plan(g *globalOptions, target string) (*capPlan, error) {
 	if !o.enabled() {
 		return nil, nil
@@ -76,9 +86,9 @@ func (o *capOptions) plan(g *globalOptions, target string) (*capPlan, error) {
 	if o.Cap != "" {
 		cp.limit, _ = cgroup.ParseCap(o.Cap) // checked by precheck
 	}
-	ctrl, err := cgroup.Detect(cgroup.DefaultRoot)
+	ctrl, err := detectCgroups()
 	if err != nil {
-		return nil, err
+		return nil, cgroupError(err)
 	}
 	cp.ctrl = ctrl
 	// A file that does not exist yet will live on its directory's device.
@@ -94,17 +104,66 @@ func (o *capOptions) plan(g *globalOptions, target string) (*capPlan, error) {
 		fmt.Fprintf(g.stderr, "iomatrix: %s\n", notice)
 	}
 	cp.limit.Device = dev
-	if cp.join != "" {
-		grp, err := cgroup.Join(ctrl, cp.join, dev)
-		if err != nil {
-			return nil, usagef("--cgroup: %w", err)
+	if cp.join == "" {
+		if _, err := ctrl.Placement(); err != nil {
+			return nil, cgroupError(err)
 		}
-		cp.limit = grp.Limit
-		if cp.limit.Empty() {
-			fmt.Fprintf(g.stderr, "iomatrix: cgroup %s has no I/O limit on %s: measuring it uncapped\n", grp.Path, dev)
-		}
+		return cp, nil
+	}
+	grp, err := cgroup.Join(ctrl, cp.join, dev)
+	if err != nil {
+		return nil, usagef("--cgroup: %w", err)
+	}
+	cp.limit = grp.Limit
+	if cp.limit.Empty() {
+		fmt.Fprintf(g.stderr, "iomatrix: cgroup %s has no I/O limit on %s: measuring it uncapped\n", grp.Path, dev)
+	}
+	for key, from := range grp.From {
+		fmt.Fprintf(g.stderr, "iomatrix: cgroup %s: its ancestor %s sets a stricter %s; the limit in force is %s\n", grp.Path, from, key, cp.limit)
 	}
 	return cp, nil
+}
+
+// cgroupError puts a cgroup tree's refusal in the terms of the exit
+// status: what the host cannot do is bad input (2), what it does not let
+// this process do is a matter of privilege (4).
+func cgroupError(err error) error {
+	switch {
+	case errors.Is(err, unix.EROFS), errors.Is(err, fs.ErrPermission):
+		return privilegeError{err.Error()}
+	case errors.Is(err, cgroup.ErrInternalProcess), errors.Is(err, cgroup.ErrControllerMissing),
+		errors.Is(err, cgroup.ErrNoThrottling), errors.Is(err, cgroup.ErrNoIOController):
+		return usageError{err}
+	}
+	return err
+}
+
+// create makes (or joins) the cgroup. It comes before the target is laid
+// out or measured, so that a refusal of the tree costs no I/O; release
+// must follow on every path.
+func (cp *capPlan) create() error {
+	if cp == nil {
+		return nil
+	}
+	var err error
+	if cp.join != "" {
+		cp.group, err = cgroup.Join(cp.ctrl, cp.join, cp.limit.Device)
+	} else {
+		cp.group, err = cgroup.Create(cp.ctrl, cp.limit)
+	}
+	return cgroupError(err)
+}
+
+// release deletes the cgroup create made (a joined one stays), after the
+// worker has gone; a cgroup that cannot go (processes left in it) is
+// reported, never dropped silently.
+func (cp *capPlan) release(g *globalOptions) {
+	if cp == nil || cp.group == nil {
+		return
+	}
+	if err := cp.group.Delete(); err != nil {
+		fmt.Fprintf(g.stderr, "iomatrix: warning: %v\n", err)
+	}
 }
 
 // capSession is a cgroup with a worker inside it.
@@ -118,24 +177,14 @@ type capSession struct {
 	lastActive time.Time
 }
 
-// start creates (or joins) the cgroup and starts the worker in it. close
-// must run on every path: it stops the worker and deletes the cgroup.
+// start starts the worker in the cgroup create made. Close must run on
+// every path: it stops the worker (the cgroup goes with release).
 func (cp *capPlan) start(g *globalOptions, t workerTarget) (*capSession, error) {
-	var grp *cgroup.Group
-	var err error
-	if cp.join != "" {
-		grp, err = cgroup.Join(cp.ctrl, cp.join, cp.limit.Device)
-	} else {
-		grp, err = cgroup.Create(cp.ctrl, cp.limit)
-	}
-	if err != nil {
-		return nil, err
-	}
-	s := &capSession{group: grp, lastActive: time.Now()}
+	s := &capSession{group: cp.group, lastActive: time.Now()}
 	notice := func(msg string) { fmt.Fprintf(g.stderr, "iomatrix: %s\n", msg) }
-	s.runner, err = startWorker(g.stderr, t, grp.AddProc, notice)
+	var err error
+	s.runner, err = startWorker(g.stderr, t, cp.group.AddProc, notice)
 	if err != nil {
-		grp.Delete()
 		return nil, err
 	}
 	return s, nil
@@ -172,8 +221,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 func (s *capSession) Close() error {
-	s.runner.Close()
-	return s.group.Delete()
+	return s.runner.Close()
 }
 
 // info is the cap object of the results file.

@@ -144,6 +144,11 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 		}
 	}
 	fmt.Fprintf(g.stderr, "iomatrix: cap verify %s on %s: %s, results: %s\n", sp.profile.Name, sp.target, report.Count(len(sp.todo), "pattern"), sp.out)
+	// The cgroup first: a tree that refuses it costs no I/O.
+	if err := cp.create(); err != nil {
+		return err
+	}
+	defer cp.release(g)
 	t, err := openTarget(ctx, plan, g)
 	if err != nil {
 		return err

@@ -170,6 +170,11 @@ func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string)
 	}
 	opts.Engine = engine
 
+	// The cgroup first: a tree that refuses it costs no I/O.
+	if err := cp.create(); err != nil {
+		return err
+	}
+	defer cp.release(g)
 	t, err := openTarget(ctx, plan, g)
 	if err != nil {
 		return err

@@ -344,6 +344,11 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 		sp.opts.Runtime, sp.opts.Ramp)
 	fmt.Fprintf(g.stderr, "iomatrix: results: %s\n", sp.out)
 
+	// The cgroup first: a tree that refuses it costs no I/O.
+	if err := cp.create(); err != nil {
+		return err
+	}
+	defer cp.release(g)
 	t, err := openTarget(ctx, plan, g)
 	if err != nil {
 		return err

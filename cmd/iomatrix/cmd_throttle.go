@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -138,9 +138,15 @@ func runThrottle(ctx context.Context, g *globalOptions, o *throttleOptions, args
 	if os.Geteuid() != 0 {
 		return privilegeError{"throttle needs root or CAP_SYS_ADMIN (cgroups are created through cgroupfs)"}
 	}
-	ctrl, err := cgroup.Detect(cgroup.DefaultRoot)
+	ctrl, err := detectCgroups()
 	if err != nil {
-		return err
+		return cgroupError(err)
+	}
+	var orig string
+	if o.PID != 0 {
+		if orig, err = ownCgroup(ctrl, o.PID); err != nil {
+			return err
+		}
 	}
 	if notice != "" {
 		fmt.Fprintf(g.stderr, "iomatrix: %s\n", notice)
@@ -148,18 +154,38 @@ func runThrottle(ctx context.Context, g *globalOptions, o *throttleOptions, args
 	l.Device = dev
 	grp, err := cgroup.Create(ctrl, l)
 	if err != nil {
-		return err
+		return cgroupError(err)
 	}
-	defer grp.Delete()
+	defer func() {
+		// A command that left children behind leaves them capped: say so.
+		if err := grp.Delete(); err != nil {
+			fmt.Fprintf(g.stderr, "iomatrix: warning: %v\n", err)
+		}
+	}()
 	capText := report.DescribeCap(&iotest.Cap{CgroupVersion: ctrl.Version, Device: dev.String(),
 		ReadIOPS: l.ReadIOPS, WriteIOPS: l.WriteIOPS, ReadBPS: l.ReadBPS, WriteBPS: l.WriteBPS})
-	if ctrl.Version == 1 {
-		fmt.Fprintln(g.stderr, "iomatrix: warning: cgroup v1 limits direct I/O only; buffered writes of the command are not throttled")
+	if w := writebackWarning(ctrl.Version, grp.Enabled()); w != "" {
+		fmt.Fprintf(g.stderr, "iomatrix: warning: %s\n", w)
 	}
 	if o.PID != 0 {
-		return throttlePID(ctx, g, grp, o.PID, capText)
+		return throttlePID(ctx, g, grp, o.PID, orig, capText)
 	}
 	return throttleCommand(ctx, g, grp, command, args, capText)
+}
+
+// writebackWarning says when buffered writes escape the cap. Writeback is
+// done later by the kernel's flusher threads: cgroup v1 never charges it
+// to the cgroup that dirtied the pages; cgroup v2 does when the cgroup has
+// both the memory and the io controllers (iomatrix enables memory where
+// the hierarchy offers it).
+func writebackWarning(version int, enabled []string) string {
+	switch {
+	case version == 1:
+		return "cgroup v1 limits direct I/O only; buffered writes of the command are not throttled"
+	case !slices.Contains(enabled, "memory"):
+		return "cgroup v2 charges buffered writes to a cgroup only when its memory controller is on, and this hierarchy does not offer it here: buffered writes of the command are not throttled"
+	}
+	return ""
 }
 
 // deviceError words a device that cannot be capped: the user's --device,
@@ -190,7 +216,7 @@ func throttleCommand(ctx context.Context, g *globalOptions, grp *cgroup.Group, p
 		return err
 	}
 	cmd := exec.Command(exe, append([]string{"__exec", path}, args...)...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, g.stdout, g.stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, unwrapped(g.stdout), unwrapped(g.stderr)
 	cmd.ExtraFiles = []*os.File{gate}
 	if err := cmd.Start(); err != nil {
 		gate.Close()
@@ -228,14 +254,11 @@ func throttleCommand(ctx context.Context, g *globalOptions, grp *cgroup.Group, p
 }
 
 // throttlePID caps a running process until Ctrl-C or its exit, then puts
-// it back where it was.
-func throttlePID(ctx context.Context, g *globalOptions, grp *cgroup.Group, pid int, capText string) error {
-	orig, err := ownCgroup(pid, grp)
-	if err != nil {
-		return err
-	}
+// it back where it was (orig), or, were that cgroup gone meanwhile, in its
+// nearest ancestor: the process never stays capped when iomatrix ends.
+func throttlePID(ctx context.Context, g *globalOptions, grp *cgroup.Group, pid int, orig, capText string) error {
 	if err := grp.AddProc(pid); err != nil {
-		return err
+		return cgroupError(err)
 	}
 	fmt.Fprintf(g.stderr, "iomatrix: pid %d capped at %s until Ctrl-C (cgroup %s)\n", pid, capText, grp.Path)
 	tick := time.NewTicker(500 * time.Millisecond)
@@ -243,10 +266,15 @@ func throttlePID(ctx context.Context, g *globalOptions, grp *cgroup.Group, pid i
 	for {
 		select {
 		case <-ctx.Done():
-			if err := os.WriteFile(filepath.Join(orig, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
-				return fmt.Errorf("move pid %d back to %s: %w", pid, orig, err)
+			back, err := moveBack(pid, orig, strings.TrimSuffix(grp.Path, "/"+grp.Name))
+			if err != nil {
+				return fmt.Errorf("move pid %d back to %s: %w (it is still capped in %s)", pid, orig, err, grp.Path)
 			}
-			fmt.Fprintf(g.stderr, "iomatrix: pid %d released back to %s\n", pid, orig)
+			if back != orig {
+				fmt.Fprintf(g.stderr, "iomatrix: pid %d released to %s: its cgroup %s is gone\n", pid, back, orig)
+			} else {
+				fmt.Fprintf(g.stderr, "iomatrix: pid %d released back to %s\n", pid, orig)
+			}
 			return ctx.Err()
 		case <-tick.C:
 			if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
@@ -257,27 +285,43 @@ func throttlePID(ctx context.Context, g *globalOptions, grp *cgroup.Group, pid i
 	}
 }
 
-// ownCgroup is the directory of pid's cgroup in the group's hierarchy.
-func ownCgroup(pid int, grp *cgroup.Group) (string, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/cgroup", pid))
-	if err != nil {
-		return "", err
+// moveBack puts pid in dir, or in dir's nearest ancestor below top that
+// still exists, and returns where it went.
+func moveBack(pid int, dir, top string) (string, error) {
+	for {
+		err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) || dir == top || !strings.HasPrefix(dir, top) {
+			return dir, err
+		}
+		dir = filepath.Dir(dir)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		parts := strings.SplitN(sc.Text(), ":", 3)
-		if len(parts) != 3 {
+}
+
+// ownCgroup is the directory of pid's cgroup in the controller's
+// hierarchy. A process in a systemd unit is refused on v2: moving it out
+// would take it out of its unit and of the limits systemd sets there.
+func ownCgroup(ctrl cgroup.Controller, pid int) (string, error) {
+	sys := sysfs.Default()
+	entries, err := sys.Cgroups(pid)
+	if err != nil {
+		return "", fmt.Errorf("--pid %d: %w", pid, err)
+	}
+	for _, e := range entries {
+		v1 := ctrl.Version == 1 && slices.Contains(e.Controllers, "blkio")
+		v2 := ctrl.Version == 2 && e.ID == 0
+		if !v1 && !v2 {
 			continue
 		}
-		v1 := grp.Version() == 1 && strings.Contains(","+parts[1]+",", ",blkio,")
-		v2 := grp.Version() == 2 && parts[0] == "0"
-		if v1 || v2 {
-			root := strings.TrimSuffix(grp.Path, "/"+grp.Name)
-			return filepath.Join(root, parts[2]), nil
+		if unit := cgroup.SystemdUnit(e.Path); v2 && unit != "" && sys.ProcessName(1) == "systemd" {
+			return "", usagef("--pid %d: the process runs in systemd unit %s, which keeps it in its own cgroup: moving it out would drop the unit's own limits. "+
+				"Cap the unit instead (systemctl set-property %s IOReadIOPSMax=… IOWriteIOPSMax=…), or run the command under iomatrix throttle -- COMMAND", pid, unit, unit)
 		}
+		return filepath.Join(ctrl.Dir, e.Path), nil
 	}
-	return "", fmt.Errorf("pid %d: no cgroup in the I/O controller's hierarchy", pid)
+	return "", fmt.Errorf("--pid %d: no cgroup in the I/O controller's hierarchy", pid)
 }
 
 // newExecCommand is the shim of throttle: it waits on fd 3 until its

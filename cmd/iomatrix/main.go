@@ -227,6 +227,16 @@ func (p *pipeWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
+// unwrapped is the writer under a pipeWriter: what a child process should
+// inherit (an *os.File is handed over as is, where any other writer is
+// fed through a pipe that the child's own children keep open).
+func unwrapped(w io.Writer) io.Writer {
+	if p, ok := w.(*pipeWriter); ok {
+		return p.w
+	}
+	return w
+}
+
 func isTerminal(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil

@@ -196,7 +196,7 @@ func startWorker(stderr io.Writer, target workerTarget, place func(pid int) erro
 		return nil, err
 	}
 	cmd := exec.Command(exe, "__worker")
-	cmd.Stderr = stderr
+	cmd.Stderr = unwrapped(stderr)
 	// Its own process group: a terminal's Ctrl-C reaches the parent, which
 	// stops the child itself, after which the cgroup can go.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

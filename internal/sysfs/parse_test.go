@@ -354,3 +354,24 @@ func TestFilesystemName(t *testing.T) {
 		}
 	}
 }
+
+func TestParseProcCgroup(t *testing.T) {
+	in := "12:blkio:/user.slice\n1:name=systemd:/init.scope\n0::/user.slice/user-0.slice/session-1.scope\n"
+	got, err := ParseProcCgroup(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []CgroupEntry{
+		{ID: 12, Controllers: []string{"blkio"}, Path: "/user.slice"},
+		{ID: 1, Controllers: []string{"name=systemd"}, Path: "/init.scope"},
+		{ID: 0, Path: "/user.slice/user-0.slice/session-1.scope"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+	for _, bad := range []string{"0:/x", "x::/", "0::relative", "-1::/"} {
+		if _, err := ParseProcCgroup(strings.NewReader("0::/\n" + bad + "\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
+			t.Errorf("%q: %v, want an error naming line 2", bad, err)
+		}
+	}
+}

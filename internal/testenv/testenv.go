@@ -128,3 +128,72 @@ func MountExt4(t testing.TB, dev string, mkfsArgs ...string) (mnt string) {
 	t.Cleanup(func() { unix.Unmount(mnt, unix.MNT_DETACH) })
 	return mnt
 }
+
+// CgroupV2 returns the mount point of this machine's real cgroup v2
+// hierarchy when it offers controller (the tests of the v2 tree
+// mechanics use hugetlb in io's place), and holds a lock on it until the
+// test ends: tests of several packages change that tree (controllers
+// enabled for children, cgroups made and removed) and must not overlap.
+// When the test ends, controller is disabled again in the root's
+// subtree_control if it was not enabled before, so the tree is left as
+// found.
+func CgroupV2(t testing.TB, controller string) string {
+	t.Helper()
+	Root(t)
+	mnt := ""
+	for _, dir := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
+		var fs unix.Statfs_t
+		if unix.Statfs(dir, &fs) == nil && fs.Type == unix.CGROUP2_SUPER_MAGIC {
+			mnt = dir
+			break
+		}
+	}
+	Require(t, mnt != "", "no cgroup v2 hierarchy mounted")
+	data, err := os.ReadFile(filepath.Join(mnt, "cgroup.controllers"))
+	Require(t, err == nil && strings.Contains(" "+strings.TrimSpace(string(data))+" ", " "+controller+" "),
+		"the cgroup v2 hierarchy at "+mnt+" offers no "+controller+" controller")
+	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "iomatrix-cgroup-v2-tests.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(mnt, "cgroup.subtree_control")
+	before, _ := os.ReadFile(sub)
+	t.Cleanup(func() {
+		if !strings.Contains(" "+strings.TrimSpace(string(before))+" ", " "+controller+" ") {
+			if err := os.WriteFile(sub, []byte("-"+controller), 0); err != nil {
+				t.Errorf("leave %s as found: disable %s: %v", mnt, controller, err)
+			}
+		}
+		unix.Flock(int(lock.Fd()), unix.LOCK_UN)
+		lock.Close()
+	})
+	return mnt
+}
+
+// RemoveCgroup removes a cgroup directory tree made by a test, moving any
+// process still in it to the hierarchy's root (mnt) first.
+func RemoveCgroup(t testing.TB, mnt, dir string) {
+	t.Helper()
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.IsDir() {
+			RemoveCgroup(t, mnt, filepath.Join(dir, e.Name()))
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs")); err == nil {
+		for _, pid := range strings.Fields(string(data)) {
+			os.WriteFile(filepath.Join(mnt, "cgroup.procs"), []byte(pid), 0)
+		}
+	}
+	for try := 0; try < 50; try++ {
+		err := os.Remove(dir)
+		if err == nil || os.IsNotExist(err) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Errorf("leave the cgroup tree as found: %s cannot be removed", dir)
+}
