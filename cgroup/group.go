@@ -25,9 +25,9 @@ var groupSeq atomic.Int64
 
 // Group is a cgroup with I/O limits on one device.
 type Group struct {
-	ctrl  Controller
-	Name  string // relative to the controller root, e.g. "iomatrix/1234-1"
-	Path  string // absolute directory
+	ctrl Controller
+	Name string // relative to the controller root, e.g. "iomatrix/1234-1"
+	Path string // absolute directory
 	// Limit is the limit in force on the device: for a joined group the
 	// strictest along its path, since a cgroup's ancestors' limits apply
 	// to it too. Own is what the group itself sets; From names, per key
