@@ -1,6 +1,7 @@
 package iotest
 
 import (
+	"github.com/iomatrix/iomatrix/results"
 	"math"
 	"math/bits"
 )
@@ -126,25 +127,9 @@ func (h *Histogram) Percentile(q float64) uint64 {
 	return h.max
 }
 
-// Latency is the JSON summary of a histogram (field names are the results
-// contract).
-type Latency struct {
-	Min   uint64  `json:"min"`
-	Mean  float64 `json:"mean"`
-	P50   uint64  `json:"p50"`
-	P90   uint64  `json:"p90"`
-	P99   uint64  `json:"p99"`
-	P999  uint64  `json:"p99.9"`
-	P9999 uint64  `json:"p99.99"`
-	Max   uint64  `json:"max"`
-	// Count is the number of latencies recorded: it equals the direction's
-	// ios.
-	Count uint64 `json:"count"`
-}
-
 // Summary renders the histogram for the results file.
-func (h *Histogram) Summary() Latency {
-	return Latency{
+func (h *Histogram) Summary() results.Latency {
+	return results.Latency{
 		Min: h.min, Mean: math.Round(h.Mean()*10) / 10,
 		P50: h.Percentile(50), P90: h.Percentile(90), P99: h.Percentile(99),
 		P999: h.Percentile(99.9), P9999: h.Percentile(99.99), Max: h.max, Count: h.total,

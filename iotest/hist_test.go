@@ -1,6 +1,7 @@
 package iotest
 
 import (
+	"github.com/iomatrix/iomatrix/results"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -76,7 +77,7 @@ func TestHistogramKnownDistribution(t *testing.T) {
 		t.Errorf("merged %+v, want %+v", a.Summary(), h.Summary())
 	}
 	var empty Histogram
-	if s := empty.Summary(); s != (Latency{}) {
+	if s := empty.Summary(); s != (results.Latency{}) {
 		t.Errorf("empty summary %+v", s)
 	}
 }
@@ -149,7 +150,7 @@ func TestHistogramMergeIsTheUnion(t *testing.T) {
 
 func TestBuildResultTotalLatency(t *testing.T) {
 	reads, writes, union := mixedSamples()
-	p := Pattern{Access: Random, BlockSize: 4096, ReadPct: 70, QueueDepth: 4, Jobs: 1}
+	p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 70, QueueDepth: 4, Jobs: 1}
 	s := newStats(1)
 	s.readHist, s.writeHist = *reads, *writes
 	s.readIOs, s.writeIOs = reads.Count(), writes.Count()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/iomatrix/iomatrix/results"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -70,7 +71,7 @@ func TestRunOnFile(t *testing.T) {
 		t.Run(eng, func(t *testing.T) {
 			path := filepath.Join(dir, eng+".dat")
 			tg := openPlan(t, path, TargetOptions{Size: 64 << 20, Writes: true})
-			p := Pattern{Access: Random, BlockSize: 4096, ReadPct: 50, QueueDepth: 8, Jobs: 2}
+			p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 50, QueueDepth: 8, Jobs: 2}
 			o := Options{Runtime: 1500 * time.Millisecond, Ramp: 200 * time.Millisecond, Seed: 1, Engine: eng}
 			var calls int
 			o.Progress = func(Progress) { calls++ }
@@ -226,7 +227,7 @@ func TestForeignFileGuard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Run(context.Background(), tg, Pattern{Access: Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 4, Jobs: 1},
+	r, err := Run(context.Background(), tg, results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 4, Jobs: 1},
 		Options{Runtime: 200 * time.Millisecond, Engine: EngineAuto})
 	tg.Close()
 	if err != nil || r.Read.IOs == 0 {
@@ -292,7 +293,7 @@ func TestWritesReachDevice(t *testing.T) {
 			if eng == EnginePsync {
 				qd = 1 // one worker: one sequence to replay
 			}
-			p := Pattern{Access: Random, BlockSize: 4096, ReadPct: 0, QueueDepth: qd, Jobs: 1}
+			p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 0, QueueDepth: qd, Jobs: 1}
 			r, err := Run(context.Background(), tg, p, Options{Runtime: 300 * time.Millisecond, Seed: 77, Engine: eng})
 			if err != nil {
 				t.Fatal(err)
@@ -362,7 +363,7 @@ func TestNoAllocationPerIO(t *testing.T) {
 			o.Engine = EngineUring
 			maskExtArg(t)
 		}
-		p := Pattern{Access: Random, BlockSize: 4096, ReadPct: 50, QueueDepth: 8, Jobs: 1}
+		p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 50, QueueDepth: 8, Jobs: 1}
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		r, err := Run(context.Background(), tg, p, o)
@@ -387,7 +388,7 @@ func TestMaxIOsStopsEachJob(t *testing.T) {
 	path := filepath.Join(directIODir(t), "max.dat")
 	tg := openPlan(t, path, TargetOptions{Size: 16 << 20, Writes: true})
 	for _, eng := range engines(t) {
-		p := Pattern{Access: Random, BlockSize: 4096, ReadPct: 50, QueueDepth: 8, Jobs: 2}
+		p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 50, QueueDepth: 8, Jobs: 2}
 		r, err := Run(context.Background(), tg, p, Options{Runtime: time.Minute, Seed: 1, Engine: eng, MaxIOs: 1000})
 		if err != nil {
 			t.Fatal(err)
@@ -484,11 +485,11 @@ func TestOtherLoadOnTheDisk(t *testing.T) {
 	defer cancel()
 	loaded := make(chan error, 1)
 	go func() {
-		_, err := Run(ctx, other, Pattern{Access: Random, BlockSize: 4096, ReadPct: 0, QueueDepth: 8, Jobs: 1},
+		_, err := Run(ctx, other, results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 0, QueueDepth: 8, Jobs: 1},
 			Options{Runtime: time.Minute, Seed: 1, Engine: EnginePsync})
 		loaded <- err
 	}()
-	p := Pattern{Access: Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 1, Jobs: 1}
+	p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 1, Jobs: 1}
 	r, err := Run(context.Background(), tg, p, Options{Runtime: time.Second, Ramp: 200 * time.Millisecond, Seed: 2, Engine: EnginePsync})
 	cancel()
 	<-loaded

@@ -2,6 +2,7 @@ package iotest
 
 import (
 	"fmt"
+	"github.com/iomatrix/iomatrix/results"
 	"math/bits"
 	"math/rand/v2"
 	"sync/atomic"
@@ -23,26 +24,6 @@ type clock struct {
 	end     int64 // and ends here
 }
 
-// IOError describes the first failed I/O of a job.
-type IOError struct {
-	Op     string `json:"op"` // "read" or "write"
-	Offset int64  `json:"offset"`
-	Errno  int    `json:"errno,omitempty"`
-	Msg    string `json:"message"`
-}
-
-func (e *IOError) Error() string {
-	return fmt.Sprintf("%s at offset %d: %s", e.Op, e.Offset, e.Msg)
-}
-
-// Unwrap exposes the errno so callers can use errors.Is(err, syscall.ENOSPC).
-func (e *IOError) Unwrap() error {
-	if e.Errno == 0 {
-		return nil
-	}
-	return syscall.Errno(e.Errno)
-}
-
 // stats is owned by exactly one goroutine while the run lasts and merged by
 // the coordinator afterwards: no lock or atomic on the per-I/O path except
 // the progress counter, which only its owner writes.
@@ -54,7 +35,7 @@ type stats struct {
 	subReads, subWrites   uint64 // every submission
 	badReads, badWrites   uint64 // completions that failed
 	timeline              []uint64
-	err                   *IOError
+	err                   *results.IOError
 	progress              atomic.Uint64
 	_                     [56]byte // keep progress counters of workers on separate cache lines
 }
@@ -123,10 +104,10 @@ func (s *stats) fail(write bool, off int64, res int, expected int) {
 	}
 	if res < 0 {
 		errno := syscall.Errno(-res)
-		s.err = &IOError{Op: op, Offset: off, Errno: int(errno), Msg: errno.Error()}
+		s.err = &results.IOError{Op: op, Offset: off, Errno: int(errno), Msg: errno.Error()}
 		return
 	}
-	s.err = &IOError{Op: op, Offset: off, Msg: fmt.Sprintf("short %s: %d of %d bytes", op, res, expected)}
+	s.err = &results.IOError{Op: op, Offset: off, Msg: fmt.Sprintf("short %s: %d of %d bytes", op, res, expected)}
 }
 
 func (s *stats) merge(o *stats) {
@@ -173,8 +154,8 @@ func (q *sequence) take() bool {
 	return q.budget == nil || q.budget.Add(-1) >= 0
 }
 
-func newSequence(seed uint64, job, worker int, p Pattern, size int64) *sequence {
-	q := &sequence{bs: p.BlockSize, readPct: uint64(p.ReadPct), random: p.Access == Random}
+func newSequence(seed uint64, job, worker int, p results.Pattern, size int64) *sequence {
+	q := &sequence{bs: p.BlockSize, readPct: uint64(p.ReadPct), random: p.Access == results.Random}
 	q.rng.Seed(seed, uint64(job)<<32|uint64(worker)+0x9e3779b97f4a7c15)
 	q.data.Seed(seed^0xda7a, uint64(job)<<32|uint64(worker))
 	q.blocks = uint64(size / p.BlockSize)

@@ -3,16 +3,9 @@ package iotest
 import (
 	"errors"
 	"fmt"
+	"github.com/iomatrix/iomatrix/internal/units"
+	"github.com/iomatrix/iomatrix/results"
 	"time"
-)
-
-// Access is the offset pattern of a workload.
-type Access string
-
-// The two access patterns.
-const (
-	Random     Access = "random"
-	Sequential Access = "sequential"
 )
 
 // Limits of a pattern. They are part of the user interface: --help quotes them.
@@ -26,15 +19,6 @@ const (
 // ErrBadPattern marks a pattern that cannot run; the message names the field.
 var ErrBadPattern = errors.New("invalid pattern")
 
-// Pattern is one workload: what a single cell of the matrix measures.
-type Pattern struct {
-	Access     Access `json:"access"`
-	BlockSize  int64  `json:"block_size"`
-	ReadPct    int    `json:"read_pct"`
-	QueueDepth int    `json:"queue_depth"`
-	Jobs       int    `json:"jobs"`
-}
-
 // FieldError names the pattern field at fault so callers can map it to a
 // flag or a profile key.
 type FieldError struct {
@@ -45,16 +29,16 @@ type FieldError struct {
 func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
 func (e *FieldError) Unwrap() error { return ErrBadPattern }
 
-// Validate checks the pattern on its own; ValidateFor adds the target's
-// alignment.
-func (p Pattern) Validate() error {
+// ValidatePattern checks a pattern on its own: what the engine can run;
+// ValidatePatternFor adds the target's alignment and size.
+func ValidatePattern(p results.Pattern) error {
 	switch p.Access {
-	case Random, Sequential:
+	case results.Random, results.Sequential:
 	default:
 		return &FieldError{"access", fmt.Sprintf("%q is not random or sequential", p.Access)}
 	}
 	if p.BlockSize < MinBlockSize || p.BlockSize > MaxBlockSize {
-		return &FieldError{"block_size", fmt.Sprintf("%d bytes is outside %s..%s", p.BlockSize, FormatSize(MinBlockSize), FormatSize(MaxBlockSize))}
+		return &FieldError{"block_size", fmt.Sprintf("%d bytes is outside %s..%s", p.BlockSize, units.FormatSize(MinBlockSize), units.FormatSize(MaxBlockSize))}
 	}
 	if p.BlockSize%MinBlockSize != 0 {
 		return &FieldError{"block_size", fmt.Sprintf("%d bytes is not a multiple of 512", p.BlockSize)}
@@ -69,15 +53,15 @@ func (p Pattern) Validate() error {
 		return &FieldError{"jobs", fmt.Sprintf("%d is outside 1..%d", p.Jobs, MaxJobs)}
 	}
 	if buf := int64(p.Jobs) * int64(p.QueueDepth) * p.BlockSize; buf > MaxBufferBytes {
-		return &FieldError{"block_size", fmt.Sprintf("jobs × queue depth × block size = %s of I/O buffers, more than %s", FormatSize(buf), FormatSize(MaxBufferBytes))}
+		return &FieldError{"block_size", fmt.Sprintf("jobs × queue depth × block size = %s of I/O buffers, more than %s", units.FormatSize(buf), units.FormatSize(MaxBufferBytes))}
 	}
 	return nil
 }
 
-// ValidateFor checks the pattern against a target's direct-I/O alignment
+// ValidatePatternFor checks the pattern against a target's direct-I/O alignment
 // and size.
-func (p Pattern) ValidateFor(align int64, size int64) error {
-	if err := p.Validate(); err != nil {
+func ValidatePatternFor(p results.Pattern, align int64, size int64) error {
+	if err := ValidatePattern(p); err != nil {
 		return err
 	}
 	if align > 0 && p.BlockSize%align != 0 {
@@ -85,39 +69,14 @@ func (p Pattern) ValidateFor(align int64, size int64) error {
 	}
 	if size > 0 {
 		need := p.BlockSize
-		if p.Access == Sequential {
+		if p.Access == results.Sequential {
 			need *= int64(p.Jobs)
 		}
 		if size < need {
-			return &FieldError{"block_size", fmt.Sprintf("target of %s is smaller than %s needed", FormatSize(size), FormatSize(need))}
+			return &FieldError{"block_size", fmt.Sprintf("target of %s is smaller than %s needed", units.FormatSize(size), units.FormatSize(need))}
 		}
 	}
 	return nil
-}
-
-// Writes reports whether the pattern can issue writes.
-func (p Pattern) Writes() bool { return p.ReadPct < 100 }
-
-// Name is the stable identifier of a pattern, e.g. rand-4k-r90-qd32,
-// seq-read-1m-qd8, rand-16k-r70-qd1-j8.
-func (p Pattern) Name() string {
-	var n string
-	if p.Access == Sequential {
-		dir := fmt.Sprintf("r%d", p.ReadPct)
-		switch p.ReadPct {
-		case 100:
-			dir = "read"
-		case 0:
-			dir = "write"
-		}
-		n = fmt.Sprintf("seq-%s-%s-qd%d", dir, ShortSize(p.BlockSize), p.QueueDepth)
-	} else {
-		n = fmt.Sprintf("rand-%s-r%d-qd%d", ShortSize(p.BlockSize), p.ReadPct, p.QueueDepth)
-	}
-	if p.Jobs > 1 {
-		n += fmt.Sprintf("-j%d", p.Jobs)
-	}
-	return n
 }
 
 // Options are the run settings shared by every pattern of a run or sweep.
@@ -139,7 +98,7 @@ type Options struct {
 
 // Progress is a live snapshot handed to Options.Progress.
 type Progress struct {
-	Pattern Pattern
+	Pattern results.Pattern
 	Ramping bool
 	Elapsed time.Duration // since the start of the phase
 	IOs     uint64        // completed in the phase so far

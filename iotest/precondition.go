@@ -3,6 +3,7 @@ package iotest
 import (
 	"context"
 	"fmt"
+	"github.com/iomatrix/iomatrix/results"
 	"time"
 )
 
@@ -30,7 +31,7 @@ func Precondition(ctx context.Context, t *Target, engine string, seed uint64, ra
 			progress(st)
 		}
 	}
-	fill := Pattern{Access: Sequential, BlockSize: bs, ReadPct: 0, QueueDepth: 8, Jobs: 1}
+	fill := results.Pattern{Access: results.Sequential, BlockSize: bs, ReadPct: 0, QueueDepth: 8, Jobs: 1}
 	ios := uint64(t.Size / bs)
 	for pass := 1; pass <= 2; pass++ {
 		phase := fmt.Sprintf("fill %d/2", pass)
@@ -48,7 +49,7 @@ func Precondition(ctx context.Context, t *Target, engine string, seed uint64, ra
 	if randomFor <= 0 {
 		return nil
 	}
-	rnd := Pattern{Access: Random, BlockSize: 4096, ReadPct: 0, QueueDepth: 32, Jobs: 1}
+	rnd := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 0, QueueDepth: 32, Jobs: 1}
 	if t.Align > 4096 {
 		rnd.BlockSize = t.Align
 	}

@@ -3,6 +3,7 @@ package iotest
 import (
 	"context"
 	"fmt"
+	"github.com/iomatrix/iomatrix/results"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -60,19 +61,19 @@ func ResolveEngine(engine string, notice func(string)) (string, error) {
 // Result that must be discarded, within stopGrace even when the device
 // has stopped answering. On an I/O error it returns the Result so
 // far (with Error set) and an error wrapping *IOError.
-func Run(ctx context.Context, t *Target, p Pattern, o Options) (Result, error) {
-	if err := p.ValidateFor(t.Align, t.Size); err != nil {
-		return Result{}, err
+func Run(ctx context.Context, t *Target, p results.Pattern, o Options) (results.Result, error) {
+	if err := ValidatePatternFor(p, t.Align, t.Size); err != nil {
+		return results.Result{}, err
 	}
 	if err := o.Validate(); err != nil {
-		return Result{}, err
+		return results.Result{}, err
 	}
 	if p.Writes() && !t.write {
-		return Result{}, fmt.Errorf("%s: %w: target was opened read-only", p.Name(), ErrBadPattern)
+		return results.Result{}, fmt.Errorf("%s: %w: target was opened read-only", p.Name(), ErrBadPattern)
 	}
 	engine, err := ResolveEngine(o.Engine, o.Notice)
 	if err != nil {
-		return Result{}, err
+		return results.Result{}, err
 	}
 
 	// Blocked syscalls keep their P until sysmon notices; with a P per
@@ -102,7 +103,7 @@ func Run(ctx context.Context, t *Target, p Pattern, o Options) (Result, error) {
 		}
 		a, err := newArena(p.QueueDepth, p.BlockSize, fill)
 		if err != nil {
-			return Result{}, err
+			return results.Result{}, err
 		}
 		arenas = append(arenas, a)
 		if engine == EngineUring {
@@ -192,11 +193,11 @@ wait:
 			select {
 			case <-done:
 			case <-ctx.Done():
-				return Result{}, awaitStop(ctx, &stop, done, arenas)
+				return results.Result{}, awaitStop(ctx, &stop, done, arenas)
 			}
 			break wait
 		case <-ctx.Done():
-			return Result{}, awaitStop(ctx, &stop, done, arenas)
+			return results.Result{}, awaitStop(ctx, &stop, done, arenas)
 		case <-done:
 			after = t.snapshot()
 			finishedEarly = true
@@ -226,11 +227,11 @@ wait:
 	}
 
 	if err := ctx.Err(); err != nil {
-		return Result{}, err
+		return results.Result{}, err
 	}
 	for _, err := range errs {
 		if err != nil {
-			return Result{}, fmt.Errorf("%s: %w", p.Name(), err)
+			return results.Result{}, fmt.Errorf("%s: %w", p.Name(), err)
 		}
 	}
 
@@ -279,13 +280,13 @@ func awaitStop(ctx context.Context, stop *atomic.Bool, done <-chan struct{}, are
 	return ctx.Err()
 }
 
-func buildResult(p Pattern, engine string, started time.Time, dur time.Duration, o Options, s *stats) Result {
+func buildResult(p results.Pattern, engine string, started time.Time, dur time.Duration, o Options, s *stats) results.Result {
 	secs := dur.Seconds()
-	dir := func(ios, bytes uint64, h *Histogram) DirStats {
-		return DirStats{IOs: ios, Bytes: bytes, IOPS: round2(float64(ios) / secs),
+	dir := func(ios, bytes uint64, h *Histogram) results.DirStats {
+		return results.DirStats{IOs: ios, Bytes: bytes, IOPS: round2(float64(ios) / secs),
 			MiBPerS: round2(float64(bytes) / secs / (1 << 20)), LatNS: h.Summary()}
 	}
-	r := Result{
+	r := results.Result{
 		Name:       p.Name(),
 		Pattern:    p,
 		StartedAt:  started.UTC().Format(time.RFC3339Nano),
@@ -294,12 +295,12 @@ func buildResult(p Pattern, engine string, started time.Time, dur time.Duration,
 		Write:      dir(s.writeIOs, s.writeBytes, &s.writeHist),
 		Engine:     engine,
 		RampNS:     int64(o.Ramp),
-		Completed:  Completed{Reads: s.allReads, Writes: s.allWrites},
-		Submitted:  Completed{Reads: s.subReads, Writes: s.subWrites},
-		Failed:     Completed{Reads: s.badReads, Writes: s.badWrites},
+		Completed:  results.Counts{Reads: s.allReads, Writes: s.allWrites},
+		Submitted:  results.Counts{Reads: s.subReads, Writes: s.subWrites},
+		Failed:     results.Counts{Reads: s.badReads, Writes: s.badWrites},
 	}
 	ios, bytes := s.readIOs+s.writeIOs, s.readBytes+s.writeBytes
-	r.Total = Total{IOs: ios, Bytes: bytes, IOPS: round2(float64(ios) / secs), MiBPerS: round2(float64(bytes) / secs / (1 << 20))}
+	r.Total = results.Total{IOs: ios, Bytes: bytes, IOPS: round2(float64(ios) / secs), MiBPerS: round2(float64(bytes) / secs / (1 << 20))}
 	if ios > 0 {
 		// Merged into a copy: the direction histograms stay as recorded. Once
 		// per run, so the hot path never pays for a combined histogram.
@@ -341,17 +342,17 @@ func (t *Target) snapshot() snapshot {
 	return s
 }
 
-func (s snapshot) delta(e snapshot, window time.Duration) (CPU, DevStats) {
+func (s snapshot) delta(e snapshot, window time.Duration) (results.CPU, results.DevStats) {
 	wall := float64(e.at - s.at)
 	if wall <= 0 {
 		wall = float64(window)
 	}
 	tv := func(t unix.Timeval) float64 { return float64(t.Sec)*1e9 + float64(t.Usec)*1e3 }
-	cpu := CPU{
+	cpu := results.CPU{
 		UserPct: round2(100 * (tv(e.rusage.Utime) - tv(s.rusage.Utime)) / wall),
 		SysPct:  round2(100 * (tv(e.rusage.Stime) - tv(s.rusage.Stime)) / wall),
 	}
-	var dev DevStats
+	var dev results.DevStats
 	if s.diskOK && e.diskOK {
 		dev.IOs = (e.disk.ReadIOs - s.disk.ReadIOs) + (e.disk.WriteIOs - s.disk.WriteIOs)
 		dev.UtilPct = round2(min(100, 100*float64(e.disk.IOTicksMs-s.disk.IOTicksMs)*1e6/wall))

@@ -1,6 +1,7 @@
 package iotest
 
 import (
+	"github.com/iomatrix/iomatrix/results"
 	"math"
 	"sync/atomic"
 	"testing"
@@ -9,7 +10,7 @@ import (
 func TestRandomOffsetsInRangeAndAligned(t *testing.T) {
 	for _, bs := range []int64{512, 4096, 16384, 1 << 20} {
 		size := int64(1<<30) + 3*bs + 100 // not a multiple of bs: the tail is never addressed
-		p := Pattern{Access: Random, BlockSize: bs, ReadPct: 50, QueueDepth: 1, Jobs: 1}
+		p := results.Pattern{Access: results.Random, BlockSize: bs, ReadPct: 50, QueueDepth: 1, Jobs: 1}
 		q := newSequence(42, 0, 0, p, size)
 		var lo, hi int64 = math.MaxInt64, 0
 		for range 100_000 {
@@ -27,7 +28,7 @@ func TestRandomOffsetsInRangeAndAligned(t *testing.T) {
 }
 
 func TestRandomOffsetsUniform(t *testing.T) {
-	p := Pattern{Access: Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 1, Jobs: 1}
+	p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 1, Jobs: 1}
 	size := int64(4096 * 1000)
 	q := newSequence(7, 0, 0, p, size)
 	var buckets [10]int
@@ -45,7 +46,7 @@ func TestRandomOffsetsUniform(t *testing.T) {
 
 func TestReadShare(t *testing.T) {
 	for _, pct := range []int{0, 1, 10, 50, 70, 90, 99, 100} {
-		p := Pattern{Access: Random, BlockSize: 4096, ReadPct: pct, QueueDepth: 1, Jobs: 1}
+		p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: pct, QueueDepth: 1, Jobs: 1}
 		q := newSequence(uint64(pct)+1, 0, 0, p, 1<<30)
 		const n = 100_000
 		reads := 0
@@ -62,7 +63,7 @@ func TestReadShare(t *testing.T) {
 }
 
 func TestSeedRepeats(t *testing.T) {
-	p := Pattern{Access: Random, BlockSize: 4096, ReadPct: 50, QueueDepth: 4, Jobs: 2}
+	p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 50, QueueDepth: 4, Jobs: 2}
 	a, b, c := newSequence(9, 1, 0, p, 1<<30), newSequence(9, 1, 0, p, 1<<30), newSequence(10, 1, 0, p, 1<<30)
 	same := true
 	for range 1000 {
@@ -93,7 +94,7 @@ func TestSeedRepeats(t *testing.T) {
 func TestSequentialRegions(t *testing.T) {
 	bs := int64(1 << 20)
 	size := int64(64 << 20)
-	p := Pattern{Access: Sequential, BlockSize: bs, ReadPct: 100, QueueDepth: 8, Jobs: 4}
+	p := results.Pattern{Access: results.Sequential, BlockSize: bs, ReadPct: 100, QueueDepth: 8, Jobs: 4}
 	for j := range 4 {
 		q := newSequence(1, j, 0, p, size)
 		start := int64(j) * 16 << 20
@@ -122,7 +123,7 @@ func TestSequentialRegions(t *testing.T) {
 }
 
 func TestScrambleChangesEverySector(t *testing.T) {
-	p := Pattern{Access: Random, BlockSize: 4096, ReadPct: 0, QueueDepth: 1, Jobs: 1}
+	p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 0, QueueDepth: 1, Jobs: 1}
 	q := newSequence(3, 0, 0, p, 1<<20)
 	buf := make([]byte, 4096)
 	prev := make([]byte, 4096)

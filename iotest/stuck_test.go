@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/iomatrix/iomatrix/results"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -106,7 +107,7 @@ func TestCancelOnStuckDevice(t *testing.T) {
 	tg := openPlan(t, dev, TargetOptions{})
 	testenv.Require(t, ProbeUring() == nil, "io_uring unavailable")
 
-	p := Pattern{Access: Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 4, Jobs: 1}
+	p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 4, Jobs: 1}
 	for _, c := range []struct {
 		name, engine string
 		noExtArg     bool

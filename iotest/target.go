@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/iomatrix/iomatrix/results"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/iomatrix/iomatrix/internal/sysfs"
+	"github.com/iomatrix/iomatrix/internal/units"
 )
 
 // Errors about targets. Each wraps ErrBadTarget: the run cannot start, and
@@ -66,7 +68,7 @@ type Plan struct {
 	Action string
 	Size   int64 // bytes addressed by the patterns
 	Align  int64 // direct-I/O offset alignment: block sizes must be multiples
-	Info   TargetInfo
+	Info   results.TargetInfo
 	opts   TargetOptions
 	dev    sysfs.DevNum // disk whose /proc/diskstats describe the I/O
 	hasDev bool
@@ -84,7 +86,7 @@ func PlanTarget(path string, o TargetOptions) (*Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	p := &Plan{Path: abs, opts: o, Info: TargetInfo{Path: abs}}
+	p := &Plan{Path: abs, opts: o, Info: results.TargetInfo{Path: abs}}
 	var st unix.Stat_t
 	err = unix.Stat(abs, &st)
 	switch {
@@ -135,7 +137,7 @@ func (p *Plan) planNewFile(sys sysfs.FS) error {
 	}
 	if free := int64(fs.Bavail) * int64(fs.Bsize); free < p.opts.Size {
 		return fmt.Errorf("%s: %w: --size %s needs %s, %s has %s free", p.Path, ErrNoSpace,
-			FormatSize(p.opts.Size), FormatSize(p.opts.Size), dir, FormatSize(free))
+			units.FormatSize(p.opts.Size), units.FormatSize(p.opts.Size), dir, units.FormatSize(free))
 	}
 	p.Action = ActionCreate
 	p.Size = p.opts.Size
@@ -179,7 +181,7 @@ func (p *Plan) planExistingFile(sys sysfs.FS, st *unix.Stat_t) error {
 		need := p.opts.Size - st.Blocks*512
 		if free := int64(fs.Bavail) * int64(fs.Bsize); need > free {
 			return fmt.Errorf("%s: %w: --size %s needs %s more, %s free", p.Path, ErrNoSpace,
-				FormatSize(p.opts.Size), FormatSize(need), FormatSize(free))
+				units.FormatSize(p.opts.Size), units.FormatSize(need), units.FormatSize(free))
 		}
 		p.Action = ActionRelayout
 		p.Size = p.opts.Size
@@ -379,7 +381,7 @@ type Target struct {
 	Path   string
 	Size   int64
 	Align  int64
-	Info   TargetInfo
+	Info   results.TargetInfo
 	fd     int
 	write  bool
 	dev    sysfs.DevNum
@@ -478,11 +480,11 @@ func (p *Plan) layout(ctx context.Context, progress LayoutProgress) (err error) 
 		return err
 	}
 	if err := unix.Ftruncate(fd, size); err != nil {
-		return fmt.Errorf("size %s to %s: %w", p.Path, FormatSize(size), err)
+		return fmt.Errorf("size %s to %s: %w", p.Path, units.FormatSize(size), err)
 	}
 	if err := unix.Fallocate(fd, 0, 0, size); err != nil && !errors.Is(err, unix.EOPNOTSUPP) {
 		if errors.Is(err, unix.ENOSPC) {
-			return fmt.Errorf("%s: %w: allocating %s: %w", p.Path, ErrNoSpace, FormatSize(size), err)
+			return fmt.Errorf("%s: %w: allocating %s: %w", p.Path, ErrNoSpace, units.FormatSize(size), err)
 		}
 		return fmt.Errorf("allocate %s: %w", p.Path, err)
 	}
@@ -504,7 +506,7 @@ func (p *Plan) layout(ctx context.Context, progress LayoutProgress) (err error) 
 		w, err := pwrite(fd, buf, off)
 		if err != nil {
 			if errors.Is(err, unix.ENOSPC) {
-				return fmt.Errorf("%s: %w during layout at %s: %w", p.Path, ErrNoSpace, FormatSize(off), err)
+				return fmt.Errorf("%s: %w during layout at %s: %w", p.Path, ErrNoSpace, units.FormatSize(off), err)
 			}
 			return fmt.Errorf("layout %s at offset %d: %w", p.Path, off, err)
 		}

@@ -2,6 +2,7 @@ package iotest
 
 import (
 	"context"
+	"github.com/iomatrix/iomatrix/results"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -84,20 +85,20 @@ func TestUringWithoutExtArg(t *testing.T) {
 	const qd = 8
 
 	tg := openPlan(t, filepath.Join(directIODir(t), "noextarg.dat"), TargetOptions{Size: 16 << 20, Writes: true})
-	p := Pattern{Access: Random, BlockSize: 4096, ReadPct: 50, QueueDepth: qd, Jobs: 2}
+	p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 50, QueueDepth: qd, Jobs: 2}
 	// Long enough for the timer to fire and be re-armed about ten times.
 	res, err := Run(context.Background(), tg, p, Options{Runtime: 500 * time.Millisecond, Seed: 5, Engine: EngineUring})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Submitted != res.Completed || res.Failed != (Completed{}) {
+	if res.Submitted != res.Completed || res.Failed != (results.Counts{}) {
 		t.Errorf("submitted %+v, completed %+v, failed %+v: an I/O was lost or failed", res.Submitted, res.Completed, res.Failed)
 	}
 	measured := res.Read.IOs + res.Write.IOs
 	if measured == 0 || res.Total.IOs != measured || res.Completed.Reads+res.Completed.Writes < measured {
 		t.Errorf("measured r%d w%d, total %d, completed %+v", res.Read.IOs, res.Write.IOs, res.Total.IOs, res.Completed)
 	}
-	for _, d := range []DirStats{res.Read, res.Write} {
+	for _, d := range []results.DirStats{res.Read, res.Write} {
 		if l := d.LatNS; d.IOs == 0 || l.Count != d.IOs || !(l.Min > 0 && l.Min <= l.P50 && l.P50 <= l.Max) {
 			t.Errorf("%d I/Os, latency %+v", d.IOs, l)
 		}

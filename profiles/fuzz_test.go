@@ -2,6 +2,7 @@ package profiles
 
 import (
 	"errors"
+	"github.com/iomatrix/iomatrix/iotest"
 	"testing"
 )
 
@@ -30,7 +31,7 @@ func FuzzParse(f *testing.F) {
 		}
 		seen := map[string]bool{}
 		for _, pat := range p.Patterns {
-			if err := pat.Validate(); err != nil {
+			if err := iotest.ValidatePattern(pat); err != nil {
 				t.Fatalf("accepted an invalid pattern: %v", err)
 			}
 			if seen[pat.Name()] {

@@ -4,6 +4,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"github.com/iomatrix/iomatrix/internal/units"
 	"maps"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // DefaultName is the profile a sweep runs when none is given.
@@ -31,7 +33,7 @@ type Profile struct {
 	Name        string
 	Description string
 	Defaults    Defaults
-	Patterns    []iotest.Pattern
+	Patterns    []results.Pattern
 	// Source is "built-in" or the file the profile was read from.
 	Source string
 }
@@ -238,7 +240,7 @@ func (p *parser) size(n *yaml.Node, field string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	s, err := iotest.ParseSize(v)
+	s, err := units.ParseSize(v)
 	if err != nil {
 		return 0, p.errf(n, field, "%q is not a size (e.g. 4k, 16KiB, 1m)", v)
 	}
@@ -294,20 +296,20 @@ func (p *parser) defaults(n *yaml.Node, d *Defaults) error {
 	})
 }
 
-func (p *parser) access(n *yaml.Node) (iotest.Access, error) {
+func (p *parser) access(n *yaml.Node) (results.Access, error) {
 	v, err := p.scalar(n, "access")
 	if err != nil {
 		return "", err
 	}
-	switch a := iotest.Access(v); a {
-	case iotest.Random, iotest.Sequential:
+	switch a := results.Access(v); a {
+	case results.Random, results.Sequential:
 		return a, nil
 	}
 	return "", p.errf(n, "access", "%q is not random or sequential", v)
 }
 
-func (p *parser) check(n *yaml.Node, pat iotest.Pattern) error {
-	if err := pat.Validate(); err != nil {
+func (p *parser) check(n *yaml.Node, pat results.Pattern) error {
+	if err := iotest.ValidatePattern(pat); err != nil {
 		var fe *iotest.FieldError
 		if errors.As(err, &fe) {
 			return p.errf(n, fe.Field, "%s", fe.Msg)
@@ -325,7 +327,7 @@ func (p *parser) patterns(n *yaml.Node, prof *Profile) error {
 		return p.errf(n, "patterns", "empty list")
 	}
 	for _, item := range n.Content {
-		pat := iotest.Pattern{Access: iotest.Random, Jobs: 1}
+		pat := results.Pattern{Access: results.Random, Jobs: 1}
 		var haveBS, haveRead, haveQD bool
 		err := p.mapping(item, "pattern", map[string]func(*yaml.Node) error{
 			"access": func(v *yaml.Node) (err error) { pat.Access, err = p.access(v); return err },
@@ -393,7 +395,7 @@ func (p *parser) axis(n *yaml.Node, field string, parse func(*yaml.Node) error) 
 }
 
 func (p *parser) matrix(n *yaml.Node, prof *Profile) error {
-	access := iotest.Random
+	access := results.Random
 	var bss []int64
 	var reads, qds []int
 	jobs := []int{1}
@@ -443,7 +445,7 @@ func (p *parser) matrix(n *yaml.Node, prof *Profile) error {
 		for _, r := range reads {
 			for _, q := range qds {
 				for _, j := range jobs {
-					pat := iotest.Pattern{Access: access, BlockSize: bs, ReadPct: r, QueueDepth: q, Jobs: j}
+					pat := results.Pattern{Access: access, BlockSize: bs, ReadPct: r, QueueDepth: q, Jobs: j}
 					if err := p.check(n, pat); err != nil {
 						return err
 					}

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -232,7 +232,7 @@ func sortedCaseNames(m map[string]string) []string {
 }
 
 func TestEstimate(t *testing.T) {
-	p := &Profile{Patterns: make([]iotest.Pattern, 137)}
+	p := &Profile{Patterns: make([]results.Pattern, 137)}
 	if got := p.Estimate(60e9, 5e9); got.Minutes() != 137*65.0/60 {
 		t.Errorf("estimate %v", got)
 	}

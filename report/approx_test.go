@@ -11,7 +11,7 @@ import (
 
 	"github.com/xuri/excelize/v2"
 
-	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // In the total-lat fixture only rand-4k-r70-qd1 is mixed and lacks
@@ -20,7 +20,7 @@ const approxCell = "rand-4k-r70-qd1"
 
 // p99Texts are the rendered p99 cells of the total-lat fixture by result
 // name, as FormatValue writes them (no marker).
-func p99Texts(t *testing.T, doc *iotest.Document) map[string]string {
+func p99Texts(t *testing.T, doc *results.Document) map[string]string {
 	t.Helper()
 	texts := map[string]string{}
 	for _, tb := range BuildMetric(doc.Results, LatP99).Tables {
@@ -140,7 +140,7 @@ func TestApproxMarkerHTML(t *testing.T) {
 	}
 	// A document whose cells are all exact says nothing of approximations.
 	exact := loadFixture(t, "total-lat")
-	exact.Results = slices.DeleteFunc(exact.Results, func(r iotest.Result) bool { return r.Name == approxCell })
+	exact.Results = slices.DeleteFunc(exact.Results, func(r results.Result) bool { return r.Name == approxCell })
 	var b bytes.Buffer
 	if err := writeHTML(&b, exact, Options{}); err != nil {
 		t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // CapVerdict is cap verify's answer as one document: what `cap verify
@@ -16,23 +16,23 @@ type CapVerdict struct {
 	// Verdict is "ok" (every cell holds), "fail" (a cell does not) or
 	// "incomplete" (interrupted or stopped by an I/O error before every
 	// pattern was measured; the cells measured so far are listed).
-	Verdict      string            `json:"verdict"`
-	Summary      string            `json:"summary"`
-	ResultsFile  string            `json:"results_file"`
-	BaselineFile string            `json:"baseline_file"`
-	Tool         iotest.Tool       `json:"tool"`
-	Host         iotest.Host       `json:"host"`
-	Target       iotest.TargetInfo `json:"target"`
-	Settings     VerdictSettings   `json:"settings"`
-	Cap          *iotest.Cap       `json:"cap"`
-	Cells        []VerdictCell     `json:"cells"`
-	Passed       int               `json:"passed"`
-	Failed       int               `json:"failed"`
+	Verdict      string             `json:"verdict"`
+	Summary      string             `json:"summary"`
+	ResultsFile  string             `json:"results_file"`
+	BaselineFile string             `json:"baseline_file"`
+	Tool         results.Tool       `json:"tool"`
+	Host         results.Host       `json:"host"`
+	Target       results.TargetInfo `json:"target"`
+	Settings     VerdictSettings    `json:"settings"`
+	Cap          *results.Cap       `json:"cap"`
+	Cells        []VerdictCell      `json:"cells"`
+	Passed       int                `json:"passed"`
+	Failed       int                `json:"failed"`
 }
 
 // VerdictSettings are the run's settings and the verdict's rules.
 type VerdictSettings struct {
-	iotest.Settings
+	results.Settings
 	TolerancePct        float64 `json:"tolerance_pct"`
 	CounterTolerancePct float64 `json:"counter_tolerance_pct"`
 	// Window says how each capped cell was measured.
@@ -41,12 +41,12 @@ type VerdictSettings struct {
 
 // VerdictCell is one pattern's verdict.
 type VerdictCell struct {
-	Name         string         `json:"name"`
-	Pattern      iotest.Pattern `json:"pattern"`
-	OK           bool           `json:"ok"`
-	MeasuredIOPS float64        `json:"measured_iops"`
-	ExpectedIOPS float64        `json:"expected_iops"`
-	UncappedIOPS float64        `json:"uncapped_iops"`
+	Name         string          `json:"name"`
+	Pattern      results.Pattern `json:"pattern"`
+	OK           bool            `json:"ok"`
+	MeasuredIOPS float64         `json:"measured_iops"`
+	ExpectedIOPS float64         `json:"expected_iops"`
+	UncappedIOPS float64         `json:"uncapped_iops"`
 	// ReadShare is the measured window's share of reads, at which the cap
 	// model was taken.
 	ReadShare    float64 `json:"read_share"`
@@ -56,15 +56,15 @@ type VerdictCell struct {
 	// IOs are the I/Os iomatrix completed over the whole pattern (ramp and
 	// drain included); RequestsPerIO turns them into ExpectedRequests,
 	// which the kernel's count for the cgroup (KernelRequests) must equal.
-	IOs              iotest.Completed  `json:"iomatrix_ios"`
-	RequestsPerIO    int               `json:"requests_per_io"`
-	ExpectedRequests iotest.Completed  `json:"expected_requests"`
-	KernelRequests   *iotest.Completed `json:"kernel_requests"`
-	ForeignRequests  iotest.Completed  `json:"foreign_requests"`
-	MissingRequests  iotest.Completed  `json:"missing_requests"`
-	CountersOK       bool              `json:"counters_ok"`
-	Error            *iotest.IOError   `json:"error,omitempty"`
-	Reasons          []string          `json:"reasons,omitempty"`
+	IOs              results.Counts   `json:"iomatrix_ios"`
+	RequestsPerIO    int              `json:"requests_per_io"`
+	ExpectedRequests results.Counts   `json:"expected_requests"`
+	KernelRequests   *results.Counts  `json:"kernel_requests"`
+	ForeignRequests  results.Counts   `json:"foreign_requests"`
+	MissingRequests  results.Counts   `json:"missing_requests"`
+	CountersOK       bool             `json:"counters_ok"`
+	Error            *results.IOError `json:"error,omitempty"`
+	Reasons          []string         `json:"reasons,omitempty"`
 }
 
 // VerdictRun is what a verdict needs besides the results: where they are,
@@ -77,7 +77,7 @@ type VerdictRun struct {
 }
 
 // BuildCapVerdict gathers the checked results of doc into a verdict.
-func BuildCapVerdict(doc *iotest.Document, run VerdictRun) *CapVerdict {
+func BuildCapVerdict(doc *results.Document, run VerdictRun) *CapVerdict {
 	v := &CapVerdict{
 		ResultsFile: run.ResultsFile, BaselineFile: run.BaselineFile,
 		Tool: doc.Tool, Host: doc.Host, Target: doc.Target, Cap: doc.Cap,
@@ -136,7 +136,7 @@ func (v *CapVerdict) WriteJSON(w io.Writer) error {
 // WriteCapCheck renders cap verify's verdict as text: the matrices of
 // measured against expected IOPS, the kernel's counts against iomatrix's,
 // the cells that failed and why, and the verdict line.
-func WriteCapCheck(w io.Writer, doc *iotest.Document, v *CapVerdict) error {
+func WriteCapCheck(w io.Writer, doc *results.Document, v *CapVerdict) error {
 	fmt.Fprintf(w, "iomatrix cap verify: %s, tolerance %g %%\nresults: %s\n\n", Describe(doc), v.Settings.TolerancePct, v.ResultsFile)
 	rate := func(c *Cell) string {
 		k := c.Result.CapCheck
@@ -204,7 +204,7 @@ func WriteCapCheck(w io.Writer, doc *iotest.Document, v *CapVerdict) error {
 
 // writeCheckTables renders one matrix per table of doc's checked results,
 // each cell drawn by cell.
-func writeCheckTables(w io.Writer, doc *iotest.Document, what string, cell func(*Cell) string) error {
+func writeCheckTables(w io.Writer, doc *results.Document, what string, cell func(*Cell) string) error {
 	m := BuildMetric(doc.Results, IOPS)
 	for _, t := range m.Tables {
 		fmt.Fprintf(w, "%s: %s\n", strings.TrimSuffix(t.Title, " IOPS"), what)

@@ -5,25 +5,25 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // checkedFixture is the capped fixture as cap verify leaves it: every
 // result judged, the cap binding where binding says so.
-func checkedFixture(t *testing.T, binding func(name string) bool) *iotest.Document {
+func checkedFixture(t *testing.T, binding func(name string) bool) *results.Document {
 	t.Helper()
 	doc := loadFixture(t, "capped")
 	for i := range doc.Results {
 		r := &doc.Results[i]
-		ios := iotest.Completed{Reads: r.Read.IOs, Writes: r.Write.IOs}
+		ios := results.Counts{Reads: r.Read.IOs, Writes: r.Write.IOs}
 		r.CgroupIOs = &ios
-		r.CapCheck = &iotest.CapCheck{ExpectedIOPS: r.Total.IOPS, OK: true, Binding: binding(r.Name),
+		r.CapCheck = &results.CapCheck{ExpectedIOPS: r.Total.IOPS, OK: true, Binding: binding(r.Name),
 			RateOK: true, CountersOK: true, RequestsPerIO: 1, ExpectedRequests: ios}
 	}
 	return doc
 }
 
-func renderCapCheck(t *testing.T, doc *iotest.Document, run VerdictRun) string {
+func renderCapCheck(t *testing.T, doc *results.Document, run VerdictRun) string {
 	t.Helper()
 	var b bytes.Buffer
 	if err := WriteCapCheck(&b, doc, BuildCapVerdict(doc, run)); err != nil {
@@ -62,12 +62,12 @@ func TestCapVerdictSummaryPlurals(t *testing.T) {
 	one.Results = one.Results[:1]
 	two := checkedFixture(t, func(string) bool { return true })
 	two.Results = two.Results[:2]
-	failed := func(d *iotest.Document) *iotest.Document {
+	failed := func(d *results.Document) *results.Document {
 		d.Results[0].CapCheck.OK = false
 		return d
 	}
 	for _, c := range []struct {
-		doc      *iotest.Document
+		doc      *results.Document
 		complete bool
 		want     string
 	}{

@@ -13,7 +13,7 @@ import (
 
 	"github.com/olekukonko/tablewriter/renderer"
 
-	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // Comparison sets two runs side by side, pattern by pattern.
@@ -53,15 +53,15 @@ func (c CellDelta) Change() float64 { return (c.Ratio - 1) * 100 }
 // present in only one of them are listed, never dropped silently. For
 // latency metrics a ratio below 1 is an improvement: worst and best follow
 // the metric's direction.
-func Compare(base, cur *iotest.Document, baseName, newName string, m Metric) *Comparison {
+func Compare(base, cur *results.Document, baseName, newName string, m Metric) *Comparison {
 	// Empty lists rather than nil: JSON shows [] for "none", never null.
 	c := &Comparison{Metric: m, Base: baseName, New: newName, byName: map[string]CellDelta{},
 		Cells: []CellDelta{}, OnlyBase: []string{}, OnlyNew: []string{}, Differences: differences(base, cur)}
-	inBase := map[string]*iotest.Result{}
+	inBase := map[string]*results.Result{}
 	for i := range base.Results {
 		inBase[base.Results[i].Name] = &base.Results[i]
 	}
-	var shared []iotest.Result
+	var shared []results.Result
 	seen := map[string]bool{}
 	var logSum float64
 	var n int

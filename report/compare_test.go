@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 func TestCompareGolden(t *testing.T) {
@@ -176,7 +176,7 @@ func TestCompareNamesDifferences(t *testing.T) {
 func TestDifferenceRotationalUnknownWithoutDisk(t *testing.T) {
 	full := loadFixture(t, "full-missing")
 	imported := loadFixture(t, "full-missing")
-	imported.Target = iotest.TargetInfo{Path: full.Target.Path}
+	imported.Target = results.TargetInfo{Path: full.Target.Path}
 	for _, d := range Compare(full, imported, "a", "b", IOPS).Differences {
 		if d.Setting == "rotational" && d.New != "unknown" {
 			t.Errorf("%v", d)

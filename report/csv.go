@@ -6,40 +6,40 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // csvColumns flattens a result: every field of the results schema, one
 // column each, so a spreadsheet or a script needs no JSON.
 var csvColumns = []csvColumn{
-	{"name", func(r *iotest.Result) string { return r.Name }},
-	{"access", func(r *iotest.Result) string { return string(r.Pattern.Access) }},
-	{"block_size", func(r *iotest.Result) string { return itoa(r.Pattern.BlockSize) }},
-	{"read_pct", func(r *iotest.Result) string { return itoa(r.Pattern.ReadPct) }},
-	{"queue_depth", func(r *iotest.Result) string { return itoa(r.Pattern.QueueDepth) }},
-	{"jobs", func(r *iotest.Result) string { return itoa(r.Pattern.Jobs) }},
-	{"started_at", func(r *iotest.Result) string { return r.StartedAt }},
-	{"duration_ns", func(r *iotest.Result) string { return itoa(r.DurationNS) }},
-	{"engine", func(r *iotest.Result) string { return r.Engine }},
-	{"ramp_ns", func(r *iotest.Result) string { return itoa(r.RampNS) }},
-	{"total_ios", func(r *iotest.Result) string { return utoa(r.Total.IOs) }},
-	{"total_bytes", func(r *iotest.Result) string { return utoa(r.Total.Bytes) }},
-	{"total_iops", func(r *iotest.Result) string { return ftoa(r.Total.IOPS) }},
-	{"total_mib_per_s", func(r *iotest.Result) string { return ftoa(r.Total.MiBPerS) }},
-	{"cpu_user_pct", func(r *iotest.Result) string { return ftoa(r.CPU.UserPct) }},
-	{"cpu_sys_pct", func(r *iotest.Result) string { return ftoa(r.CPU.SysPct) }},
-	{"device_ios", func(r *iotest.Result) string { return utoa(r.Device.IOs) }},
-	{"device_util_pct", func(r *iotest.Result) string { return ftoa(r.Device.UtilPct) }},
-	{"completed_reads", func(r *iotest.Result) string { return utoa(r.Completed.Reads) }},
-	{"completed_writes", func(r *iotest.Result) string { return utoa(r.Completed.Writes) }},
-	{"timeline_iops", func(r *iotest.Result) string {
+	{"name", func(r *results.Result) string { return r.Name }},
+	{"access", func(r *results.Result) string { return string(r.Pattern.Access) }},
+	{"block_size", func(r *results.Result) string { return itoa(r.Pattern.BlockSize) }},
+	{"read_pct", func(r *results.Result) string { return itoa(r.Pattern.ReadPct) }},
+	{"queue_depth", func(r *results.Result) string { return itoa(r.Pattern.QueueDepth) }},
+	{"jobs", func(r *results.Result) string { return itoa(r.Pattern.Jobs) }},
+	{"started_at", func(r *results.Result) string { return r.StartedAt }},
+	{"duration_ns", func(r *results.Result) string { return itoa(r.DurationNS) }},
+	{"engine", func(r *results.Result) string { return r.Engine }},
+	{"ramp_ns", func(r *results.Result) string { return itoa(r.RampNS) }},
+	{"total_ios", func(r *results.Result) string { return utoa(r.Total.IOs) }},
+	{"total_bytes", func(r *results.Result) string { return utoa(r.Total.Bytes) }},
+	{"total_iops", func(r *results.Result) string { return ftoa(r.Total.IOPS) }},
+	{"total_mib_per_s", func(r *results.Result) string { return ftoa(r.Total.MiBPerS) }},
+	{"cpu_user_pct", func(r *results.Result) string { return ftoa(r.CPU.UserPct) }},
+	{"cpu_sys_pct", func(r *results.Result) string { return ftoa(r.CPU.SysPct) }},
+	{"device_ios", func(r *results.Result) string { return utoa(r.Device.IOs) }},
+	{"device_util_pct", func(r *results.Result) string { return ftoa(r.Device.UtilPct) }},
+	{"completed_reads", func(r *results.Result) string { return utoa(r.Completed.Reads) }},
+	{"completed_writes", func(r *results.Result) string { return utoa(r.Completed.Writes) }},
+	{"timeline_iops", func(r *results.Result) string {
 		s := make([]string, len(r.TimelineIOPS))
 		for i, v := range r.TimelineIOPS {
 			s[i] = ftoa(v)
 		}
 		return strings.Join(s, " ")
 	}},
-	{"error", func(r *iotest.Result) string {
+	{"error", func(r *results.Result) string {
 		if r.Error == nil {
 			return ""
 		}
@@ -50,24 +50,24 @@ var csvColumns = []csvColumn{
 // csvColumn is one column of the long form.
 type csvColumn struct {
 	name string
-	get  func(r *iotest.Result) string
+	get  func(r *results.Result) string
 }
 
 func init() {
 	for _, dir := range []string{"read", "write"} {
-		d := func(r *iotest.Result) *iotest.DirStats {
+		d := func(r *results.Result) *results.DirStats {
 			if dir == "read" {
 				return &r.Read
 			}
 			return &r.Write
 		}
 		csvColumns = append(csvColumns, []csvColumn{
-			{dir + "_ios", func(r *iotest.Result) string { return utoa(d(r).IOs) }},
-			{dir + "_bytes", func(r *iotest.Result) string { return utoa(d(r).Bytes) }},
-			{dir + "_iops", func(r *iotest.Result) string { return ftoa(d(r).IOPS) }},
-			{dir + "_mib_per_s", func(r *iotest.Result) string { return ftoa(d(r).MiBPerS) }},
+			{dir + "_ios", func(r *results.Result) string { return utoa(d(r).IOs) }},
+			{dir + "_bytes", func(r *results.Result) string { return utoa(d(r).Bytes) }},
+			{dir + "_iops", func(r *results.Result) string { return ftoa(d(r).IOPS) }},
+			{dir + "_mib_per_s", func(r *results.Result) string { return ftoa(d(r).MiBPerS) }},
 		}...)
-		csvColumns = append(csvColumns, latencyColumns(dir, func(r *iotest.Result) *iotest.Latency {
+		csvColumns = append(csvColumns, latencyColumns(dir, func(r *results.Result) *results.Latency {
 			if d(r).IOs == 0 {
 				return nil
 			}
@@ -76,7 +76,7 @@ func init() {
 	}
 	// Last, so that the columns of files written before total.lat_ns keep
 	// their positions for scripts that read them by index.
-	csvColumns = append(csvColumns, latencyColumns("total", func(r *iotest.Result) *iotest.Latency {
+	csvColumns = append(csvColumns, latencyColumns("total", func(r *results.Result) *results.Latency {
 		if r.Total.IOs == 0 {
 			return nil
 		}
@@ -90,9 +90,9 @@ func init() {
 // where a file has no total.lat_ns (an older iomatrix, a fio import). The
 // counts and rates of a direction without I/O stay 0: those are measured
 // zeros, and the sums of columns stay right.
-func latencyColumns(prefix string, lat func(r *iotest.Result) *iotest.Latency) []csvColumn {
-	col := func(field string, get func(l *iotest.Latency) string) csvColumn {
-		return csvColumn{prefix + "_lat_" + field + "_ns", func(r *iotest.Result) string {
+func latencyColumns(prefix string, lat func(r *results.Result) *results.Latency) []csvColumn {
+	col := func(field string, get func(l *results.Latency) string) csvColumn {
+		return csvColumn{prefix + "_lat_" + field + "_ns", func(r *results.Result) string {
 			if l := lat(r); l != nil {
 				return get(l)
 			}
@@ -100,14 +100,14 @@ func latencyColumns(prefix string, lat func(r *iotest.Result) *iotest.Latency) [
 		}}
 	}
 	return []csvColumn{
-		col("min", func(l *iotest.Latency) string { return utoa(l.Min) }),
-		col("mean", func(l *iotest.Latency) string { return ftoa(l.Mean) }),
-		col("p50", func(l *iotest.Latency) string { return utoa(l.P50) }),
-		col("p90", func(l *iotest.Latency) string { return utoa(l.P90) }),
-		col("p99", func(l *iotest.Latency) string { return utoa(l.P99) }),
-		col("p99.9", func(l *iotest.Latency) string { return utoa(l.P999) }),
-		col("p99.99", func(l *iotest.Latency) string { return utoa(l.P9999) }),
-		col("max", func(l *iotest.Latency) string { return utoa(l.Max) }),
+		col("min", func(l *results.Latency) string { return utoa(l.Min) }),
+		col("mean", func(l *results.Latency) string { return ftoa(l.Mean) }),
+		col("p50", func(l *results.Latency) string { return utoa(l.P50) }),
+		col("p90", func(l *results.Latency) string { return utoa(l.P90) }),
+		col("p99", func(l *results.Latency) string { return utoa(l.P99) }),
+		col("p99.9", func(l *results.Latency) string { return utoa(l.P999) }),
+		col("p99.99", func(l *results.Latency) string { return utoa(l.P9999) }),
+		col("max", func(l *results.Latency) string { return utoa(l.Max) }),
 	}
 }
 
@@ -124,7 +124,7 @@ func ftoa(v float64) string          { return strconv.FormatFloat(v, 'f', -1, 64
 // cells (~)", with "~" exactly where the value table's cell is approximate,
 // and a row holding ApproxNote. Column and row labels line up, so the flag
 // can be read off (or looked up) cell by cell.
-func writeCSV(w io.Writer, doc *iotest.Document, o Options) error {
+func writeCSV(w io.Writer, doc *results.Document, o Options) error {
 	cw := csv.NewWriter(w)
 	if o.Wide {
 		m := BuildMetric(doc.Results, metricOf(o))

@@ -8,18 +8,18 @@ import (
 
 	"github.com/xuri/excelize/v2"
 
-	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // noIOFixture is the capped fixture (single-direction patterns: the other
 // direction did no I/O) plus a result that did no I/O at all, with the
 // total latency summary a current iomatrix writes.
-func noIOFixture(t *testing.T) *iotest.Document {
+func noIOFixture(t *testing.T) *results.Document {
 	t.Helper()
 	doc := loadFixture(t, "capped")
 	idle := doc.Results[0]
 	idle.Name = "idle"
-	idle.Read, idle.Write, idle.Total = iotest.DirStats{}, iotest.DirStats{}, iotest.Total{LatNS: &iotest.Latency{}}
+	idle.Read, idle.Write, idle.Total = results.DirStats{}, results.DirStats{}, results.Total{LatNS: &results.Latency{}}
 	doc.Results = append(doc.Results, idle)
 	return doc
 }
@@ -27,7 +27,7 @@ func noIOFixture(t *testing.T) *iotest.Document {
 // absentLatency says, for a column of the long form, whether a result's
 // value is absent: latency of a direction (or the total) without I/O is
 // no measurement, while its counts and rates are measured zeros.
-func absentLatency(r *iotest.Result, column string) (absent, numeric bool) {
+func absentLatency(r *results.Result, column string) (absent, numeric bool) {
 	ios := map[string]uint64{"read": r.Read.IOs, "write": r.Write.IOs, "total": r.Total.IOs}
 	for dir, n := range ios {
 		if strings.HasPrefix(column, dir+"_lat_") {

@@ -1,12 +1,13 @@
 package report
 
 import (
+	"github.com/iomatrix/iomatrix/internal/units"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // Difference is a setting in which the two runs of a comparison differ.
@@ -26,45 +27,45 @@ func (d Difference) String() string { return d.Setting + ": " + d.Base + " → "
 // still shows as different from one that has it.
 var comparedSettings = []struct {
 	name  string
-	value func(d *iotest.Document) string
+	value func(d *results.Document) string
 }{
-	{"target", func(d *iotest.Document) string { return d.Target.Path }},
-	{"target kind", func(d *iotest.Document) string { return d.Target.Kind }},
-	{"disk", func(d *iotest.Document) string { return d.Target.Disk }},
-	{"target size", func(d *iotest.Document) string { return sizeOrUnknown(d.Target.SizeBytes) }},
-	{"logical block size", func(d *iotest.Document) string { return sizeOrUnknown(int64(d.Target.LogicalBlockSize)) }},
-	{"rotational", func(d *iotest.Document) string {
+	{"target", func(d *results.Document) string { return d.Target.Path }},
+	{"target kind", func(d *results.Document) string { return d.Target.Kind }},
+	{"disk", func(d *results.Document) string { return d.Target.Disk }},
+	{"target size", func(d *results.Document) string { return sizeOrUnknown(d.Target.SizeBytes) }},
+	{"logical block size", func(d *results.Document) string { return sizeOrUnknown(int64(d.Target.LogicalBlockSize)) }},
+	{"rotational", func(d *results.Document) string {
 		if d.Target.Disk == "" {
 			return "" // read from the disk's sysfs entry: unknown without one
 		}
 		return strconv.FormatBool(d.Target.Rotational)
 	}},
-	{"scheduler", func(d *iotest.Document) string { return d.Target.Scheduler }},
-	{"filesystem", func(d *iotest.Document) string { return d.Target.Filesystem }},
-	{"profile", func(d *iotest.Document) string { return d.Settings.Profile }},
+	{"scheduler", func(d *results.Document) string { return d.Target.Scheduler }},
+	{"filesystem", func(d *results.Document) string { return d.Target.Filesystem }},
+	{"profile", func(d *results.Document) string { return d.Settings.Profile }},
 	{"engine", engineOf},
-	{"runtime", func(d *iotest.Document) string { return durationOrUnknown(d.Settings.RuntimeNS) }},
-	{"ramp", func(d *iotest.Document) string { return time.Duration(d.Settings.RampNS).String() }},
-	{"cap", func(d *iotest.Document) string {
+	{"runtime", func(d *results.Document) string { return durationOrUnknown(d.Settings.RuntimeNS) }},
+	{"ramp", func(d *results.Document) string { return time.Duration(d.Settings.RampNS).String() }},
+	{"cap", func(d *results.Document) string {
 		if d.Cap == nil {
 			return "none"
 		}
 		return DescribeCap(d.Cap)
 	}},
-	{"host", func(d *iotest.Document) string { return d.Host.Hostname }},
-	{"kernel", func(d *iotest.Document) string { return d.Host.Kernel }},
-	{"cpus", func(d *iotest.Document) string {
+	{"host", func(d *results.Document) string { return d.Host.Hostname }},
+	{"kernel", func(d *results.Document) string { return d.Host.Kernel }},
+	{"cpus", func(d *results.Document) string {
 		if d.Host.CPUs == 0 {
 			return ""
 		}
 		return strconv.Itoa(d.Host.CPUs)
 	}},
-	{"tool", func(d *iotest.Document) string { return strings.TrimSpace(d.Tool.Name + " " + d.Tool.Version) }},
+	{"tool", func(d *results.Document) string { return strings.TrimSpace(d.Tool.Name + " " + d.Tool.Version) }},
 }
 
 // differences lists the settings in which base and cur differ; empty (not
 // nil) when none does.
-func differences(base, cur *iotest.Document) []Difference {
+func differences(base, cur *results.Document) []Difference {
 	diffs := []Difference{}
 	for _, s := range comparedSettings {
 		b, n := orUnknown(s.value(base)), orUnknown(s.value(cur))
@@ -76,7 +77,7 @@ func differences(base, cur *iotest.Document) []Difference {
 }
 
 // engineOf is the run's engine; a fio import records one per result only.
-func engineOf(d *iotest.Document) string {
+func engineOf(d *results.Document) string {
 	if d.Settings.Engine != "" {
 		return d.Settings.Engine
 	}
@@ -94,7 +95,7 @@ func sizeOrUnknown(n int64) string {
 	if n <= 0 {
 		return ""
 	}
-	return iotest.FormatSize(n)
+	return units.FormatSize(n)
 }
 
 func durationOrUnknown(ns int64) string {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/iomatrix/iomatrix/internal/units"
 	"io"
 	"io/fs"
 	"math"
@@ -14,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // ErrNotFio marks input that is not fio's JSON output.
@@ -69,7 +70,7 @@ func (p ImportProblem) String() string {
 //   - queue_depth is fio's iodepth, except for synchronous engines (psync,
 //     sync, pvsync, pvsync2, vsync), where fio itself caps the depth at 1:
 //     the result records the depth that was measured, not the one asked for.
-func ImportFio(name string, r io.Reader) (*iotest.Document, []ImportProblem, error) {
+func ImportFio(name string, r io.Reader) (*results.Document, []ImportProblem, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		if errors.As(err, new(*fs.PathError)) {
@@ -87,7 +88,7 @@ func ImportFio(name string, r io.Reader) (*iotest.Document, []ImportProblem, err
 
 // MergeImports concatenates the results of several imported documents, e.g.
 // one fio file per pattern. Pattern names must be unique across them.
-func MergeImports(docs []*iotest.Document) (*iotest.Document, error) {
+func MergeImports(docs []*results.Document) (*results.Document, error) {
 	if len(docs) == 0 {
 		return nil, errors.New("merge imports: no documents")
 	}
@@ -97,15 +98,15 @@ func MergeImports(docs []*iotest.Document) (*iotest.Document, error) {
 		}
 	}
 	first := docs[0]
-	merged := &iotest.Document{
-		SchemaVersion: iotest.SchemaVersion,
-		Tool:          iotest.Tool{Name: "iomatrix", Version: iotest.Version},
+	merged := &results.Document{
+		SchemaVersion: results.SchemaVersion,
+		Tool:          results.Tool{Name: "iomatrix", Version: results.Version},
 		StartedAt:     first.StartedAt,
 		FinishedAt:    first.FinishedAt,
 		Host:          first.Host,
 		Target:        first.Target,
 		Settings:      first.Settings,
-		Results:       []iotest.Result{},
+		Results:       []results.Result{},
 	}
 	seen := map[string]int{} // result name -> index of its document
 	for i, d := range docs {
@@ -117,13 +118,13 @@ func MergeImports(docs []*iotest.Document) (*iotest.Document, error) {
 			merged.FinishedAt = d.FinishedAt
 		}
 		if d.Target.Path != merged.Target.Path {
-			merged.Target = iotest.TargetInfo{}
+			merged.Target = results.TargetInfo{}
 		}
 		if d.Settings.Engine != merged.Settings.Engine {
 			merged.Settings.Engine = ""
 		}
 		if d.Host != merged.Host {
-			merged.Host = iotest.Host{}
+			merged.Host = results.Host{}
 		}
 		for _, res := range d.Results {
 			if o, dup := seen[res.Name]; dup {
@@ -137,7 +138,7 @@ func MergeImports(docs []*iotest.Document) (*iotest.Document, error) {
 	return merged, nil
 }
 
-func fioDocLabel(d *iotest.Document) string {
+func fioDocLabel(d *results.Document) string {
 	label := d.Target.Path
 	if label == "" {
 		label = "no target"
@@ -249,7 +250,7 @@ type fioJobGroup struct {
 	entries []*fioJob
 }
 
-func (out *fioOutput) document() (*iotest.Document, []ImportProblem) {
+func (out *fioOutput) document() (*results.Document, []ImportProblem) {
 	global := fioOptionStrings(out.Global)
 	var groups []*fioJobGroup
 	byKey := map[string]*fioJobGroup{}
@@ -278,11 +279,11 @@ func (out *fioOutput) document() (*iotest.Document, []ImportProblem) {
 		inGroup[g.groupID] = append(inGroup[g.groupID], g)
 	}
 
-	doc := &iotest.Document{
-		SchemaVersion: iotest.SchemaVersion,
-		Tool:          iotest.Tool{Name: "iomatrix", Version: iotest.Version},
-		Settings:      iotest.Settings{Profile: FioProfile},
-		Results:       []iotest.Result{},
+	doc := &results.Document{
+		SchemaVersion: results.SchemaVersion,
+		Tool:          results.Tool{Name: "iomatrix", Version: results.Version},
+		Settings:      results.Settings{Profile: FioProfile},
+		Results:       []results.Result{},
 	}
 	if out.Timestamp > 0 {
 		var elapsed int64
@@ -327,22 +328,22 @@ func (out *fioOutput) document() (*iotest.Document, []ImportProblem) {
 		d := out.DiskUtil[0]
 		doc.Target.Disk = d.Name
 		if len(doc.Results) == 1 {
-			doc.Results[0].Device = iotest.DevStats{IOs: d.ReadIOs + d.WriteIOs, UtilPct: d.Util}
+			doc.Results[0].Device = results.DevStats{IOs: d.ReadIOs + d.WriteIOs, UtilPct: d.Util}
 		}
 	}
 	return doc, problems
 }
 
 // result maps the job to a Result, or says why it cannot.
-func (g *fioJobGroup) result(sameGroup []*fioJobGroup) (iotest.Result, string) {
+func (g *fioJobGroup) result(sameGroup []*fioJobGroup) (results.Result, string) {
 	for _, j := range g.entries {
 		if j.Error != 0 {
-			return iotest.Result{}, fmt.Sprintf("fio reported error %d (%v)", j.Error, syscall.Errno(j.Error))
+			return results.Result{}, fmt.Sprintf("fio reported error %d (%v)", j.Error, syscall.Errno(j.Error))
 		}
 	}
 	p, reason := fioPattern(g.opts)
 	if reason != "" {
-		return iotest.Result{}, reason
+		return results.Result{}, reason
 	}
 	// group_reporting gives one entry for all threads; otherwise there is
 	// one entry per thread. Any other count means entries that cannot be
@@ -353,7 +354,7 @@ func (g *fioJobGroup) result(sameGroup []*fioJobGroup) (iotest.Result, string) {
 	case 1:
 		threadsPerEntry = p.Jobs
 	default:
-		return iotest.Result{}, fmt.Sprintf("%d report entries for numjobs=%d in group %d", len(g.entries), p.Jobs, g.groupID)
+		return results.Result{}, fmt.Sprintf("%d report entries for numjobs=%d in group %d", len(g.entries), p.Jobs, g.groupID)
 	}
 	if len(sameGroup) > 1 {
 		var others []string
@@ -362,16 +363,16 @@ func (g *fioJobGroup) result(sameGroup []*fioJobGroup) (iotest.Result, string) {
 				others = append(others, strconv.Quote(o.name))
 			}
 		}
-		return iotest.Result{}, fmt.Sprintf("ran concurrently with fio job %s in group %d (no stonewall): the IOPS are not this pattern's alone",
+		return results.Result{}, fmt.Sprintf("ran concurrently with fio job %s in group %d (no stonewall): the IOPS are not this pattern's alone",
 			strings.Join(others, ", "), g.groupID)
 	}
 	for _, j := range g.entries {
 		if reason := fioCheckEntry(j, p); reason != "" {
-			return iotest.Result{}, reason
+			return results.Result{}, reason
 		}
 	}
 
-	res := iotest.Result{
+	res := results.Result{
 		Name:         p.Name(),
 		Pattern:      p,
 		TimelineIOPS: []float64{},
@@ -393,7 +394,7 @@ func (g *fioJobGroup) result(sameGroup []*fioJobGroup) (iotest.Result, string) {
 	res.DurationNS = durationMS * int64(time.Millisecond)
 	res.Read = fioSumDir(reads)
 	res.Write = fioSumDir(writes)
-	res.Total = iotest.Total{
+	res.Total = results.Total{
 		IOs:     res.Read.IOs + res.Write.IOs,
 		Bytes:   res.Read.Bytes + res.Write.Bytes,
 		IOPS:    res.Read.IOPS + res.Write.IOPS,
@@ -403,18 +404,18 @@ func (g *fioJobGroup) result(sameGroup []*fioJobGroup) (iotest.Result, string) {
 }
 
 // fioPattern maps job options to a pattern, or says why it cannot.
-func fioPattern(opts map[string]string) (iotest.Pattern, string) {
+func fioPattern(opts map[string]string) (results.Pattern, string) {
 	for _, opt := range fioUnsupportedOptions {
 		v, ok := opts[opt.name]
 		if ok && !slices.Contains(opt.neutral, strings.ToLower(strings.TrimSpace(v))) {
-			return iotest.Pattern{}, fmt.Sprintf("%s=%s: %s", opt.name, v, opt.why)
+			return results.Pattern{}, fmt.Sprintf("%s=%s: %s", opt.name, v, opt.why)
 		}
 	}
 	if !fioBool(opts, "direct", false) && fioBool(opts, "buffered", true) {
-		return iotest.Pattern{}, "buffered I/O (direct=1 not set): iomatrix patterns are O_DIRECT"
+		return results.Pattern{}, "buffered I/O (direct=1 not set): iomatrix patterns are O_DIRECT"
 	}
 
-	var p iotest.Pattern
+	var p results.Pattern
 	rw := strings.TrimSpace(opts["rw"])
 	if rw == "" {
 		rw = "read" // fio's default
@@ -422,17 +423,17 @@ func fioPattern(opts map[string]string) (iotest.Pattern, string) {
 	mixed := false
 	switch rw {
 	case "read":
-		p.Access, p.ReadPct = iotest.Sequential, 100
+		p.Access, p.ReadPct = results.Sequential, 100
 	case "write":
-		p.Access, p.ReadPct = iotest.Sequential, 0
+		p.Access, p.ReadPct = results.Sequential, 0
 	case "rw", "readwrite":
-		p.Access, mixed = iotest.Sequential, true
+		p.Access, mixed = results.Sequential, true
 	case "randread":
-		p.Access, p.ReadPct = iotest.Random, 100
+		p.Access, p.ReadPct = results.Random, 100
 	case "randwrite":
-		p.Access, p.ReadPct = iotest.Random, 0
+		p.Access, p.ReadPct = results.Random, 0
 	case "randrw":
-		p.Access, mixed = iotest.Random, true
+		p.Access, mixed = results.Random, true
 	case "trim", "randtrim", "trimwrite", "randtrimwrite":
 		return p, fmt.Sprintf("rw=%s: trim is not an iomatrix pattern", rw)
 	default:
@@ -457,7 +458,7 @@ func fioPattern(opts map[string]string) (iotest.Pattern, string) {
 		if strings.Contains(bs, "-") {
 			return p, fmt.Sprintf("bs=%s: block size ranges are not supported", bs)
 		}
-		n, err := iotest.ParseSize(bs)
+		n, err := units.ParseSize(bs)
 		if err != nil || n <= 0 {
 			return p, fmt.Sprintf("bs=%s is not a block size", bs)
 		}
@@ -548,7 +549,7 @@ func fioPositiveInt(opts map[string]string, key string) (int, string) {
 // fioCheckEntry catches reports whose numbers contradict the options:
 // verify phases, or group_reporting over job sections that differ in
 // direction or block size (fio then shows the options of only one of them).
-func fioCheckEntry(j *fioJob, p iotest.Pattern) string {
+func fioCheckEntry(j *fioJob, p results.Pattern) string {
 	if j.Read == nil && j.Write == nil {
 		return "no read or write statistics"
 	}
@@ -586,8 +587,8 @@ func fioRuntime(d *fioDir) int64 {
 	return d.Runtime
 }
 
-func fioSumDir(dirs []*fioDir) iotest.DirStats {
-	var s iotest.DirStats
+func fioSumDir(dirs []*fioDir) results.DirStats {
+	var s results.DirStats
 	var clats []*fioClat
 	for _, d := range dirs {
 		if d == nil {
@@ -612,14 +613,14 @@ func fioSumDir(dirs []*fioDir) iotest.DirStats {
 // fioPercentiles are the iomatrix percentiles, in Latency field order.
 var fioPercentiles = []float64{50, 90, 99, 99.9, 99.99}
 
-func fioLatency(clats []*fioClat) iotest.Latency {
-	var l iotest.Latency
+func fioLatency(clats []*fioClat) results.Latency {
+	var l results.Latency
 	switch len(clats) {
 	case 0:
 		return l
 	case 1:
 		c := clats[0]
-		l = iotest.Latency{Min: c.Min, Mean: c.Mean, Max: c.Max}
+		l = results.Latency{Min: c.Min, Mean: c.Mean, Max: c.Max}
 		fioSetPercentiles(&l, fioReportedPercentiles(c.Percentile))
 		return l
 	}
@@ -637,7 +638,7 @@ func fioLatency(clats []*fioClat) iotest.Latency {
 	return l
 }
 
-func fioSetPercentiles(l *iotest.Latency, pct []uint64) {
+func fioSetPercentiles(l *results.Latency, pct []uint64) {
 	if pct != nil {
 		l.P50, l.P90, l.P99, l.P999, l.P9999 = pct[0], pct[1], pct[2], pct[3], pct[4]
 	}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // fioFixture returns a file from testdata/fio, captured from real fio 3.33
@@ -71,7 +71,7 @@ func editFioFixture(t *testing.T, name string, edit func(m map[string]any)) []by
 	return out
 }
 
-func importFioBytes(t *testing.T, name string, data []byte) (*iotest.Document, []ImportProblem) {
+func importFioBytes(t *testing.T, name string, data []byte) (*results.Document, []ImportProblem) {
 	t.Helper()
 	doc, problems, err := ImportFio(name, bytes.NewReader(data))
 	if err != nil {
@@ -90,15 +90,15 @@ func closeRel(got, want, rel float64) bool {
 func TestImportFioFixtures(t *testing.T) {
 	type want struct {
 		fioJob  string // jobname in the fixture
-		pattern iotest.Pattern
+		pattern results.Pattern
 		name    string
 		engine  string
 	}
-	rand := func(bs int64, read, qd, jobs int) iotest.Pattern {
-		return iotest.Pattern{Access: iotest.Random, BlockSize: bs, ReadPct: read, QueueDepth: qd, Jobs: jobs}
+	rand := func(bs int64, read, qd, jobs int) results.Pattern {
+		return results.Pattern{Access: results.Random, BlockSize: bs, ReadPct: read, QueueDepth: qd, Jobs: jobs}
 	}
-	seq := func(bs int64, read, qd int) iotest.Pattern {
-		return iotest.Pattern{Access: iotest.Sequential, BlockSize: bs, ReadPct: read, QueueDepth: qd, Jobs: 1}
+	seq := func(bs int64, read, qd int) results.Pattern {
+		return results.Pattern{Access: results.Sequential, BlockSize: bs, ReadPct: read, QueueDepth: qd, Jobs: 1}
 	}
 	tests := []struct {
 		file    string
@@ -131,7 +131,7 @@ func TestImportFioFixtures(t *testing.T) {
 			if len(problems) != 0 {
 				t.Fatalf("problems: %v", problems)
 			}
-			if doc.SchemaVersion != 1 || doc.Tool.Name != "iomatrix" || doc.Tool.Version != iotest.Version {
+			if doc.SchemaVersion != 1 || doc.Tool.Name != "iomatrix" || doc.Tool.Version != results.Version {
 				t.Errorf("header: schema %d tool %+v", doc.SchemaVersion, doc.Tool)
 			}
 			if doc.Settings.Profile != "fio-import" || doc.Settings.Engine != tt.engine {
@@ -222,16 +222,16 @@ func TestImportFioLatencyCopied(t *testing.T) {
 			res := doc.Results[0]
 			for _, dir := range []struct {
 				name string
-				got  iotest.Latency
+				got  results.Latency
 			}{{"read", res.Read.LatNS}, {"write", res.Write.LatNS}} {
 				if fioRawNum(j, dir.name, "total_ios") == 0 {
-					if dir.got != (iotest.Latency{}) {
+					if dir.got != (results.Latency{}) {
 						t.Errorf("%s: latency %+v without I/O", dir.name, dir.got)
 					}
 					continue
 				}
 				pct := func(k string) uint64 { return uint64(fioRawNum(j, dir.name, "clat_ns", "percentile", k)) }
-				want := iotest.Latency{
+				want := results.Latency{
 					Min:   uint64(fioRawNum(j, dir.name, "clat_ns", "min")),
 					Mean:  fioRawNum(j, dir.name, "clat_ns", "mean"),
 					Max:   uint64(fioRawNum(j, dir.name, "clat_ns", "max")),
@@ -265,7 +265,7 @@ func TestImportFioNumjobs(t *testing.T) {
 	grouped, _ := importFioBytes(t, "grouped", fioFixture(t, "numjobs4-grouped.json"))
 	sepData := fioFixture(t, "numjobs4-separate.json")
 	separate, _ := importFioBytes(t, "separate", sepData)
-	for _, doc := range []*iotest.Document{grouped, separate} {
+	for _, doc := range []*results.Document{grouped, separate} {
 		if len(doc.Results) != 1 || doc.Results[0].Pattern.Jobs != 4 {
 			t.Fatalf("results %+v, want one with 4 jobs", doc.Results)
 		}
@@ -387,7 +387,7 @@ func TestImportFioStonewall(t *testing.T) {
 	}
 	// disk_util spans the whole run, not one pattern.
 	for _, r := range doc.Results {
-		if r.Device != (iotest.DevStats{}) {
+		if r.Device != (results.DevStats{}) {
 			t.Errorf("%s: device %+v from a run of several patterns", r.Name, r.Device)
 		}
 	}
@@ -438,7 +438,7 @@ func TestImportFioNoticePrefix(t *testing.T) {
 }
 
 func TestImportFioNotFio(t *testing.T) {
-	iomatrixDoc, _ := json.Marshal(iotest.Document{SchemaVersion: 1, Results: []iotest.Result{}})
+	iomatrixDoc, _ := json.Marshal(results.Document{SchemaVersion: 1, Results: []results.Result{}})
 	truncated := fioFixture(t, "randread.json")
 	truncated = truncated[:len(truncated)/2]
 	tests := map[string]string{
@@ -482,52 +482,52 @@ func TestImportFioMapping(t *testing.T) {
 		name    string
 		file    string
 		edit    func(map[string]any)
-		pattern iotest.Pattern // checked when problem is empty
-		problem string         // substring of the one expected problem
+		pattern results.Pattern // checked when problem is empty
+		problem string          // substring of the one expected problem
 	}{
 		{"rwmixwrite", "randrw70.json", func(m map[string]any) {
 			setOpt("rwmixread", "")(m)
 			setOpt("rwmixwrite", "30")(m)
-		}, iotest.Pattern{Access: iotest.Random, BlockSize: 8192, ReadPct: 70, QueueDepth: 16, Jobs: 1}, ""},
+		}, results.Pattern{Access: results.Random, BlockSize: 8192, ReadPct: 70, QueueDepth: 16, Jobs: 1}, ""},
 		{"default mix", "randrw70.json", setOpt("rwmixread", ""),
-			iotest.Pattern{Access: iotest.Random, BlockSize: 8192, ReadPct: 50, QueueDepth: 16, Jobs: 1}, ""},
-		{"mix disagrees", "randrw70.json", setOpt("rwmixwrite", "40"), iotest.Pattern{}, "disagree"},
+			results.Pattern{Access: results.Random, BlockSize: 8192, ReadPct: 50, QueueDepth: 16, Jobs: 1}, ""},
+		{"mix disagrees", "randrw70.json", setOpt("rwmixwrite", "40"), results.Pattern{}, "disagree"},
 		{"sequential mix", "randrw70.json", setOpt("rw", "readwrite"),
-			iotest.Pattern{Access: iotest.Sequential, BlockSize: 8192, ReadPct: 70, QueueDepth: 16, Jobs: 1}, ""},
+			results.Pattern{Access: results.Sequential, BlockSize: 8192, ReadPct: 70, QueueDepth: 16, Jobs: 1}, ""},
 		{"default bs and depth", "randread-jsonplus.json", func(m map[string]any) {
 			setOpt("bs", "")(m)
 			setOpt("iodepth", "")(m)
-		}, iotest.Pattern{Access: iotest.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 1, Jobs: 1}, ""},
+		}, results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 1, Jobs: 1}, ""},
 		{"bs in bytes", "randread.json", setOpt("bs", "4096"),
-			iotest.Pattern{Access: iotest.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 16, Jobs: 1}, ""},
+			results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 16, Jobs: 1}, ""},
 		{"global options", "randread.json", func(m map[string]any) {
 			opts := fioRawJobs(m)[0]["job options"].(map[string]any)
 			m["global options"] = map[string]any{"iodepth": "64", "bs": "16k", "ioengine": "libaio"}
 			delete(opts, "bs")
 			delete(opts, "ioengine")
-		}, iotest.Pattern{Access: iotest.Random, BlockSize: 16384, ReadPct: 100, QueueDepth: 16, Jobs: 1}, "do not match bs=16384"},
-		{"bssplit", "randread.json", setOpt("bssplit", "4k/50:16k/50"), iotest.Pattern{}, "bssplit"},
-		{"bs range", "randread.json", setOpt("bs", "4k-16k"), iotest.Pattern{}, "ranges"},
-		{"bsrange", "randread.json", setOpt("bsrange", "4k-16k"), iotest.Pattern{}, "bsrange"},
-		{"bs per direction", "randread.json", setOpt("bs", "4k,16k"), iotest.Pattern{}, "separate read/write"},
-		{"zoned", "randread.json", setOpt("zonemode", "zbd"), iotest.Pattern{}, "zoned"},
-		{"randtrim", "randread.json", setOpt("rw", "randtrim"), iotest.Pattern{}, "trim"},
-		{"trimwrite", "randread.json", setOpt("rw", "trimwrite"), iotest.Pattern{}, "trim"},
-		{"offset modifier", "randread.json", setOpt("rw", "randread:8"), iotest.Pattern{}, "offset modifiers"},
-		{"buffered", "randread.json", setOpt("direct", ""), iotest.Pattern{}, "buffered"},
-		{"rate limited", "randread.json", setOpt("rate_iops", "500"), iotest.Pattern{}, "rate"},
-		{"bad iodepth", "randread.json", setOpt("iodepth", "$ncpus"), iotest.Pattern{}, "iodepth"},
-		{"fio error", "randread.json", func(m map[string]any) { fioRawJobs(m)[0]["error"] = 25.0 }, iotest.Pattern{}, "error 25"},
+		}, results.Pattern{Access: results.Random, BlockSize: 16384, ReadPct: 100, QueueDepth: 16, Jobs: 1}, "do not match bs=16384"},
+		{"bssplit", "randread.json", setOpt("bssplit", "4k/50:16k/50"), results.Pattern{}, "bssplit"},
+		{"bs range", "randread.json", setOpt("bs", "4k-16k"), results.Pattern{}, "ranges"},
+		{"bsrange", "randread.json", setOpt("bsrange", "4k-16k"), results.Pattern{}, "bsrange"},
+		{"bs per direction", "randread.json", setOpt("bs", "4k,16k"), results.Pattern{}, "separate read/write"},
+		{"zoned", "randread.json", setOpt("zonemode", "zbd"), results.Pattern{}, "zoned"},
+		{"randtrim", "randread.json", setOpt("rw", "randtrim"), results.Pattern{}, "trim"},
+		{"trimwrite", "randread.json", setOpt("rw", "trimwrite"), results.Pattern{}, "trim"},
+		{"offset modifier", "randread.json", setOpt("rw", "randread:8"), results.Pattern{}, "offset modifiers"},
+		{"buffered", "randread.json", setOpt("direct", ""), results.Pattern{}, "buffered"},
+		{"rate limited", "randread.json", setOpt("rate_iops", "500"), results.Pattern{}, "rate"},
+		{"bad iodepth", "randread.json", setOpt("iodepth", "$ncpus"), results.Pattern{}, "iodepth"},
+		{"fio error", "randread.json", func(m map[string]any) { fioRawJobs(m)[0]["error"] = 25.0 }, results.Pattern{}, "error 25"},
 		{"writes in a read job", "randread.json", func(m map[string]any) {
 			fioRawJobs(m)[0]["write"].(map[string]any)["total_ios"] = 10.0
-		}, iotest.Pattern{}, "writes reported"},
+		}, results.Pattern{}, "writes reported"},
 		{"unified mixed", "randread.json", func(m map[string]any) {
 			j := fioRawJobs(m)[0]
 			j["mixed"] = j["read"]
 			delete(j, "read")
 			delete(j, "write")
 			delete(j, "trim")
-		}, iotest.Pattern{}, "no read or write"},
+		}, results.Pattern{}, "no read or write"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -611,7 +611,7 @@ func TestMergeImports(t *testing.T) {
 	a, _ := importFioBytes(t, "a", fioFixture(t, "randread.json"))
 	b, _ := importFioBytes(t, "b", fioFixture(t, "stonewall.json"))
 	c, _ := importFioBytes(t, "c", fioFixture(t, "randwrite.json"))
-	merged, err := MergeImports([]*iotest.Document{a, b, c})
+	merged, err := MergeImports([]*results.Document{a, b, c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -630,7 +630,7 @@ func TestMergeImports(t *testing.T) {
 		t.Errorf("merged span %s..%s", merged.StartedAt, merged.FinishedAt)
 	}
 
-	if _, err := MergeImports([]*iotest.Document{a, c, a}); err == nil ||
+	if _, err := MergeImports([]*results.Document{a, c, a}); err == nil ||
 		!strings.Contains(err.Error(), "rand-4k-r100-qd16") || !strings.Contains(err.Error(), "document 1") || !strings.Contains(err.Error(), "document 3") {
 		t.Errorf("duplicate: err %v, want one naming the pattern and both documents", err)
 	}
@@ -641,12 +641,12 @@ func TestMergeImports(t *testing.T) {
 
 // A problem with one I/O says so in the singular.
 func TestFioCheckEntryPlurals(t *testing.T) {
-	reads := iotest.Pattern{Access: iotest.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 1, Jobs: 1}
+	reads := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 1, Jobs: 1}
 	writes := reads
 	writes.ReadPct = 0
 	for _, c := range []struct {
 		job     fioJob
-		pattern iotest.Pattern
+		pattern results.Pattern
 		want    string
 	}{
 		{fioJob{Read: &fioDir{}, Trim: &fioDir{TotalIOs: 1}}, reads, "1 trim reported"},

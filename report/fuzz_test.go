@@ -3,11 +3,12 @@ package report
 import (
 	"bytes"
 	"errors"
+	"github.com/iomatrix/iomatrix/iotest"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 func FuzzImportFio(f *testing.F) {
@@ -28,7 +29,7 @@ func FuzzImportFio(f *testing.F) {
 			return
 		}
 		for _, r := range doc.Results {
-			if err := r.Pattern.Validate(); err != nil {
+			if err := iotest.ValidatePattern(r.Pattern); err != nil {
 				t.Fatalf("imported an invalid pattern %+v: %v", r.Pattern, err)
 			}
 		}
@@ -50,9 +51,9 @@ func FuzzReadDocument(f *testing.F) {
 	f.Add([]byte(`{"schema_version": 2, "tool": {"name": "iomatrix"}}`))
 	f.Add([]byte(`{"schema_version": 1, "tool": {"name": "iomatrix"}, "results": [{"pattern": {"block_size": -1}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		doc, err := iotest.ReadDocument(bytes.NewReader(data))
+		doc, err := results.ReadDocument(bytes.NewReader(data))
 		if err != nil {
-			if !errors.Is(err, iotest.ErrBadDocument) {
+			if !errors.Is(err, results.ErrBadDocument) {
 				t.Fatalf("error %v is not ErrBadDocument", err)
 			}
 			return

@@ -15,7 +15,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
 
-	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 func init() { Register("html", writeHTML) }
@@ -51,14 +51,14 @@ type htmlCell struct {
 // writeHTML renders one self-contained page: inline CSS, charts as inline
 // SVG drawn by gonum/plot, no script, font or stylesheet from anywhere, so
 // it opens offline and mails as one file.
-func writeHTML(w io.Writer, doc *iotest.Document, o Options) error {
+func writeHTML(w io.Writer, doc *results.Document, o Options) error {
 	metric := metricOf(o)
 	main := BuildMetric(doc.Results, metric)
 	lat := BuildMetric(doc.Results, LatP99)
 	var sections []htmlSection
 	for i, t := range main.Tables {
 		s := htmlSection{Title: strings.TrimSuffix(t.Title, " "+metric.Title())}
-		if t.Access == iotest.Random {
+		if t.Access == results.Random {
 			for _, chart := range []struct {
 				m Metric
 				t Table

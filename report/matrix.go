@@ -4,10 +4,11 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"github.com/iomatrix/iomatrix/internal/units"
 	"slices"
 	"strings"
 
-	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // Metric selects what a cell shows.
@@ -82,7 +83,7 @@ func (m Metric) Title() string {
 }
 
 // Value is the metric of one result.
-func (m Metric) Value(r iotest.Result) float64 {
+func (m Metric) Value(r results.Result) float64 {
 	v, _ := m.Measure(r)
 	return v
 }
@@ -90,14 +91,14 @@ func (m Metric) Value(r iotest.Result) float64 {
 // Measure is the metric of one result and whether that figure is only
 // approximate. It is the one rule by which matrices, compare and the
 // sweep's progress line read a result's latency.
-func (m Metric) Measure(r iotest.Result) (v float64, approx bool) {
+func (m Metric) Measure(r results.Result) (v float64, approx bool) {
 	switch m {
 	case IOPS:
 		return r.Total.IOPS, false
 	case MiBps:
 		return r.Total.MiBPerS, false
 	}
-	pick := func(l iotest.Latency) float64 {
+	pick := func(l results.Latency) float64 {
 		switch m {
 		case LatMean:
 			return l.Mean
@@ -143,7 +144,7 @@ type Matrix struct {
 // shown as 0).
 type Table struct {
 	Title     string
-	Access    iotest.Access
+	Access    results.Access
 	BlockSize int64 // random tables only
 	Rows      []string
 	Cols      []string
@@ -153,7 +154,7 @@ type Table struct {
 // Cell is one measured pattern.
 type Cell struct {
 	Value  float64
-	Result *iotest.Result
+	Result *results.Result
 	// CDM marks the cells CrystalDiskMark reports for a disk: 4K random at
 	// QD1 and QD32, 100 % and 0 % reads, one job.
 	CDM bool
@@ -180,7 +181,7 @@ func (m Matrix) Approx() bool {
 }
 
 // Build pivots results into IOPS tables.
-func Build(results []iotest.Result) Matrix { return BuildMetric(results, IOPS) }
+func Build(rs []results.Result) Matrix { return BuildMetric(rs, IOPS) }
 
 // BuildMetric pivots results into tables of the given metric.
 //
@@ -190,13 +191,13 @@ func Build(results []iotest.Result) Matrix { return BuildMetric(results, IOPS) }
 // in flight (QD × jobs), so a thread-scaling profile reads left to right.
 // Sequential results form one table: rows read %, columns block size × QD
 // (× jobs).
-func BuildMetric(results []iotest.Result, m Metric) Matrix {
+func BuildMetric(rs []results.Result, m Metric) Matrix {
 	mx := Matrix{Metric: m}
-	groups := map[int64][]*iotest.Result{}
-	var seq []*iotest.Result
-	for i := range results {
-		r := &results[i]
-		if r.Pattern.Access == iotest.Sequential {
+	groups := map[int64][]*results.Result{}
+	var seq []*results.Result
+	for i := range rs {
+		r := &rs[i]
+		if r.Pattern.Access == results.Sequential {
 			seq = append(seq, r)
 			continue
 		}
@@ -209,8 +210,8 @@ func BuildMetric(results []iotest.Result, m Metric) Matrix {
 	slices.Sort(sizes)
 	for _, bs := range sizes {
 		rs := groups[bs]
-		multi := slices.ContainsFunc(rs, func(r *iotest.Result) bool { return r.Pattern.Jobs > 1 })
-		t := pivot(fmt.Sprintf("random %s %s", iotest.FormatSize(bs), m.Title()), rs, m, func(p iotest.Pattern) colKey {
+		multi := slices.ContainsFunc(rs, func(r *results.Result) bool { return r.Pattern.Jobs > 1 })
+		t := pivot(fmt.Sprintf("random %s %s", units.FormatSize(bs), m.Title()), rs, m, func(p results.Pattern) colKey {
 			return colKey{inflight: p.QueueDepth * p.Jobs, qd: p.QueueDepth, jobs: p.Jobs}
 		}, func(k colKey) string {
 			if multi {
@@ -218,20 +219,20 @@ func BuildMetric(results []iotest.Result, m Metric) Matrix {
 			}
 			return fmt.Sprintf("QD%d", k.qd)
 		})
-		t.Access, t.BlockSize = iotest.Random, bs
+		t.Access, t.BlockSize = results.Random, bs
 		mx.Tables = append(mx.Tables, t)
 	}
 	if len(seq) > 0 {
-		t := pivot("sequential "+m.Title(), seq, m, func(p iotest.Pattern) colKey {
+		t := pivot("sequential "+m.Title(), seq, m, func(p results.Pattern) colKey {
 			return colKey{bs: p.BlockSize, qd: p.QueueDepth, jobs: p.Jobs}
 		}, func(k colKey) string {
-			s := fmt.Sprintf("%s QD%d", strings.ToUpper(iotest.ShortSize(k.bs)), k.qd)
+			s := fmt.Sprintf("%s QD%d", strings.ToUpper(results.ShortSize(k.bs)), k.qd)
 			if k.jobs > 1 {
 				s += fmt.Sprintf("×%d", k.jobs)
 			}
 			return s
 		})
-		t.Access = iotest.Sequential
+		t.Access = results.Sequential
 		mx.Tables = append(mx.Tables, t)
 	}
 	return mx
@@ -259,12 +260,12 @@ func ReadLabel(pct int) string {
 	return fmt.Sprintf("%d%% read", pct)
 }
 
-func isCDM(p iotest.Pattern) bool {
-	return p.Access == iotest.Random && p.BlockSize == 4096 && p.Jobs == 1 &&
+func isCDM(p results.Pattern) bool {
+	return p.Access == results.Random && p.BlockSize == 4096 && p.Jobs == 1 &&
 		(p.QueueDepth == 1 || p.QueueDepth == 32) && (p.ReadPct == 100 || p.ReadPct == 0)
 }
 
-func pivot(title string, rs []*iotest.Result, m Metric, key func(iotest.Pattern) colKey, label func(colKey) string) Table {
+func pivot(title string, rs []*results.Result, m Metric, key func(results.Pattern) colKey, label func(colKey) string) Table {
 	var reads []int
 	var cols []colKey
 	for _, r := range rs {

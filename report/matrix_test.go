@@ -4,23 +4,23 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
-func res(access iotest.Access, bs int64, read, qd, jobs int, iops, mibs float64) iotest.Result {
-	p := iotest.Pattern{Access: access, BlockSize: bs, ReadPct: read, QueueDepth: qd, Jobs: jobs}
-	return iotest.Result{Name: p.Name(), Pattern: p, Total: iotest.Total{IOPS: iops, MiBPerS: mibs}}
+func res(access results.Access, bs int64, read, qd, jobs int, iops, mibs float64) results.Result {
+	p := results.Pattern{Access: access, BlockSize: bs, ReadPct: read, QueueDepth: qd, Jobs: jobs}
+	return results.Result{Name: p.Name(), Pattern: p, Total: results.Total{IOPS: iops, MiBPerS: mibs}}
 }
 
 func TestBuildPivots(t *testing.T) {
-	rs := []iotest.Result{
-		res(iotest.Random, 4096, 100, 32, 1, 100000, 0),
-		res(iotest.Random, 4096, 0, 1, 1, 9000, 0),
-		res(iotest.Random, 4096, 100, 1, 1, 12000, 0),
+	rs := []results.Result{
+		res(results.Random, 4096, 100, 32, 1, 100000, 0),
+		res(results.Random, 4096, 0, 1, 1, 9000, 0),
+		res(results.Random, 4096, 100, 1, 1, 12000, 0),
 		// 0 % reads at QD32 is missing: an empty cell, not 0.
-		res(iotest.Random, 16384, 70, 1, 8, 30000, 0),
-		res(iotest.Sequential, 1<<20, 100, 8, 1, 1800, 1800),
-		res(iotest.Sequential, 1<<20, 0, 8, 1, 2200, 2200),
+		res(results.Random, 16384, 70, 1, 8, 30000, 0),
+		res(results.Sequential, 1<<20, 100, 8, 1, 1800, 1800),
+		res(results.Sequential, 1<<20, 0, 8, 1, 2200, 2200),
 	}
 	m := Build(rs)
 	if len(m.Tables) != 3 {

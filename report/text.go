@@ -9,7 +9,7 @@ import (
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
 
-	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // tableRows is a table as strings: the header and the rows.
@@ -63,7 +63,7 @@ func asciiTable() tw.Renderer {
 // WriteText renders the matrix as plain-text tables, as a sweep prints it.
 func WriteText(w io.Writer, m Matrix) error { return writeTextTables(w, m, "") }
 
-func writeText(w io.Writer, doc *iotest.Document, o Options) error {
+func writeText(w io.Writer, doc *results.Document, o Options) error {
 	return writeTextTables(w, BuildMetric(doc.Results, metricOf(o)), Describe(doc))
 }
 
@@ -86,7 +86,7 @@ func writeTextTables(w io.Writer, m Matrix, desc string) error {
 	return writeApproxNote(w, m.Approx())
 }
 
-func writeMarkdown(w io.Writer, doc *iotest.Document, o Options) error {
+func writeMarkdown(w io.Writer, doc *results.Document, o Options) error {
 	m := BuildMetric(doc.Results, metricOf(o))
 	fmt.Fprintf(w, "%s\n", Describe(doc))
 	for _, t := range m.Tables {
@@ -108,7 +108,7 @@ func writeApproxNote(w io.Writer, shown bool) error {
 	return err
 }
 
-func writeJSON(w io.Writer, doc *iotest.Document, _ Options) error {
+func writeJSON(w io.Writer, doc *results.Document, _ Options) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(doc)

@@ -3,13 +3,14 @@ package report
 import (
 	"errors"
 	"fmt"
+	"github.com/iomatrix/iomatrix/internal/units"
 	"io"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // Options shape a rendering.
@@ -21,7 +22,7 @@ type Options struct {
 }
 
 // WriteFunc renders a results document in one format.
-type WriteFunc func(w io.Writer, doc *iotest.Document, o Options) error
+type WriteFunc func(w io.Writer, doc *results.Document, o Options) error
 
 // ErrBadFormat is returned for unknown format names.
 var ErrBadFormat = errors.New("unknown format")
@@ -84,7 +85,7 @@ func metricOf(o Options) Metric {
 // size, profile, settings and cap. The size and the cap are always there
 // when known: a target a page cache or a controller's cache can hold reads
 // very differently from a large one, and an uncapped run from a capped one.
-func Describe(doc *iotest.Document) string {
+func Describe(doc *results.Document) string {
 	t, s := doc.Target, doc.Settings
 	var parts, detail []string
 	if kind := t.Kind; kind != "" || t.Disk != "" {
@@ -94,7 +95,7 @@ func Describe(doc *iotest.Document) string {
 		detail = append(detail, kind)
 	}
 	if t.SizeBytes > 0 {
-		detail = append(detail, iotest.FormatSize(t.SizeBytes))
+		detail = append(detail, units.FormatSize(t.SizeBytes))
 	}
 	switch {
 	case t.Path != "" && len(detail) > 0:
@@ -129,14 +130,14 @@ func Describe(doc *iotest.Document) string {
 }
 
 // DescribeCap renders a cgroup cap as "riops=10000,wiops=10000 on 254:0 (cgroup v1)".
-func DescribeCap(c *iotest.Cap) string {
+func DescribeCap(c *results.Cap) string {
 	var l []string
 	add := func(k string, v uint64, size bool) {
 		if v == 0 {
 			return
 		}
 		if size {
-			l = append(l, k+"="+iotest.FormatSize(int64(v)))
+			l = append(l, k+"="+units.FormatSize(int64(v)))
 		} else {
 			l = append(l, fmt.Sprintf("%s=%d", k, v))
 		}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -37,7 +37,7 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 // render writes doc in a format through its writer.
-func render(t *testing.T, write WriteFunc, doc *iotest.Document, o Options) []byte {
+func render(t *testing.T, write WriteFunc, doc *results.Document, o Options) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	if err := write(&b, doc, o); err != nil {
@@ -47,7 +47,7 @@ func render(t *testing.T, write WriteFunc, doc *iotest.Document, o Options) []by
 }
 
 // csvRows renders doc as CSV and reads it back.
-func csvRows(t *testing.T, doc *iotest.Document, o Options) [][]string {
+func csvRows(t *testing.T, doc *results.Document, o Options) [][]string {
 	t.Helper()
 	rows, err := csv.NewReader(bytes.NewReader(render(t, writeCSV, doc, o))).ReadAll()
 	if err != nil {
@@ -63,9 +63,9 @@ func csvRows(t *testing.T, doc *iotest.Document, o Options) [][]string {
 // rand-4k-r100-qd8 and rand-4k-r0-qd8, as an older iomatrix wrote them.
 var fixtures = []string{"full-missing", "jobs", "capped", "total-lat"}
 
-func loadFixture(t *testing.T, name string) *iotest.Document {
+func loadFixture(t *testing.T, name string) *results.Document {
 	t.Helper()
-	d, err := iotest.ReadDocumentFile(filepath.Join("testdata", name+".json"))
+	d, err := results.ReadDocumentFile(filepath.Join("testdata", name+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestJSONRoundTrip(t *testing.T) {
 		if err := writeJSON(&b, doc, Options{}); err != nil {
 			t.Fatal(err)
 		}
-		back, err := iotest.ReadDocument(&b)
+		back, err := results.ReadDocument(&b)
 		if err != nil || len(back.Results) != len(doc.Results) || back.SchemaVersion != 1 {
 			t.Errorf("%s: %v", fx, err)
 		}
@@ -157,9 +157,9 @@ func TestLookup(t *testing.T) {
 }
 
 func TestLatencyMetricWeightsDirections(t *testing.T) {
-	r := iotest.Result{
-		Read:  iotest.DirStats{IOs: 300, LatNS: iotest.Latency{P99: 1000, Mean: 500}},
-		Write: iotest.DirStats{IOs: 100, LatNS: iotest.Latency{P99: 5000, Mean: 900}},
+	r := results.Result{
+		Read:  results.DirStats{IOs: 300, LatNS: results.Latency{P99: 1000, Mean: 500}},
+		Write: results.DirStats{IOs: 100, LatNS: results.Latency{P99: 5000, Mean: 900}},
 	}
 	// Without total.lat_ns, a mixed result's figure is the weighted mean,
 	// and says it is approximate.
@@ -170,7 +170,7 @@ func TestLatencyMetricWeightsDirections(t *testing.T) {
 		t.Errorf("mean %v µs, approximate %v", v, approx)
 	}
 	// With it, the total's own percentile, exact.
-	r.Total.LatNS = &iotest.Latency{P99: 4000, Mean: 600}
+	r.Total.LatNS = &results.Latency{P99: 4000, Mean: 600}
 	if v, approx := LatP99.Measure(r); v != 4 || approx {
 		t.Errorf("p99 with total.lat_ns %v µs, approximate %v", v, approx)
 	}
@@ -180,23 +180,23 @@ func TestLatencyMetricWeightsDirections(t *testing.T) {
 }
 
 func TestSingleDirectionLatencyIsExact(t *testing.T) {
-	reads := iotest.Result{Read: iotest.DirStats{IOs: 300, LatNS: iotest.Latency{P50: 700, P99: 1000}}}
-	writes := iotest.Result{Write: iotest.DirStats{IOs: 100, LatNS: iotest.Latency{P50: 2500, P99: 5000}}}
+	reads := results.Result{Read: results.DirStats{IOs: 300, LatNS: results.Latency{P50: 700, P99: 1000}}}
+	writes := results.Result{Write: results.DirStats{IOs: 100, LatNS: results.Latency{P50: 2500, P99: 5000}}}
 	for _, c := range []struct {
 		name string
-		r    iotest.Result
+		r    results.Result
 		m    Metric
 		want float64
 	}{
 		{"reads p99", reads, LatP99, 1}, {"reads p50", reads, LatP50, 0.7},
 		{"writes p99", writes, LatP99, 5}, {"writes p50", writes, LatP50, 2.5},
-		{"no I/O", iotest.Result{}, LatP99, 0},
+		{"no I/O", results.Result{}, LatP99, 0},
 	} {
 		if v, approx := c.m.Measure(c.r); v != c.want || approx {
 			t.Errorf("%s: %v µs, approximate %v; want %v, exact", c.name, v, approx, c.want)
 		}
 	}
-	mixed := iotest.Result{Read: reads.Read, Write: writes.Write, Total: iotest.Total{IOPS: 1000}}
+	mixed := results.Result{Read: reads.Read, Write: writes.Write, Total: results.Total{IOPS: 1000}}
 	if _, approx := IOPS.Measure(mixed); approx {
 		t.Error("IOPS of a mixed result marked approximate")
 	}
@@ -228,7 +228,7 @@ func TestSettingsShowSizeAndCap(t *testing.T) {
 			}
 		}
 	}
-	doc := &iotest.Document{Target: iotest.TargetInfo{SizeBytes: 128 << 20}}
+	doc := &results.Document{Target: results.TargetInfo{SizeBytes: 128 << 20}}
 	if got := Describe(doc); got != "target 128MiB, no cap" {
 		t.Errorf("a target known only by its size: %q", got)
 	}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/iomatrix/iomatrix/internal/units"
 	"io"
 	"strconv"
 	"strings"
@@ -9,7 +10,7 @@ import (
 
 	"github.com/xuri/excelize/v2"
 
-	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 func init() { Register("xlsx", writeXLSX) }
@@ -20,7 +21,7 @@ func init() { Register("xlsx", writeXLSX) }
 // settings. An approximate cell stays a number: its number format shows
 // ApproxMark in front of it, as the text formats do, and ApproxNote is a
 // row under its table.
-func writeXLSX(w io.Writer, doc *iotest.Document, o Options) error {
+func writeXLSX(w io.Writer, doc *results.Document, o Options) error {
 	m := BuildMetric(doc.Results, metricOf(o))
 	f := excelize.NewFile()
 	defer f.Close()
@@ -176,8 +177,8 @@ func cellStyles(f *excelize.File, numFmt string) (map[cellStyle]int, error) {
 // []:*?/\).
 func sheetName(t Table, used map[string]bool) string {
 	base := "sequential"
-	if t.Access == iotest.Random {
-		base = "random " + iotest.FormatSize(t.BlockSize)
+	if t.Access == results.Random {
+		base = "random " + units.FormatSize(t.BlockSize)
 	}
 	base = strings.Map(func(r rune) rune {
 		if strings.ContainsRune(`[]:*?/\`, r) {
@@ -196,7 +197,7 @@ func sheetName(t Table, used map[string]bool) string {
 	return name
 }
 
-func writeResultsSheet(f *excelize.File, doc *iotest.Document) error {
+func writeResultsSheet(f *excelize.File, doc *results.Document) error {
 	const name = "results"
 	if _, err := f.NewSheet(name); err != nil {
 		return err
@@ -219,7 +220,7 @@ func writeResultsSheet(f *excelize.File, doc *iotest.Document) error {
 	return nil
 }
 
-func writeSettingsSheet(f *excelize.File, doc *iotest.Document, m Metric, bold int) error {
+func writeSettingsSheet(f *excelize.File, doc *results.Document, m Metric, bold int) error {
 	const name = "settings"
 	if _, err := f.NewSheet(name); err != nil {
 		return err
@@ -233,7 +234,7 @@ func writeSettingsSheet(f *excelize.File, doc *iotest.Document, m Metric, bold i
 		{"target kind", t.Kind},
 		{"device", t.Device},
 		{"disk", t.Disk},
-		{"target size", iotest.FormatSize(t.SizeBytes)},
+		{"target size", units.FormatSize(t.SizeBytes)},
 		{"target size (bytes)", t.SizeBytes},
 		{"logical block size", t.LogicalBlockSize},
 		{"rotational", t.Rotational},

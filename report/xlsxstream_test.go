@@ -266,14 +266,14 @@ func TestXLSXStreamingReader(t *testing.T) {
 				}
 			}
 		}
-		results := sheets["results"]
+		resultsSheet := sheets["results"]
 		for c, col := range csvColumns {
-			if got := results.cells[cellName([2]int{c + 1, 1})]; got != col.name {
+			if got := resultsSheet.cells[cellName([2]int{c + 1, 1})]; got != col.name {
 				t.Errorf("%s results: column %d is %q, want %q", fx, c+1, got, col.name)
 			}
 			for r := range doc.Results {
 				want := col.get(&doc.Results[r])
-				got := results.cells[cellName([2]int{c + 1, r + 2})]
+				got := resultsSheet.cells[cellName([2]int{c + 1, r + 2})]
 				if x, errx := strconv.ParseFloat(want, 64); errx == nil && col.name != "name" {
 					if y, erry := strconv.ParseFloat(got, 64); erry != nil || x != y {
 						t.Errorf("%s results %s row %d: %q, want %s", fx, col.name, r+2, got, want)

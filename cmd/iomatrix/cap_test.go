@@ -17,8 +17,8 @@ import (
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/internal/testenv"
-	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/report"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // classicProfile is the table of the cap acceptance: 16K, five mixes,
@@ -87,7 +87,7 @@ func TestCapClassicTable(t *testing.T) {
 			args := append([]string{"cap", "verify", tc.target, "--profile", profile, "--cap", fmt.Sprintf("riops=%d,wiops=%d", tc.capIOPS, tc.capIOPS),
 				"--runtime", "1s", "--ramp", "250ms", "--out", out}, tc.extra...)
 			r := runCounted(t, c, args...)
-			doc, err := iotest.ReadDocumentFile(out)
+			doc, err := results.ReadDocumentFile(out)
 			if err != nil {
 				t.Fatalf("exit %d, %v\n%s", r.code, err, r.stderr)
 			}
@@ -155,7 +155,7 @@ func TestCapVerifyFails(t *testing.T) {
 	}
 	for _, cell := range v.Cells {
 		if !cell.OK || cell.KernelRequests == nil || *cell.KernelRequests != cell.ExpectedRequests || cell.ExpectedRequests != cell.IOs ||
-			cell.ForeignRequests != (iotest.Completed{}) || cell.ExpectedIOPS == 0 || !cell.Binding {
+			cell.ForeignRequests != (results.Counts{}) || cell.ExpectedIOPS == 0 || !cell.Binding {
 			t.Errorf("cell %+v", cell)
 		}
 	}
@@ -167,14 +167,14 @@ func TestCapVerifyFails(t *testing.T) {
 	}
 	// A wrong expectation: a baseline claiming a hundred times the device's
 	// speed, under a cap far above it, which therefore never binds.
-	var doc iotest.Document
+	var doc results.Document
 	data, _ := os.ReadFile(strings.TrimSuffix(out, ".json") + "-baseline.json")
 	json.Unmarshal(data, &doc)
 	for i := range doc.Results {
 		doc.Results[i].Total.IOPS *= 100
 	}
 	fake := filepath.Join(dir, "fake-baseline.json")
-	iotest.WriteFileAtomic(fake, &doc)
+	results.WriteFileAtomic(fake, &doc)
 	r = runCounted(t, c, append(base, "--ramp", "250ms", "--cap", "riops=100000000,wiops=100000000", "--baseline", fake, "--out", filepath.Join(dir, "wrong.json"), "--format", "json")...)
 	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || r.code != 1 || v.Verdict != "fail" || v.Failed != 3 {
 		t.Errorf("wrong expectation: exit %d, %v\n%s", r.code, err, r.stdout)
@@ -350,7 +350,7 @@ func TestJoinExistingCgroupAndShow(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	doc, err := iotest.ReadDocument(strings.NewReader(r.stdout))
+	doc, err := results.ReadDocument(strings.NewReader(r.stdout))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -428,7 +428,7 @@ func TestCapResumeKeepsTheCap(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond)
 	cmd.Process.Signal(syscall.SIGINT)
 	cmd.Wait()
-	doc, err := iotest.ReadDocumentFile(out)
+	doc, err := results.ReadDocumentFile(out)
 	if err != nil || doc.Cap == nil || len(doc.Results) >= 8 {
 		t.Fatalf("interrupted capped sweep: %v, cap %+v, %d results", err, doc.Cap, len(doc.Results))
 	}
@@ -437,7 +437,7 @@ func TestCapResumeKeepsTheCap(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("resume: exit %d: %s", r.code, r.stderr)
 	}
-	doc, _ = iotest.ReadDocumentFile(out)
+	doc, _ = results.ReadDocumentFile(out)
 	if doc.Cap == nil || doc.Cap.ReadIOPS != 2000 || len(doc.Results) != 8 {
 		t.Fatalf("resumed: cap %+v, %d results", doc.Cap, len(doc.Results))
 	}
@@ -496,28 +496,28 @@ func TestCapVerifyRefusesForeignBaseline(t *testing.T) {
 	target := filepath.Join(dir, "b.dat")
 	profile := filepath.Join(dir, "one.yaml")
 	os.WriteFile(profile, []byte("name: one\npatterns:\n  - {block_size: 4k, read_pct: 100, queue_depth: 1}\n"), 0o644)
-	good := iotest.NewDocument(iotest.TargetInfo{Path: target, Kind: "file", SizeBytes: 64 << 20},
-		iotest.Settings{Profile: "one", Engine: "uring", RuntimeNS: int64(time.Second), RampNS: int64(250 * time.Millisecond), SizeBytes: 64 << 20}, "")
-	good.Results = []iotest.Result{{Name: "rand-4k-r100-qd1", Total: iotest.Total{IOPS: 5000}}}
+	good := results.NewDocument(results.TargetInfo{Path: target, Kind: "file", SizeBytes: 64 << 20},
+		results.Settings{Profile: "one", Engine: "uring", RuntimeNS: int64(time.Second), RampNS: int64(250 * time.Millisecond), SizeBytes: 64 << 20}, "")
+	good.Results = []results.Result{{Name: "rand-4k-r100-qd1", Total: results.Total{IOPS: 5000}}}
 	for _, tc := range []struct {
 		name    string
-		edit    func(d *iotest.Document)
+		edit    func(d *results.Document)
 		mention string
 	}{
-		{"another target", func(d *iotest.Document) { d.Target.Path = filepath.Join(dir, "other.dat") }, "other.dat"},
-		{"another size", func(d *iotest.Document) { d.Target.SizeBytes = 128 << 20 }, "size 128MiB"},
-		{"another runtime", func(d *iotest.Document) { d.Settings.RuntimeNS = int64(3 * time.Second) }, "runtime 3s"},
-		{"another ramp", func(d *iotest.Document) { d.Settings.RampNS = int64(5 * time.Second) }, "ramp 5s"},
-		{"another engine", func(d *iotest.Document) { d.Settings.Engine = "psync" }, "engine psync"},
-		{"capped", func(d *iotest.Document) { d.Cap = &iotest.Cap{CgroupVersion: 1, Device: "254:0", ReadIOPS: 100} }, "under a cap"},
-		{"a pattern missing", func(d *iotest.Document) { d.Results[0].Name = "rand-4k-r100-qd2" }, "rand-4k-r100-qd1"},
+		{"another target", func(d *results.Document) { d.Target.Path = filepath.Join(dir, "other.dat") }, "other.dat"},
+		{"another size", func(d *results.Document) { d.Target.SizeBytes = 128 << 20 }, "size 128MiB"},
+		{"another runtime", func(d *results.Document) { d.Settings.RuntimeNS = int64(3 * time.Second) }, "runtime 3s"},
+		{"another ramp", func(d *results.Document) { d.Settings.RampNS = int64(5 * time.Second) }, "ramp 5s"},
+		{"another engine", func(d *results.Document) { d.Settings.Engine = "psync" }, "engine psync"},
+		{"capped", func(d *results.Document) { d.Cap = &results.Cap{CgroupVersion: 1, Device: "254:0", ReadIOPS: 100} }, "under a cap"},
+		{"a pattern missing", func(d *results.Document) { d.Results[0].Name = "rand-4k-r100-qd2" }, "rand-4k-r100-qd1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := *good
-			d.Results = append([]iotest.Result(nil), good.Results...)
+			d.Results = append([]results.Result(nil), good.Results...)
 			tc.edit(&d)
 			path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".json")
-			if err := iotest.WriteFileAtomic(path, &d); err != nil {
+			if err := results.WriteFileAtomic(path, &d); err != nil {
 				t.Fatal(err)
 			}
 			r := runInProcess("cap", "verify", target, "--profile", profile, "--size", "64MiB", "--runtime", "1s", "--ramp", "250ms",
@@ -545,7 +545,7 @@ func TestCapVerifyInterrupted(t *testing.T) {
 	}
 	profile := filepath.Join(dir, "p.yaml")
 	os.WriteFile(profile, []byte("name: p\nmatrix:\n  - block_sizes: [4k]\n    read_pcts: [100, 0]\n    queue_depths: [1, 4]\n"), 0o644)
-	verify := func(out string, after time.Duration, extra ...string) (cmdResult, *iotest.Document) {
+	verify := func(out string, after time.Duration, extra ...string) (cmdResult, *results.Document) {
 		cmd := iomatrixCmd(t, append([]string{"cap", "verify", target, "--profile", profile, "--cap", "riops=2000,wiops=2000",
 			"--runtime", "300ms", "--ramp", "250ms", "--out", out}, extra...)...)
 		var stdout, stderr strings.Builder
@@ -563,7 +563,7 @@ func TestCapVerifyInterrupted(t *testing.T) {
 		if r.code != 130 || strings.Count(r.stderr, "interrupted") != 1 {
 			t.Errorf("exit %d, want 130 with one message of the interruption:\n%s", r.code, r.stderr)
 		}
-		doc, _ := iotest.ReadDocumentFile(out)
+		doc, _ := results.ReadDocumentFile(out)
 		return r, doc
 	}
 	// Four baseline cells of 0.55 s: interrupted in the third.
@@ -572,7 +572,7 @@ func TestCapVerifyInterrupted(t *testing.T) {
 	if base != nil {
 		t.Errorf("the capped phase never started, yet %s was written", out)
 	}
-	partial, err := iotest.ReadDocumentFile(baselineOut(out))
+	partial, err := results.ReadDocumentFile(baselineOut(out))
 	if err != nil || len(partial.Results) < 1 || len(partial.Results) >= 4 || partial.FinishedAt != "" {
 		t.Fatalf("baseline kept after the interruption: %v, %+v", err, partial)
 	}
@@ -636,7 +636,7 @@ func TestJoinTakesTheLimitInForce(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	doc, err := iotest.ReadDocument(strings.NewReader(r.stdout))
+	doc, err := results.ReadDocument(strings.NewReader(r.stdout))
 	if err != nil {
 		t.Fatal(err)
 	}

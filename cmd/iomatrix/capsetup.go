@@ -15,6 +15,7 @@ import (
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // capOptions are the flags that put a workload under a cgroup I/O cap.
@@ -191,16 +192,16 @@ func (cp *capPlan) start(g *globalOptions, t workerTarget) (*capSession, error) 
 }
 
 // Run runs one pattern in the cgroup and records the kernel's counts.
-func (s *capSession) Run(ctx context.Context, p iotest.Pattern, o iotest.Options) (iotest.Result, error) {
+func (s *capSession) Run(ctx context.Context, p results.Pattern, o iotest.Options) (results.Result, error) {
 	if err := sleepCtx(ctx, time.Until(s.lastActive.Add(cgroup.ThrottleQuiet))); err != nil {
-		return iotest.Result{}, err
+		return results.Result{}, err
 	}
 	before, cerr := s.group.Counters()
 	res, err := s.runner.Run(ctx, p, o)
 	s.lastActive = time.Now()
 	after, cerr2 := s.group.Counters()
 	if cerr == nil && cerr2 == nil && res.Name != "" {
-		res.CgroupIOs = &iotest.Completed{Reads: after.ReadIOs - before.ReadIOs, Writes: after.WriteIOs - before.WriteIOs}
+		res.CgroupIOs = &results.Counts{Reads: after.ReadIOs - before.ReadIOs, Writes: after.WriteIOs - before.WriteIOs}
 	}
 	return res, err
 }
@@ -225,8 +226,8 @@ func (s *capSession) Close() error {
 }
 
 // info is the cap object of the results file.
-func (s *capSession) info() *iotest.Cap {
+func (s *capSession) info() *results.Cap {
 	l := s.group.Limit
-	return &iotest.Cap{CgroupVersion: s.group.Version(), Cgroup: s.group.Path, Device: l.Device.String(),
+	return &results.Cap{CgroupVersion: s.group.Version(), Cgroup: s.group.Path, Device: l.Device.String(),
 		ReadIOPS: l.ReadIOPS, WriteIOPS: l.WriteIOPS, ReadBPS: l.ReadBPS, WriteBPS: l.WriteBPS}
 }

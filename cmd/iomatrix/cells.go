@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // cellLoop measures patterns one after another: the driver that sweep
@@ -18,14 +19,14 @@ type cellLoop struct {
 	r    runner
 	opts iotest.Options
 	prog *sweepProgress
-	doc  *iotest.Document
+	doc  *results.Document
 	out  string // "" saves nothing per cell
 	// keepGoing records a cell that failed with an I/O error and goes on
 	// (--continue-on-error); otherwise such a cell, saved with its error,
 	// ends the loop.
 	keepGoing bool
 	// check, when set, annotates a result before it is saved.
-	check func(res *iotest.Result)
+	check func(res *results.Result)
 }
 
 // run measures todo and closes the progress display. It returns the
@@ -33,7 +34,7 @@ type cellLoop struct {
 // stopped the loop (an I/O error, a failed save, a lost worker); an
 // interruption stops it with nil: the caller looks at ctx, and the
 // pattern that was running is discarded, never half-counted.
-func (c *cellLoop) run(ctx context.Context, todo []iotest.Pattern) (failed int, err error) {
+func (c *cellLoop) run(ctx context.Context, todo []results.Pattern) (failed int, err error) {
 	defer c.prog.close()
 	for _, p := range todo {
 		c.prog.start(p)
@@ -52,7 +53,7 @@ func (c *cellLoop) run(ctx context.Context, todo []iotest.Pattern) (failed int, 
 		}
 		c.doc.Results = append(c.doc.Results, res)
 		if c.out != "" {
-			if werr := iotest.WriteFileAtomic(c.out, c.doc); werr != nil {
+			if werr := results.WriteFileAtomic(c.out, c.doc); werr != nil {
 				return failed, fmt.Errorf("save results (the previous version of %s is intact): %w", c.out, werr)
 			}
 		}
@@ -93,8 +94,8 @@ func (o *profileOptions) resolve(g *globalOptions, sp *sweepPlan, precondition b
 }
 
 // newDocument starts the results of sp measured on t.
-func (sp *sweepPlan) newDocument(t *iotest.Target) *iotest.Document {
-	doc := iotest.NewDocument(t.Info, iotest.Settings{
+func (sp *sweepPlan) newDocument(t *iotest.Target) *results.Document {
+	doc := results.NewDocument(t.Info, results.Settings{
 		Profile: sp.profile.Name, Engine: sp.opts.Engine, RuntimeNS: int64(sp.opts.Runtime), RampNS: int64(sp.opts.Ramp),
 		SizeBytes: t.Size, Seed: sp.opts.Seed,
 	}, time.Now().UTC().Format(time.RFC3339))
@@ -105,7 +106,7 @@ func (sp *sweepPlan) newDocument(t *iotest.Target) *iotest.Document {
 }
 
 // anyWrites tells whether a pattern of pats writes.
-func anyWrites(pats []iotest.Pattern) bool {
+func anyWrites(pats []results.Pattern) bool {
 	for _, p := range pats {
 		if p.Writes() {
 			return true

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/iomatrix/iomatrix/internal/units"
 	"math"
 	"os"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/report"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 func newCapCommand(g *globalOptions) *cobra.Command {
@@ -176,7 +178,7 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 	complete := runErr == nil && ctx.Err() == nil
 	if complete {
 		doc.FinishedAt = time.Now().UTC().Format(time.RFC3339)
-		if err := iotest.WriteFileAtomic(sp.out, doc); err != nil {
+		if err := results.WriteFileAtomic(sp.out, doc); err != nil {
 			return err
 		}
 	}
@@ -227,7 +229,7 @@ func loadBaseline(path string, sp *sweepPlan, plan *iotest.Plan, asked iotest.Op
 	case d.Target.Path != plan.Path:
 		return nil, refuse("its target %s differs from this run's %s", d.Target.Path, plan.Path)
 	case d.Target.SizeBytes != plan.Size:
-		return nil, refuse("its target size %s differs from this run's %s", iotest.FormatSize(d.Target.SizeBytes), iotest.FormatSize(plan.Size))
+		return nil, refuse("its target size %s differs from this run's %s", units.FormatSize(d.Target.SizeBytes), units.FormatSize(plan.Size))
 	case s.Engine != sp.opts.Engine:
 		return nil, refuse("its engine %s differs from this run's %s", s.Engine, sp.opts.Engine)
 	case s.RuntimeNS != int64(asked.Runtime) && s.RuntimeNS != int64(sp.opts.Runtime):
@@ -268,7 +270,7 @@ func measureBaseline(ctx context.Context, g *globalOptions, sp *sweepPlan, t *io
 		return nil, err
 	}
 	bdoc.FinishedAt = time.Now().UTC().Format(time.RFC3339)
-	if err := iotest.WriteFileAtomic(out, bdoc); err != nil {
+	if err := results.WriteFileAtomic(out, bdoc); err != nil {
 		return nil, err
 	}
 	baseline := map[string]float64{}
@@ -281,7 +283,7 @@ func measureBaseline(ctx context.Context, g *globalOptions, sp *sweepPlan, t *io
 // cellJudge returns the check cap verify applies to each capped result:
 // cgroup.Judge fed with the result, its baseline and the device's request
 // limits, its verdict recorded in the result.
-func cellJudge(capInfo *iotest.Cap, tol float64, baseline map[string]float64) func(*iotest.Result) {
+func cellJudge(capInfo *results.Cap, tol float64, baseline map[string]float64) func(*results.Result) {
 	limit := cgroup.Limit{ReadIOPS: capInfo.ReadIOPS, WriteIOPS: capInfo.WriteIOPS, ReadBPS: capInfo.ReadBPS, WriteBPS: capInfo.WriteBPS}
 	var disk sysfs.BlockDevice // no limits known: one request per I/O
 	if dev, err := sysfs.ParseDevNum(capInfo.Device); err == nil {
@@ -289,7 +291,7 @@ func cellJudge(capInfo *iotest.Cap, tol float64, baseline map[string]float64) fu
 			disk = bd
 		}
 	}
-	return func(res *iotest.Result) {
+	return func(res *results.Result) {
 		p := res.Pattern
 		c := cgroup.Cell{
 			ReadPct: p.ReadPct, BlockSize: p.BlockSize, RequestsPerIO: disk.RequestsPerIO(p.BlockSize),
@@ -304,8 +306,8 @@ func cellJudge(capInfo *iotest.Cap, tol float64, baseline map[string]float64) fu
 			c.Failed = res.Error.Error()
 		}
 		v := cgroup.Judge(limit, c, tol)
-		completed := func(r cgroup.Requests) iotest.Completed { return iotest.Completed{Reads: r.Reads, Writes: r.Writes} }
-		res.CapCheck = &iotest.CapCheck{
+		completed := func(r cgroup.Requests) results.Counts { return results.Counts{Reads: r.Reads, Writes: r.Writes} }
+		res.CapCheck = &results.CapCheck{
 			ExpectedIOPS: math.Round(v.ExpectedIOPS*100) / 100, DeviationPct: math.Round(v.DeviationPct*10000) / 10000,
 			OK: v.OK, Binding: v.Binding, UncappedIOPS: c.UncappedIOPS, ReadShare: math.Round(v.ReadShare*1e6) / 1e6, TolerancePct: tol,
 			RateOK: v.RateOK, CountersOK: v.CountersOK, RequestsPerIO: max(c.RequestsPerIO, 1),
@@ -364,7 +366,7 @@ of PATH (a block device, or a file on it).
 				case n == 0:
 					return "-"
 				case size:
-					return iotest.FormatSize(int64(n)) + "/s"
+					return units.FormatSize(int64(n)) + "/s"
 				}
 				return strconv.FormatUint(n, 10)
 			}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/report"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 func newImportCommand(g *globalOptions) *cobra.Command {
@@ -50,7 +50,7 @@ func runImport(g *globalOptions, files []string, out string) error {
 	if err := checkOutPath("--out", out); err != nil {
 		return err
 	}
-	var docs []*iotest.Document
+	var docs []*results.Document
 	for _, name := range files {
 		f, err := os.Open(name)
 		if err != nil {
@@ -86,7 +86,7 @@ func runImport(g *globalOptions, files []string, out string) error {
 		_, err := g.stdout.Write(buf.Bytes())
 		return err
 	}
-	if err := iotest.WriteBytesAtomic(out, buf.Bytes()); err != nil {
+	if err := results.WriteBytesAtomic(out, buf.Bytes()); err != nil {
 		return err
 	}
 	fmt.Fprintf(g.stderr, "iomatrix: %s from %s written to %s\n", report.Count(len(doc.Results), "result"), report.Count(len(files), "file"), out)

@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
+	"github.com/iomatrix/iomatrix/internal/units"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/profiles"
 	"github.com/iomatrix/iomatrix/report"
 )
@@ -87,7 +87,7 @@ func showProfile(g *globalOptions, o *profilesOptions, p *profiles.Profile) erro
 	tw := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "NAME\tACCESS\tBLOCK\tREAD %%\tQD\tJOBS\t\n")
 	for _, pat := range p.Patterns {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t\n", pat.Name(), pat.Access, iotest.FormatSize(pat.BlockSize), pat.ReadPct, pat.QueueDepth, pat.Jobs)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t\n", pat.Name(), pat.Access, units.FormatSize(pat.BlockSize), pat.ReadPct, pat.QueueDepth, pat.Jobs)
 	}
 	return tw.Flush()
 }

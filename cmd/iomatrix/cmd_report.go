@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/report"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 type reportOptions struct {
@@ -58,8 +58,8 @@ unless --format is given (.txt .md .csv .json .html .xlsx).
 
 // loadResults reads a results file for rendering; every problem is bad
 // input naming the file.
-func loadResults(path string) (*iotest.Document, error) {
-	d, err := iotest.ReadDocumentFile(path)
+func loadResults(path string) (*results.Document, error) {
+	d, err := results.ReadDocumentFile(path)
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -104,7 +104,7 @@ func runReport(g *globalOptions, o *reportOptions, path string, formatSet bool) 
 		_, err := g.stdout.Write(buf.Bytes())
 		return err
 	}
-	return iotest.WriteBytesAtomic(o.Out, buf.Bytes())
+	return results.WriteBytesAtomic(o.Out, buf.Bytes())
 }
 
 type compareOptions struct {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/iomatrix/iomatrix/internal/units"
 	"io"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/report"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // runOptions are the flags of `iomatrix run`.
@@ -97,19 +99,19 @@ func flagError(err error) error {
 }
 
 // pattern turns the flags into a pattern, checked on its own.
-func (o *runOptions) pattern() (iotest.Pattern, error) {
-	p := iotest.Pattern{QueueDepth: o.QueueDepth, Jobs: o.Jobs}
+func (o *runOptions) pattern() (results.Pattern, error) {
+	p := results.Pattern{QueueDepth: o.QueueDepth, Jobs: o.Jobs}
 	switch o.RW {
 	case "randread":
-		p.Access, p.ReadPct = iotest.Random, 100
+		p.Access, p.ReadPct = results.Random, 100
 	case "randwrite":
-		p.Access, p.ReadPct = iotest.Random, 0
+		p.Access, p.ReadPct = results.Random, 0
 	case "randrw":
-		p.Access, p.ReadPct = iotest.Random, o.ReadMix
+		p.Access, p.ReadPct = results.Random, o.ReadMix
 	case "read":
-		p.Access, p.ReadPct = iotest.Sequential, 100
+		p.Access, p.ReadPct = results.Sequential, 100
 	case "write":
-		p.Access, p.ReadPct = iotest.Sequential, 0
+		p.Access, p.ReadPct = results.Sequential, 0
 	default:
 		return p, usagef("--rw: %q is not one of randread, randwrite, randrw, read, write", o.RW)
 	}
@@ -119,12 +121,12 @@ func (o *runOptions) pattern() (iotest.Pattern, error) {
 	if o.ReadMix < 0 || o.ReadMix > 100 {
 		return p, usagef("--rwmix: %d is outside 0..100", o.ReadMix)
 	}
-	bs, err := iotest.ParseSize(o.BlockSize)
+	bs, err := units.ParseSize(o.BlockSize)
 	if err != nil {
 		return p, usagef("--bs: %w", err)
 	}
 	p.BlockSize = bs
-	if err := p.Validate(); err != nil {
+	if err := iotest.ValidatePattern(p); err != nil {
 		return p, flagError(err)
 	}
 	return p, nil
@@ -153,7 +155,7 @@ func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string)
 	if err := checkOutPath("--out", o.Out); err != nil {
 		return err
 	}
-	plan, err := o.plan(target, size, []iotest.Pattern{p}, false)
+	plan, err := o.plan(target, size, []results.Pattern{p}, false)
 	if err != nil {
 		return err
 	}
@@ -186,7 +188,7 @@ func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string)
 	}
 	defer r.Close()
 
-	doc := iotest.NewDocument(t.Info, iotest.Settings{
+	doc := results.NewDocument(t.Info, results.Settings{
 		Profile: "run", Engine: engine, RuntimeNS: int64(opts.Runtime), RampNS: int64(opts.Ramp),
 		SizeBytes: t.Size, Seed: opts.Seed,
 	}, time.Now().UTC().Format(time.RFC3339))
@@ -203,7 +205,7 @@ func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string)
 	doc.Results = append(doc.Results, res)
 	doc.FinishedAt = time.Now().UTC().Format(time.RFC3339)
 	if o.Out != "" {
-		if err := iotest.WriteFileAtomic(o.Out, doc); err != nil {
+		if err := results.WriteFileAtomic(o.Out, doc); err != nil {
 			return err
 		}
 	}
@@ -220,7 +222,7 @@ func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string)
 	return runErr
 }
 
-func writeRunText(w io.Writer, doc *iotest.Document, r *iotest.Result) {
+func writeRunText(w io.Writer, doc *results.Document, r *results.Result) {
 	p := r.Pattern
 	t := doc.Target
 	var where []string
@@ -231,7 +233,7 @@ func writeRunText(w io.Writer, doc *iotest.Document, r *iotest.Result) {
 	if t.Filesystem != "" {
 		where = append(where, t.Filesystem)
 	}
-	where = append(where, iotest.FormatSize(t.SizeBytes))
+	where = append(where, units.FormatSize(t.SizeBytes))
 	if t.Scheduler != "" {
 		where = append(where, "scheduler "+t.Scheduler)
 	}
@@ -240,11 +242,11 @@ func writeRunText(w io.Writer, doc *iotest.Document, r *iotest.Result) {
 		jobs = fmt.Sprintf("%d jobs", p.Jobs)
 	}
 	fmt.Fprintf(w, "%s: %s, %s, %d%% reads, QD %d × %s, %s measured after %s ramp, engine %s, seed %d\n",
-		r.Name, p.Access, iotest.FormatSize(p.BlockSize), p.ReadPct, p.QueueDepth, jobs,
+		r.Name, p.Access, units.FormatSize(p.BlockSize), p.ReadPct, p.QueueDepth, jobs,
 		time.Duration(r.DurationNS).Round(time.Millisecond), time.Duration(r.RampNS), r.Engine, doc.Settings.Seed)
 	fmt.Fprintf(w, "target: %s (%s)\n\n", t.Path, strings.Join(where, ", "))
 	fmt.Fprintf(w, "%-6s %12s %10s %9s %9s %9s %9s %9s %9s %9s %9s\n", "", "IOPS", "MiB/s", "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max")
-	row := func(name string, iops, mibps float64, l *iotest.Latency) {
+	row := func(name string, iops, mibps float64, l *results.Latency) {
 		fmt.Fprintf(w, "%-6s %12s %10s", name, thousands(iops, 0), thousands(mibps, 1))
 		if l != nil {
 			fmt.Fprintf(w, " %9s %9s %9s %9s %9s %9s %9s %9s", us(float64(l.Min)), us(l.Mean), us(float64(l.P50)),

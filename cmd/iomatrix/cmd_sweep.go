@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/iomatrix/iomatrix/internal/units"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/profiles"
 	"github.com/iomatrix/iomatrix/report"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // profileOptions are the flags of the commands that measure every pattern
@@ -112,8 +114,8 @@ type sweepPlan struct {
 	size    int64
 	target  string
 	out     string
-	doc     *iotest.Document // the resumed document, or nil
-	todo    []iotest.Pattern
+	doc     *results.Document // the resumed document, or nil
+	todo    []results.Pattern
 }
 
 func (o *sweepOptions) prepare(g *globalOptions, target string) (*sweepPlan, error) {
@@ -122,7 +124,7 @@ func (o *sweepOptions) prepare(g *globalOptions, target string) (*sweepPlan, err
 	}
 	sp := &sweepPlan{target: target}
 	if o.Resume != "" {
-		d, err := iotest.ReadDocumentFile(o.Resume)
+		d, err := results.ReadDocumentFile(o.Resume)
 		if err != nil {
 			return nil, usagef("--resume: %w", err)
 		}
@@ -225,7 +227,7 @@ func (o *profileOptions) prepare(g *globalOptions, sp *sweepPlan, outPattern str
 // adoptSettings takes the sweep's settings from a results file being
 // resumed, refusing flags that contradict it: a sweep whose cells were
 // measured differently would be a matrix of incomparable numbers.
-func (o *sweepOptions) adoptSettings(d *iotest.Document, sp *sweepPlan) error {
+func (o *sweepOptions) adoptSettings(d *results.Document, sp *sweepPlan) error {
 	s := d.Settings
 	if sp.target != "" {
 		abs, _ := filepath.Abs(sp.target)
@@ -266,7 +268,7 @@ func (o *sweepOptions) adoptSettings(d *iotest.Document, sp *sweepPlan) error {
 			return err
 		}
 		if size != s.SizeBytes {
-			return usagef("--resume: --size %s differs from the file's size %s", iotest.FormatSize(size), iotest.FormatSize(s.SizeBytes))
+			return usagef("--resume: --size %s differs from the file's size %s", units.FormatSize(size), units.FormatSize(s.SizeBytes))
 		}
 	}
 	if o.outSet && o.Out != o.Resume {
@@ -283,7 +285,7 @@ func (o *sweepOptions) adoptSettings(d *iotest.Document, sp *sweepPlan) error {
 // adoptCap keeps a resumed sweep under the cap its first part ran under:
 // without cap flags the file's cap is applied again, and flags that differ
 // from it are refused, so no matrix mixes capped and uncapped cells.
-func (o *sweepOptions) adoptCap(c *iotest.Cap) error {
+func (o *sweepOptions) adoptCap(c *results.Cap) error {
 	fileCap := ""
 	if c != nil {
 		var parts []string
@@ -369,7 +371,7 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 		doc.Cap = capInfo
 	}
 	removeStaleTemps(sp.out)
-	if err := iotest.WriteFileAtomic(sp.out, doc); err != nil {
+	if err := results.WriteFileAtomic(sp.out, doc); err != nil {
 		return err
 	}
 
@@ -389,7 +391,7 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 	complete := runErr == nil && ctx.Err() == nil
 	if complete {
 		doc.FinishedAt = time.Now().UTC().Format(time.RFC3339)
-		if err := iotest.WriteFileAtomic(sp.out, doc); err != nil {
+		if err := results.WriteFileAtomic(sp.out, doc); err != nil {
 			return err
 		}
 	}
@@ -408,7 +410,7 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 	return nil
 }
 
-func printSweep(g *globalOptions, format string, doc *iotest.Document, out string, complete bool) error {
+func printSweep(g *globalOptions, format string, doc *results.Document, out string, complete bool) error {
 	if format == "json" {
 		enc := json.NewEncoder(g.stdout)
 		enc.SetIndent("", "  ")

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // measure runs one pattern with the garbage collector held off. The
@@ -16,7 +17,7 @@ import (
 // steps of tens to hundreds of KiB in a long run). A memory limit 64 MiB
 // above the current use stays as a safety net: should anything allocate
 // heavily, the collector runs anyway.
-func measure(ctx context.Context, t *iotest.Target, p iotest.Pattern, o iotest.Options) (iotest.Result, error) {
+func measure(ctx context.Context, t *iotest.Target, p results.Pattern, o iotest.Options) (results.Result, error) {
 	holdCollector()
 	defer releaseCollector()
 	return iotest.Run(ctx, t, p, o)

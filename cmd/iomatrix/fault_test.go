@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/iomatrix/iomatrix/internal/testenv"
-	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // fullDevice is a loop device over a sparse file of 256 MiB on a 64 MiB
@@ -46,8 +46,8 @@ func fullDevice(t *testing.T) string {
 func TestWriteErrorENOSPC(t *testing.T) {
 	dev := fullDevice(t)
 
-	results := filepath.Join(t.TempDir(), "r.json")
-	r := runIomatrix(t, iomatrixCmd(t, "sweep", dev, "--profile", "cdm", "--allow-destructive", "--runtime", "3s", "--ramp", "0s", "--out", results))
+	resultsFile := filepath.Join(t.TempDir(), "r.json")
+	r := runIomatrix(t, iomatrixCmd(t, "sweep", dev, "--profile", "cdm", "--allow-destructive", "--runtime", "3s", "--ramp", "0s", "--out", resultsFile))
 	if r.code != exitFailure {
 		t.Fatalf("exit %d, want 1; stderr %s", r.code, r.stderr)
 	}
@@ -56,7 +56,7 @@ func TestWriteErrorENOSPC(t *testing.T) {
 	if !strings.Contains(line, dev) || !strings.Contains(line, "no space left on device") {
 		t.Errorf("last stderr line %q does not name the device and the error", line)
 	}
-	doc, err := iotest.ReadDocumentFile(results)
+	doc, err := results.ReadDocumentFile(resultsFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestWriteErrorENOSPC(t *testing.T) {
 	if r.code != exitFailure {
 		t.Fatalf("--continue-on-error: exit %d: %s", r.code, r.stderr)
 	}
-	doc, err = iotest.ReadDocument(strings.NewReader(r.stdout))
+	doc, err = results.ReadDocument(strings.NewReader(r.stdout))
 	if err != nil || len(doc.Results) != 8 {
 		t.Fatalf("--continue-on-error: %v, %d results", err, len(doc.Results))
 	}
@@ -141,7 +141,7 @@ func TestResultsDirTurnsReadOnly(t *testing.T) {
 	if !bytes.Equal(good, now) {
 		t.Error("the results file changed after the directory became read-only")
 	}
-	doc, err := iotest.ReadDocumentFile(out)
+	doc, err := results.ReadDocumentFile(out)
 	if err != nil || len(doc.Results) == 0 || len(doc.Results) >= 14 {
 		t.Fatalf("last good file: %v, %d results", err, len(doc.Results))
 	}
@@ -256,7 +256,7 @@ func TestFaultsCappedAsUncapped(t *testing.T) {
 	for _, f := range faults {
 		t.Run(f.name, func(t *testing.T) {
 			var runs [2]cmdResult
-			var errs [2]*iotest.IOError
+			var errs [2]*results.IOError
 			for i, capped := range []bool{false, true} {
 				args, during := f.setup(t)
 				if capped {
@@ -277,7 +277,7 @@ func TestFaultsCappedAsUncapped(t *testing.T) {
 					t.Errorf("capped %v: cgroups left: %v", capped, l)
 				}
 				if m := regexp.MustCompile(`(?m)^error: (.*)$`).FindStringSubmatch(out.String()); m != nil {
-					errs[i] = &iotest.IOError{Msg: m[1]}
+					errs[i] = &results.IOError{Msg: m[1]}
 				}
 			}
 			lines := func(r cmdResult) (first, last string) {

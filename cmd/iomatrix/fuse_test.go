@@ -11,7 +11,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/iomatrix/iomatrix/internal/testenv"
-	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // flakyDisk is a FUSE file whose reads fail with EIO in [badFrom, Size):
@@ -47,8 +47,8 @@ func TestReadErrorEIO(t *testing.T) {
 	disk := &flakyDisk{DiskFile: testenv.DiskFile{Size: 64 << 20}, badFrom: 32 << 20}
 	dev := testenv.FUSELoop(t, disk)
 
-	results := filepath.Join(t.TempDir(), "r.json")
-	r := runIomatrix(t, iomatrixCmd(t, "run", dev, "--rw", "randread", "--bs", "4k", "--qd", "4", "--runtime", "10s", "--ramp", "0s", "--format", "json", "-o", results))
+	resultsFile := filepath.Join(t.TempDir(), "r.json")
+	r := runIomatrix(t, iomatrixCmd(t, "run", dev, "--rw", "randread", "--bs", "4k", "--qd", "4", "--runtime", "10s", "--ramp", "0s", "--format", "json", "-o", resultsFile))
 	if r.code != exitFailure {
 		t.Fatalf("exit %d, want 1: %s", r.code, r.stderr)
 	}
@@ -57,7 +57,7 @@ func TestReadErrorEIO(t *testing.T) {
 	if last := lines[len(lines)-1]; !strings.Contains(last, dev) || !strings.Contains(last, "input/output error") {
 		t.Errorf("last stderr line %q does not name the device and the error", last)
 	}
-	doc, err := iotest.ReadDocumentFile(results)
+	doc, err := results.ReadDocumentFile(resultsFile)
 	if err != nil || len(doc.Results) != 1 {
 		t.Fatalf("results: %v", err)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 func TestImportThenReportAndCompare(t *testing.T) {
@@ -20,7 +20,7 @@ func TestImportThenReportAndCompare(t *testing.T) {
 	if !strings.Contains(r.stderr, `fio job "trim"`) || !strings.Contains(r.stderr, "4 results") {
 		t.Errorf("import stderr %q: want the unmapped job named and the count", r.stderr)
 	}
-	doc, err := iotest.ReadDocumentFile(out)
+	doc, err := results.ReadDocumentFile(out)
 	if err != nil || len(doc.Results) != 4 {
 		t.Fatalf("imported document: %v", err)
 	}

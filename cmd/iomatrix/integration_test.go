@@ -16,7 +16,7 @@ import (
 
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/internal/testenv"
-	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 func loopDevice(t *testing.T, size int64) (dev string, num sysfs.DevNum, backing string) {
@@ -76,7 +76,7 @@ func TestCountsMatchCgroupCounters(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	doc, err := iotest.ReadDocument(strings.NewReader(r.stdout))
+	doc, err := results.ReadDocument(strings.NewReader(r.stdout))
 	if err != nil {
 		t.Fatal(err)
 	}

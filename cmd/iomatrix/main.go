@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/iomatrix/iomatrix/internal/units"
 	"io"
 	"os"
 	"os/signal"
@@ -17,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // Exit statuses. They are part of the interface: scripts test them.
@@ -91,7 +93,7 @@ I/O at any block size, read/write mix and queue depth, with its own
 io_uring engine (or a pread/pwrite fallback).
 
 ` + exitStatusHelp,
-		Version:       iotest.Version,
+		Version:       results.Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// Cobra's own refusal of an unknown command is a plain error
@@ -204,7 +206,7 @@ func exitCode(err error) int {
 	case errors.As(err, &ce):
 		return ce.code
 	case errors.As(err, &ue), errors.As(err, &fe),
-		errors.Is(err, iotest.ErrBadTarget), errors.Is(err, iotest.ErrBadSize), errors.Is(err, iotest.ErrBadPattern),
+		errors.Is(err, iotest.ErrBadTarget), errors.Is(err, units.ErrBadSize), errors.Is(err, iotest.ErrBadPattern),
 		errors.Is(err, iotest.ErrNoUring):
 		return exitUsage
 	case errors.As(err, new(privilegeError)), errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/iomatrix/iomatrix/internal/testenv"
-	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // The test binary doubles as the iomatrix binary: with IOMATRIX_TEST_MAIN
@@ -156,7 +156,7 @@ func TestRunJSON(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	doc, err := iotest.ReadDocument(strings.NewReader(r.stdout))
+	doc, err := results.ReadDocument(strings.NewReader(r.stdout))
 	if err != nil {
 		t.Fatalf("stdout is not one results document: %v\n%s", err, r.stdout)
 	}

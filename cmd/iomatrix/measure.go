@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/iomatrix/iomatrix/internal/units"
 	"math/rand/v2"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // measureOptions are the flags every measuring command shares: how long,
@@ -46,7 +48,7 @@ func (o *measureOptions) AddFlags(f *pflag.FlagSet) {
 // runnerFor returns what runs the patterns: this process, or, under a
 // cap, a worker inside the cgroup. The returned close must always run: it
 // stops the worker and removes the cgroup.
-func (o *measureOptions) runnerFor(g *globalOptions, cp *capPlan, plan *iotest.Plan, t *iotest.Target, writes bool) (runner, *iotest.Cap, error) {
+func (o *measureOptions) runnerFor(g *globalOptions, cp *capPlan, plan *iotest.Plan, t *iotest.Target, writes bool) (runner, *results.Cap, error) {
 	if cp == nil {
 		return localRunner{t}, nil, nil
 	}
@@ -77,7 +79,7 @@ func alignToThrottle(g *globalOptions, o *iotest.Options) {
 // than iomatrix's own during a cell's window (a fifth of them, and at
 // least a few hundred, were somebody else's): another process was loading
 // the device, and the cell measured the disk shared.
-func noticeOtherLoad(g *globalOptions, r iotest.Result, disk string) {
+func noticeOtherLoad(g *globalOptions, r results.Result, disk string) {
 	d := r.Device
 	if d.OtherIOs < 500 || float64(d.OtherIOs) < 0.2*float64(d.IOs) {
 		return
@@ -126,7 +128,7 @@ func (o *measureOptions) size() (int64, error) {
 	if !o.sizeSet {
 		return 0, nil
 	}
-	size, err := iotest.ParseSize(o.Size)
+	size, err := units.ParseSize(o.Size)
 	if err != nil {
 		return 0, usagef("--size: %w", err)
 	}
@@ -138,7 +140,7 @@ func (o *measureOptions) size() (int64, error) {
 
 // plan decides what happens to the target, touching nothing, and checks
 // every pattern against it.
-func (o *measureOptions) plan(target string, size int64, pats []iotest.Pattern, writes bool) (*iotest.Plan, error) {
+func (o *measureOptions) plan(target string, size int64, pats []results.Pattern, writes bool) (*iotest.Plan, error) {
 	for _, p := range pats {
 		writes = writes || p.Writes()
 	}
@@ -149,7 +151,7 @@ func (o *measureOptions) plan(target string, size int64, pats []iotest.Pattern, 
 		return nil, flagError(err)
 	}
 	for _, p := range pats {
-		if err := p.ValidateFor(plan.Align, plan.Size); err != nil {
+		if err := iotest.ValidatePatternFor(p, plan.Align, plan.Size); err != nil {
 			if len(pats) == 1 {
 				return nil, flagError(err) // names the flag that set it
 			}
@@ -162,15 +164,15 @@ func (o *measureOptions) plan(target string, size int64, pats []iotest.Pattern, 
 func openTarget(ctx context.Context, plan *iotest.Plan, g *globalOptions) (*iotest.Target, error) {
 	switch plan.Action {
 	case iotest.ActionCreate, iotest.ActionRelayout:
-		fmt.Fprintf(g.stderr, "iomatrix: laying out %s (%s of random data; reused by later runs)\n", plan.Path, iotest.FormatSize(plan.Size))
+		fmt.Fprintf(g.stderr, "iomatrix: laying out %s (%s of random data; reused by later runs)\n", plan.Path, units.FormatSize(plan.Size))
 	case iotest.ActionReadOnly:
-		fmt.Fprintf(g.stderr, "iomatrix: %s was not created by iomatrix: reading it in place (%s)\n", plan.Path, iotest.FormatSize(plan.Size))
+		fmt.Fprintf(g.stderr, "iomatrix: %s was not created by iomatrix: reading it in place (%s)\n", plan.Path, units.FormatSize(plan.Size))
 	}
 	line := newLiveLine(g)
 	start := time.Now()
 	t, err := plan.Open(ctx, func(done, total int64) {
 		el := time.Since(start).Seconds()
-		line.printf("layout %s / %s  %.0f MiB/s", iotest.FormatSize(done), iotest.FormatSize(total), float64(done)/el/(1<<20))
+		line.printf("layout %s / %s  %.0f MiB/s", units.FormatSize(done), units.FormatSize(total), float64(done)/el/(1<<20))
 	})
 	line.done()
 	return t, err

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // liveLine redraws one status line on stderr while a terminal is attached
@@ -21,7 +22,7 @@ type liveLine struct {
 	g     *globalOptions
 	drawn bool
 	buf   []byte
-	named iotest.Pattern // the pattern whose name is in name
+	named results.Pattern // the pattern whose name is in name
 	name  string
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 func TestThousands(t *testing.T) {
@@ -38,7 +39,7 @@ func TestAppendDurationMatchesString(t *testing.T) {
 func TestLiveLineRedrawAllocatesNothing(t *testing.T) {
 	var out bytes.Buffer
 	l := newLiveLine(&globalOptions{stderr: &out, stderrTTY: true})
-	p := iotest.Progress{Pattern: iotest.Pattern{Access: iotest.Random, BlockSize: 4096, ReadPct: 50, QueueDepth: 256, Jobs: 4},
+	p := iotest.Progress{Pattern: results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 50, QueueDepth: 256, Jobs: 4},
 		Elapsed: 75 * time.Second, IOPS: 123456.7}
 	o := iotest.Options{Runtime: 10 * time.Minute, Ramp: 5 * time.Second}
 	l.pattern(p, o)

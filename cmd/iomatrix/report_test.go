@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 const fixture = "../../report/testdata/capped.json"
@@ -65,7 +65,7 @@ func TestReportFormats(t *testing.T) {
 		}
 	}
 	data, _ := os.ReadFile(filepath.Join(dir, "r.json"))
-	if _, err := iotest.ReadDocument(strings.NewReader(string(data))); err != nil {
+	if _, err := results.ReadDocument(strings.NewReader(string(data))); err != nil {
 		t.Errorf("json report is not a results document: %v", err)
 	}
 	r := runInProcess("report", fixture, "--format", "csv", "--wide", "--metric", "lat-p99")

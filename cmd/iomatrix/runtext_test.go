@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/report"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // totalLatFixture has 4k random reads, 70 % reads and writes at QD1 and
@@ -15,7 +15,7 @@ import (
 // total.lat_ns, as an older iomatrix wrote them.
 const totalLatFixture = "../../report/testdata/total-lat.json"
 
-func fixtureResult(t *testing.T, doc *iotest.Document, name string) *iotest.Result {
+func fixtureResult(t *testing.T, doc *results.Document, name string) *results.Result {
 	t.Helper()
 	for i := range doc.Results {
 		if doc.Results[i].Name == name {
@@ -88,11 +88,11 @@ func TestSweepProgressLineShowsTotalP99(t *testing.T) {
 func TestRunTextDiskAndCap(t *testing.T) {
 	doc := readDoc(t, totalLatFixture)
 	res := *fixtureResult(t, doc, "rand-4k-r70-qd8")
-	res.Device = iotest.DevStats{IOs: 85417, UtilPct: 97, OtherIOs: 85417 - 6215}
-	res.Completed = iotest.Completed{Reads: 4351, Writes: 1864}
-	res.CgroupIOs = &iotest.Completed{Reads: 4351, Writes: 1864}
+	res.Device = results.DevStats{IOs: 85417, UtilPct: 97, OtherIOs: 85417 - 6215}
+	res.Completed = results.Counts{Reads: 4351, Writes: 1864}
+	res.CgroupIOs = &results.Counts{Reads: 4351, Writes: 1864}
 	capped := *doc
-	capped.Cap = &iotest.Cap{CgroupVersion: 1, Cgroup: "/sys/fs/cgroup/blkio/iomatrix/42-1", Device: "254:0", ReadIOPS: 3000}
+	capped.Cap = &results.Cap{CgroupVersion: 1, Cgroup: "/sys/fs/cgroup/blkio/iomatrix/42-1", Device: "254:0", ReadIOPS: 3000}
 	var b bytes.Buffer
 	writeRunText(&b, &capped, &res)
 	for _, want := range []string{
@@ -121,7 +121,7 @@ func TestRunTextDiskAndCap(t *testing.T) {
 	} {
 		var e bytes.Buffer
 		r := res
-		r.Device = iotest.DevStats{IOs: tc.ios, OtherIOs: tc.other}
+		r.Device = results.DevStats{IOs: tc.ios, OtherIOs: tc.other}
 		noticeOtherLoad(&globalOptions{stderr: &e}, r, "vda")
 		if got := strings.Contains(e.String(), "another process was loading the device"); got != tc.notice {
 			t.Errorf("%d of %d requests not iomatrix's: notice %v, want %v (%q)", tc.other, tc.ios, got, tc.notice, e.String())

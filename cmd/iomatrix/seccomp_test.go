@@ -11,6 +11,7 @@ import (
 
 	"github.com/iomatrix/iomatrix/internal/testenv"
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // denySyscall installs a seccomp filter on every thread of this process
@@ -72,7 +73,7 @@ func TestCappedRunWithoutClone3(t *testing.T) {
 			t.Errorf("%s: exit %d: %s", env, r.code, r.stderr)
 			continue
 		}
-		doc, err := iotest.ReadDocument(strings.NewReader(r.stdout))
+		doc, err := results.ReadDocument(strings.NewReader(r.stdout))
 		if err != nil || doc.Cap == nil || doc.Results[0].CgroupIOs == nil || doc.Results[0].CgroupIOs.Reads == 0 {
 			t.Errorf("%s: the worker did not run in the cgroup: %v %+v", env, err, doc)
 		}
@@ -105,7 +106,7 @@ func TestAutoFallsBackToPsyncUnderSeccomp(t *testing.T) {
 	if len(notices) != 1 || !strings.Contains(notices[0], "psync") {
 		t.Errorf("want one notice naming the fallback, stderr %q", r.stderr)
 	}
-	doc, err := iotest.ReadDocument(strings.NewReader(r.stdout))
+	doc, err := results.ReadDocument(strings.NewReader(r.stdout))
 	if err != nil || doc.Results[0].Engine != "psync" || doc.Settings.Engine != "psync" {
 		t.Fatalf("auto under seccomp: %v %+v", err, doc)
 	}

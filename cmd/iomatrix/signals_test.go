@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/iomatrix/iomatrix/internal/testenv"
-	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // SIGINT, SIGTERM and SIGHUP at random moments of sweep, cap verify and
@@ -65,7 +65,7 @@ func TestSignalsAtRandomMoments(t *testing.T) {
 				}
 				if name != "throttle" {
 					if _, err := os.Stat(out); err == nil {
-						if _, err := iotest.ReadDocumentFile(out); err != nil {
+						if _, err := results.ReadDocumentFile(out); err != nil {
 							t.Errorf("trial %d (%v): results file: %v", trial, sig, err)
 						}
 					}

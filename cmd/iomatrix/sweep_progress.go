@@ -9,6 +9,7 @@ import (
 
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/report"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // sweepProgress shows where a sweep is. With a terminal: a bar over the
@@ -22,7 +23,7 @@ type sweepProgress struct {
 	started time.Time     // of this session's first pattern
 	ran     int           // patterns run in this session
 	ranFor  time.Duration // and the time they took
-	current iotest.Pattern
+	current results.Pattern
 	patAt   time.Time
 	bar     *progressbar.ProgressBar
 	mu      sync.Mutex // live() runs on the engine's coordinator goroutine
@@ -56,7 +57,7 @@ func (sp *sweepProgress) eta(now time.Time) time.Duration {
 	return max(left, 0)
 }
 
-func (sp *sweepProgress) start(p iotest.Pattern) {
+func (sp *sweepProgress) start(p results.Pattern) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	sp.current, sp.patAt = p, time.Now()
@@ -85,7 +86,7 @@ func (sp *sweepProgress) describe(phase string, iops float64) {
 		thousands(iops, 0), now.Sub(sp.started).Round(time.Second), sp.eta(now).Round(time.Second)))
 }
 
-func (sp *sweepProgress) finished(r iotest.Result) {
+func (sp *sweepProgress) finished(r results.Result) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	sp.done++

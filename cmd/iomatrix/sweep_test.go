@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/iomatrix/iomatrix/internal/testenv"
-	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/profiles"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 func TestSweepBadInput(t *testing.T) {
@@ -96,9 +96,9 @@ func TestSweepResumeRefusesOtherSettings(t *testing.T) {
 	}
 }
 
-func readDoc(t *testing.T, path string) *iotest.Document {
+func readDoc(t *testing.T, path string) *results.Document {
 	t.Helper()
-	d, err := iotest.ReadDocumentFile(path)
+	d, err := results.ReadDocumentFile(path)
 	if err != nil {
 		t.Fatalf("results file: %v", err)
 	}
@@ -216,7 +216,7 @@ func TestSweepSurvivesSIGKILL(t *testing.T) {
 			if r.code != 0 {
 				t.Fatalf("resume after kill: exit %d: %s", r.code, r.stderr)
 			}
-			if d, err := iotest.ReadDocument(strings.NewReader(r.stdout)); err != nil || len(d.Results) != 137 {
+			if d, err := results.ReadDocument(strings.NewReader(r.stdout)); err != nil || len(d.Results) != 137 {
 				t.Fatalf("resume after kill: %v", err)
 			}
 			if tmps, _ := filepath.Glob(filepath.Join(dir, ".k0.json.tmp-*")); len(tmps) != 0 {

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"github.com/iomatrix/iomatrix/internal/units"
 	"syscall"
 
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // wireError is an error as it crosses the pipe from the capped worker to
@@ -18,7 +20,7 @@ type wireError struct {
 	Message string             `json:"message"`
 	Kinds   []string           `json:"kinds,omitempty"`
 	Errno   int                `json:"errno,omitempty"`
-	IO      *iotest.IOError    `json:"io,omitempty"`
+	IO      *results.IOError   `json:"io,omitempty"`
 	Field   *iotest.FieldError `json:"field,omitempty"`
 }
 
@@ -33,10 +35,10 @@ var wireKinds = map[string]error{
 	"in-use":       iotest.ErrInUse,
 	"no-parent":    iotest.ErrNoParent,
 	"not-target":   iotest.ErrNotTarget,
-	"bad-size":     iotest.ErrBadSize,
+	"bad-size":     units.ErrBadSize,
 	"bad-pattern":  iotest.ErrBadPattern,
 	"no-uring":     iotest.ErrNoUring,
-	"bad-document": iotest.ErrBadDocument,
+	"bad-document": results.ErrBadDocument,
 	"canceled":     context.Canceled,
 	"deadline":     context.DeadlineExceeded,
 }
@@ -56,7 +58,7 @@ func toWire(err error) *wireError {
 	if errors.As(err, &errno) {
 		w.Errno = int(errno)
 	}
-	var ioErr *iotest.IOError
+	var ioErr *results.IOError
 	if errors.As(err, &ioErr) {
 		w.IO = ioErr
 	}

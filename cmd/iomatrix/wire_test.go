@@ -10,19 +10,20 @@ import (
 	"testing"
 
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // An error that crosses the pipe from the capped worker answers errors.Is
 // and errors.As as the worker's did: same message, same exit status, same
 // I/O error details.
 func TestWireErrorRoundTrip(t *testing.T) {
-	ioErr := &iotest.IOError{Op: "write", Offset: 1 << 20, Errno: int(syscall.ENOSPC), Msg: "no space left on device"}
+	ioErr := &results.IOError{Op: "write", Offset: 1 << 20, Errno: int(syscall.ENOSPC), Msg: "no space left on device"}
 	for _, tc := range []struct {
 		name string
 		err  error
 	}{
 		{"I/O error", fmt.Errorf("rand-4k-r0-qd4 on /dev/loop3: %w", ioErr)},
-		{"short read", fmt.Errorf("x: %w", &iotest.IOError{Op: "read", Offset: 4096, Msg: "short read: 0 of 4096 bytes"})},
+		{"short read", fmt.Errorf("x: %w", &results.IOError{Op: "read", Offset: 4096, Msg: "short read: 0 of 4096 bytes"})},
 		{"target not laid out", fmt.Errorf("/tmp/x.dat: %w", iotest.ErrNotOurs)},
 		{"field", fmt.Errorf("pattern: %w", &iotest.FieldError{Field: "queue_depth", Msg: "300 is outside 1..256"})},
 		{"permission", &os.PathError{Op: "open", Path: "/dev/sdz", Err: syscall.EACCES}},
@@ -55,7 +56,7 @@ func TestWireErrorRoundTrip(t *testing.T) {
 			if errors.As(got, &e1) != errors.As(tc.err, &e2) || e1 != e2 {
 				t.Errorf("errno %v, want %v", e1, e2)
 			}
-			var io1, io2 *iotest.IOError
+			var io1, io2 *results.IOError
 			if errors.As(got, &io1) != errors.As(tc.err, &io2) || (io1 != nil && *io1 != *io2) {
 				t.Errorf("I/O error %+v, want %+v", io1, io2)
 			}

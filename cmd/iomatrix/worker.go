@@ -17,6 +17,7 @@ import (
 
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // The engine runs in a child process when a cap applies, so that the cap
@@ -41,18 +42,18 @@ type workerTarget struct {
 }
 
 type workerRequest struct {
-	Target  *workerTarget   `json:"target,omitempty"`
-	Pattern *iotest.Pattern `json:"pattern,omitempty"`
-	Runtime time.Duration   `json:"runtime,omitempty"`
-	Ramp    time.Duration   `json:"ramp,omitempty"`
-	Seed    uint64          `json:"seed,omitempty"`
-	Engine  string          `json:"engine,omitempty"`
+	Target  *workerTarget    `json:"target,omitempty"`
+	Pattern *results.Pattern `json:"pattern,omitempty"`
+	Runtime time.Duration    `json:"runtime,omitempty"`
+	Ramp    time.Duration    `json:"ramp,omitempty"`
+	Seed    uint64           `json:"seed,omitempty"`
+	Engine  string           `json:"engine,omitempty"`
 }
 
 type workerReply struct {
 	Ready    *workerReady     `json:"ready,omitempty"`
 	Progress *iotest.Progress `json:"progress,omitempty"`
-	Result   *iotest.Result   `json:"result,omitempty"`
+	Result   *results.Result  `json:"result,omitempty"`
 	Err      *wireError       `json:"error,omitempty"`
 }
 
@@ -167,13 +168,13 @@ func openWorkerTarget(ctx context.Context, wt *workerTarget) (*iotest.Target, er
 
 // runner runs patterns: in this process, or in a worker inside a cgroup.
 type runner interface {
-	Run(ctx context.Context, p iotest.Pattern, o iotest.Options) (iotest.Result, error)
+	Run(ctx context.Context, p results.Pattern, o iotest.Options) (results.Result, error)
 	Close() error
 }
 
 type localRunner struct{ t *iotest.Target }
 
-func (l localRunner) Run(ctx context.Context, p iotest.Pattern, o iotest.Options) (iotest.Result, error) {
+func (l localRunner) Run(ctx context.Context, p results.Pattern, o iotest.Options) (results.Result, error) {
 	return measure(ctx, l.t, p, o)
 }
 func (l localRunner) Close() error { return nil }
@@ -234,10 +235,10 @@ func startWorker(stderr io.Writer, target workerTarget, place func(pid int) erro
 	return w, nil
 }
 
-func (w *workerRunner) Run(ctx context.Context, p iotest.Pattern, o iotest.Options) (iotest.Result, error) {
+func (w *workerRunner) Run(ctx context.Context, p results.Pattern, o iotest.Options) (results.Result, error) {
 	req := workerRequest{Pattern: &p, Runtime: o.Runtime, Ramp: o.Ramp, Seed: o.Seed, Engine: o.Engine}
 	if err := json.NewEncoder(w.in).Encode(req); err != nil {
-		return iotest.Result{}, fmt.Errorf("worker: %w", err)
+		return results.Result{}, fmt.Errorf("worker: %w", err)
 	}
 	stop := context.AfterFunc(ctx, func() { w.cmd.Process.Signal(syscall.SIGTERM) })
 	defer stop()
@@ -245,9 +246,9 @@ func (w *workerRunner) Run(ctx context.Context, p iotest.Pattern, o iotest.Optio
 		var r workerReply
 		if err := w.dec.Decode(&r); err != nil {
 			if ctx.Err() != nil {
-				return iotest.Result{}, ctx.Err()
+				return results.Result{}, ctx.Err()
 			}
-			return iotest.Result{}, fmt.Errorf("worker ended: %w", err)
+			return results.Result{}, fmt.Errorf("worker ended: %w", err)
 		}
 		switch {
 		case r.Progress != nil:
@@ -258,9 +259,9 @@ func (w *workerRunner) Run(ctx context.Context, p iotest.Pattern, o iotest.Optio
 			return *r.Result, r.Err.err()
 		case r.Err != nil:
 			if ctx.Err() != nil {
-				return iotest.Result{}, ctx.Err()
+				return results.Result{}, ctx.Err()
 			}
-			return iotest.Result{}, r.Err.err()
+			return results.Result{}, r.Err.err()
 		}
 	}
 }

@@ -84,20 +84,6 @@ func FormatSize(n int64) string {
 	return s + units[u]
 }
 
-// ShortSize renders block sizes the way pattern names use them: 4k, 16k, 1m.
-func ShortSize(n int64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%dg", n>>30)
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%dm", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%dk", n>>10)
-	default:
-		return fmt.Sprintf("%db", n)
-	}
-}
-
 // ErrBadDuration is returned for strings that are not durations.
 var ErrBadDuration = errors.New("not a duration")
 

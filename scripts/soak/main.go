@@ -14,6 +14,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/iomatrix/iomatrix/internal/units"
 	"os"
 	"os/signal"
 	"runtime"
@@ -23,6 +24,7 @@ import (
 	"unsafe"
 
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
 	"golang.org/x/sys/unix"
 )
 
@@ -110,7 +112,7 @@ func main() {
 	if *memprofile != "" {
 		runtime.MemProfileRate = 1
 	}
-	size, err := iotest.ParseSize(*sizeFlag)
+	size, err := units.ParseSize(*sizeFlag)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "soak: -size:", err)
 		os.Exit(2)
@@ -128,7 +130,7 @@ func main() {
 		os.Exit(1)
 	}
 	defer t.Close()
-	p := iotest.Pattern{Access: iotest.Random, BlockSize: 4096, ReadPct: 50, QueueDepth: *qd, Jobs: *jobs}
+	p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 50, QueueDepth: *qd, Jobs: *jobs}
 	// Preallocated: appending must not grow the heap during the run.
 	samples := make([]sample, 0, int(*duration / *every)+2)
 	next := *every

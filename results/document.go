@@ -1,4 +1,4 @@
-package iotest
+package results
 
 import (
 	"encoding/json"
@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -103,19 +102,19 @@ type Result struct {
 	RampNS       int64     `json:"ramp_ns"`
 	// Completed counts every I/O completed, ramp and drain included: the
 	// figure to compare with kernel counters for the whole run.
-	Completed Completed `json:"completed"`
+	Completed Counts `json:"completed"`
 	// Submitted counts every I/O handed to the kernel; at the end of a run
 	// it equals Completed plus Failed: none is lost. The one exception is
 	// a run stopped by a failure while the device held requests past the
 	// engine's grace: those were given up, neither completed nor failed.
-	Submitted Completed `json:"submitted"`
+	Submitted Counts `json:"submitted"`
 	// Failed counts completions that returned an error (Error is the first).
-	Failed Completed `json:"failed"`
+	Failed Counts `json:"failed"`
 	// CgroupIOs are the kernel's counts for the cgroup over the same span as
 	// Completed, when the pattern ran under a cap.
-	CgroupIOs *Completed `json:"cgroup_ios,omitempty"`
-	CapCheck  *CapCheck  `json:"cap_check,omitempty"`
-	Error     *IOError   `json:"error,omitempty"`
+	CgroupIOs *Counts   `json:"cgroup_ios,omitempty"`
+	CapCheck  *CapCheck `json:"cap_check,omitempty"`
+	Error     *IOError  `json:"error,omitempty"`
 }
 
 // CapCheck is cap verify's verdict on one result (see cgroup.Judge).
@@ -140,10 +139,10 @@ type CapCheck struct {
 	// ExpectedRequests is Completed times that. ForeignRequests were
 	// charged to the cgroup beyond iomatrix's, MissingRequests issued by
 	// iomatrix and not counted by the kernel.
-	RequestsPerIO    int       `json:"requests_per_io"`
-	ExpectedRequests Completed `json:"expected_requests"`
-	ForeignRequests  Completed `json:"foreign_requests"`
-	MissingRequests  Completed `json:"missing_requests"`
+	RequestsPerIO    int    `json:"requests_per_io"`
+	ExpectedRequests Counts `json:"expected_requests"`
+	ForeignRequests  Counts `json:"foreign_requests"`
+	MissingRequests  Counts `json:"missing_requests"`
 	// Reasons say why a cell does not hold; empty when it does.
 	Reasons []string `json:"reasons,omitempty"`
 }
@@ -190,8 +189,9 @@ type DevStats struct {
 	OtherIOs uint64 `json:"other_ios,omitempty"`
 }
 
-// Completed counts every completed I/O of the run.
-type Completed struct {
+// Counts are I/Os (or requests) by direction: completed, submitted,
+// failed, or counted by the kernel for a cgroup.
+type Counts struct {
 	Reads  uint64 `json:"reads"`
 	Writes uint64 `json:"writes"`
 }
@@ -320,13 +320,4 @@ func WriteBytesAtomic(path string, data []byte) error {
 		df.Close()
 	}
 	return nil
-}
-
-// kernelRelease is used in notices.
-func kernelRelease() string {
-	var u unix.Utsname
-	if unix.Uname(&u) != nil {
-		return "unknown"
-	}
-	return strings.TrimSpace(unix.ByteSliceToString(u.Release[:]))
 }

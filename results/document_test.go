@@ -1,4 +1,4 @@
-package iotest
+package results
 
 import (
 	"os"
@@ -28,5 +28,13 @@ func TestWriteFileAtomicMode(t *testing.T) {
 	}
 	if _, err := ReadDocumentFile(path); err != nil {
 		t.Error(err)
+	}
+}
+
+func TestShortSize(t *testing.T) {
+	for n, want := range map[int64]string{512: "512b", 4096: "4k", 16384: "16k", 1 << 20: "1m", 1536: "1536b"} {
+		if got := ShortSize(n); got != want {
+			t.Errorf("ShortSize(%d) = %q, want %q", n, got, want)
+		}
 	}
 }
