@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/iomatrix/iomatrix/internal/units"
 	"io"
 	"strings"
 
@@ -109,18 +110,18 @@ func BuildCapVerdict(doc *results.Document, run VerdictRun) *CapVerdict {
 	switch {
 	case v.Failed > 0:
 		v.Verdict = "fail"
-		v.Summary = fmt.Sprintf("the cap does not hold in %d of %s", v.Failed, Count(n, "cell"))
+		v.Summary = fmt.Sprintf("the cap does not hold in %d of %s", v.Failed, units.Count(n, "cell"))
 		if !complete {
 			v.Summary += " measured before the run stopped"
 		}
 	case !complete:
 		v.Verdict = "incomplete"
-		v.Summary = fmt.Sprintf("interrupted: the cap holds in the %s measured", Count(n, "cell"))
+		v.Summary = fmt.Sprintf("interrupted: the cap holds in the %s measured", units.Count(n, "cell"))
 	default:
 		v.Verdict = "ok"
-		v.Summary = "the cap holds in " + Count(n, "cell")
+		v.Summary = "the cap holds in " + units.Count(n, "cell")
 		if n > 1 {
-			v.Summary = "the cap holds in all " + Count(n, "cell")
+			v.Summary = "the cap holds in all " + units.Count(n, "cell")
 		}
 	}
 	return v
@@ -156,12 +157,12 @@ func WriteCapCheck(w io.Writer, doc *results.Document, v *CapVerdict) error {
 			return "unavailable FAIL"
 		}
 		kernel, want := r.CgroupIOs.Reads+r.CgroupIOs.Writes, k.ExpectedRequests.Reads+k.ExpectedRequests.Writes
-		s := fmt.Sprintf("%s / %s", thousands(float64(kernel), 0), thousands(float64(want), 0))
+		s := fmt.Sprintf("%s / %s", units.Thousands(float64(kernel), 0), units.Thousands(float64(want), 0))
 		if f := k.ForeignRequests.Reads + k.ForeignRequests.Writes; f > 0 {
-			s += fmt.Sprintf(" (%s foreign)", thousands(float64(f), 0))
+			s += fmt.Sprintf(" (%s foreign)", units.Thousands(float64(f), 0))
 		}
 		if m := k.MissingRequests.Reads + k.MissingRequests.Writes; m > 0 {
-			s += fmt.Sprintf(" (%s missing)", thousands(float64(m), 0))
+			s += fmt.Sprintf(" (%s missing)", units.Thousands(float64(m), 0))
 		}
 		if !k.CountersOK {
 			s += " FAIL"

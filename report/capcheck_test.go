@@ -87,11 +87,3 @@ func TestCapVerdictSummaryPlurals(t *testing.T) {
 		t.Errorf("summary %q", got)
 	}
 }
-
-func TestCount(t *testing.T) {
-	for n, want := range map[int]string{0: "0 patterns", 1: "1 pattern", 2: "2 patterns", 1000: "1,000 patterns"} {
-		if got := Count(n, "pattern"); got != want {
-			t.Errorf("Count(%d) = %q, want %q", n, got, want)
-		}
-	}
-}

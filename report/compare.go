@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/iomatrix/iomatrix/internal/units"
 	"io"
 	"math"
 	"slices"
@@ -140,7 +141,7 @@ func (c *Comparison) Summary() string {
 	if len(c.Cells) == 0 {
 		return "no pattern in common: nothing compared, no ratio"
 	}
-	s := Count(len(c.Cells), "pattern") + " compared on " + string(c.Metric) + ": "
+	s := units.Count(len(c.Cells), "pattern") + " compared on " + string(c.Metric) + ": "
 	if c.GeoMean == nil {
 		// A ratio needs a base above 0: 0 would read as -100 %.
 		return s + "no ratio, the base measured 0 in every one"

@@ -3,43 +3,12 @@ package report
 import (
 	"bytes"
 	"errors"
-	"github.com/iomatrix/iomatrix/iotest"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/iomatrix/iomatrix/results"
 )
-
-func FuzzImportFio(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "fio", "*.json"))
-	for _, p := range files {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		if len(data) < 64<<10 {
-			f.Add(data)
-		}
-	}
-	f.Add([]byte("note: x\n{\"fio version\": \"fio-3.33\", \"jobs\": [{}]}"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		doc, _, err := ImportFio("fuzz.json", bytes.NewReader(data))
-		if err != nil {
-			return
-		}
-		for _, r := range doc.Results {
-			if err := iotest.ValidatePattern(r.Pattern); err != nil {
-				t.Fatalf("imported an invalid pattern %+v: %v", r.Pattern, err)
-			}
-		}
-		// Whatever imports renders.
-		var b bytes.Buffer
-		if err := writeText(&b, doc, Options{}); err != nil {
-			t.Fatal(err)
-		}
-	})
-}
 
 func FuzzReadDocument(f *testing.F) {
 	for _, fx := range fixtures {

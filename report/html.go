@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"github.com/iomatrix/iomatrix/internal/units"
 	"html/template"
 	"io"
 	"math"
@@ -82,8 +83,8 @@ func writeHTML(w io.Writer, doc *results.Document, o Options) error {
 		"Doc":        doc,
 		"Metric":     metric.Title(),
 		"Sections":   sections,
-		"Results":    Count(len(doc.Results), "result"),
-		"CPUs":       Count(doc.Host.CPUs, "CPU"),
+		"Results":    units.Count(len(doc.Results), "result"),
+		"CPUs":       units.Count(doc.Host.CPUs, "CPU"),
 		"ApproxNote": ApproxNote,
 	})
 }

@@ -158,42 +158,11 @@ func DescribeCap(c *results.Cap) string {
 func FormatValue(m Metric, v float64) string {
 	switch {
 	case m == IOPS || v >= 100:
-		return thousands(v, 0)
+		return units.Thousands(v, 0)
 	case v >= 10:
-		return thousands(v, 1)
+		return units.Thousands(v, 1)
 	}
-	return thousands(v, 2)
-}
-
-// thousands renders v with comma separators and the given decimals.
-func thousands(v float64, decimals int) string {
-	s := fmt.Sprintf("%.*f", decimals, v)
-	intPart, frac, _ := strings.Cut(s, ".")
-	neg := strings.HasPrefix(intPart, "-")
-	intPart = strings.TrimPrefix(intPart, "-")
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	for i, c := range intPart {
-		if i > 0 && (len(intPart)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if frac != "" {
-		b.WriteString("." + frac)
-	}
-	return b.String()
-}
-
-// Count renders "1 pattern", "2 patterns": a number and a regular noun
-// that agrees with it.
-func Count[N int | uint64](n N, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return thousands(float64(n), 0) + " " + noun + "s"
+	return units.Thousands(v, 2)
 }
 
 // FormatMeasure renders a value as FormatValue does, with ApproxMark in

@@ -145,7 +145,7 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 			return err
 		}
 	}
-	fmt.Fprintf(g.stderr, "iomatrix: cap verify %s on %s: %s, results: %s\n", sp.profile.Name, sp.target, report.Count(len(sp.todo), "pattern"), sp.out)
+	fmt.Fprintf(g.stderr, "iomatrix: cap verify %s on %s: %s, results: %s\n", sp.profile.Name, sp.target, units.Count(len(sp.todo), "pattern"), sp.out)
 	// The cgroup first: a tree that refuses it costs no I/O.
 	if err := cp.create(); err != nil {
 		return err

@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/iomatrix/iomatrix/fio"
+	"github.com/iomatrix/iomatrix/internal/units"
 	"os"
 
 	"github.com/spf13/cobra"
 
-	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -56,10 +57,10 @@ func runImport(g *globalOptions, files []string, out string) error {
 		if err != nil {
 			return usageError{err}
 		}
-		doc, problems, err := report.ImportFio(name, f)
+		doc, problems, err := fio.Import(name, f)
 		f.Close()
 		if err != nil {
-			if errors.Is(err, report.ErrNotFio) {
+			if errors.Is(err, fio.ErrNotFio) {
 				return usageError{err}
 			}
 			return err
@@ -69,7 +70,7 @@ func runImport(g *globalOptions, files []string, out string) error {
 		}
 		docs = append(docs, doc)
 	}
-	doc, err := report.MergeImports(docs)
+	doc, err := fio.Merge(docs)
 	if err != nil {
 		return usageError{err}
 	}
@@ -89,6 +90,6 @@ func runImport(g *globalOptions, files []string, out string) error {
 	if err := results.WriteBytesAtomic(out, buf.Bytes()); err != nil {
 		return err
 	}
-	fmt.Fprintf(g.stderr, "iomatrix: %s from %s written to %s\n", report.Count(len(doc.Results), "result"), report.Count(len(files), "file"), out)
+	fmt.Fprintf(g.stderr, "iomatrix: %s from %s written to %s\n", units.Count(len(doc.Results), "result"), units.Count(len(files), "file"), out)
 	return nil
 }

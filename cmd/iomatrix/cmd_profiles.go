@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/iomatrix/iomatrix/profiles"
-	"github.com/iomatrix/iomatrix/report"
 )
 
 type profilesOptions struct {
@@ -83,7 +82,7 @@ func listProfiles(g *globalOptions, o *profilesOptions) error {
 
 func showProfile(g *globalOptions, o *profilesOptions, p *profiles.Profile) error {
 	fmt.Fprintf(g.stdout, "%s: %s (%s)\n%s, %s at %s runtime + %s ramp each\n\n",
-		p.Name, p.Description, p.Source, report.Count(len(p.Patterns), "pattern"), p.Estimate(o.Runtime, o.Ramp), o.Runtime, o.Ramp)
+		p.Name, p.Description, p.Source, units.Count(len(p.Patterns), "pattern"), p.Estimate(o.Runtime, o.Ramp), o.Runtime, o.Ramp)
 	tw := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "NAME\tACCESS\tBLOCK\tREAD %%\tQD\tJOBS\t\n")
 	for _, pat := range p.Patterns {

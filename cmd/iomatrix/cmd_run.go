@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"github.com/iomatrix/iomatrix/internal/units"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
@@ -247,7 +246,7 @@ func writeRunText(w io.Writer, doc *results.Document, r *results.Result) {
 	fmt.Fprintf(w, "target: %s (%s)\n\n", t.Path, strings.Join(where, ", "))
 	fmt.Fprintf(w, "%-6s %12s %10s %9s %9s %9s %9s %9s %9s %9s %9s\n", "", "IOPS", "MiB/s", "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max")
 	row := func(name string, iops, mibps float64, l *results.Latency) {
-		fmt.Fprintf(w, "%-6s %12s %10s", name, thousands(iops, 0), thousands(mibps, 1))
+		fmt.Fprintf(w, "%-6s %12s %10s", name, units.Thousands(iops, 0), units.Thousands(mibps, 1))
 		if l != nil {
 			fmt.Fprintf(w, " %9s %9s %9s %9s %9s %9s %9s %9s", us(float64(l.Min)), us(l.Mean), us(float64(l.P50)),
 				us(float64(l.P90)), us(float64(l.P99)), us(float64(l.P999)), us(float64(l.P9999)), us(float64(l.Max)))
@@ -268,9 +267,9 @@ func writeRunText(w io.Writer, doc *results.Document, r *results.Result) {
 	fmt.Fprintf(w, "%-6s %12s %10s %9s\n", "", "", "", "(latency in µs)")
 	fmt.Fprintf(w, "\ncpu: user %.1f%%, sys %.1f%% of one core\n", r.CPU.UserPct, r.CPU.SysPct)
 	if t.Disk != "" {
-		fmt.Fprintf(w, "disk %s, all processes: %s requests completed, %.1f%% utilized", t.Disk, thousands(float64(r.Device.IOs), 0), r.Device.UtilPct)
+		fmt.Fprintf(w, "disk %s, all processes: %s requests completed, %.1f%% utilized", t.Disk, units.Thousands(float64(r.Device.IOs), 0), r.Device.UtilPct)
 		if r.Device.OtherIOs > 0 {
-			fmt.Fprintf(w, " (%s of them not iomatrix's)", thousands(float64(r.Device.OtherIOs), 0))
+			fmt.Fprintf(w, " (%s of them not iomatrix's)", units.Thousands(float64(r.Device.OtherIOs), 0))
 		}
 		fmt.Fprintln(w)
 	}
@@ -278,8 +277,8 @@ func writeRunText(w io.Writer, doc *results.Document, r *results.Result) {
 		fmt.Fprintf(w, "capped: %s, cgroup %s\n", report.DescribeCap(c), c.Cgroup)
 		if k := r.CgroupIOs; k != nil {
 			fmt.Fprintf(w, "cgroup counted %s reads, %s writes; iomatrix completed %s reads, %s writes (ramp and drain included)\n",
-				thousands(float64(k.Reads), 0), thousands(float64(k.Writes), 0),
-				thousands(float64(r.Completed.Reads), 0), thousands(float64(r.Completed.Writes), 0))
+				units.Thousands(float64(k.Reads), 0), units.Thousands(float64(k.Writes), 0),
+				units.Thousands(float64(r.Completed.Reads), 0), units.Thousands(float64(r.Completed.Writes), 0))
 		}
 	}
 	if r.Error != nil {
@@ -291,7 +290,7 @@ func us(ns float64) string {
 	v := ns / 1000
 	switch {
 	case v >= 1000:
-		return thousands(v, 0)
+		return units.Thousands(v, 0)
 	case v >= 100:
 		return fmt.Sprintf("%.0f", v)
 	case v >= 10:
@@ -299,34 +298,4 @@ func us(ns float64) string {
 	default:
 		return fmt.Sprintf("%.2f", v)
 	}
-}
-
-// thousands formats v with comma separators and the given decimals.
-func thousands(v float64, decimals int) string {
-	return string(appendThousands(nil, v, decimals))
-}
-
-// appendThousands appends v with the given decimals and a comma between
-// groups of three digits ("1,234,567.8").
-func appendThousands(b []byte, v float64, decimals int) []byte {
-	var scratch [64]byte
-	s := strconv.AppendFloat(scratch[:0], v, 'f', decimals, 64)
-	if len(s) > 0 && s[0] == '-' {
-		b = append(b, '-')
-		s = s[1:]
-	}
-	intLen := len(s)
-	for i, c := range s {
-		if c == '.' {
-			intLen = i
-			break
-		}
-	}
-	for i := 0; i < intLen; i++ {
-		if i > 0 && (intLen-i)%3 == 0 {
-			b = append(b, ',')
-		}
-		b = append(b, s[i])
-	}
-	return append(b, s[intLen:]...)
 }

@@ -342,7 +342,7 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 
 	total := len(sp.profile.Patterns)
 	fmt.Fprintf(g.stderr, "iomatrix: sweep %s: %d of %s to run, about %s at %s + %s ramp each\n",
-		sp.profile.Name, len(sp.todo), report.Count(total, "pattern"), sp.profile.Estimate(sp.opts.Runtime, sp.opts.Ramp)*time.Duration(len(sp.todo))/time.Duration(total),
+		sp.profile.Name, len(sp.todo), units.Count(total, "pattern"), sp.profile.Estimate(sp.opts.Runtime, sp.opts.Ramp)*time.Duration(len(sp.todo))/time.Duration(total),
 		sp.opts.Runtime, sp.opts.Ramp)
 	fmt.Fprintf(g.stderr, "iomatrix: results: %s\n", sp.out)
 
@@ -405,7 +405,7 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 		return err
 	}
 	if failedCells > 0 {
-		return fmt.Errorf("%d of %s failed with I/O errors (recorded in %s)", failedCells, report.Count(len(sp.todo), "pattern"), sp.out)
+		return fmt.Errorf("%d of %s failed with I/O errors (recorded in %s)", failedCells, units.Count(len(sp.todo), "pattern"), sp.out)
 	}
 	return nil
 }
@@ -421,7 +421,7 @@ func printSweep(g *globalOptions, format string, doc *results.Document, out stri
 		state = "partial"
 	}
 	fmt.Fprintf(g.stdout, "iomatrix sweep %s (%s, %s) on %s, %s runtime + %s ramp, engine %s\nresults: %s\n\n",
-		doc.Settings.Profile, state, report.Count(len(doc.Results), "result"), doc.Target.Path, time.Duration(doc.Settings.RuntimeNS),
+		doc.Settings.Profile, state, units.Count(len(doc.Results), "result"), doc.Target.Path, time.Duration(doc.Settings.RuntimeNS),
 		time.Duration(doc.Settings.RampNS), doc.Settings.Engine, out)
 	return report.WriteText(g.stdout, report.Build(doc.Results))
 }

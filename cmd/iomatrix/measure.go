@@ -86,7 +86,7 @@ func noticeOtherLoad(g *globalOptions, r results.Result, disk string) {
 	}
 	fmt.Fprintf(g.stderr, "iomatrix: %s: disk %s completed %s requests in the measured window, %s of them not iomatrix's: "+
 		"another process was loading the device, this cell's figures are suspect\n",
-		r.Name, disk, thousands(float64(d.IOs), 0), thousands(float64(d.OtherIOs), 0))
+		r.Name, disk, units.Thousands(float64(d.IOs), 0), units.Thousands(float64(d.OtherIOs), 0))
 }
 
 // resolveEngine turns --engine into the engine that will run, in the

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/iomatrix/iomatrix/internal/units"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -55,7 +56,7 @@ func (l *liveLine) pattern(p iotest.Progress, o iotest.Options) {
 	b = append(b, " / "...)
 	b = appendDuration(b, total)
 	b = append(b, "  "...)
-	b = appendThousands(b, p.IOPS, 0)
+	b = units.AppendThousands(b, p.IOPS, 0)
 	b = append(b, " IOPS"...)
 	l.buf = b
 	l.g.stderr.Write(b)

@@ -10,21 +10,6 @@ import (
 	"github.com/iomatrix/iomatrix/results"
 )
 
-func TestThousands(t *testing.T) {
-	for _, tc := range []struct {
-		v    float64
-		dec  int
-		want string
-	}{
-		{0, 0, "0"}, {999, 0, "999"}, {1000, 0, "1,000"}, {999999.6, 0, "1,000,000"},
-		{1234567.891, 1, "1,234,567.9"}, {-1234.5, 2, "-1,234.50"}, {12, 3, "12.000"}, {-999, 0, "-999"},
-	} {
-		if got := thousands(tc.v, tc.dec); got != tc.want {
-			t.Errorf("thousands(%v, %d) = %q, want %q", tc.v, tc.dec, got, tc.want)
-		}
-	}
-}
-
 func TestAppendDurationMatchesString(t *testing.T) {
 	for _, d := range []time.Duration{0, time.Second, 59 * time.Second, time.Minute, 61 * time.Second,
 		10 * time.Minute, time.Hour, 3*time.Hour + 2*time.Minute + 1*time.Second, 1500 * time.Millisecond, 250 * time.Millisecond, -time.Second} {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/iomatrix/iomatrix/internal/units"
 	"strings"
 	"testing"
 	"time"
@@ -42,7 +43,7 @@ func TestRunTextTotalRow(t *testing.T) {
 	l := r.Total.LatNS
 	// IOPS are counted whole: a decimal would claim a precision the
 	// measurement does not have.
-	want := []string{"total", thousands(r.Total.IOPS, 0), thousands(r.Total.MiBPerS, 1),
+	want := []string{"total", units.Thousands(r.Total.IOPS, 0), units.Thousands(r.Total.MiBPerS, 1),
 		us(float64(l.Min)), us(l.Mean), us(float64(l.P50)), us(float64(l.P90)), us(float64(l.P99)),
 		us(float64(l.P999)), us(float64(l.P9999)), us(float64(l.Max))}
 	if got := totalRow(r.Name); strings.Join(got, " ") != strings.Join(want, " ") {

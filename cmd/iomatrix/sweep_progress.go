@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/iomatrix/iomatrix/internal/units"
 	"sync"
 	"time"
 
@@ -83,7 +84,7 @@ func (sp *sweepProgress) describe(phase string, iops float64) {
 	}
 	now := time.Now()
 	sp.bar.Describe(fmt.Sprintf("%-22s %-9s %9s IOPS | elapsed %s | ETA %s", sp.current.Name(), phase,
-		thousands(iops, 0), now.Sub(sp.started).Round(time.Second), sp.eta(now).Round(time.Second)))
+		units.Thousands(iops, 0), now.Sub(sp.started).Round(time.Second), sp.eta(now).Round(time.Second)))
 }
 
 func (sp *sweepProgress) finished(r results.Result) {
@@ -100,7 +101,7 @@ func (sp *sweepProgress) finished(r results.Result) {
 	// The p99 the matrices show for this result, by the same rule.
 	p99, approx := report.LatP99.Measure(r)
 	fmt.Fprintf(sp.g.stderr, "[%d/%d] %s: %s IOPS, %s MiB/s, p99 %s µs (elapsed %s, ETA %s)\n",
-		sp.done, sp.total, r.Name, thousands(r.Total.IOPS, 0), thousands(r.Total.MiBPerS, 1),
+		sp.done, sp.total, r.Name, units.Thousands(r.Total.IOPS, 0), units.Thousands(r.Total.MiBPerS, 1),
 		report.FormatMeasure(report.LatP99, p99, approx), now.Sub(sp.started).Round(time.Second),
 		sp.eta(now).Round(time.Second))
 }
@@ -111,11 +112,11 @@ func (sp *sweepProgress) precondition(st iotest.PreconditionStep) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	if sp.bar != nil {
-		sp.bar.Describe(fmt.Sprintf("precondition %-13s %3.0f%% %9s IOPS", st.Phase, 100*min(st.Done, 1), thousands(st.IOPS, 0)))
+		sp.bar.Describe(fmt.Sprintf("precondition %-13s %3.0f%% %9s IOPS", st.Phase, 100*min(st.Done, 1), units.Thousands(st.IOPS, 0)))
 		return
 	}
 	if st.Done >= 1 {
-		fmt.Fprintf(sp.g.stderr, "precondition: %s done, %s IOPS\n", st.Phase, thousands(st.IOPS, 0))
+		fmt.Fprintf(sp.g.stderr, "precondition: %s done, %s IOPS\n", st.Phase, units.Thousands(st.IOPS, 0))
 	}
 }
 

@@ -1,11 +1,10 @@
-package report
+package fio
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/iomatrix/iomatrix/internal/units"
 	"io"
 	"io/fs"
 	"math"
@@ -15,28 +14,29 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/results"
 )
 
 // ErrNotFio marks input that is not fio's JSON output.
 var ErrNotFio = errors.New("not fio JSON output")
 
-// FioProfile is the settings.profile of documents imported from fio.
-const FioProfile = "fio-import"
+// ProfileName is the settings.profile of documents imported from fio.
+const ProfileName = "fio-import"
 
-// ImportProblem is a fio job that could not be mapped to an iomatrix
+// Problem is a fio job that could not be mapped to an iomatrix
 // pattern. It is reported instead of guessed so that a matrix never shows a
 // cell that was measured under different conditions than its name says.
-type ImportProblem struct {
+type Problem struct {
 	Job    string
 	Reason string
 }
 
-func (p ImportProblem) String() string {
+func (p Problem) String() string {
 	return fmt.Sprintf("fio job %q: %s", p.Job, p.Reason)
 }
 
-// ImportFio reads fio's --output-format=json or json+ output (fio 3.x) and
+// Import reads fio's --output-format=json or json+ output (fio 3.x) and
 // returns an iomatrix results document. name labels errors (the file name).
 //
 // Lines before the JSON document (fio prints notices such as "note: ..." or
@@ -70,7 +70,7 @@ func (p ImportProblem) String() string {
 //   - queue_depth is fio's iodepth, except for synchronous engines (psync,
 //     sync, pvsync, pvsync2, vsync), where fio itself caps the depth at 1:
 //     the result records the depth that was measured, not the one asked for.
-func ImportFio(name string, r io.Reader) (*results.Document, []ImportProblem, error) {
+func Import(name string, r io.Reader) (*results.Document, []Problem, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		if errors.As(err, new(*fs.PathError)) {
@@ -86,9 +86,9 @@ func ImportFio(name string, r io.Reader) (*results.Document, []ImportProblem, er
 	return doc, problems, nil
 }
 
-// MergeImports concatenates the results of several imported documents, e.g.
+// Merge concatenates the results of several imported documents, e.g.
 // one fio file per pattern. Pattern names must be unique across them.
-func MergeImports(docs []*results.Document) (*results.Document, error) {
+func Merge(docs []*results.Document) (*results.Document, error) {
 	if len(docs) == 0 {
 		return nil, errors.New("merge imports: no documents")
 	}
@@ -250,7 +250,7 @@ type fioJobGroup struct {
 	entries []*fioJob
 }
 
-func (out *fioOutput) document() (*results.Document, []ImportProblem) {
+func (out *fioOutput) document() (*results.Document, []Problem) {
 	global := fioOptionStrings(out.Global)
 	var groups []*fioJobGroup
 	byKey := map[string]*fioJobGroup{}
@@ -282,7 +282,7 @@ func (out *fioOutput) document() (*results.Document, []ImportProblem) {
 	doc := &results.Document{
 		SchemaVersion: results.SchemaVersion,
 		Tool:          results.Tool{Name: "iomatrix", Version: results.Version},
-		Settings:      results.Settings{Profile: FioProfile},
+		Settings:      results.Settings{Profile: ProfileName},
 		Results:       []results.Result{},
 	}
 	if out.Timestamp > 0 {
@@ -308,7 +308,7 @@ func (out *fioOutput) document() (*results.Document, []ImportProblem) {
 		}
 	}
 
-	var problems []ImportProblem
+	var problems []Problem
 	mappedFrom := map[string]string{} // result name -> fio job
 	for _, g := range groups {
 		res, reason := g.result(inGroup[g.groupID])
@@ -318,7 +318,7 @@ func (out *fioOutput) document() (*results.Document, []ImportProblem) {
 			}
 		}
 		if reason != "" {
-			problems = append(problems, ImportProblem{Job: g.name, Reason: reason})
+			problems = append(problems, Problem{Job: g.name, Reason: reason})
 			continue
 		}
 		mappedFrom[res.Name] = g.name
@@ -554,13 +554,13 @@ func fioCheckEntry(j *fioJob, p results.Pattern) string {
 		return "no read or write statistics"
 	}
 	if j.Trim != nil && j.Trim.TotalIOs > 0 {
-		return Count(j.Trim.TotalIOs, "trim") + " reported"
+		return units.Count(j.Trim.TotalIOs, "trim") + " reported"
 	}
 	if p.ReadPct == 0 && j.Read != nil && j.Read.TotalIOs > 0 {
-		return Count(j.Read.TotalIOs, "read") + " reported for a write-only job"
+		return units.Count(j.Read.TotalIOs, "read") + " reported for a write-only job"
 	}
 	if p.ReadPct == 100 && j.Write != nil && j.Write.TotalIOs > 0 {
-		return Count(j.Write.TotalIOs, "write") + " reported for a read-only job"
+		return units.Count(j.Write.TotalIOs, "write") + " reported for a read-only job"
 	}
 	for _, d := range []struct {
 		name string
@@ -574,7 +574,7 @@ func fioCheckEntry(j *fioJob, p results.Pattern) string {
 			if d.dir.TotalIOs == 1 {
 				verb = "does"
 			}
-			return fmt.Sprintf("%s of %d bytes %s not match bs=%d", Count(d.dir.TotalIOs, d.name), d.dir.IOBytes, verb, p.BlockSize)
+			return fmt.Sprintf("%s of %d bytes %s not match bs=%d", units.Count(d.dir.TotalIOs, d.name), d.dir.IOBytes, verb, p.BlockSize)
 		}
 	}
 	return ""

@@ -1,4 +1,4 @@
-package report
+package fio
 
 import (
 	"bytes"
@@ -13,11 +13,11 @@ import (
 	"github.com/iomatrix/iomatrix/results"
 )
 
-// fioFixture returns a file from testdata/fio, captured from real fio 3.33
-// runs (see testdata/fio/README.md).
+// fioFixture returns a file from testdata, captured from real fio 3.33
+// runs (see testdata/README.md).
 func fioFixture(t *testing.T, name string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", "fio", name))
+	data, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,11 +71,11 @@ func editFioFixture(t *testing.T, name string, edit func(m map[string]any)) []by
 	return out
 }
 
-func importFioBytes(t *testing.T, name string, data []byte) (*results.Document, []ImportProblem) {
+func importFioBytes(t *testing.T, name string, data []byte) (*results.Document, []Problem) {
 	t.Helper()
-	doc, problems, err := ImportFio(name, bytes.NewReader(data))
+	doc, problems, err := Import(name, bytes.NewReader(data))
 	if err != nil {
-		t.Fatalf("ImportFio(%s): %v", name, err)
+		t.Fatalf("Import(%s): %v", name, err)
 	}
 	return doc, problems
 }
@@ -430,7 +430,7 @@ func TestImportFioNoticePrefix(t *testing.T) {
 	// Several notices, one with a brace, and CRLF line ends.
 	more := append([]byte("fio: pid=1, err=25/file:ioengines.c:399, func=td_io_queue, error=Inappropriate ioctl for device\r\nwarning: {not json}\r\n"), data...)
 	for name, d := range map[string][]byte{"real": data, "more": more} {
-		doc, problems, err := ImportFio(name, bytes.NewReader(d))
+		doc, problems, err := Import(name, bytes.NewReader(d))
 		if err != nil || len(problems) != 0 || len(doc.Results) != 1 {
 			t.Errorf("%s: err %v problems %v results %d", name, err, problems, len(doc.Results))
 		}
@@ -454,7 +454,7 @@ func TestImportFioNotFio(t *testing.T) {
 		"wrong types":      `{"fio version": "fio-3.33", "jobs": "many"}`,
 	}
 	for name, input := range tests {
-		doc, _, err := ImportFio("run-"+strings.ReplaceAll(name, " ", "-")+".json", strings.NewReader(input))
+		doc, _, err := Import("run-"+strings.ReplaceAll(name, " ", "-")+".json", strings.NewReader(input))
 		if !errors.Is(err, ErrNotFio) {
 			t.Errorf("%s: err %v, want ErrNotFio", name, err)
 			continue
@@ -611,7 +611,7 @@ func TestMergeImports(t *testing.T) {
 	a, _ := importFioBytes(t, "a", fioFixture(t, "randread.json"))
 	b, _ := importFioBytes(t, "b", fioFixture(t, "stonewall.json"))
 	c, _ := importFioBytes(t, "c", fioFixture(t, "randwrite.json"))
-	merged, err := MergeImports([]*results.Document{a, b, c})
+	merged, err := Merge([]*results.Document{a, b, c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -630,11 +630,11 @@ func TestMergeImports(t *testing.T) {
 		t.Errorf("merged span %s..%s", merged.StartedAt, merged.FinishedAt)
 	}
 
-	if _, err := MergeImports([]*results.Document{a, c, a}); err == nil ||
+	if _, err := Merge([]*results.Document{a, c, a}); err == nil ||
 		!strings.Contains(err.Error(), "rand-4k-r100-qd16") || !strings.Contains(err.Error(), "document 1") || !strings.Contains(err.Error(), "document 3") {
 		t.Errorf("duplicate: err %v, want one naming the pattern and both documents", err)
 	}
-	if _, err := MergeImports(nil); err == nil {
+	if _, err := Merge(nil); err == nil {
 		t.Error("no documents: no error")
 	}
 }
