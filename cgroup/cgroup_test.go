@@ -369,3 +369,27 @@ func TestCleanupErrorNamesPathOnce(t *testing.T) {
 		t.Errorf("error %q names %s %d times, want once", err, stale, n)
 	}
 }
+
+// A limit survives being recorded in a results document and read back,
+// and its rendering parses back to it.
+func TestLimitRecordRoundTrip(t *testing.T) {
+	l := Limit{Device: sysfs.DevNum{Major: 254, Minor: 16}, ReadIOPS: 3000, WriteIOPS: 1000, ReadBPS: 64 << 20, WriteBPS: 1 << 20}
+	c := l.Record(2, "/sys/fs/cgroup/iomatrix/1-1")
+	if c.CgroupVersion != 2 || c.Cgroup != "/sys/fs/cgroup/iomatrix/1-1" || c.Device != "254:16" {
+		t.Errorf("record %+v", c)
+	}
+	if got := LimitOf(c); got != l {
+		t.Errorf("LimitOf(Record) = %+v, want %+v", got, l)
+	}
+	if got := LimitOf(nil); !got.Empty() {
+		t.Errorf("LimitOf(nil) = %+v", got)
+	}
+}
+
+func TestParseCapReadsTheRecordedSpec(t *testing.T) {
+	// The form report.CapSpec writes.
+	l, err := ParseCap("riops=3000,wbps=64MiB")
+	if err != nil || l != (Limit{ReadIOPS: 3000, WriteBPS: 64 << 20}) {
+		t.Errorf("ParseCap = %+v, %v", l, err)
+	}
+}

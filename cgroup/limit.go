@@ -13,6 +13,7 @@ import (
 
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/internal/units"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // ErrBadCap marks a --cap string that cannot be a limit.
@@ -44,6 +45,22 @@ func (l *Limit) tighten(o Limit, dir string, from map[string]string) {
 			from[k.name] = dir
 		}
 	}
+}
+
+// Record is the limit as a results document records it, for a cgroup of
+// the given version at path.
+func (l Limit) Record(version int, path string) *results.Cap {
+	return &results.Cap{CgroupVersion: version, Cgroup: path, Device: l.Device.String(),
+		ReadIOPS: l.ReadIOPS, WriteIOPS: l.WriteIOPS, ReadBPS: l.ReadBPS, WriteBPS: l.WriteBPS}
+}
+
+// LimitOf is the limit a recorded cap describes (nil: none).
+func LimitOf(c *results.Cap) Limit {
+	if c == nil {
+		return Limit{}
+	}
+	dev, _ := sysfs.ParseDevNum(c.Device)
+	return Limit{Device: dev, ReadIOPS: c.ReadIOPS, WriteIOPS: c.WriteIOPS, ReadBPS: c.ReadBPS, WriteBPS: c.WriteBPS}
 }
 
 // Empty reports whether the limit caps nothing.

@@ -6,7 +6,6 @@ import (
 	"github.com/iomatrix/iomatrix/results"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,15 +75,12 @@ func Run(ctx context.Context, t *Target, p results.Pattern, o Options) (results.
 		return results.Result{}, err
 	}
 
-	// Blocked syscalls keep their P until sysmon notices; with a P per
-	// stream nobody waits for that hand-off.
 	streams := p.Jobs
 	if engine == EnginePsync {
 		streams = p.Jobs * p.QueueDepth
 	}
-	if want := min(streams+1, maxProcs); want > runtime.GOMAXPROCS(0) {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(want))
-	}
+	holdRuntime(min(streams+1, maxProcs))
+	defer releaseRuntime()
 
 	seconds := int(math.Ceil(min(o.Runtime, maxTimeline).Seconds()))
 	var workers []*worker

@@ -129,16 +129,17 @@ func Describe(doc *results.Document) string {
 	return strings.Join(parts, ", ")
 }
 
-// DescribeCap renders a cgroup cap as "riops=10000,wiops=10000 on 254:0 (cgroup v1)".
-func DescribeCap(c *results.Cap) string {
+// CapSpec renders a cap's limits the way caps are written,
+// "riops=10000,wiops=10000,rbps=64MiB" (any subset; parsed back by
+// cgroup.ParseCap), or "" when the cap limits nothing.
+func CapSpec(c *results.Cap) string {
 	var l []string
 	add := func(k string, v uint64, size bool) {
-		if v == 0 {
-			return
-		}
-		if size {
+		switch {
+		case v == 0:
+		case size:
 			l = append(l, k+"="+units.FormatSize(int64(v)))
-		} else {
+		default:
 			l = append(l, fmt.Sprintf("%s=%d", k, v))
 		}
 	}
@@ -146,7 +147,12 @@ func DescribeCap(c *results.Cap) string {
 	add("wiops", c.WriteIOPS, false)
 	add("rbps", c.ReadBPS, true)
 	add("wbps", c.WriteBPS, true)
-	s := strings.Join(l, ",")
+	return strings.Join(l, ",")
+}
+
+// DescribeCap renders a cgroup cap as "riops=10000,wiops=10000 on 254:0 (cgroup v1)".
+func DescribeCap(c *results.Cap) string {
+	s := CapSpec(c)
 	if s == "" {
 		s = "none"
 	}

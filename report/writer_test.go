@@ -233,3 +233,19 @@ func TestSettingsShowSizeAndCap(t *testing.T) {
 		t.Errorf("a target known only by its size: %q", got)
 	}
 }
+
+// A cap's rendering is the way caps are written: what cgroup.ParseCap
+// reads (checked there against this very string), and "none" only in
+// the description.
+func TestCapSpec(t *testing.T) {
+	c := &results.Cap{CgroupVersion: 1, Device: "254:0", ReadIOPS: 3000, WriteBPS: 64 << 20}
+	if got := CapSpec(c); got != "riops=3000,wbps=64MiB" {
+		t.Errorf("CapSpec = %q", got)
+	}
+	if got := CapSpec(&results.Cap{}); got != "" {
+		t.Errorf("CapSpec of no limit = %q", got)
+	}
+	if got := DescribeCap(&results.Cap{CgroupVersion: 2, Device: "8:0"}); got != "none on 8:0 (cgroup v2)" {
+		t.Errorf("DescribeCap = %q", got)
+	}
+}

@@ -227,7 +227,5 @@ func (s *capSession) Close() error {
 
 // info is the cap object of the results file.
 func (s *capSession) info() *results.Cap {
-	l := s.group.Limit
-	return &results.Cap{CgroupVersion: s.group.Version(), Cgroup: s.group.Path, Device: l.Device.String(),
-		ReadIOPS: l.ReadIOPS, WriteIOPS: l.WriteIOPS, ReadBPS: l.ReadBPS, WriteBPS: l.WriteBPS}
+	return s.group.Limit.Record(s.group.Version(), s.group.Path)
 }

@@ -284,7 +284,7 @@ func measureBaseline(ctx context.Context, g *globalOptions, sp *sweepPlan, t *io
 // cgroup.Judge fed with the result, its baseline and the device's request
 // limits, its verdict recorded in the result.
 func cellJudge(capInfo *results.Cap, tol float64, baseline map[string]float64) func(*results.Result) {
-	limit := cgroup.Limit{ReadIOPS: capInfo.ReadIOPS, WriteIOPS: capInfo.WriteIOPS, ReadBPS: capInfo.ReadBPS, WriteBPS: capInfo.WriteBPS}
+	limit := cgroup.LimitOf(capInfo)
 	var disk sysfs.BlockDevice // no limits known: one request per I/O
 	if dev, err := sysfs.ParseDevNum(capInfo.Device); err == nil {
 		if bd, err := sysfs.Default().BlockDevice(dev); err == nil {

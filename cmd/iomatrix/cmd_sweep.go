@@ -288,16 +288,7 @@ func (o *sweepOptions) adoptSettings(d *results.Document, sp *sweepPlan) error {
 func (o *sweepOptions) adoptCap(c *results.Cap) error {
 	fileCap := ""
 	if c != nil {
-		var parts []string
-		for _, kv := range []struct {
-			k string
-			v uint64
-		}{{"riops", c.ReadIOPS}, {"wiops", c.WriteIOPS}, {"rbps", c.ReadBPS}, {"wbps", c.WriteBPS}} {
-			if kv.v > 0 {
-				parts = append(parts, fmt.Sprintf("%s=%d", kv.k, kv.v))
-			}
-		}
-		fileCap = strings.Join(parts, ",")
+		fileCap = report.CapSpec(c)
 	}
 	joined := c != nil && !strings.Contains(c.Cgroup, "/"+cgroup.Parent+"/")
 	switch {
@@ -316,7 +307,8 @@ func (o *sweepOptions) adoptCap(c *results.Cap) error {
 		if err != nil {
 			return usagef("--cap: %w", err)
 		}
-		if joined || l.ReadIOPS != c.ReadIOPS || l.WriteIOPS != c.WriteIOPS || l.ReadBPS != c.ReadBPS || l.WriteBPS != c.WriteBPS {
+		l.Device = cgroup.LimitOf(c).Device
+		if joined || l != cgroup.LimitOf(c) {
 			return usagef("--resume: --cap %s differs from the file's cap %s", o.Cap, fileCap)
 		}
 	}

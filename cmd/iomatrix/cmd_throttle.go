@@ -19,7 +19,6 @@ import (
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/report"
-	"github.com/iomatrix/iomatrix/results"
 )
 
 // exitStatus passes a command's exit status through as iomatrix's own.
@@ -162,8 +161,7 @@ func runThrottle(ctx context.Context, g *globalOptions, o *throttleOptions, args
 			fmt.Fprintf(g.stderr, "iomatrix: warning: %v\n", err)
 		}
 	}()
-	capText := report.DescribeCap(&results.Cap{CgroupVersion: ctrl.Version, Device: dev.String(),
-		ReadIOPS: l.ReadIOPS, WriteIOPS: l.WriteIOPS, ReadBPS: l.ReadBPS, WriteBPS: l.WriteBPS})
+	capText := report.DescribeCap(l.Record(ctrl.Version, grp.Path))
 	if w := writebackWarning(ctrl.Version, grp.Enabled()); w != "" {
 		fmt.Fprintf(g.stderr, "iomatrix: warning: %s\n", w)
 	}

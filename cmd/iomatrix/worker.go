@@ -126,7 +126,7 @@ func runWorker(ctx context.Context, in io.Reader, out io.Writer) error {
 		case req.Pattern != nil:
 			o := iotest.Options{Runtime: req.Runtime, Ramp: req.Ramp, Seed: req.Seed, Engine: req.Engine}
 			o.Progress = func(p iotest.Progress) { send(workerReply{Progress: &p}) }
-			res, err := measure(ctx, t, *req.Pattern, o)
+			res, err := iotest.Run(ctx, t, *req.Pattern, o)
 			switch {
 			case ctx.Err() != nil:
 				send(workerReply{Err: toWire(ctx.Err())})
@@ -175,7 +175,7 @@ type runner interface {
 type localRunner struct{ t *iotest.Target }
 
 func (l localRunner) Run(ctx context.Context, p results.Pattern, o iotest.Options) (results.Result, error) {
-	return measure(ctx, l.t, p, o)
+	return iotest.Run(ctx, l.t, p, o)
 }
 func (l localRunner) Close() error { return nil }
 
