@@ -252,7 +252,7 @@ func TestCapSignalsLeaveNoCgroup(t *testing.T) {
 		if len(left) != 1 {
 			t.Fatalf("SIGKILL: %v", left)
 		}
-		// The killed sweep's worker is still in the cgroup until it notices
+		// The killed sweep's child is still in the cgroup until it notices
 		// its parent is gone; cleanup waits for an empty group.
 		deadline = time.Now().Add(10 * time.Second)
 		for time.Now().Before(deadline) {

@@ -156,7 +156,7 @@ func (cp *capPlan) create() error {
 }
 
 // release deletes the cgroup create made (a joined one stays), after the
-// worker has gone; a cgroup that cannot go (processes left in it) is
+// child has gone; a cgroup that cannot go (processes left in it) is
 // reported, never dropped silently.
 func (cp *capPlan) release(g *globalOptions) {
 	if cp == nil || cp.group == nil {
@@ -167,10 +167,10 @@ func (cp *capPlan) release(g *globalOptions) {
 	}
 }
 
-// capSession is a cgroup with a worker inside it.
+// capSession is a cgroup with a child inside it.
 type capSession struct {
 	group  *cgroup.Group
-	runner *workerRunner
+	runner *childRunner
 	// lastActive is when the group last did I/O or had its limits set: a
 	// pattern starts ThrottleQuiet after it, so that the kernel's throttle
 	// begins a fresh slice with the pattern's first I/O (see
@@ -178,13 +178,13 @@ type capSession struct {
 	lastActive time.Time
 }
 
-// start starts the worker in the cgroup create made. Close must run on
-// every path: it stops the worker (the cgroup goes with release).
-func (cp *capPlan) start(g *globalOptions, t workerTarget) (*capSession, error) {
+// start starts the child in the cgroup create made. Close must run on
+// every path: it stops the child (the cgroup goes with release).
+func (cp *capPlan) start(g *globalOptions, t childTarget) (*capSession, error) {
 	s := &capSession{group: cp.group, lastActive: time.Now()}
 	notice := func(msg string) { fmt.Fprintf(g.stderr, "iomatrix: %s\n", msg) }
 	var err error
-	s.runner, err = startWorker(g.stderr, t, cp.group.AddProc, notice)
+	s.runner, err = startChild(g.stderr, t, cp.group.AddProc, notice)
 	if err != nil {
 		return nil, err
 	}

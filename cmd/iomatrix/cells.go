@@ -31,7 +31,7 @@ type cellLoop struct {
 
 // run measures todo and closes the progress display. It returns the
 // number of cells that failed and were passed over, and the error that
-// stopped the loop (an I/O error, a failed save, a lost worker); an
+// stopped the loop (an I/O error, a failed save, a lost child); an
 // interruption stops it with nil: the caller looks at ctx, and the
 // pattern that was running is discarded, never half-counted.
 func (c *cellLoop) run(ctx context.Context, todo []results.Pattern) (failed int, err error) {
@@ -71,36 +71,36 @@ func (c *cellLoop) run(ctx context.Context, todo []results.Pattern) (failed int,
 }
 
 // resolve checks what a sweep or cap verify will do before any I/O: the
-// target's plan, the cap's and the engine, which it records in sp.opts
+// target's plan, the cap's and the engine, which it records in setup.opts
 // (with the measured window aligned to the kernel's throttle under a cap).
-func (o *profileOptions) resolve(g *globalOptions, sp *sweepPlan, precondition bool) (*iotest.Plan, *capPlan, error) {
-	plan, err := o.plan(sp.target, sp.size, sp.profile.Patterns, precondition)
+func (o *profileOptions) resolve(g *globalOptions, setup *sweepSetup, precondition bool) (*iotest.Plan, *capPlan, error) {
+	plan, err := o.plan(setup.target, setup.size, setup.profile.Patterns, precondition)
 	if err != nil {
 		return nil, nil, err
 	}
-	cp, err := o.capOptions.plan(g, sp.target)
+	cp, err := o.capOptions.plan(g, setup.target)
 	if err != nil {
 		return nil, nil, err
 	}
 	if cp != nil {
-		alignToThrottle(g, &sp.opts)
+		alignToThrottle(g, &setup.opts)
 	}
-	engine, err := resolveEngine(sp.opts)
+	engine, err := resolveEngine(setup.opts)
 	if err != nil {
 		return nil, nil, err
 	}
-	sp.opts.Engine = engine
+	setup.opts.Engine = engine
 	return plan, cp, nil
 }
 
-// newDocument starts the results of sp measured on t.
-func (sp *sweepPlan) newDocument(t *iotest.Target) *results.Document {
+// newDocument starts the results of setup measured on t.
+func (setup *sweepSetup) newDocument(t *iotest.Target) *results.Document {
 	doc := results.NewDocument(t.Info, results.Settings{
-		Profile: sp.profile.Name, Engine: sp.opts.Engine, RuntimeNS: int64(sp.opts.Runtime), RampNS: int64(sp.opts.Ramp),
-		SizeBytes: t.Size, Seed: sp.opts.Seed,
+		Profile: setup.profile.Name, Engine: setup.opts.Engine, RuntimeNS: int64(setup.opts.Runtime), RampNS: int64(setup.opts.Ramp),
+		SizeBytes: t.Size, Seed: setup.opts.Seed,
 	}, time.Now().UTC().Format(time.RFC3339))
-	if sp.profile.Source != "built-in" {
-		doc.Settings.ProfileFile, _ = filepath.Abs(sp.profile.Source)
+	if setup.profile.Source != "built-in" {
+		doc.Settings.ProfileFile, _ = filepath.Abs(setup.profile.Source)
 	}
 	return doc
 }

@@ -68,7 +68,7 @@ A cell holds when all of these do:
     U less the tolerance) nor is exceeded (at most the model plus the
     tolerance);
   - the cgroup's own I/O counters equal iomatrix's requests within 0.5 %,
-    direction by direction. The capped worker reads the target's metadata
+    direction by direction. The capped child reads the target's metadata
     and locks its own program in memory before it joins the cgroup, so
     nothing else is charged there; requests that are not iomatrix's are
     shown as foreign and fail the cell, never absorbed.
@@ -125,27 +125,27 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 	if err := checkFormat(o.Format); err != nil {
 		return err
 	}
-	sp := &sweepPlan{target: target}
-	if err := o.prepare(g, sp, "iomatrix-verify-%[2]s.json", false); err != nil {
+	setup := &sweepSetup{target: target}
+	if err := o.prepare(g, setup, "iomatrix-verify-%[2]s.json", false); err != nil {
 		return err
 	}
 	if o.Baseline == "" {
-		if _, err := os.Stat(baselineOut(sp.out)); err == nil {
-			return usagef("--out: %s exists; reuse it with --baseline %s or choose another --out", baselineOut(sp.out), baselineOut(sp.out))
+		if _, err := os.Stat(baselineOut(setup.out)); err == nil {
+			return usagef("--out: %s exists; reuse it with --baseline %s or choose another --out", baselineOut(setup.out), baselineOut(setup.out))
 		}
 	}
-	asked := sp.opts // before the window is aligned to the throttle
-	plan, cp, err := o.resolve(g, sp, false)
+	asked := setup.opts // before the window is aligned to the throttle
+	plan, cp, err := o.resolve(g, setup, false)
 	if err != nil {
 		return err
 	}
 	var baseline map[string]float64
 	if o.Baseline != "" {
-		if baseline, err = loadBaseline(o.Baseline, sp, plan, asked); err != nil {
+		if baseline, err = loadBaseline(o.Baseline, setup, plan, asked); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintf(g.stderr, "iomatrix: cap verify %s on %s: %s, results: %s\n", sp.profile.Name, sp.target, units.Count(len(sp.todo), "pattern"), sp.out)
+	fmt.Fprintf(g.stderr, "iomatrix: cap verify %s on %s: %s, results: %s\n", setup.profile.Name, setup.target, units.Count(len(setup.todo), "pattern"), setup.out)
 	// The cgroup first: a tree that refuses it costs no I/O.
 	if err := cp.create(); err != nil {
 		return err
@@ -158,32 +158,32 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 	defer t.Close()
 	baselineFile := o.Baseline
 	if baseline == nil {
-		baselineFile = baselineOut(sp.out)
-		if baseline, err = measureBaseline(ctx, g, sp, t, baselineFile); err != nil {
+		baselineFile = baselineOut(setup.out)
+		if baseline, err = measureBaseline(ctx, g, setup, t, baselineFile); err != nil {
 			return err
 		}
 	}
 
-	r, capInfo, err := o.runnerFor(g, cp, plan, t, anyWrites(sp.todo))
+	r, capInfo, err := o.runnerFor(g, cp, plan, t, anyWrites(setup.todo))
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	doc := sp.newDocument(t)
+	doc := setup.newDocument(t)
 	doc.Cap = capInfo
 	judge := cellJudge(capInfo, tol, baseline)
 	fmt.Fprintf(g.stderr, "iomatrix: measuring under %s\n", report.DescribeCap(capInfo))
-	loop := cellLoop{g: g, r: r, opts: sp.opts, prog: newSweepProgress(g, len(sp.todo), 0, sp.opts), doc: doc, out: sp.out, check: judge}
-	_, runErr := loop.run(ctx, sp.todo)
+	loop := cellLoop{g: g, r: r, opts: setup.opts, prog: newSweepProgress(g, len(setup.todo), 0, setup.opts), doc: doc, out: setup.out, check: judge}
+	_, runErr := loop.run(ctx, setup.todo)
 	complete := runErr == nil && ctx.Err() == nil
 	if complete {
 		doc.FinishedAt = time.Now().UTC().Format(time.RFC3339)
-		if err := results.WriteFileAtomic(sp.out, doc); err != nil {
+		if err := results.WriteFileAtomic(setup.out, doc); err != nil {
 			return err
 		}
 	}
 	v := report.BuildCapVerdict(doc, report.VerdictRun{
-		ResultsFile: sp.out, BaselineFile: baselineFile, TolerancePct: tol, CounterTolerancePct: 100 * cgroup.CounterTolerance,
+		ResultsFile: setup.out, BaselineFile: baselineFile, TolerancePct: tol, CounterTolerancePct: 100 * cgroup.CounterTolerance,
 		Window: cgroup.WindowRule, Complete: complete,
 	})
 	if o.Format == "json" {
@@ -209,12 +209,12 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 // baselineOut is where cap verify saves the baseline it measures.
 func baselineOut(out string) string { return strings.TrimSuffix(out, ".json") + "-baseline.json" }
 
-// loadBaseline reads the uncapped IOPS of every pattern of sp from a
+// loadBaseline reads the uncapped IOPS of every pattern of setup from a
 // results file, refusing one measured otherwise than this run measures:
 // another target or size, engine, runtime or ramp (as asked, or as aligned
 // to the throttle), under a cap, or without a pattern of the profile. Its
 // figures would judge the cells against another device or another method.
-func loadBaseline(path string, sp *sweepPlan, plan *iotest.Plan, asked iotest.Options) (map[string]float64, error) {
+func loadBaseline(path string, setup *sweepSetup, plan *iotest.Plan, asked iotest.Options) (map[string]float64, error) {
 	d, err := loadResults(path)
 	if err != nil {
 		return nil, err
@@ -230,12 +230,12 @@ func loadBaseline(path string, sp *sweepPlan, plan *iotest.Plan, asked iotest.Op
 		return nil, refuse("its target %s differs from this run's %s", d.Target.Path, plan.Path)
 	case d.Target.SizeBytes != plan.Size:
 		return nil, refuse("its target size %s differs from this run's %s", units.FormatSize(d.Target.SizeBytes), units.FormatSize(plan.Size))
-	case s.Engine != sp.opts.Engine:
-		return nil, refuse("its engine %s differs from this run's %s", s.Engine, sp.opts.Engine)
-	case s.RuntimeNS != int64(asked.Runtime) && s.RuntimeNS != int64(sp.opts.Runtime):
-		return nil, refuse("its runtime %s differs from this run's %s", time.Duration(s.RuntimeNS), sp.opts.Runtime)
-	case s.RampNS != int64(asked.Ramp) && s.RampNS != int64(sp.opts.Ramp):
-		return nil, refuse("its ramp %s differs from this run's %s", time.Duration(s.RampNS), sp.opts.Ramp)
+	case s.Engine != setup.opts.Engine:
+		return nil, refuse("its engine %s differs from this run's %s", s.Engine, setup.opts.Engine)
+	case s.RuntimeNS != int64(asked.Runtime) && s.RuntimeNS != int64(setup.opts.Runtime):
+		return nil, refuse("its runtime %s differs from this run's %s", time.Duration(s.RuntimeNS), setup.opts.Runtime)
+	case s.RampNS != int64(asked.Ramp) && s.RampNS != int64(setup.opts.Ramp):
+		return nil, refuse("its ramp %s differs from this run's %s", time.Duration(s.RampNS), setup.opts.Ramp)
 	}
 	baseline := map[string]float64{}
 	for _, r := range d.Results {
@@ -244,7 +244,7 @@ func loadBaseline(path string, sp *sweepPlan, plan *iotest.Plan, asked iotest.Op
 		}
 	}
 	var missing []string
-	for _, p := range sp.todo {
+	for _, p := range setup.todo {
 		if _, ok := baseline[p.Name()]; !ok {
 			missing = append(missing, p.Name())
 		}
@@ -257,13 +257,13 @@ func loadBaseline(path string, sp *sweepPlan, plan *iotest.Plan, asked iotest.Op
 
 // measureBaseline measures every pattern uncapped, saves the results to
 // out and returns their IOPS.
-func measureBaseline(ctx context.Context, g *globalOptions, sp *sweepPlan, t *iotest.Target, out string) (map[string]float64, error) {
+func measureBaseline(ctx context.Context, g *globalOptions, setup *sweepSetup, t *iotest.Target, out string) (map[string]float64, error) {
 	fmt.Fprintf(g.stderr, "iomatrix: measuring the uncapped baseline first (%s)\n", out)
-	bdoc := sp.newDocument(t)
+	bdoc := setup.newDocument(t)
 	// Saved after every cell, like the capped phase: an interruption keeps
 	// what was measured.
-	loop := cellLoop{g: g, r: localRunner{t}, opts: sp.opts, prog: newSweepProgress(g, len(sp.todo), 0, sp.opts), doc: bdoc, out: out}
-	if _, err := loop.run(ctx, sp.todo); err != nil {
+	loop := cellLoop{g: g, r: localRunner{t}, opts: setup.opts, prog: newSweepProgress(g, len(setup.todo), 0, setup.opts), doc: bdoc, out: out}
+	if _, err := loop.run(ctx, setup.todo); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {

@@ -107,8 +107,8 @@ one plain line per finished pattern.
 	return cmd
 }
 
-// sweepPlan is everything decided before the first I/O.
-type sweepPlan struct {
+// sweepSetup is everything decided before the first I/O.
+type sweepSetup struct {
 	profile *profiles.Profile
 	opts    iotest.Options
 	size    int64
@@ -118,23 +118,23 @@ type sweepPlan struct {
 	todo    []results.Pattern
 }
 
-func (o *sweepOptions) prepare(g *globalOptions, target string) (*sweepPlan, error) {
+func (o *sweepOptions) prepare(g *globalOptions, target string) (*sweepSetup, error) {
 	if err := checkFormat(o.Format); err != nil {
 		return nil, err
 	}
-	sp := &sweepPlan{target: target}
+	setup := &sweepSetup{target: target}
 	if o.Resume != "" {
 		d, err := results.ReadDocumentFile(o.Resume)
 		if err != nil {
 			return nil, usagef("--resume: %w", err)
 		}
-		sp.doc = d
-		if err := o.adoptSettings(d, sp); err != nil {
+		setup.doc = d
+		if err := o.adoptSettings(d, setup); err != nil {
 			return nil, err
 		}
-		sp.out = o.Resume
+		setup.out = o.Resume
 	}
-	return sp, o.profileOptions.prepare(g, sp, "iomatrix-%s-%s.json", true)
+	return setup, o.profileOptions.prepare(g, setup, "iomatrix-%s-%s.json", true)
 }
 
 // checkFormat checks --format of sweep and cap verify.
@@ -148,21 +148,21 @@ func checkFormat(format string) error {
 	return usagef("--format: %q is not one of text, json", format)
 }
 
-// prepare completes sp with everything decided before the first I/O:
-// profile, settings, results file and the patterns still to run. sp.doc
+// prepare completes setup with everything decided before the first I/O:
+// profile, settings, results file and the patterns still to run. setup.doc
 // is the document being resumed, if any; outPattern names a new results
 // file from the profile's name and a timestamp; resumable says whether the
 // command can continue an existing one.
-func (o *profileOptions) prepare(g *globalOptions, sp *sweepPlan, outPattern string, resumable bool) error {
-	prev := sp.doc
-	if sp.profile == nil {
+func (o *profileOptions) prepare(g *globalOptions, setup *sweepSetup, outPattern string, resumable bool) error {
+	prev := setup.doc
+	if setup.profile == nil {
 		p, err := profiles.Load(o.Profile)
 		if err != nil {
 			return usagef("--profile: %w", err)
 		}
-		sp.profile = p
+		setup.profile = p
 	}
-	d := sp.profile.Defaults
+	d := setup.profile.Defaults
 	if !o.runtimeSet && d.Runtime > 0 {
 		o.Runtime = d.Runtime
 	}
@@ -176,38 +176,38 @@ func (o *profileOptions) prepare(g *globalOptions, sp *sweepPlan, outPattern str
 	if prev != nil {
 		opts.Seed = prev.Settings.Seed
 	}
-	sp.opts = opts
-	if sp.size, err = o.size(); err != nil {
+	setup.opts = opts
+	if setup.size, err = o.size(); err != nil {
 		return err
 	}
 	if !o.sizeSet && d.Size > 0 {
-		sp.size = d.Size
+		setup.size = d.Size
 	}
 	if prev != nil && prev.Target.Kind == "file" {
-		sp.size = prev.Settings.SizeBytes
+		setup.size = prev.Settings.SizeBytes
 	}
-	if sp.target == "" {
-		sp.target = "iomatrix.dat"
+	if setup.target == "" {
+		setup.target = "iomatrix.dat"
 	}
-	if sp.out == "" {
-		sp.out = o.Out
+	if setup.out == "" {
+		setup.out = o.Out
 	}
-	if sp.out == "" {
-		sp.out = fmt.Sprintf(outPattern, sp.profile.Name, time.Now().Format("20060102-150405"))
+	if setup.out == "" {
+		setup.out = fmt.Sprintf(outPattern, setup.profile.Name, time.Now().Format("20060102-150405"))
 	}
 	outFlag := "--out"
 	if prev != nil {
 		outFlag = "--resume" // a resumed sweep is saved to the file it resumes
 	}
-	if err := checkOutPath(outFlag, sp.out); err != nil {
+	if err := checkOutPath(outFlag, setup.out); err != nil {
 		return err
 	}
 	if prev == nil {
-		if _, err := os.Stat(sp.out); err == nil {
+		if _, err := os.Stat(setup.out); err == nil {
 			if resumable {
-				return usagef("--out: %s exists; continue it with --resume %s or choose another file", sp.out, sp.out)
+				return usagef("--out: %s exists; continue it with --resume %s or choose another file", setup.out, setup.out)
 			}
-			return usagef("--out: %s exists; choose another file", sp.out)
+			return usagef("--out: %s exists; choose another file", setup.out)
 		}
 	}
 	done := map[string]bool{}
@@ -216,9 +216,9 @@ func (o *profileOptions) prepare(g *globalOptions, sp *sweepPlan, outPattern str
 			done[r.Name] = true
 		}
 	}
-	for _, p := range sp.profile.Patterns {
+	for _, p := range setup.profile.Patterns {
 		if !done[p.Name()] {
-			sp.todo = append(sp.todo, p)
+			setup.todo = append(setup.todo, p)
 		}
 	}
 	return nil
@@ -227,15 +227,15 @@ func (o *profileOptions) prepare(g *globalOptions, sp *sweepPlan, outPattern str
 // adoptSettings takes the sweep's settings from a results file being
 // resumed, refusing flags that contradict it: a sweep whose cells were
 // measured differently would be a matrix of incomparable numbers.
-func (o *sweepOptions) adoptSettings(d *results.Document, sp *sweepPlan) error {
+func (o *sweepOptions) adoptSettings(d *results.Document, setup *sweepSetup) error {
 	s := d.Settings
-	if sp.target != "" {
-		abs, _ := filepath.Abs(sp.target)
+	if setup.target != "" {
+		abs, _ := filepath.Abs(setup.target)
 		if abs != d.Target.Path {
 			return usagef("--resume: target %s differs from the file's target %s", abs, d.Target.Path)
 		}
 	}
-	sp.target = d.Target.Path
+	setup.target = d.Target.Path
 	if o.profileSet {
 		p, err := profiles.Load(o.Profile)
 		if err != nil {
@@ -244,7 +244,7 @@ func (o *sweepOptions) adoptSettings(d *results.Document, sp *sweepPlan) error {
 		if p.Name != s.Profile {
 			return usagef("--resume: profile %s differs from the file's profile %s", p.Name, s.Profile)
 		}
-		sp.profile = p
+		setup.profile = p
 	} else {
 		src := s.Profile
 		if s.ProfileFile != "" {
@@ -254,7 +254,7 @@ func (o *sweepOptions) adoptSettings(d *results.Document, sp *sweepPlan) error {
 		if err != nil {
 			return usagef("--resume: the file's profile: %w", err)
 		}
-		sp.profile = p
+		setup.profile = p
 	}
 	if o.runtimeSet && int64(o.Runtime) != s.RuntimeNS {
 		return usagef("--resume: --runtime %s differs from the file's runtime %s", o.Runtime, time.Duration(s.RuntimeNS))
@@ -319,24 +319,24 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 	if err := o.capOptions.precheck(); err != nil {
 		return err
 	}
-	sp, err := o.prepare(g, target)
+	setup, err := o.prepare(g, target)
 	if err != nil {
 		return err
 	}
 	if o.Precondition < 0 {
 		return usagef("--precondition: %s must not be negative", o.Precondition)
 	}
-	plan, cp, err := o.resolve(g, sp, o.Precondition > 0)
+	plan, cp, err := o.resolve(g, setup, o.Precondition > 0)
 	if err != nil {
 		return err
 	}
-	engine := sp.opts.Engine
+	engine := setup.opts.Engine
 
-	total := len(sp.profile.Patterns)
+	total := len(setup.profile.Patterns)
 	fmt.Fprintf(g.stderr, "iomatrix: sweep %s: %d of %s to run, about %s at %s + %s ramp each\n",
-		sp.profile.Name, len(sp.todo), units.Count(total, "pattern"), sp.profile.Estimate(sp.opts.Runtime, sp.opts.Ramp)*time.Duration(len(sp.todo))/time.Duration(total),
-		sp.opts.Runtime, sp.opts.Ramp)
-	fmt.Fprintf(g.stderr, "iomatrix: results: %s\n", sp.out)
+		setup.profile.Name, len(setup.todo), units.Count(total, "pattern"), setup.profile.Estimate(setup.opts.Runtime, setup.opts.Ramp)*time.Duration(len(setup.todo))/time.Duration(total),
+		setup.opts.Runtime, setup.opts.Ramp)
+	fmt.Fprintf(g.stderr, "iomatrix: results: %s\n", setup.out)
 
 	// The cgroup first: a tree that refuses it costs no I/O.
 	if err := cp.create(); err != nil {
@@ -348,46 +348,46 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 		return err
 	}
 	defer t.Close()
-	r, capInfo, err := o.runnerFor(g, cp, plan, t, anyWrites(sp.profile.Patterns))
+	r, capInfo, err := o.runnerFor(g, cp, plan, t, anyWrites(setup.profile.Patterns))
 	if err != nil {
 		return err
 	}
 	defer r.Close()
 
-	doc := sp.doc
+	doc := setup.doc
 	if doc == nil {
-		doc = sp.newDocument(t)
+		doc = setup.newDocument(t)
 	}
 	doc.FinishedAt = ""
 	if capInfo != nil {
 		doc.Cap = capInfo
 	}
-	removeStaleTemps(sp.out)
-	if err := results.WriteFileAtomic(sp.out, doc); err != nil {
+	removeStaleTemps(setup.out)
+	if err := results.WriteFileAtomic(setup.out, doc); err != nil {
 		return err
 	}
 
-	prog := newSweepProgress(g, total, total-len(sp.todo), sp.opts)
-	if o.Precondition > 0 && len(sp.todo) > 0 {
+	prog := newSweepProgress(g, total, total-len(setup.todo), setup.opts)
+	if o.Precondition > 0 && len(setup.todo) > 0 {
 		start := time.Now()
-		err := iotest.Precondition(ctx, t, engine, sp.opts.Seed, o.Precondition, prog.precondition)
+		err := iotest.Precondition(ctx, t, engine, setup.opts.Seed, o.Precondition, prog.precondition)
 		prog.preconditioned(time.Since(start))
 		if err != nil {
 			prog.close()
 			return err
 		}
 	}
-	loop := cellLoop{g: g, r: r, opts: sp.opts, prog: prog, doc: doc, out: sp.out, keepGoing: o.ContinueOnError}
-	failedCells, runErr := loop.run(ctx, sp.todo)
+	loop := cellLoop{g: g, r: r, opts: setup.opts, prog: prog, doc: doc, out: setup.out, keepGoing: o.ContinueOnError}
+	failedCells, runErr := loop.run(ctx, setup.todo)
 
 	complete := runErr == nil && ctx.Err() == nil
 	if complete {
 		doc.FinishedAt = time.Now().UTC().Format(time.RFC3339)
-		if err := results.WriteFileAtomic(sp.out, doc); err != nil {
+		if err := results.WriteFileAtomic(setup.out, doc); err != nil {
 			return err
 		}
 	}
-	if err := printSweep(g, o.Format, doc, sp.out, complete); err != nil {
+	if err := printSweep(g, o.Format, doc, setup.out, complete); err != nil {
 		return err
 	}
 	if runErr != nil {
@@ -397,7 +397,7 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 		return err
 	}
 	if failedCells > 0 {
-		return fmt.Errorf("%d of %s failed with I/O errors (recorded in %s)", failedCells, units.Count(len(sp.todo), "pattern"), sp.out)
+		return fmt.Errorf("%d of %s failed with I/O errors (recorded in %s)", failedCells, units.Count(len(setup.todo), "pattern"), setup.out)
 	}
 	return nil
 }

@@ -197,7 +197,7 @@ func TestTargetVanishes(t *testing.T) {
 // The same fault, capped and uncapped, ends the same way: the same exit
 // status, the same first and last lines on stderr (offsets of failed I/O
 // aside where timing picks them), the same error recorded. Under a cap
-// the error is raised in the worker inside the cgroup and crosses a pipe
+// the error is raised in the child inside the cgroup and crosses a pipe
 // to its parent; it must lose nothing on the way (kind, errno, op, offset).
 func TestFaultsCappedAsUncapped(t *testing.T) {
 	c := capController(t)

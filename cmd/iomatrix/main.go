@@ -111,7 +111,7 @@ io_uring engine (or a pread/pwrite fallback).
 	root.AddCommand(newReportCommand(g))
 	root.AddCommand(newCompareCommand(g))
 	root.AddCommand(newImportCommand(g))
-	root.AddCommand(newWorkerCommand(g))
+	root.AddCommand(newChildCommand(g))
 	root.AddCommand(newCapCommand(g))
 	root.AddCommand(newThrottleCommand(g))
 	root.AddCommand(newExecCommand())

@@ -46,13 +46,13 @@ func (o *measureOptions) AddFlags(f *pflag.FlagSet) {
 }
 
 // runnerFor returns what runs the patterns: this process, or, under a
-// cap, a worker inside the cgroup. The returned close must always run: it
-// stops the worker and removes the cgroup.
+// cap, a child inside the cgroup. The returned close must always run: it
+// stops the child and removes the cgroup.
 func (o *measureOptions) runnerFor(g *globalOptions, cp *capPlan, plan *iotest.Plan, t *iotest.Target, writes bool) (runner, *results.Cap, error) {
 	if cp == nil {
 		return localRunner{t}, nil, nil
 	}
-	wt := workerTarget{Path: plan.Path, Size: t.Size, Writes: writes, AllowDestructive: o.AllowDestructive}
+	wt := childTarget{Path: plan.Path, Size: t.Size, Writes: writes, AllowDestructive: o.AllowDestructive}
 	if plan.Action == iotest.ActionReadOnly {
 		wt.Size = 0 // somebody else's file is read at its own size
 	}

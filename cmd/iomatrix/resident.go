@@ -11,9 +11,9 @@ import (
 
 // lockProgram faults in every file-backed page of this process — the
 // executable and any shared library — and locks it in memory, so that no
-// later page fault reads it from a device. The capped worker calls it
+// later page fault reads it from a device. The capped child calls it
 // before it joins the cgroup: otherwise, on a disk that holds both the
-// binary and the target, the kernel charges the cgroup with the worker's
+// binary and the target, the kernel charges the cgroup with the child's
 // own page faults (one request per cold run of the release binary, a
 // hundred for a large test binary), which are not iomatrix's I/O.
 //

@@ -68,9 +68,9 @@ func TestSweepProgressLineShowsTotalP99(t *testing.T) {
 		"rand-4k-r100-qd1": "p99 151 µs",
 	} {
 		var b bytes.Buffer
-		sp := &sweepProgress{g: &globalOptions{stderr: &b}, total: 6, started: time.Now(), patAt: time.Now()}
+		prog := &sweepProgress{g: &globalOptions{stderr: &b}, total: 6, started: time.Now(), patAt: time.Now()}
 		r := fixtureResult(t, doc, name)
-		sp.finished(*r)
+		prog.finished(*r)
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("%s: %q lacks %q", name, b.String(), want)
 		}

@@ -52,7 +52,7 @@ func init() {
 	}
 }
 
-// A capped run never needs clone3: the worker is started outside the
+// A capped run never needs clone3: the child is started outside the
 // cgroup and moved in by its parent through cgroup.procs, so kernels
 // before 5.7 and the seccomp profiles that refuse clone3 with ENOSYS run
 // it as well. (A profile that answers EPERM breaks glibc's own thread
@@ -75,7 +75,7 @@ func TestCappedRunWithoutClone3(t *testing.T) {
 		}
 		doc, err := results.ReadDocument(strings.NewReader(r.stdout))
 		if err != nil || doc.Cap == nil || doc.Results[0].CgroupIOs == nil || doc.Results[0].CgroupIOs.Reads == 0 {
-			t.Errorf("%s: the worker did not run in the cgroup: %v %+v", env, err, doc)
+			t.Errorf("%s: the child did not run in the cgroup: %v %+v", env, err, doc)
 		}
 		if l := leftovers(c, cmd.Process.Pid); len(l) > 0 {
 			t.Errorf("%s: left %v", env, l)

@@ -15,7 +15,7 @@ import (
 
 // SIGINT, SIGTERM and SIGHUP at random moments of sweep, cap verify and
 // throttle: the exit status names the signal, the results file is valid,
-// and no cgroup (hence no worker or command inside one) is left.
+// and no cgroup (hence no child or command inside one) is left.
 func TestSignalsAtRandomMoments(t *testing.T) {
 	c := capController(t)
 	t.Parallel()

@@ -10,11 +10,11 @@ import (
 	"github.com/iomatrix/iomatrix/results"
 )
 
-// wireError is an error as it crosses the pipe from the capped worker to
+// wireError is an error as it crosses the pipe from the capped child to
 // its parent: its text, and everything callers test with errors.Is and
 // errors.As — the sentinels it matches, its errno, the failed I/O (op,
 // offset, errno) and the pattern field at fault. The parent rebuilds an
-// error that answers those questions as the worker's did, so a fault
+// error that answers those questions as the child's did, so a fault
 // gives the same exit status and the same message capped or not.
 type wireError struct {
 	Message string             `json:"message"`
@@ -92,7 +92,7 @@ func (w *wireError) err() error {
 	return r
 }
 
-// remoteError is an error raised in the worker: the worker's message, and
+// remoteError is an error raised in the child: the child's message, and
 // what it wrapped.
 type remoteError struct {
 	msg     string

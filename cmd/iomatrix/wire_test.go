@@ -13,8 +13,8 @@ import (
 	"github.com/iomatrix/iomatrix/results"
 )
 
-// An error that crosses the pipe from the capped worker answers errors.Is
-// and errors.As as the worker's did: same message, same exit status, same
+// An error that crosses the pipe from the capped child answers errors.Is
+// and errors.As as the child's did: same message, same exit status, same
 // I/O error details.
 func TestWireErrorRoundTrip(t *testing.T) {
 	ioErr := &results.IOError{Op: "write", Offset: 1 << 20, Errno: int(syscall.ENOSPC), Msg: "no space left on device"}
@@ -29,14 +29,14 @@ func TestWireErrorRoundTrip(t *testing.T) {
 		{"permission", &os.PathError{Op: "open", Path: "/dev/sdz", Err: syscall.EACCES}},
 		{"no io_uring", fmt.Errorf("%w: io_uring_setup: %w", iotest.ErrNoUring, syscall.ENOSYS)},
 		{"interrupted", context.Canceled},
-		{"plain", errors.New("worker: something odd")},
+		{"plain", errors.New("child: something odd")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			data, err := json.Marshal(workerReply{Err: toWire(tc.err)})
+			data, err := json.Marshal(childReply{Err: toWire(tc.err)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			var back workerReply
+			var back childReply
 			if err := json.Unmarshal(data, &back); err != nil {
 				t.Fatal(err)
 			}

@@ -22,27 +22,27 @@ import (
 
 // The engine runs in a child process when a cap applies, so that the cap
 // throttles the workload and never iomatrix itself (layout, saving results,
-// progress). The child is an `iomatrix __worker`. It starts outside the
+// progress). The child is an `iomatrix __child`. It starts outside the
 // cgroup, opens the target, reads the target's extent map and faults in
 // and locks its own program's pages (lockProgram); only then does the
 // parent move it into the cgroup, before it is sent its first pattern. So
 // the kernel charges the cgroup with iomatrix's I/O and nothing else: no
-// page fault of the worker's program and no filesystem metadata read lands
+// page fault of the child's program and no filesystem metadata read lands
 // on a capped disk that also holds the binary (cap verify checks the
 // kernel's counts against iomatrix's exactly).
 // Requests and replies are JSON lines on its stdin and stdout.
 
-// workerTarget tells the worker which target to open; the parent has
+// childTarget tells the child which target to open; the parent has
 // already planned and laid it out.
-type workerTarget struct {
+type childTarget struct {
 	Path             string `json:"path"`
 	Size             int64  `json:"size"`
 	Writes           bool   `json:"writes"`
 	AllowDestructive bool   `json:"allow_destructive"`
 }
 
-type workerRequest struct {
-	Target  *workerTarget    `json:"target,omitempty"`
+type childRequest struct {
+	Target  *childTarget     `json:"target,omitempty"`
 	Pattern *results.Pattern `json:"pattern,omitempty"`
 	Runtime time.Duration    `json:"runtime,omitempty"`
 	Ramp    time.Duration    `json:"ramp,omitempty"`
@@ -50,16 +50,16 @@ type workerRequest struct {
 	Engine  string           `json:"engine,omitempty"`
 }
 
-type workerReply struct {
-	Ready    *workerReady     `json:"ready,omitempty"`
+type childReply struct {
+	Ready    *childReady      `json:"ready,omitempty"`
 	Progress *iotest.Progress `json:"progress,omitempty"`
 	Result   *results.Result  `json:"result,omitempty"`
 	Err      *wireError       `json:"error,omitempty"`
 }
 
-// workerReady says the worker has opened its target and may be placed in
+// childReady says the child has opened its target and may be placed in
 // the cgroup.
-type workerReady struct {
+type childReady struct {
 	// LockedBytes of the program were faulted in and locked; LockError
 	// says why locking failed (the pages were faulted in, but may be
 	// evicted and read again later, inside the cgroup).
@@ -67,17 +67,17 @@ type workerReady struct {
 	LockError   string `json:"lock_error,omitempty"`
 }
 
-func newWorkerCommand(g *globalOptions) *cobra.Command {
+func newChildCommand(g *globalOptions) *cobra.Command {
 	return &cobra.Command{
-		Use:    "__worker",
+		Use:    "__child",
 		Short:  "internal: run patterns for a parent iomatrix inside a cgroup",
 		Hidden: true,
 		Args:   exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			err := runWorker(ctx, os.Stdin, g.stdout)
+			err := runChild(ctx, os.Stdin, g.stdout)
 			if se, ok := context.Cause(ctx).(signalError); ok && ctx.Err() != nil {
-				// The parent stopped the worker and says so itself: one
+				// The parent stopped the child and says so itself: one
 				// interruption, one message.
 				return exitStatus{128 + int(se.sig.(syscall.Signal))}
 			}
@@ -86,10 +86,10 @@ func newWorkerCommand(g *globalOptions) *cobra.Command {
 	}
 }
 
-func runWorker(ctx context.Context, in io.Reader, out io.Writer) error {
+func runChild(ctx context.Context, in io.Reader, out io.Writer) error {
 	enc := json.NewEncoder(out)
 	var mu sync.Mutex
-	send := func(r workerReply) {
+	send := func(r childReply) {
 		mu.Lock()
 		defer mu.Unlock()
 		enc.Encode(r)
@@ -102,47 +102,47 @@ func runWorker(ctx context.Context, in io.Reader, out io.Writer) error {
 		}
 	}()
 	for {
-		var req workerRequest
+		var req childRequest
 		if err := dec.Decode(&req); err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
-			return fmt.Errorf("worker: read request: %w", err)
+			return fmt.Errorf("child: read request: %w", err)
 		}
 		switch {
 		case req.Target != nil:
 			var err error
-			t, err = openWorkerTarget(ctx, req.Target)
+			t, err = openChildTarget(ctx, req.Target)
 			if err != nil {
-				send(workerReply{Err: toWire(err)})
+				send(childReply{Err: toWire(err)})
 				return err
 			}
-			ready := &workerReady{}
+			ready := &childReady{}
 			ready.LockedBytes, err = lockProgram(sysfs.Default())
 			if err != nil {
 				ready.LockError = err.Error()
 			}
-			send(workerReply{Ready: ready})
+			send(childReply{Ready: ready})
 		case req.Pattern != nil:
 			o := iotest.Options{Runtime: req.Runtime, Ramp: req.Ramp, Seed: req.Seed, Engine: req.Engine}
-			o.Progress = func(p iotest.Progress) { send(workerReply{Progress: &p}) }
+			o.Progress = func(p iotest.Progress) { send(childReply{Progress: &p}) }
 			res, err := iotest.Run(ctx, t, *req.Pattern, o)
 			switch {
 			case ctx.Err() != nil:
-				send(workerReply{Err: toWire(ctx.Err())})
+				send(childReply{Err: toWire(ctx.Err())})
 				return ctx.Err()
 			case err != nil && res.Name == "":
-				send(workerReply{Err: toWire(err)})
+				send(childReply{Err: toWire(err)})
 			default:
-				send(workerReply{Result: &res, Err: toWire(err)})
+				send(childReply{Result: &res, Err: toWire(err)})
 			}
 		}
 	}
 }
 
-// openWorkerTarget opens the target the parent laid out, and reads its
-// extent map while the worker is still outside the cgroup.
-func openWorkerTarget(ctx context.Context, wt *workerTarget) (*iotest.Target, error) {
+// openChildTarget opens the target the parent laid out, and reads its
+// extent map while the child is still outside the cgroup.
+func openChildTarget(ctx context.Context, wt *childTarget) (*iotest.Target, error) {
 	plan, err := iotest.PlanTarget(wt.Path, iotest.TargetOptions{
 		Size: wt.Size, Writes: wt.Writes, AllowDestructive: wt.AllowDestructive,
 		Shared: true, // the parent holds the exclusive open
@@ -166,7 +166,7 @@ func openWorkerTarget(ctx context.Context, wt *workerTarget) (*iotest.Target, er
 	return t, nil
 }
 
-// runner runs patterns: in this process, or in a worker inside a cgroup.
+// runner runs patterns: in this process, or in a child inside a cgroup.
 type runner interface {
 	Run(ctx context.Context, p results.Pattern, o iotest.Options) (results.Result, error)
 	Close() error
@@ -179,24 +179,24 @@ func (l localRunner) Run(ctx context.Context, p results.Pattern, o iotest.Option
 }
 func (l localRunner) Close() error { return nil }
 
-// workerRunner drives a child `iomatrix __worker`.
-type workerRunner struct {
+// childRunner drives a child `iomatrix __child`.
+type childRunner struct {
 	cmd *exec.Cmd
 	in  io.WriteCloser
 	dec *json.Decoder
 }
 
-// startWorker starts the child, outside any cgroup, and has it open the
+// startChild starts the child, outside any cgroup, and has it open the
 // target and lock its program in memory; then place moves it into the
-// cgroup, before it is sent any pattern. A worker that could not lock its
+// cgroup, before it is sent any pattern. A child that could not lock its
 // program says why on notice: its page faults may then be charged to the
 // cgroup.
-func startWorker(stderr io.Writer, target workerTarget, place func(pid int) error, notice func(string)) (*workerRunner, error) {
+func startChild(stderr io.Writer, target childTarget, place func(pid int) error, notice func(string)) (*childRunner, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, "__worker")
+	cmd := exec.Command(exe, "__child")
 	cmd.Stderr = unwrapped(stderr)
 	// Its own process group: a terminal's Ctrl-C reaches the parent, which
 	// stops the child itself, after which the cgroup can go.
@@ -210,23 +210,23 @@ func startWorker(stderr io.Writer, target workerTarget, place func(pid int) erro
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start worker: %w", err)
+		return nil, fmt.Errorf("start child: %w", err)
 	}
-	w := &workerRunner{cmd: cmd, in: in, dec: json.NewDecoder(bufio.NewReader(out))}
-	if err := json.NewEncoder(in).Encode(workerRequest{Target: &target}); err != nil {
+	w := &childRunner{cmd: cmd, in: in, dec: json.NewDecoder(bufio.NewReader(out))}
+	if err := json.NewEncoder(in).Encode(childRequest{Target: &target}); err != nil {
 		w.Close()
-		return nil, fmt.Errorf("worker: %w", err)
+		return nil, fmt.Errorf("child: %w", err)
 	}
-	var r workerReply
+	var r childReply
 	if err := w.dec.Decode(&r); err != nil || r.Ready == nil {
 		w.Close()
 		if err == nil {
 			err = r.Err.err()
 		}
-		return nil, fmt.Errorf("worker: open %s: %w", target.Path, err)
+		return nil, fmt.Errorf("child: open %s: %w", target.Path, err)
 	}
 	if r.Ready.LockError != "" && notice != nil {
-		notice(fmt.Sprintf("the capped worker could not lock its program in memory (%s): its page faults may be charged to the cgroup", r.Ready.LockError))
+		notice(fmt.Sprintf("the capped child could not lock its program in memory (%s): its page faults may be charged to the cgroup", r.Ready.LockError))
 	}
 	if err := place(cmd.Process.Pid); err != nil {
 		w.Close()
@@ -235,20 +235,20 @@ func startWorker(stderr io.Writer, target workerTarget, place func(pid int) erro
 	return w, nil
 }
 
-func (w *workerRunner) Run(ctx context.Context, p results.Pattern, o iotest.Options) (results.Result, error) {
-	req := workerRequest{Pattern: &p, Runtime: o.Runtime, Ramp: o.Ramp, Seed: o.Seed, Engine: o.Engine}
+func (w *childRunner) Run(ctx context.Context, p results.Pattern, o iotest.Options) (results.Result, error) {
+	req := childRequest{Pattern: &p, Runtime: o.Runtime, Ramp: o.Ramp, Seed: o.Seed, Engine: o.Engine}
 	if err := json.NewEncoder(w.in).Encode(req); err != nil {
-		return results.Result{}, fmt.Errorf("worker: %w", err)
+		return results.Result{}, fmt.Errorf("child: %w", err)
 	}
 	stop := context.AfterFunc(ctx, func() { w.cmd.Process.Signal(syscall.SIGTERM) })
 	defer stop()
 	for {
-		var r workerReply
+		var r childReply
 		if err := w.dec.Decode(&r); err != nil {
 			if ctx.Err() != nil {
 				return results.Result{}, ctx.Err()
 			}
-			return results.Result{}, fmt.Errorf("worker ended: %w", err)
+			return results.Result{}, fmt.Errorf("child ended: %w", err)
 		}
 		switch {
 		case r.Progress != nil:
@@ -266,8 +266,8 @@ func (w *workerRunner) Run(ctx context.Context, p results.Pattern, o iotest.Opti
 	}
 }
 
-// Close ends the worker and waits for it: only then can its cgroup go.
-func (w *workerRunner) Close() error {
+// Close ends the child and waits for it: only then can its cgroup go.
+func (w *childRunner) Close() error {
 	w.in.Close()
 	exited := make(chan error, 1)
 	go func() { exited <- w.cmd.Wait() }()
