@@ -62,68 +62,25 @@ type slot struct {
 func (w *worker) runUring() error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-
-	r, err := newUring(uint32(w.qd))
+	s, err := w.openRing()
 	if err != nil {
 		return err
 	}
-	defer r.close()
-	if err := r.registerFile(w.fd); err != nil {
-		return fmt.Errorf("io_uring register file: %w", err)
-	}
-	bufs := make([][]byte, w.qd)
-	for i := range bufs {
-		bufs[i] = w.arena.buf(i)
-	}
-	// Pinning needs RLIMIT_MEMLOCK or CAP_IPC_LOCK; without it plain
-	// READ/WRITE still run, at the cost of a page walk per request.
-	_ = r.registerBuffers(bufs)
-
-	slots := make([]slot, w.qd)
-	fresh := make([]int32, 0, w.qd) // slots prepared since the last submit
-	bs := uint64(w.arena.bs)
+	defer s.r.close()
 	w.ready()
 	<-w.start
-	st, seq, clk := w.st, w.seq, w.clk
-
-	prep := func(i int) {
-		write, off := seq.next()
-		st.submitted(write)
-		buf := bufs[i]
-		if write {
-			seq.scramble(buf)
-		}
-		slots[i].off, slots[i].write = off, write
-		r.prep(write, buf, i, off, uint64(i))
-		fresh = append(fresh, int32(i))
-	}
-	submit := func(wait bool) error {
-		t := nanotime()
-		for _, i := range fresh {
-			slots[i].start = t
-		}
-		fresh = fresh[:0]
-		return r.enter(wait)
-	}
-
-	inflight := 0
-	for i := range slots {
-		if !seq.take() {
-			break
-		}
-		prep(i)
-		inflight++
-	}
+	inflight := s.fill()
 	if inflight == 0 {
 		return nil
 	}
-	if err := submit(true); err != nil {
+	if err := s.submit(true); err != nil {
 		return err
 	}
+	st, clk := w.st, w.clk
 	stopping := false  // no new requests: the window ended, or a stop
 	var giveUpAt int64 // after a stop, the end of the drain
 	for inflight > 0 {
-		n := r.cqReady()
+		n := s.r.cqReady()
 		// Off the hot path: a wait that ended with nothing to reap, or a
 		// drain. Only here is a device that answers nothing noticed.
 		if n == 0 || stopping {
@@ -136,7 +93,7 @@ func (w *worker) runUring() error {
 			}
 		}
 		if n == 0 {
-			if err := submit(true); err != nil {
+			if err := s.submit(true); err != nil {
 				return err
 			}
 			continue
@@ -145,42 +102,123 @@ func (w *worker) runUring() error {
 		if !stopping && (now >= clk.end || w.stop.Load() || st.err != nil) {
 			stopping = true
 		}
-		for k := uint32(0); k < n; k++ {
-			cqe := r.peek(k)
-			if cqe.userData == uringTimerData {
-				r.timerArmed = false // enter arms another before it waits
-				continue
-			}
-			i := int(cqe.userData)
-			sl := &slots[i]
-			if cqe.res != int32(bs) {
-				st.fail(sl.write, sl.off, int(cqe.res), int(bs))
-				stopping = true
-			} else {
-				st.account(clk, sl.write, bs, sl.start, now)
-			}
-			inflight--
-			if !stopping && seq.take() {
-				prep(i)
-				inflight++
-				// The last replacement of a reap rides on the wait below:
-				// at QD1 that is one syscall per I/O.
-				if k+1 < n {
-					if err := submit(false); err != nil {
-						return err
-					}
-				}
-			}
+		reaped, refilled, err := s.reap(n, now, &stopping)
+		if err != nil {
+			return err
 		}
-		r.cqAdvance(n)
+		inflight += refilled - reaped
 		st.progress.Store(st.allReads + st.allWrites)
 		if inflight > 0 {
-			if err := submit(true); err != nil {
+			if err := s.submit(true); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// ringStream is a job's ring and the state of its requests in flight.
+type ringStream struct {
+	w     *worker
+	r     *uring
+	bufs  [][]byte
+	slots []slot
+	fresh []int32 // slots prepared since the last submit
+	bs    uint64
+}
+
+// openRing makes the job's ring, with its file and buffers registered.
+func (w *worker) openRing() (*ringStream, error) {
+	r, err := newUring(uint32(w.qd))
+	if err != nil {
+		return nil, err
+	}
+	if err := r.registerFile(w.fd); err != nil {
+		r.close()
+		return nil, fmt.Errorf("io_uring register file: %w", err)
+	}
+	s := &ringStream{w: w, r: r, bufs: make([][]byte, w.qd), slots: make([]slot, w.qd), fresh: make([]int32, 0, w.qd), bs: uint64(w.arena.bs)}
+	for i := range s.bufs {
+		s.bufs[i] = w.arena.buf(i)
+	}
+	// Pinning needs RLIMIT_MEMLOCK or CAP_IPC_LOCK; without it plain
+	// READ/WRITE still run, at the cost of a page walk per request.
+	_ = r.registerBuffers(s.bufs)
+	return s, nil
+}
+
+// prep prepares the next I/O of the job in slot i.
+func (s *ringStream) prep(i int) {
+	write, off := s.w.seq.next()
+	s.w.st.submitted(write)
+	buf := s.bufs[i]
+	if write {
+		s.w.seq.scramble(buf)
+	}
+	s.slots[i].off, s.slots[i].write = off, write
+	s.r.prep(write, buf, i, off, uint64(i))
+	s.fresh = append(s.fresh, int32(i))
+}
+
+// submit hands the prepared I/Os to the kernel, stamping their start,
+// and with wait set waits for a completion.
+func (s *ringStream) submit(wait bool) error {
+	t := nanotime()
+	for _, i := range s.fresh {
+		s.slots[i].start = t
+	}
+	s.fresh = s.fresh[:0]
+	return s.r.enter(wait)
+}
+
+// fill prepares the first I/O of every slot the job's budget allows and
+// returns how many.
+func (s *ringStream) fill() int {
+	n := 0
+	for i := range s.slots {
+		if !s.w.seq.take() {
+			break
+		}
+		s.prep(i)
+		n++
+	}
+	return n
+}
+
+// reap accounts the n completions posted, at time now, and replaces each
+// with the next I/O unless stopping (which a failed I/O sets). It returns
+// how many it reaped and how many it prepared.
+func (s *ringStream) reap(n uint32, now int64, stopping *bool) (reaped, refilled int, err error) {
+	st, seq, clk, bs := s.w.st, s.w.seq, s.w.clk, s.bs
+	for k := uint32(0); k < n; k++ {
+		cqe := s.r.peek(k)
+		if cqe.userData == uringTimerData {
+			s.r.timerArmed = false // enter arms another before it waits
+			continue
+		}
+		i := int(cqe.userData)
+		sl := &s.slots[i]
+		if cqe.res != int32(bs) {
+			st.fail(sl.write, sl.off, int(cqe.res), int(bs))
+			*stopping = true
+		} else {
+			st.account(clk, sl.write, bs, sl.start, now)
+		}
+		reaped++
+		if !*stopping && seq.take() {
+			s.prep(i)
+			refilled++
+			// The last replacement of a reap rides on the wait that
+			// follows it: at QD1 that is one syscall per I/O.
+			if k+1 < n {
+				if err := s.submit(false); err != nil {
+					return reaped, refilled, err
+				}
+			}
+		}
+	}
+	s.r.cqAdvance(n)
+	return reaped, refilled, nil
 }
 
 // runPsync issues one blocking pread/pwrite at a time; a job runs qd of

@@ -61,35 +61,76 @@ func ResolveEngine(engine string, notice func(string)) (string, error) {
 // has stopped answering. On an I/O error it returns the Result so
 // far (with Error set) and an error wrapping *IOError.
 func Run(ctx context.Context, t *Target, p results.Pattern, o Options) (results.Result, error) {
-	if err := ValidatePatternFor(p, t.Align, t.Size); err != nil {
-		return results.Result{}, err
-	}
-	if err := o.Validate(); err != nil {
-		return results.Result{}, err
-	}
-	if p.Writes() && !t.write {
-		return results.Result{}, fmt.Errorf("%s: %w: target was opened read-only", p.Name(), ErrBadPattern)
-	}
-	engine, err := ResolveEngine(o.Engine, o.Notice)
+	engine, err := checkRun(t, p, o)
 	if err != nil {
 		return results.Result{}, err
 	}
-
-	streams := p.Jobs
-	if engine == EnginePsync {
-		streams = p.Jobs * p.QueueDepth
-	}
-	holdRuntime(min(streams+1, maxProcs))
+	r := &run{t: t, p: p, o: o, engine: engine, seconds: int(math.Ceil(min(o.Runtime, maxTimeline).Seconds()))}
+	holdRuntime(min(r.streams()+1, maxProcs))
 	defer releaseRuntime()
+	defer r.freeArenas()
+	if err := r.makeStreams(); err != nil {
+		return results.Result{}, err
+	}
+	unhook := context.AfterFunc(ctx, func() { r.stop.Store(true) })
+	defer unhook()
+	r.start()
+	if err := r.wait(ctx); err != nil {
+		return results.Result{}, err
+	}
+	return r.result(ctx)
+}
 
-	seconds := int(math.Ceil(min(o.Runtime, maxTimeline).Seconds()))
-	var workers []*worker
-	var arenas []*arena
-	defer func() {
-		for _, a := range arenas {
-			a.free()
-		}
-	}()
+// checkRun checks a pattern and its options against the target, and
+// resolves the engine.
+func checkRun(t *Target, p results.Pattern, o Options) (engine string, err error) {
+	if err := ValidatePatternFor(p, t.Align, t.Size); err != nil {
+		return "", err
+	}
+	if err := o.Validate(); err != nil {
+		return "", err
+	}
+	if p.Writes() && !t.write {
+		return "", fmt.Errorf("%s: %w: target was opened read-only", p.Name(), ErrBadPattern)
+	}
+	return ResolveEngine(o.Engine, o.Notice)
+}
+
+// run is one measurement in progress: its I/O streams, their clock, and
+// the counters sampled at the edges of the measured window.
+type run struct {
+	t       *Target
+	p       results.Pattern
+	o       Options
+	engine  string
+	seconds int // of the timeline
+
+	workers []*worker
+	arenas  []*arena
+	stop    atomic.Bool // set on cancellation or by a failing stream
+	clk     clock
+	errs    []error
+	done    chan struct{} // closed when every stream has returned
+
+	started       time.Time // wall clock at base
+	base          int64     // nanotime of the start
+	before, after snapshot
+	measuring     bool // the window has begun: before is taken
+	finishedEarly bool // the streams ended before the window did
+}
+
+// streams is the number of I/O streams: a ring per job, or a goroutine
+// per request in flight with psync.
+func (r *run) streams() int {
+	if r.engine == EnginePsync {
+		return r.p.Jobs * r.p.QueueDepth
+	}
+	return r.p.Jobs
+}
+
+// makeStreams prepares each job's buffers, offsets and statistics.
+func (r *run) makeStreams() error {
+	p, o := r.p, r.o
 	fill := rand.NewPCG(o.Seed, 0x5eed)
 	for j := 0; j < p.Jobs; j++ {
 		var budget *atomic.Int64
@@ -99,157 +140,161 @@ func Run(ctx context.Context, t *Target, p results.Pattern, o Options) (results.
 		}
 		a, err := newArena(p.QueueDepth, p.BlockSize, fill)
 		if err != nil {
-			return results.Result{}, err
+			return err
 		}
-		arenas = append(arenas, a)
-		if engine == EngineUring {
-			seq := newSequence(o.Seed, j, 0, p, t.Size)
+		r.arenas = append(r.arenas, a)
+		if r.engine == EngineUring {
+			seq := newSequence(o.Seed, j, 0, p, r.t.Size)
 			seq.budget = budget
-			workers = append(workers, &worker{st: newStats(seconds), seq: seq, arena: a, fd: t.fd, qd: p.QueueDepth})
+			r.workers = append(r.workers, &worker{st: newStats(r.seconds), seq: seq, arena: a, fd: r.t.fd, qd: p.QueueDepth})
 			continue
 		}
 		var cursor atomic.Int64
 		for q := 0; q < p.QueueDepth; q++ {
-			seq := newSequence(o.Seed, j, q, p, t.Size)
+			seq := newSequence(o.Seed, j, q, p, r.t.Size)
 			seq.seqShared = &cursor
 			seq.budget = budget
-			workers = append(workers, &worker{st: newStats(seconds), seq: seq, arena: a, fd: t.fd, qd: q})
+			r.workers = append(r.workers, &worker{st: newStats(r.seconds), seq: seq, arena: a, fd: r.t.fd, qd: q})
 		}
 	}
+	return nil
+}
 
-	var stop atomic.Bool
-	unhook := context.AfterFunc(ctx, func() { stop.Store(true) })
-	defer unhook()
+func (r *run) freeArenas() {
+	for _, a := range r.arenas {
+		a.free()
+	}
+}
 
-	// Every stream sets itself up (a ring, its registrations) before the
-	// clock starts, so the ramp and the window count from the first I/O:
-	// under a cap the window is placed against the throttle's slices,
-	// which start with the first I/O (see cgroup.AlignWindow).
-	clk := &clock{}
-	start := make(chan struct{})
-	var ready sync.WaitGroup
-	errs := make([]error, len(workers))
-	var wg sync.WaitGroup
-	for i, w := range workers {
-		w.clk, w.stop, w.start = clk, &stop, start
+// start launches the streams and starts the clock once every one is set
+// up (a ring, its registrations), so the ramp and the window count from
+// the first I/O: under a cap the window is placed against the throttle's
+// slices, which start with the first I/O (see cgroup.AlignWindow).
+func (r *run) start() {
+	begin := make(chan struct{})
+	var ready, running sync.WaitGroup
+	r.errs = make([]error, len(r.workers))
+	for i, w := range r.workers {
+		w.clk, w.stop, w.start = &r.clk, &r.stop, begin
 		ready.Add(1)
 		w.ready = sync.OnceFunc(ready.Done)
-		wg.Add(1)
+		running.Add(1)
 		go func() {
-			defer wg.Done()
+			defer running.Done()
 			defer w.ready() // also when setting up failed
-			if engine == EngineUring {
-				errs[i] = w.runUring()
+			if r.engine == EngineUring {
+				r.errs[i] = w.runUring()
 			} else {
-				errs[i] = w.runPsync(w.qd)
+				r.errs[i] = w.runPsync(w.qd)
 			}
-			if errs[i] != nil || w.st.err != nil {
-				stop.Store(true) // one failing stream ends the pattern
+			if r.errs[i] != nil || w.st.err != nil {
+				r.stop.Store(true) // one failing stream ends the pattern
 			}
 		}()
 	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
+	r.done = make(chan struct{})
+	go func() { running.Wait(); close(r.done) }()
 	ready.Wait()
-	started := time.Now()
-	base := nanotime()
-	clk.rampEnd, clk.end = base+int64(o.Ramp), base+int64(o.Ramp)+int64(o.Runtime)
-	var before, after snapshot
-	if o.Ramp == 0 {
-		before = t.snapshot()
+	r.started = time.Now()
+	r.base = nanotime()
+	r.clk.rampEnd, r.clk.end = r.base+int64(r.o.Ramp), r.base+int64(r.o.Ramp)+int64(r.o.Runtime)
+	if r.o.Ramp == 0 {
+		r.before, r.measuring = r.t.snapshot(), true
 	}
-	close(start)
+	close(begin)
+}
 
-	measuring := o.Ramp == 0
-	windowStart := clk.rampEnd
-	if measuring {
-		windowStart = base
-	}
+// wait follows the run to its end: the window's start (counters sampled),
+// its end and the drain, or an early end of every stream; progress once a
+// second. On cancellation it returns ctx's error within stopGrace.
+func (r *run) wait(ctx context.Context) error {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	rampTimer := time.NewTimer(time.Duration(clk.rampEnd - nanotime()))
+	rampTimer := time.NewTimer(time.Duration(r.clk.rampEnd - nanotime()))
 	defer rampTimer.Stop()
-	endTimer := time.NewTimer(time.Duration(clk.end - nanotime()))
+	endTimer := time.NewTimer(time.Duration(r.clk.end - nanotime()))
 	defer endTimer.Stop()
-	var lastIOs uint64
-	lastAt := base
-	finishedEarly := false
-wait:
+	lastIOs, lastAt := uint64(0), r.base
 	for {
 		select {
 		case <-rampTimer.C:
-			if !measuring {
-				before = t.snapshot()
-				measuring = true
+			if !r.measuring {
+				r.before, r.measuring = r.t.snapshot(), true
 			}
 		case <-endTimer.C:
-			after = t.snapshot()
+			r.after = r.t.snapshot()
 			// The drain: every request in flight is waited for, unless the
 			// run is cancelled meanwhile.
 			select {
-			case <-done:
+			case <-r.done:
+				return nil
 			case <-ctx.Done():
-				return results.Result{}, awaitStop(ctx, &stop, done, arenas)
+				return awaitStop(ctx, &r.stop, r.done, r.arenas)
 			}
-			break wait
 		case <-ctx.Done():
-			return results.Result{}, awaitStop(ctx, &stop, done, arenas)
-		case <-done:
-			after = t.snapshot()
-			finishedEarly = true
-			break wait
+			return awaitStop(ctx, &r.stop, r.done, r.arenas)
+		case <-r.done:
+			r.after, r.finishedEarly = r.t.snapshot(), true
+			return nil
 		case <-tick.C:
-			if o.Progress == nil {
-				continue
+			if r.o.Progress != nil {
+				lastIOs, lastAt = r.progress(lastIOs, lastAt)
 			}
-			var n uint64
-			for _, w := range workers {
-				n += w.st.progress.Load()
-			}
-			now := nanotime()
-			ramping := now < clk.rampEnd
-			phaseStart := base
-			if !ramping {
-				phaseStart = clk.rampEnd
-			}
-			o.Progress(Progress{Pattern: p, Ramping: ramping, Elapsed: time.Duration(now - phaseStart), IOs: n,
-				IOPS: float64(n-lastIOs) / (float64(now-lastAt) / 1e9)})
-			lastIOs, lastAt = n, now
 		}
 	}
-	windowEnd := clk.end
-	if finishedEarly {
-		windowEnd = min(nanotime(), clk.end)
-	}
+}
 
+// progress hands the I/Os completed so far in the current phase to
+// o.Progress, with the rate since the last call (lastIOs at lastAt).
+func (r *run) progress(lastIOs uint64, lastAt int64) (uint64, int64) {
+	var n uint64
+	for _, w := range r.workers {
+		n += w.st.progress.Load()
+	}
+	now := nanotime()
+	ramping := now < r.clk.rampEnd
+	phaseStart := r.base
+	if !ramping {
+		phaseStart = r.clk.rampEnd
+	}
+	r.o.Progress(Progress{Pattern: r.p, Ramping: ramping, Elapsed: time.Duration(now - phaseStart), IOs: n,
+		IOPS: float64(n-lastIOs) / (float64(now-lastAt) / 1e9)})
+	return n, now
+}
+
+// result merges the streams' statistics into the Result of the window.
+func (r *run) result(ctx context.Context) (results.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return results.Result{}, err
 	}
-	for _, err := range errs {
+	for _, err := range r.errs {
 		if err != nil {
-			return results.Result{}, fmt.Errorf("%s: %w", p.Name(), err)
+			return results.Result{}, fmt.Errorf("%s: %w", r.p.Name(), err)
 		}
 	}
-
-	total := newStats(seconds)
-	for _, w := range workers {
+	windowStart, windowEnd := r.clk.rampEnd, r.clk.end
+	if r.o.Ramp == 0 {
+		windowStart = r.base
+	}
+	if r.finishedEarly {
+		windowEnd = min(nanotime(), r.clk.end)
+	}
+	total := newStats(r.seconds)
+	for _, w := range r.workers {
 		total.merge(w.st)
 	}
-	dur := time.Duration(windowEnd - windowStart)
-	if dur <= 0 {
-		dur = time.Nanosecond
-	}
-	res := buildResult(p, engine, started.Add(time.Duration(windowStart-base)), dur, o, total)
-	if measuring {
-		res.CPU, res.Device = before.delta(after, dur)
-		disk := sysfs.BlockDevice{MaxSectorsKB: t.Info.MaxSectorsKB, MaxSegments: t.Info.MaxSegments}
-		if own := uint64(disk.RequestsPerIO(p.BlockSize)) * res.Total.IOs; res.Device.IOs > own {
+	dur := max(time.Duration(windowEnd-windowStart), time.Nanosecond)
+	res := buildResult(r.p, r.engine, r.started.Add(time.Duration(windowStart-r.base)), dur, r.o, total)
+	if r.measuring {
+		res.CPU, res.Device = r.before.delta(r.after, dur)
+		disk := sysfs.BlockDevice{MaxSectorsKB: r.t.Info.MaxSectorsKB, MaxSegments: r.t.Info.MaxSegments}
+		if own := uint64(disk.RequestsPerIO(r.p.BlockSize)) * res.Total.IOs; res.Device.IOs > own {
 			res.Device.OtherIOs = res.Device.IOs - own
 		}
 	}
 	if total.err != nil {
 		res.Error = total.err
-		return res, fmt.Errorf("%s on %s: %w", p.Name(), t.Path, total.err)
+		return res, fmt.Errorf("%s on %s: %w", r.p.Name(), r.t.Path, total.err)
 	}
 	return res, nil
 }
