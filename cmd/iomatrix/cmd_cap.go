@@ -112,68 +112,31 @@ func parseTolerance(s string) (float64, error) {
 }
 
 func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target string) error {
-	if err := o.capOptions.precheck(); err != nil {
-		return err
-	}
-	tol, err := parseTolerance(o.Tolerance)
+	vs, err := o.prepareVerify(g, target)
 	if err != nil {
 		return err
 	}
-	if !o.capOptions.enabled() {
-		return usagef("cap verify needs --cap riops=N,... or --cgroup PATH")
-	}
-	if err := checkFormat(o.Format); err != nil {
-		return err
-	}
-	setup := &sweepSetup{target: target}
-	if err := o.prepare(g, setup, "iomatrix-verify-%[2]s.json", false); err != nil {
-		return err
-	}
-	if o.Baseline == "" {
-		if _, err := os.Stat(baselineOut(setup.out)); err == nil {
-			return usagef("--out: %s exists; reuse it with --baseline %s or choose another --out", baselineOut(setup.out), baselineOut(setup.out))
-		}
-	}
-	asked := setup.opts // before the window is aligned to the throttle
-	plan, cp, err := o.resolve(g, setup, false)
-	if err != nil {
-		return err
-	}
-	var baseline map[string]float64
-	if o.Baseline != "" {
-		if baseline, err = loadBaseline(o.Baseline, setup, plan, asked); err != nil {
-			return err
-		}
-	}
+	setup := vs.setup
 	fmt.Fprintf(g.stderr, "iomatrix: cap verify %s on %s: %s, results: %s\n", setup.profile.Name, setup.target, units.Count(len(setup.todo), "pattern"), setup.out)
-	// The cgroup first: a tree that refuses it costs no I/O.
-	if err := cp.create(); err != nil {
-		return err
-	}
-	defer cp.release(g)
-	t, err := openTarget(ctx, plan, g)
+	sess, err := openSession(ctx, g, vs.cp, vs.plan)
 	if err != nil {
 		return err
 	}
-	defer t.Close()
-	baselineFile := o.Baseline
-	if baseline == nil {
-		baselineFile = baselineOut(setup.out)
-		if baseline, err = measureBaseline(ctx, g, setup, t, baselineFile); err != nil {
+	defer sess.close(g)
+	if vs.baseline == nil {
+		vs.baselineFile = baselineOut(setup.out)
+		if vs.baseline, err = measureBaseline(ctx, g, setup, sess.t, vs.baselineFile); err != nil {
 			return err
 		}
 	}
-
-	r, capInfo, err := o.runnerFor(g, cp, plan, t, anyWrites(setup.todo))
-	if err != nil {
+	if err := sess.startRunner(g, &o.measureOptions, vs.plan, anyWrites(setup.todo)); err != nil {
 		return err
 	}
-	defer r.Close()
-	doc := setup.newDocument(t)
-	doc.Cap = capInfo
-	judge := cellJudge(capInfo, tol, baseline)
-	fmt.Fprintf(g.stderr, "iomatrix: measuring under %s\n", report.DescribeCap(capInfo))
-	loop := cellLoop{g: g, r: r, opts: setup.opts, prog: newSweepProgress(g, len(setup.todo), 0, setup.opts), doc: doc, out: setup.out, check: judge}
+	doc := setup.newDocument(sess.t)
+	doc.Cap = sess.capInfo
+	fmt.Fprintf(g.stderr, "iomatrix: measuring under %s\n", report.DescribeCap(sess.capInfo))
+	loop := cellLoop{g: g, r: sess.r, opts: setup.opts, prog: newSweepProgress(g, len(setup.todo), 0, setup.opts), doc: doc, out: setup.out,
+		check: cellJudge(sess.capInfo, vs.tolerance, vs.baseline)}
 	_, runErr := loop.run(ctx, setup.todo)
 	complete := runErr == nil && ctx.Err() == nil
 	if complete {
@@ -182,28 +145,77 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 			return err
 		}
 	}
-	v := report.BuildCapVerdict(doc, report.VerdictRun{
-		ResultsFile: setup.out, BaselineFile: baselineFile, TolerancePct: tol, CounterTolerancePct: 100 * cgroup.CounterTolerance,
-		Window: cgroup.WindowRule, Complete: complete,
-	})
-	if o.Format == "json" {
-		err = v.WriteJSON(g.stdout)
-	} else {
-		err = report.WriteCapCheck(g.stdout, doc, v)
-	}
-	if err != nil {
+	v, err := vs.printVerdict(g, o.Format, doc, complete)
+	switch {
+	case err != nil:
 		return err
-	}
-	if runErr != nil {
+	case runErr != nil:
 		return runErr
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if v.Failed > 0 {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case v.Failed > 0:
 		return errCheckFailed{v.Summary}
 	}
 	return nil
+}
+
+// verifySetup is what cap verify decides before any I/O.
+type verifySetup struct {
+	setup        *sweepSetup
+	plan         *iotest.Plan
+	cp           *capPlan
+	tolerance    float64
+	baseline     map[string]float64 // nil: measured first
+	baselineFile string
+}
+
+// prepareVerify checks every flag, the target, the cgroup tree and a
+// given baseline, touching nothing.
+func (o *verifyOptions) prepareVerify(g *globalOptions, target string) (*verifySetup, error) {
+	if err := o.capOptions.precheck(); err != nil {
+		return nil, err
+	}
+	tol, err := parseTolerance(o.Tolerance)
+	if err != nil {
+		return nil, err
+	}
+	if !o.capOptions.enabled() {
+		return nil, usagef("cap verify needs --cap riops=N,... or --cgroup PATH")
+	}
+	if err := checkFormat(o.Format); err != nil {
+		return nil, err
+	}
+	vs := &verifySetup{setup: &sweepSetup{target: target}, tolerance: tol, baselineFile: o.Baseline}
+	if err := o.prepare(g, vs.setup, "iomatrix-verify-%[2]s.json", false); err != nil {
+		return nil, err
+	}
+	if o.Baseline == "" {
+		if _, err := os.Stat(baselineOut(vs.setup.out)); err == nil {
+			return nil, usagef("--out: %s exists; reuse it with --baseline %s or choose another --out", baselineOut(vs.setup.out), baselineOut(vs.setup.out))
+		}
+	}
+	asked := vs.setup.opts // before the window is aligned to the throttle
+	if vs.plan, vs.cp, err = o.resolve(g, vs.setup, false); err != nil {
+		return nil, err
+	}
+	if o.Baseline != "" {
+		if vs.baseline, err = loadBaseline(o.Baseline, vs.setup, vs.plan, asked); err != nil {
+			return nil, err
+		}
+	}
+	return vs, nil
+}
+
+// printVerdict writes the verdict of doc on stdout in the chosen format.
+func (vs *verifySetup) printVerdict(g *globalOptions, format string, doc *results.Document, complete bool) (*report.CapVerdict, error) {
+	v := report.BuildCapVerdict(doc, report.VerdictRun{
+		ResultsFile: vs.setup.out, BaselineFile: vs.baselineFile, TolerancePct: vs.tolerance, CounterTolerancePct: 100 * cgroup.CounterTolerance,
+		Window: cgroup.WindowRule, Complete: complete,
+	})
+	if format == "json" {
+		return v, v.WriteJSON(g.stdout)
+	}
+	return v, report.WriteCapCheck(g.stdout, doc, v)
 }
 
 // baselineOut is where cap verify saves the baseline it measures.

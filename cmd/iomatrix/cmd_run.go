@@ -132,70 +132,28 @@ func (o *runOptions) pattern() (results.Pattern, error) {
 }
 
 func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string) error {
-	if err := o.capOptions.precheck(); err != nil {
-		return err
-	}
-	// Everything is checked before the target is touched.
-	p, err := o.pattern()
+	rs, err := o.prepare(g, target)
 	if err != nil {
 		return err
 	}
-	opts, err := o.options(g)
+	sess, err := openSession(ctx, g, rs.cp, rs.plan)
 	if err != nil {
 		return err
 	}
-	if err := checkFormat(o.Format); err != nil {
+	defer sess.close(g)
+	if err := sess.startRunner(g, &o.measureOptions, rs.plan, rs.p.Writes()); err != nil {
 		return err
 	}
-	size, err := o.size()
-	if err != nil {
-		return err
-	}
-	if err := checkOutPath("--out", o.Out); err != nil {
-		return err
-	}
-	plan, err := o.plan(target, size, []results.Pattern{p}, false)
-	if err != nil {
-		return err
-	}
-	cp, err := o.capOptions.plan(g, target)
-	if err != nil {
-		return err
-	}
-	if cp != nil {
-		alignToThrottle(g, &opts)
-	}
-	engine, err := resolveEngine(opts)
-	if err != nil {
-		return err
-	}
-	opts.Engine = engine
-
-	// The cgroup first: a tree that refuses it costs no I/O.
-	if err := cp.create(); err != nil {
-		return err
-	}
-	defer cp.release(g)
-	t, err := openTarget(ctx, plan, g)
-	if err != nil {
-		return err
-	}
-	defer t.Close()
-	r, capInfo, err := o.runnerFor(g, cp, plan, t, p.Writes())
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-
-	doc := results.NewDocument(t.Info, results.Settings{
-		Profile: "run", Engine: engine, RuntimeNS: int64(opts.Runtime), RampNS: int64(opts.Ramp),
-		SizeBytes: t.Size, Seed: opts.Seed,
+	doc := results.NewDocument(sess.t.Info, results.Settings{
+		Profile: "run", Engine: rs.opts.Engine, RuntimeNS: int64(rs.opts.Runtime), RampNS: int64(rs.opts.Ramp),
+		SizeBytes: sess.t.Size, Seed: rs.opts.Seed,
 	}, time.Now().UTC().Format(time.RFC3339))
+	doc.Cap = sess.capInfo
 
 	prog := newLiveLine(g)
+	opts := rs.opts
 	opts.Progress = func(pr iotest.Progress) { prog.pattern(pr, opts) }
-	doc.Cap = capInfo
-	res, runErr := r.Run(ctx, p, opts)
+	res, runErr := sess.r.Run(ctx, rs.p, opts)
 	prog.done()
 	if runErr != nil && res.Name == "" {
 		return runErr
@@ -208,17 +166,69 @@ func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string)
 			return err
 		}
 	}
-	switch o.Format {
-	case "json":
-		enc := json.NewEncoder(g.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(doc); err != nil {
-			return err
-		}
-	default:
-		writeRunText(g.stdout, doc, &res)
+	if err := printRun(g, o.Format, doc, &res); err != nil {
+		return err
 	}
 	return runErr
+}
+
+// runSetup is what `run` decides before any I/O.
+type runSetup struct {
+	p    results.Pattern
+	opts iotest.Options
+	plan *iotest.Plan
+	cp   *capPlan // nil when uncapped
+}
+
+// prepare checks every flag and the target, touching nothing.
+func (o *runOptions) prepare(g *globalOptions, target string) (*runSetup, error) {
+	if err := o.capOptions.precheck(); err != nil {
+		return nil, err
+	}
+	p, err := o.pattern()
+	if err != nil {
+		return nil, err
+	}
+	opts, err := o.options(g)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFormat(o.Format); err != nil {
+		return nil, err
+	}
+	size, err := o.size()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkOutPath("--out", o.Out); err != nil {
+		return nil, err
+	}
+	plan, err := o.plan(target, size, []results.Pattern{p}, false)
+	if err != nil {
+		return nil, err
+	}
+	cp, err := o.capOptions.plan(g, target)
+	if err != nil {
+		return nil, err
+	}
+	if cp != nil {
+		alignToThrottle(g, &opts)
+	}
+	if opts.Engine, err = resolveEngine(opts); err != nil {
+		return nil, err
+	}
+	return &runSetup{p: p, opts: opts, plan: plan, cp: cp}, nil
+}
+
+// printRun writes the result on stdout in the chosen format.
+func printRun(g *globalOptions, format string, doc *results.Document, res *results.Result) error {
+	if format == "json" {
+		enc := json.NewEncoder(g.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(doc)
+	}
+	writeRunText(g.stdout, doc, res)
+	return nil
 }
 
 func writeRunText(w io.Writer, doc *results.Document, r *results.Result) {

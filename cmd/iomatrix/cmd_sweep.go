@@ -330,54 +330,31 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 	if err != nil {
 		return err
 	}
-	engine := setup.opts.Engine
-
 	total := len(setup.profile.Patterns)
 	fmt.Fprintf(g.stderr, "iomatrix: sweep %s: %d of %s to run, about %s at %s + %s ramp each\n",
 		setup.profile.Name, len(setup.todo), units.Count(total, "pattern"), setup.profile.Estimate(setup.opts.Runtime, setup.opts.Ramp)*time.Duration(len(setup.todo))/time.Duration(total),
 		setup.opts.Runtime, setup.opts.Ramp)
 	fmt.Fprintf(g.stderr, "iomatrix: results: %s\n", setup.out)
 
-	// The cgroup first: a tree that refuses it costs no I/O.
-	if err := cp.create(); err != nil {
-		return err
-	}
-	defer cp.release(g)
-	t, err := openTarget(ctx, plan, g)
+	sess, err := openSession(ctx, g, cp, plan)
 	if err != nil {
 		return err
 	}
-	defer t.Close()
-	r, capInfo, err := o.runnerFor(g, cp, plan, t, anyWrites(setup.profile.Patterns))
+	defer sess.close(g)
+	if err := sess.startRunner(g, &o.measureOptions, plan, anyWrites(setup.profile.Patterns)); err != nil {
+		return err
+	}
+	doc, err := setup.startDocument(sess)
 	if err != nil {
 		return err
 	}
-	defer r.Close()
-
-	doc := setup.doc
-	if doc == nil {
-		doc = setup.newDocument(t)
-	}
-	doc.FinishedAt = ""
-	if capInfo != nil {
-		doc.Cap = capInfo
-	}
-	removeStaleTemps(setup.out)
-	if err := results.WriteFileAtomic(setup.out, doc); err != nil {
-		return err
-	}
-
 	prog := newSweepProgress(g, total, total-len(setup.todo), setup.opts)
 	if o.Precondition > 0 && len(setup.todo) > 0 {
-		start := time.Now()
-		err := iotest.Precondition(ctx, t, engine, setup.opts.Seed, o.Precondition, prog.precondition)
-		prog.preconditioned(time.Since(start))
-		if err != nil {
-			prog.close()
+		if err := precondition(ctx, sess.t, setup.opts, o.Precondition, prog); err != nil {
 			return err
 		}
 	}
-	loop := cellLoop{g: g, r: r, opts: setup.opts, prog: prog, doc: doc, out: setup.out, keepGoing: o.ContinueOnError}
+	loop := cellLoop{g: g, r: sess.r, opts: setup.opts, prog: prog, doc: doc, out: setup.out, keepGoing: o.ContinueOnError}
 	failedCells, runErr := loop.run(ctx, setup.todo)
 
 	complete := runErr == nil && ctx.Err() == nil
@@ -400,6 +377,34 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 		return fmt.Errorf("%d of %s failed with I/O errors (recorded in %s)", failedCells, units.Count(len(setup.todo), "pattern"), setup.out)
 	}
 	return nil
+}
+
+// startDocument is the document a sweep saves to: the resumed one or a
+// new one, saved at once (also clearing the temporary files a killed
+// save left).
+func (setup *sweepSetup) startDocument(sess *session) (*results.Document, error) {
+	doc := setup.doc
+	if doc == nil {
+		doc = setup.newDocument(sess.t)
+	}
+	doc.FinishedAt = ""
+	if sess.capInfo != nil {
+		doc.Cap = sess.capInfo
+	}
+	removeStaleTemps(setup.out)
+	return doc, results.WriteFileAtomic(setup.out, doc)
+}
+
+// precondition brings the target to steady state before the first
+// pattern, shown in the progress.
+func precondition(ctx context.Context, t *iotest.Target, opts iotest.Options, d time.Duration, prog *sweepProgress) error {
+	start := time.Now()
+	err := iotest.Precondition(ctx, t, opts.Engine, opts.Seed, d, prog.precondition)
+	prog.preconditioned(time.Since(start))
+	if err != nil {
+		prog.close()
+	}
+	return err
 }
 
 func printSweep(g *globalOptions, format string, doc *results.Document, out string, complete bool) error {

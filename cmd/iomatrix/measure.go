@@ -45,22 +45,56 @@ func (o *measureOptions) AddFlags(f *pflag.FlagSet) {
 	addFioAlways(f)
 }
 
-// runnerFor returns what runs the patterns: this process, or, under a
-// cap, a child inside the cgroup. The returned close must always run: it
-// stops the child and removes the cgroup.
-func (o *measureOptions) runnerFor(g *globalOptions, cp *capPlan, plan *iotest.Plan, t *iotest.Target, writes bool) (runner, *results.Cap, error) {
-	if cp == nil {
-		return localRunner{t}, nil, nil
+// session is what a measuring command holds while it measures: the
+// cgroup of a cap, the open target, and what runs the patterns. close
+// releases them in the order they must go: the child (out of the cgroup),
+// the target, the cgroup.
+type session struct {
+	cp      *capPlan
+	t       *iotest.Target
+	r       runner
+	capInfo *results.Cap // nil when uncapped
+}
+
+// openSession makes the cap's cgroup first (a tree that refuses it costs
+// no I/O), then lays out and opens the target.
+func openSession(ctx context.Context, g *globalOptions, cp *capPlan, plan *iotest.Plan) (*session, error) {
+	if err := cp.create(); err != nil {
+		return nil, err
 	}
-	wt := childTarget{Path: plan.Path, Size: t.Size, Writes: writes, AllowDestructive: o.AllowDestructive}
-	if plan.Action == iotest.ActionReadOnly {
-		wt.Size = 0 // somebody else's file is read at its own size
-	}
-	s, err := cp.start(g, wt)
+	t, err := openTarget(ctx, plan, g)
 	if err != nil {
-		return nil, nil, err
+		cp.release(g)
+		return nil, err
 	}
-	return s, s.info(), nil
+	return &session{cp: cp, t: t}, nil
+}
+
+// startRunner chooses what runs the patterns: this process, or, under a
+// cap, a child moved into the cgroup before its first I/O.
+func (s *session) startRunner(g *globalOptions, o *measureOptions, plan *iotest.Plan, writes bool) error {
+	if s.cp == nil {
+		s.r = localRunner{s.t}
+		return nil
+	}
+	ct := childTarget{Path: plan.Path, Size: s.t.Size, Writes: writes, AllowDestructive: o.AllowDestructive}
+	if plan.Action == iotest.ActionReadOnly {
+		ct.Size = 0 // somebody else's file is read at its own size
+	}
+	cs, err := s.cp.start(g, ct)
+	if err != nil {
+		return err
+	}
+	s.r, s.capInfo = cs, cs.info()
+	return nil
+}
+
+func (s *session) close(g *globalOptions) {
+	if s.r != nil {
+		s.r.Close()
+	}
+	s.t.Close()
+	s.cp.release(g)
 }
 
 // alignToThrottle sets the ramp and runtime of a capped measurement (see
