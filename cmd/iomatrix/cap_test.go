@@ -81,8 +81,11 @@ func TestCapClassicTable(t *testing.T) {
 		{"file", filepath.Join(dir, "classic.dat"), 1000, []string{"--size", "1GiB"}},
 		{"loop", loop, 2000, []string{"--allow-destructive"}},
 	} {
+		// One target after the other: an uncapped baseline on the RAM-backed
+		// device keeps both CPUs busy, and a capped QD1 cell measured beside
+		// it lost 8.5 % of its rate to the starved child (the kernel counted
+		// exactly the I/Os it did: the cap was not at fault, the CPU was).
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			out := filepath.Join(dir, tc.name+".json")
 			args := append([]string{"cap", "verify", tc.target, "--profile", profile, "--cap", fmt.Sprintf("riops=%d,wiops=%d", tc.capIOPS, tc.capIOPS),
 				"--runtime", "1s", "--ramp", "250ms", "--out", out}, tc.extra...)
