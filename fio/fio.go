@@ -251,6 +251,33 @@ type fioJobGroup struct {
 }
 
 func (out *fioOutput) document() (*results.Document, []Problem) {
+	groups := out.jobGroups()
+	doc := &results.Document{
+		SchemaVersion: results.SchemaVersion,
+		Tool:          results.Tool{Name: "iomatrix", Version: results.Version},
+		Settings:      results.Settings{Profile: ProfileName},
+	}
+	doc.StartedAt, doc.FinishedAt = out.runTimes()
+	if len(groups) > 0 {
+		doc.Settings.Engine = fioEngine(groups[0].opts)
+		doc.Target = fioTarget(groups)
+	}
+	var problems []Problem
+	doc.Results, problems = fioResults(groups)
+	if len(out.DiskUtil) > 0 {
+		d := out.DiskUtil[0]
+		doc.Target.Disk = d.Name
+		if len(doc.Results) == 1 {
+			doc.Results[0].Device = results.DevStats{IOs: d.ReadIOs + d.WriteIOs, UtilPct: d.Util}
+		}
+	}
+	return doc, problems
+}
+
+// jobGroups gathers the report's entries into jobs, in the order fio
+// reported them: entries with the same group, job name and options are the
+// threads of one job.
+func (out *fioOutput) jobGroups() []*fioJobGroup {
 	global := fioOptionStrings(out.Global)
 	var groups []*fioJobGroup
 	byKey := map[string]*fioJobGroup{}
@@ -274,40 +301,46 @@ func (out *fioOutput) document() (*results.Document, []Problem) {
 		}
 		g.entries = append(g.entries, j)
 	}
+	return groups
+}
+
+// runTimes are the start and end of the fio run in RFC 3339, or empty when
+// the report has no timestamp.
+func (out *fioOutput) runTimes() (started, finished string) {
+	if out.Timestamp <= 0 {
+		return "", ""
+	}
+	var elapsed int64
+	for _, j := range out.Jobs {
+		elapsed = max(elapsed, j.Elapsed)
+	}
+	end := time.Unix(out.Timestamp, 0).UTC()
+	return end.Add(-time.Duration(elapsed) * time.Second).Format(time.RFC3339), end.Format(time.RFC3339)
+}
+
+// fioTarget is the file or device every job ran on, or an empty path when
+// they ran on different ones.
+func fioTarget(groups []*fioJobGroup) results.TargetInfo {
+	target := results.TargetInfo{Path: groups[0].opts["filename"], Kind: "file"}
+	for _, g := range groups[1:] {
+		if g.opts["filename"] != target.Path {
+			target.Path = ""
+		}
+	}
+	if strings.HasPrefix(target.Path, "/dev/") {
+		target.Kind = "block"
+	}
+	return target
+}
+
+// fioResults maps each job to a result, and each job that cannot be mapped,
+// or whose pattern an earlier job already took, to a problem.
+func fioResults(groups []*fioJobGroup) ([]results.Result, []Problem) {
 	inGroup := map[int][]*fioJobGroup{}
 	for _, g := range groups {
 		inGroup[g.groupID] = append(inGroup[g.groupID], g)
 	}
-
-	doc := &results.Document{
-		SchemaVersion: results.SchemaVersion,
-		Tool:          results.Tool{Name: "iomatrix", Version: results.Version},
-		Settings:      results.Settings{Profile: ProfileName},
-		Results:       []results.Result{},
-	}
-	if out.Timestamp > 0 {
-		var elapsed int64
-		for _, j := range out.Jobs {
-			elapsed = max(elapsed, j.Elapsed)
-		}
-		end := time.Unix(out.Timestamp, 0).UTC()
-		doc.FinishedAt = end.Format(time.RFC3339)
-		doc.StartedAt = end.Add(-time.Duration(elapsed) * time.Second).Format(time.RFC3339)
-	}
-	if len(groups) > 0 {
-		doc.Settings.Engine = fioEngine(groups[0].opts)
-		doc.Target.Path = groups[0].opts["filename"]
-		for _, g := range groups[1:] {
-			if g.opts["filename"] != doc.Target.Path {
-				doc.Target.Path = ""
-			}
-		}
-		doc.Target.Kind = "file"
-		if strings.HasPrefix(doc.Target.Path, "/dev/") {
-			doc.Target.Kind = "block"
-		}
-	}
-
+	mapped := []results.Result{} // a document with no result lists none, not null
 	var problems []Problem
 	mappedFrom := map[string]string{} // result name -> fio job
 	for _, g := range groups {
@@ -322,16 +355,9 @@ func (out *fioOutput) document() (*results.Document, []Problem) {
 			continue
 		}
 		mappedFrom[res.Name] = g.name
-		doc.Results = append(doc.Results, res)
+		mapped = append(mapped, res)
 	}
-	if len(out.DiskUtil) > 0 {
-		d := out.DiskUtil[0]
-		doc.Target.Disk = d.Name
-		if len(doc.Results) == 1 {
-			doc.Results[0].Device = results.DevStats{IOs: d.ReadIOs + d.WriteIOs, UtilPct: d.Util}
-		}
-	}
-	return doc, problems
+	return mapped, problems
 }
 
 // result maps the job to a Result, or says why it cannot.
@@ -405,77 +431,95 @@ func (g *fioJobGroup) result(sameGroup []*fioJobGroup) (results.Result, string) 
 
 // fioPattern maps job options to a pattern, or says why it cannot.
 func fioPattern(opts map[string]string) (results.Pattern, string) {
+	if reason := fioUnsupported(opts); reason != "" {
+		return results.Pattern{}, reason
+	}
+	access, readPct, reason := fioDirection(opts)
+	if reason != "" {
+		return results.Pattern{}, reason
+	}
+	blockSize, reason := fioBlockSize(opts)
+	if reason != "" {
+		return results.Pattern{}, reason
+	}
+	queueDepth, reason := fioPositiveInt(opts, "iodepth")
+	if reason != "" {
+		return results.Pattern{}, reason
+	}
+	jobs, reason := fioPositiveInt(opts, "numjobs")
+	if reason != "" {
+		return results.Pattern{}, reason
+	}
+	switch opts["ioengine"] {
+	case "", "psync", "sync", "pvsync", "pvsync2", "vsync":
+		queueDepth = 1 // one I/O at a time, whatever iodepth says
+	}
+	return results.Pattern{Access: access, BlockSize: blockSize, ReadPct: readPct, QueueDepth: queueDepth, Jobs: jobs}, ""
+}
+
+// fioUnsupported says which option makes the job something other than a
+// plain O_DIRECT pattern, if any does.
+func fioUnsupported(opts map[string]string) string {
 	for _, opt := range fioUnsupportedOptions {
 		v, ok := opts[opt.name]
 		if ok && !slices.Contains(opt.neutral, strings.ToLower(strings.TrimSpace(v))) {
-			return results.Pattern{}, fmt.Sprintf("%s=%s: %s", opt.name, v, opt.why)
+			return fmt.Sprintf("%s=%s: %s", opt.name, v, opt.why)
 		}
 	}
 	if !fioBool(opts, "direct", false) && fioBool(opts, "buffered", true) {
-		return results.Pattern{}, "buffered I/O (direct=1 not set): iomatrix patterns are O_DIRECT"
+		return "buffered I/O (direct=1 not set): iomatrix patterns are O_DIRECT"
 	}
+	return ""
+}
 
-	var p results.Pattern
+// fioDirection reads rw and, for a mixed job, its read share.
+func fioDirection(opts map[string]string) (results.Access, int, string) {
 	rw := strings.TrimSpace(opts["rw"])
 	if rw == "" {
 		rw = "read" // fio's default
 	}
-	mixed := false
 	switch rw {
 	case "read":
-		p.Access, p.ReadPct = results.Sequential, 100
+		return results.Sequential, 100, ""
 	case "write":
-		p.Access, p.ReadPct = results.Sequential, 0
+		return results.Sequential, 0, ""
 	case "rw", "readwrite":
-		p.Access, mixed = results.Sequential, true
-	case "randread":
-		p.Access, p.ReadPct = results.Random, 100
-	case "randwrite":
-		p.Access, p.ReadPct = results.Random, 0
-	case "randrw":
-		p.Access, mixed = results.Random, true
-	case "trim", "randtrim", "trimwrite", "randtrimwrite":
-		return p, fmt.Sprintf("rw=%s: trim is not an iomatrix pattern", rw)
-	default:
-		if strings.Contains(rw, ":") {
-			return p, fmt.Sprintf("rw=%s: offset modifiers are not supported", rw)
-		}
-		return p, fmt.Sprintf("rw=%s is not a known fio pattern", rw)
-	}
-	if mixed {
 		readPct, reason := fioReadMix(opts)
-		if reason != "" {
-			return p, reason
-		}
-		p.ReadPct = readPct
+		return results.Sequential, readPct, reason
+	case "randread":
+		return results.Random, 100, ""
+	case "randwrite":
+		return results.Random, 0, ""
+	case "randrw":
+		readPct, reason := fioReadMix(opts)
+		return results.Random, readPct, reason
+	case "trim", "randtrim", "trimwrite", "randtrimwrite":
+		return "", 0, fmt.Sprintf("rw=%s: trim is not an iomatrix pattern", rw)
 	}
+	if strings.Contains(rw, ":") {
+		return "", 0, fmt.Sprintf("rw=%s: offset modifiers are not supported", rw)
+	}
+	return "", 0, fmt.Sprintf("rw=%s is not a known fio pattern", rw)
+}
 
-	p.BlockSize = 4096 // fio's default bs
-	if bs, ok := opts["bs"]; ok {
-		if strings.ContainsAny(bs, ",:") {
-			return p, fmt.Sprintf("bs=%s: separate read/write block sizes are not supported", bs)
-		}
-		if strings.Contains(bs, "-") {
-			return p, fmt.Sprintf("bs=%s: block size ranges are not supported", bs)
-		}
-		n, err := units.ParseSize(bs)
-		if err != nil || n <= 0 {
-			return p, fmt.Sprintf("bs=%s is not a block size", bs)
-		}
-		p.BlockSize = n
+// fioBlockSize reads bs, refusing the forms that give reads and writes, or
+// successive I/Os, different sizes.
+func fioBlockSize(opts map[string]string) (int64, string) {
+	bs, ok := opts["bs"]
+	if !ok {
+		return 4096, "" // fio's default
 	}
-	var reason string
-	if p.QueueDepth, reason = fioPositiveInt(opts, "iodepth"); reason != "" {
-		return p, reason
+	if strings.ContainsAny(bs, ",:") {
+		return 0, fmt.Sprintf("bs=%s: separate read/write block sizes are not supported", bs)
 	}
-	if p.Jobs, reason = fioPositiveInt(opts, "numjobs"); reason != "" {
-		return p, reason
+	if strings.Contains(bs, "-") {
+		return 0, fmt.Sprintf("bs=%s: block size ranges are not supported", bs)
 	}
-	switch opts["ioengine"] {
-	case "", "psync", "sync", "pvsync", "pvsync2", "vsync":
-		p.QueueDepth = 1 // one I/O at a time, whatever iodepth says
+	n, err := units.ParseSize(bs)
+	if err != nil || n <= 0 {
+		return 0, fmt.Sprintf("bs=%s is not a block size", bs)
 	}
-	return p, ""
+	return n, ""
 }
 
 // fioUnsupportedOptions change what a job measures in ways a pattern cannot

@@ -475,6 +475,25 @@ func (p *Plan) layout(ctx context.Context, progress LayoutProgress) (err error) 
 			os.Remove(sidecarPath(p.Path))
 		}
 	}()
+	if err := p.allocate(fd); err != nil {
+		return err
+	}
+	if err := p.writeRandom(ctx, fd, progress); err != nil {
+		return err
+	}
+	if err := unix.Fsync(fd); err != nil {
+		return fmt.Errorf("sync %s: %w", p.Path, err)
+	}
+	if err := writeMarker(fd, p.Path, marker{size: p.Size, complete: true}); err != nil {
+		return err
+	}
+	return unix.Fsync(fd)
+}
+
+// allocate gives the file all of its blocks. The marker goes first, saying
+// incomplete, so that a layout cut short anywhere later is taken up again at
+// the same size.
+func (p *Plan) allocate(fd int) error {
 	size := p.Size
 	if err := writeMarker(fd, p.Path, marker{size: size}); err != nil {
 		return err
@@ -488,6 +507,13 @@ func (p *Plan) layout(ctx context.Context, progress LayoutProgress) (err error) 
 		}
 		return fmt.Errorf("allocate %s: %w", p.Path, err)
 	}
+	return nil
+}
+
+// writeRandom writes every block of the file once, in chunks of fresh
+// random data, reporting progress after each.
+func (p *Plan) writeRandom(ctx context.Context, fd int, progress LayoutProgress) error {
+	size := p.Size
 	mem, err := unix.Mmap(-1, 0, 2*layoutChunk, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		return fmt.Errorf("layout buffer: %w", err)
@@ -518,13 +544,7 @@ func (p *Plan) layout(ctx context.Context, progress LayoutProgress) (err error) 
 			progress(off, size)
 		}
 	}
-	if err := unix.Fsync(fd); err != nil {
-		return fmt.Errorf("sync %s: %w", p.Path, err)
-	}
-	if err := writeMarker(fd, p.Path, marker{size: size, complete: true}); err != nil {
-		return err
-	}
-	return unix.Fsync(fd)
+	return nil
 }
 
 // fsIocFiemap is FS_IOC_FIEMAP (include/uapi/linux/fs.h).

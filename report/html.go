@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/iomatrix/iomatrix/internal/units"
 	"html/template"
+	"image/color"
 	"io"
 	"math"
 	"strings"
@@ -140,6 +141,15 @@ func htmlTableOf(t Table, m Metric, lowerIsBetter bool) htmlTable {
 // percentage: the classic curve of a sweep. Approximate values are hollow
 // points on the line.
 func chartSVG(t Table, m Metric) (template.HTML, error) {
+	logY := m != IOPS && m != MiBps
+	curves := make([]chartCurve, len(t.Rows))
+	for i := range t.Rows {
+		curves[i] = chartCurveOf(t.Cells[i], logY)
+	}
+	ticks := depthTicks(curves)
+	if len(ticks) == 0 {
+		return template.HTML(fmt.Sprintf("<p>%s: no data to chart</p>", template.HTMLEscapeString(t.Title))), nil
+	}
 	p := plot.New()
 	p.Title.Text = t.Title
 	p.X.Label.Text = "I/Os in flight (queue depth × jobs)"
@@ -147,83 +157,122 @@ func chartSVG(t Table, m Metric) (template.HTML, error) {
 	p.X.Scale = plot.LogScale{}
 	p.Legend.Top = true
 	p.Legend.Left = true // the curves rise to the right: the top left is free
-	var ticks []plot.Tick
-	seen := map[float64]bool{}
-	logY := m != IOPS && m != MiBps
-	points := 0
-	for i, label := range t.Rows {
-		var pts, exact, approx plotter.XYs
-		for _, c := range t.Cells[i] {
-			if c == nil {
-				continue
-			}
-			x := float64(c.Result.Pattern.QueueDepth * c.Result.Pattern.Jobs)
-			// Log axes cannot show zero: a cell without I/O has no point.
-			if x <= 0 || (logY && c.Value <= 0) || math.IsNaN(c.Value) || math.IsInf(c.Value, 0) {
-				continue
-			}
-			points++
-			pts = append(pts, plotter.XY{X: x, Y: c.Value})
-			if c.Approx {
-				approx = append(approx, plotter.XY{X: x, Y: c.Value})
-			} else {
-				exact = append(exact, plotter.XY{X: x, Y: c.Value})
-			}
-			if !seen[x] {
-				seen[x] = true
-				ticks = append(ticks, plot.Tick{Value: x, Label: fmt.Sprint(x)})
-			}
+	for i, curve := range curves {
+		if len(curve.all) == 0 {
+			continue // a row with nothing to draw gets no legend entry
 		}
-		if len(pts) == 0 {
-			continue
-		}
-		line, err := plotter.NewLine(pts)
-		if err != nil {
+		if err := curve.addTo(p, t.Rows[i], plotutil.Color(i)); err != nil {
 			return "", fmt.Errorf("chart %s: %w", t.Title, err)
 		}
-		line.Color = plotutil.Color(i)
-		line.Width = vg.Points(1.5)
-		p.Add(line)
-		legend := []plot.Thumbnailer{line}
-		for _, g := range []struct {
-			pts   plotter.XYs
-			shape draw.GlyphDrawer
-		}{{exact, draw.CircleGlyph{}}, {approx, draw.RingGlyph{}}} {
-			if len(g.pts) == 0 {
-				continue // an empty scatter has no data range
-			}
-			glyphs, err := plotter.NewScatter(g.pts)
-			if err != nil {
-				return "", fmt.Errorf("chart %s: %w", t.Title, err)
-			}
-			glyphs.Color = plotutil.Color(i)
-			glyphs.Shape = g.shape
-			p.Add(glyphs)
-			if len(legend) == 1 {
-				legend = append(legend, glyphs)
-			}
-		}
-		p.Legend.Add(label, legend...)
 	}
-	if points == 0 {
-		return template.HTML(fmt.Sprintf("<p>%s: no data to chart</p>", template.HTMLEscapeString(t.Title))), nil
-	}
+	// Adding a curve widens the axes to its data, so the value axis is
+	// pinned only now.
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	p.Y.Min = 0
 	if logY {
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-		p.Y.Min = math.Inf(1)
-		for _, row := range t.Cells {
-			for _, c := range row {
-				if c != nil && c.Value > 0 {
-					p.Y.Min = math.Min(p.Y.Min, c.Value)
-				}
-			}
-		}
-		p.Y.Min /= 1.5
+		p.Y.Min = lowestPositive(t) / 1.5
 	}
 	p.Add(plotter.NewGrid())
+	return inlineSVG(p)
+}
+
+// chartCurve is one row of a table as points to plot: all of them for the
+// line, and the same points split by kind for the glyphs on it.
+type chartCurve struct {
+	all, exact, approx plotter.XYs
+}
+
+func chartCurveOf(cells []*Cell, logY bool) chartCurve {
+	var curve chartCurve
+	for _, c := range cells {
+		if c == nil {
+			continue
+		}
+		x := float64(c.Result.Pattern.QueueDepth * c.Result.Pattern.Jobs)
+		// Log axes cannot show zero: a cell without I/O has no point.
+		if x <= 0 || (logY && c.Value <= 0) || math.IsNaN(c.Value) || math.IsInf(c.Value, 0) {
+			continue
+		}
+		pt := plotter.XY{X: x, Y: c.Value}
+		curve.all = append(curve.all, pt)
+		if c.Approx {
+			curve.approx = append(curve.approx, pt)
+		} else {
+			curve.exact = append(curve.exact, pt)
+		}
+	}
+	return curve
+}
+
+// depthTicks puts one labelled tick at each depth some curve has a point
+// at, in the order first met.
+func depthTicks(curves []chartCurve) []plot.Tick {
+	var ticks []plot.Tick
+	seen := map[float64]bool{}
+	for _, curve := range curves {
+		for _, pt := range curve.all {
+			if !seen[pt.X] {
+				seen[pt.X] = true
+				ticks = append(ticks, plot.Tick{Value: pt.X, Label: fmt.Sprint(pt.X)})
+			}
+		}
+	}
+	return ticks
+}
+
+// addTo draws the curve as a line with a dot on each exact point and a ring
+// on each approximate one. The legend shows the line with the first kind of
+// glyph drawn.
+func (curve chartCurve) addTo(p *plot.Plot, label string, colour color.Color) error {
+	line, err := plotter.NewLine(curve.all)
+	if err != nil {
+		return err
+	}
+	line.Color = colour
+	line.Width = vg.Points(1.5)
+	p.Add(line)
+	legend := []plot.Thumbnailer{line}
+	for _, g := range []struct {
+		pts   plotter.XYs
+		shape draw.GlyphDrawer
+	}{{curve.exact, draw.CircleGlyph{}}, {curve.approx, draw.RingGlyph{}}} {
+		if len(g.pts) == 0 {
+			continue // an empty scatter has no data range
+		}
+		glyphs, err := plotter.NewScatter(g.pts)
+		if err != nil {
+			return err
+		}
+		glyphs.Color = colour
+		glyphs.Shape = g.shape
+		p.Add(glyphs)
+		if len(legend) == 1 {
+			legend = append(legend, glyphs)
+		}
+	}
+	p.Legend.Add(label, legend...)
+	return nil
+}
+
+// lowestPositive is the smallest value of the table that a log axis can
+// show, whether or not its cell is charted.
+func lowestPositive(t Table) float64 {
+	lowest := math.Inf(1)
+	for _, row := range t.Cells {
+		for _, c := range row {
+			if c != nil && c.Value > 0 {
+				lowest = math.Min(lowest, c.Value)
+			}
+		}
+	}
+	return lowest
+}
+
+// inlineSVG renders the chart at its size on the page as an SVG element
+// that HTML can hold directly.
+func inlineSVG(p *plot.Plot) (template.HTML, error) {
 	c := vgsvg.New(6*vg.Inch, 3.4*vg.Inch)
 	p.Draw(draw.New(c))
 	var b bytes.Buffer

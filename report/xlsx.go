@@ -37,66 +37,18 @@ func writeXLSX(w io.Writer, doc *results.Document, o Options) error {
 	if err != nil {
 		return err
 	}
-	used := map[string]bool{}
-	for i, t := range m.Tables {
-		name := sheetName(t, used)
-		if i == 0 {
-			if err := f.SetSheetName("Sheet1", name); err != nil {
-				return err
-			}
-		} else if _, err := f.NewSheet(name); err != nil {
+	sheets := tableSheets{
+		f:             f,
+		describe:      Describe(doc),
+		cells:         styles,
+		bold:          bold,
+		lowerIsBetter: m.Metric != IOPS && m.Metric != MiBps,
+		used:          map[string]bool{},
+	}
+	for _, t := range m.Tables {
+		if err := sheets.add(t); err != nil {
 			return err
 		}
-		set := func(col, row int, v any) error {
-			cell, err := excelize.CoordinatesToCellName(col, row)
-			if err != nil {
-				return err
-			}
-			return f.SetCellValue(name, cell, v)
-		}
-		if err := set(1, 1, t.Title); err != nil {
-			return err
-		}
-		f.SetCellStyle(name, "A1", "A1", bold)
-		set(1, 2, Describe(doc))
-		const top = 4 // header row
-		for j, c := range t.Cols {
-			set(j+2, top, c)
-		}
-		for r, label := range t.Rows {
-			set(1, top+1+r, label)
-			for c, cell := range t.Cells[r] {
-				if cell == nil {
-					continue // not measured: blank, never 0
-				}
-				ref, _ := excelize.CoordinatesToCellName(c+2, top+1+r)
-				if err := f.SetCellValue(name, ref, cell.Value); err != nil {
-					return err
-				}
-				f.SetCellStyle(name, ref, ref, styles[cellStyle{cdm: cell.CDM, approx: cell.Approx}])
-			}
-		}
-		if t.Approx() {
-			if err := set(1, top+len(t.Rows)+2, ApproxNote); err != nil {
-				return err
-			}
-		}
-		first, _ := excelize.CoordinatesToCellName(2, top+1)
-		last, _ := excelize.CoordinatesToCellName(len(t.Cols)+1, top+len(t.Rows))
-		low, high := "#F8696B", "#63BE7B"
-		if m.Metric != IOPS && m.Metric != MiBps {
-			low, high = high, low // lower latency is better
-		}
-		if err := f.SetConditionalFormat(name, first+":"+last, []excelize.ConditionalFormatOptions{{
-			Type: "3_color_scale", Criteria: "=",
-			MinType: "min", MidType: "percentile", MidValue: "50", MaxType: "max",
-			MinColor: low, MidColor: "#FFEB84", MaxColor: high,
-		}}); err != nil {
-			return err
-		}
-		f.SetColWidth(name, "A", "A", 12)
-		lastCol, _ := excelize.ColumnNumberToName(len(t.Cols) + 1)
-		f.SetColWidth(name, "B", lastCol, 11)
 	}
 	if err := writeResultsSheet(f, doc); err != nil {
 		return err
@@ -110,6 +62,99 @@ func writeXLSX(w io.Writer, doc *results.Document, o Options) error {
 	f.SetActiveSheet(0)
 	_, err = f.WriteTo(w)
 	return err
+}
+
+// tableSheets writes the workbook's matrix tables, one sheet each, all in
+// the same styles and under the same description of the run.
+type tableSheets struct {
+	f             *excelize.File
+	describe      string
+	cells         map[cellStyle]int
+	bold          int
+	lowerIsBetter bool
+	used          map[string]bool // the sheet names taken so far
+}
+
+// tableTop is the header row of a table sheet, under its title and the
+// description of the run.
+const tableTop = 4
+
+func (s *tableSheets) add(t Table) error {
+	// A new workbook comes with one sheet: the first table takes it over
+	// rather than leave it empty.
+	first := len(s.used) == 0
+	name := sheetName(t, s.used)
+	if first {
+		if err := s.f.SetSheetName("Sheet1", name); err != nil {
+			return err
+		}
+	} else if _, err := s.f.NewSheet(name); err != nil {
+		return err
+	}
+	if err := s.writeCells(name, t); err != nil {
+		return err
+	}
+	if err := s.colourScale(name, t); err != nil {
+		return err
+	}
+	s.f.SetColWidth(name, "A", "A", 12)
+	lastCol, _ := excelize.ColumnNumberToName(len(t.Cols) + 1)
+	s.f.SetColWidth(name, "B", lastCol, 11)
+	return nil
+}
+
+// writeCells writes the title, the run, the table with its labels and,
+// under it, the note on approximate values where it has any.
+func (s *tableSheets) writeCells(name string, t Table) error {
+	f := s.f
+	set := func(col, row int, v any) error {
+		cell, err := excelize.CoordinatesToCellName(col, row)
+		if err != nil {
+			return err
+		}
+		return f.SetCellValue(name, cell, v)
+	}
+	if err := set(1, 1, t.Title); err != nil {
+		return err
+	}
+	f.SetCellStyle(name, "A1", "A1", s.bold)
+	set(1, 2, s.describe)
+	for j, c := range t.Cols {
+		set(j+2, tableTop, c)
+	}
+	for r, label := range t.Rows {
+		set(1, tableTop+1+r, label)
+		for c, cell := range t.Cells[r] {
+			if cell == nil {
+				continue // not measured: blank, never 0
+			}
+			ref, _ := excelize.CoordinatesToCellName(c+2, tableTop+1+r)
+			if err := f.SetCellValue(name, ref, cell.Value); err != nil {
+				return err
+			}
+			f.SetCellStyle(name, ref, ref, s.cells[cellStyle{cdm: cell.CDM, approx: cell.Approx}])
+		}
+	}
+	if t.Approx() {
+		return set(1, tableTop+len(t.Rows)+2, ApproxNote)
+	}
+	return nil
+}
+
+// colourScale shades the table's values from red for the worst to green
+// for the best.
+func (s *tableSheets) colourScale(name string, t Table) error {
+	first, _ := excelize.CoordinatesToCellName(2, tableTop+1)
+	last, _ := excelize.CoordinatesToCellName(len(t.Cols)+1, tableTop+len(t.Rows))
+	low, high := "#F8696B", "#63BE7B"
+	if s.lowerIsBetter {
+		low, high = high, low
+	}
+	return s.f.SetConditionalFormat(name, first+":"+last, []excelize.ConditionalFormatOptions{{
+		Type: "3_color_scale", Criteria: "=",
+		MinType: "min", MidType: "percentile", MidValue: "50", MaxType: "max",
+		MinColor: low, MidColor: "#FFEB84", MaxColor: high,
+	}})
 }
 
 // declareDimensions sets each sheet's <dimension> to the range its values

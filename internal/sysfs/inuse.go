@@ -19,6 +19,43 @@ import (
 // false "free" answer leads to overwriting live data. The exception is a
 // missing /proc/swaps, which only happens on kernels built without swap.
 func (fs FS) InUse(dev DevNum) ([]string, error) {
+	targets, err := fs.withPartitions(dev)
+	if err != nil {
+		return nil, err
+	}
+	users, err := fs.readDeviceUsers()
+	if err != nil {
+		return nil, err
+	}
+	reasons := []string{}
+	seen := make(map[string]bool)
+	for _, t := range targets {
+		uses, err := users.uses(t)
+		if err != nil {
+			return nil, fmt.Errorf("block device %s: %w", t.dev, err)
+		}
+		for _, use := range uses {
+			// Bind mounts of one filesystem repeat the same mount point.
+			if r := t.prefix + use; !seen[r] {
+				seen[r] = true
+				reasons = append(reasons, r)
+			}
+		}
+	}
+	return reasons, nil
+}
+
+// inUseTarget is a device whose users InUse reports, with the words that
+// start each of its reasons.
+type inUseTarget struct {
+	dev    DevNum
+	dir    string
+	prefix string
+}
+
+// withPartitions is dev and, when dev is a whole disk, each of its
+// partitions: writing the disk overwrites them too.
+func (fs FS) withPartitions(dev DevNum) ([]inUseTarget, error) {
 	dir, err := fs.devDir(dev)
 	if err != nil {
 		return nil, err
@@ -27,69 +64,70 @@ func (fs FS) InUse(dev DevNum) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("block device %s: %w", dev, err)
 	}
-	type target struct {
-		dev    DevNum
-		dir    string
-		prefix string
+	targets := []inUseTarget{{dev: dev, dir: dir}}
+	if isPart {
+		return targets, nil
 	}
-	targets := []target{{dev: dev, dir: dir}}
-	if !isPart {
-		parts, err := readPartitions(dir)
-		if err != nil {
-			return nil, fmt.Errorf("block device %s: %w", dev, err)
-		}
-		for _, p := range parts {
-			targets = append(targets, target{dev: p.Dev, dir: p.dir, prefix: "partition " + p.Name + " "})
-		}
+	parts, err := readPartitions(dir)
+	if err != nil {
+		return nil, fmt.Errorf("block device %s: %w", dev, err)
 	}
+	for _, p := range parts {
+		targets = append(targets, inUseTarget{dev: p.Dev, dir: p.dir, prefix: "partition " + p.Name + " "})
+	}
+	return targets, nil
+}
 
-	mounts, err := fs.Mounts()
-	if err != nil {
-		return nil, err
-	}
-	swaps, err := fs.swapDevices()
-	if err != nil {
-		return nil, err
-	}
-	loops, err := fs.loopBackings()
-	if err != nil {
-		return nil, err
-	}
+// deviceUsers are the users of block devices that are listed system-wide.
+// Holders are not among them: each device lists its own.
+type deviceUsers struct {
+	mounts []Mount
+	swaps  []DevNum
+	loops  []loopBacking
+}
 
-	reasons := []string{}
-	seen := make(map[string]bool)
-	add := func(r string) {
-		// Bind mounts of one filesystem repeat the same mount point.
-		if !seen[r] {
-			seen[r] = true
-			reasons = append(reasons, r)
+func (fs FS) readDeviceUsers() (deviceUsers, error) {
+	var u deviceUsers
+	var err error
+	if u.mounts, err = fs.Mounts(); err != nil {
+		return deviceUsers{}, err
+	}
+	if u.swaps, err = fs.swapDevices(); err != nil {
+		return deviceUsers{}, err
+	}
+	if u.loops, err = fs.loopBackings(); err != nil {
+		return deviceUsers{}, err
+	}
+	return u, nil
+}
+
+// uses says how the target is used, each kind of user in turn: mounts,
+// holders, swap, loop devices.
+func (u deviceUsers) uses(t inUseTarget) ([]string, error) {
+	var uses []string
+	for _, m := range u.mounts {
+		if m.Dev == t.dev {
+			uses = append(uses, "mounted at "+m.MountPoint)
 		}
 	}
-	for _, t := range targets {
-		for _, m := range mounts {
-			if m.Dev == t.dev {
-				add(t.prefix + "mounted at " + m.MountPoint)
-			}
-		}
-		holders, err := readHolders(t.dir)
-		if err != nil {
-			return nil, fmt.Errorf("block device %s: %w", t.dev, err)
-		}
-		for _, h := range holders {
-			add(t.prefix + "held by " + h)
-		}
-		for _, s := range swaps {
-			if s == t.dev {
-				add(t.prefix + "active swap")
-			}
-		}
-		for _, l := range loops {
-			if l.backing == t.dev {
-				add(t.prefix + "backing " + l.name)
-			}
+	holders, err := readHolders(t.dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range holders {
+		uses = append(uses, "held by "+h)
+	}
+	for _, s := range u.swaps {
+		if s == t.dev {
+			uses = append(uses, "active swap")
 		}
 	}
-	return reasons, nil
+	for _, l := range u.loops {
+		if l.backing == t.dev {
+			uses = append(uses, "backing "+l.name)
+		}
+	}
+	return uses, nil
 }
 
 // readHolders lists the devices stacked on top of a device (device-mapper,

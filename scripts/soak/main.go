@@ -99,63 +99,103 @@ func take(at time.Duration, ios uint64) sample {
 }
 
 func main() {
-	target := flag.String("target", "/tmp/iomatrix-soak.dat", "file or block device")
-	sizeFlag := flag.String("size", "4GiB", "file size")
-	duration := flag.Duration("duration", 10*time.Minute, "measured time")
-	qd := flag.Int("qd", 256, "queue depth per job")
-	jobs := flag.Int("jobs", 4, "jobs")
-	engine := flag.String("engine", "auto", "engine")
-	allow := flag.Bool("allow-destructive", false, "allow writes to a block device")
-	memprofile := flag.String("memprofile", "", "record every allocation and write the heap profile here at the end")
-	every := flag.Duration("every", time.Minute, "sampling interval (the first sample is the baseline)")
-	flag.Parse()
-	if *memprofile != "" {
+	f := parseFlags()
+	if f.memprofile != "" {
 		runtime.MemProfileRate = 1
 	}
-	size, err := units.ParseSize(*sizeFlag)
+	size, err := units.ParseSize(f.size)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "soak: -size:", err)
-		os.Exit(2)
+		exit(2, "-size:", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	plan, err := iotest.PlanTarget(*target, iotest.TargetOptions{Size: size, Writes: true, AllowDestructive: *allow})
+	plan, err := iotest.PlanTarget(f.target, iotest.TargetOptions{Size: size, Writes: true, AllowDestructive: f.allow})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "soak:", err)
-		os.Exit(2)
+		exit(2, err)
 	}
 	t, err := plan.Open(ctx, nil)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "soak:", err)
-		os.Exit(1)
+		exit(1, err)
 	}
 	defer t.Close()
-	p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 50, QueueDepth: *qd, Jobs: *jobs}
-	// Preallocated: appending must not grow the heap during the run.
-	samples := make([]sample, 0, int(*duration / *every)+2)
-	next := *every
-	o := iotest.Options{Runtime: *duration, Ramp: 0, Seed: 1, Engine: *engine}
-	o.Progress = func(pr iotest.Progress) {
-		if pr.Elapsed+time.Second >= next { // the tick nearest the mark, at most a second early
-			samples = append(samples, take(next, pr.IOs))
-			next += *every
-		}
-	}
-	fmt.Printf("soak: %s on %s for %s (engine %s)\n", p.Name(), t.Path, *duration, *engine)
-	r, err := iotest.Run(ctx, t, p, o)
+	r, samples, err := measure(ctx, t, f)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "soak:", err)
-		os.Exit(1)
+		exit(1, err)
 	}
 	// The last progress tick comes just before the end; the run's own
 	// goroutines and buffers are gone after it, so the end is shown, not
 	// held to the in-run figures.
-	end := take(*duration, r.Completed.Reads+r.Completed.Writes)
-	if *memprofile != "" {
-		if err := writeHeapProfile(*memprofile); err != nil {
+	end := take(f.duration, r.Completed.Reads+r.Completed.Writes)
+	if f.memprofile != "" {
+		if err := writeHeapProfile(f.memprofile); err != nil {
 			fmt.Fprintln(os.Stderr, "soak:", err)
 		}
 	}
+	printSamples(samples, end)
+	var c checks
+	c.flat(samples)
+	c.accounted(r)
+	fmt.Printf("\n%.0f IOPS; histograms %d+%d = ios %d+%d; submitted %+v = completed %+v\n",
+		r.Total.IOPS, r.Read.LatNS.Count, r.Write.LatNS.Count, r.Read.IOs, r.Write.IOs, r.Submitted, r.Completed)
+	if c.failed {
+		os.Exit(1)
+	}
+	fmt.Println("OK")
+}
+
+type soakFlags struct {
+	target     string
+	size       string
+	duration   time.Duration
+	qd, jobs   int
+	engine     string
+	allow      bool
+	memprofile string
+	every      time.Duration
+}
+
+func parseFlags() soakFlags {
+	var f soakFlags
+	flag.StringVar(&f.target, "target", "/tmp/iomatrix-soak.dat", "file or block device")
+	flag.StringVar(&f.size, "size", "4GiB", "file size")
+	flag.DurationVar(&f.duration, "duration", 10*time.Minute, "measured time")
+	flag.IntVar(&f.qd, "qd", 256, "queue depth per job")
+	flag.IntVar(&f.jobs, "jobs", 4, "jobs")
+	flag.StringVar(&f.engine, "engine", "auto", "engine")
+	flag.BoolVar(&f.allow, "allow-destructive", false, "allow writes to a block device")
+	flag.StringVar(&f.memprofile, "memprofile", "", "record every allocation and write the heap profile here at the end")
+	flag.DurationVar(&f.every, "every", time.Minute, "sampling interval (the first sample is the baseline)")
+	flag.Parse()
+	return f
+}
+
+// exit ends the soak before its checks: 2 for what it was asked, 1 for what
+// went wrong on the way.
+func exit(code int, args ...any) {
+	fmt.Fprintln(os.Stderr, append([]any{"soak:"}, args...)...)
+	os.Exit(code)
+}
+
+// measure runs the pattern, taking a sample from the progress callback
+// once every interval.
+func measure(ctx context.Context, t *iotest.Target, f soakFlags) (results.Result, []sample, error) {
+	p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 50, QueueDepth: f.qd, Jobs: f.jobs}
+	// Preallocated: appending must not grow the heap during the run.
+	samples := make([]sample, 0, int(f.duration/f.every)+2)
+	next := f.every
+	o := iotest.Options{Runtime: f.duration, Ramp: 0, Seed: 1, Engine: f.engine}
+	o.Progress = func(pr iotest.Progress) {
+		if pr.Elapsed+time.Second >= next { // the tick nearest the mark, at most a second early
+			samples = append(samples, take(next, pr.IOs))
+			next += f.every
+		}
+	}
+	fmt.Printf("soak: %s on %s for %s (engine %s)\n", p.Name(), t.Path, f.duration, f.engine)
+	r, err := iotest.Run(ctx, t, p, o)
+	return r, samples, err
+}
+
+func printSamples(samples []sample, end sample) {
 	fmt.Printf("\n%8s %10s %7s %8s %8s %8s %8s %9s %4s %14s\n", "at", "goroutines", "threads", "RSS KiB", "anon KiB", "file KiB", "heap KiB", "mallocs", "GCs", "I/Os so far")
 	row := func(at string, s sample) {
 		fmt.Printf("%8s %10d %7d %8d %8d %8d %8d %9d %4d %14d\n", at, s.goroutines, s.threads, s.rss, s.anon, s.file, s.heap, s.mallocs, s.gcs, s.ios)
@@ -164,31 +204,39 @@ func main() {
 		row(s.at.String(), s)
 	}
 	row("end", end)
-	ok := true
-	check := func(cond bool, format string, args ...any) {
-		if !cond {
-			ok = false
-			fmt.Printf("FAIL: "+format+"\n", args...)
-		}
+}
+
+// checks prints each check that fails, and remembers that one did.
+type checks struct{ failed bool }
+
+func (c *checks) that(cond bool, format string, args ...any) {
+	if !cond {
+		c.failed = true
+		fmt.Printf("FAIL: "+format+"\n", args...)
 	}
-	if len(samples) > 1 {
-		first := samples[0]
-		for _, s := range samples[1:] {
-			check(s.goroutines == first.goroutines, "goroutines %d at %s, %d at %s", s.goroutines, s.at, first.goroutines, first.at)
-			check(s.threads == first.threads, "threads %d at %s, %d at %s", s.threads, s.at, first.threads, first.at)
-			check(s.rss <= first.rss+first.rss/50, "RSS %d KiB at %s, %d KiB at %s (over 2 %% more)", s.rss, s.at, first.rss, first.at)
-			check(s.heap <= first.heap+64, "heap in use %d KiB at %s, %d KiB at %s", s.heap, s.at, first.heap, first.at)
-		}
+}
+
+// flat holds every sample to the first one, the baseline taken once the
+// run has settled.
+func (c *checks) flat(samples []sample) {
+	if len(samples) < 2 {
+		return
 	}
-	check(r.Read.LatNS.Count == r.Read.IOs, "read histogram holds %d, %d reads counted", r.Read.LatNS.Count, r.Read.IOs)
-	check(r.Write.LatNS.Count == r.Write.IOs, "write histogram holds %d, %d writes counted", r.Write.LatNS.Count, r.Write.IOs)
-	check(r.Submitted == r.Completed, "submitted %+v, completed %+v", r.Submitted, r.Completed)
-	fmt.Printf("\n%.0f IOPS; histograms %d+%d = ios %d+%d; submitted %+v = completed %+v\n",
-		r.Total.IOPS, r.Read.LatNS.Count, r.Write.LatNS.Count, r.Read.IOs, r.Write.IOs, r.Submitted, r.Completed)
-	if !ok {
-		os.Exit(1)
+	first := samples[0]
+	for _, s := range samples[1:] {
+		c.that(s.goroutines == first.goroutines, "goroutines %d at %s, %d at %s", s.goroutines, s.at, first.goroutines, first.at)
+		c.that(s.threads == first.threads, "threads %d at %s, %d at %s", s.threads, s.at, first.threads, first.at)
+		c.that(s.rss <= first.rss+first.rss/50, "RSS %d KiB at %s, %d KiB at %s (over 2 %% more)", s.rss, s.at, first.rss, first.at)
+		c.that(s.heap <= first.heap+64, "heap in use %d KiB at %s, %d KiB at %s", s.heap, s.at, first.heap, first.at)
 	}
-	fmt.Println("OK")
+}
+
+// accounted holds the result to its own counts: every counted I/O is in a
+// histogram, every submitted I/O completed.
+func (c *checks) accounted(r results.Result) {
+	c.that(r.Read.LatNS.Count == r.Read.IOs, "read histogram holds %d, %d reads counted", r.Read.LatNS.Count, r.Read.IOs)
+	c.that(r.Write.LatNS.Count == r.Write.IOs, "write histogram holds %d, %d writes counted", r.Write.LatNS.Count, r.Write.IOs)
+	c.that(r.Submitted == r.Completed, "submitted %+v, completed %+v", r.Submitted, r.Completed)
 }
 
 func writeHeapProfile(path string) error {
