@@ -350,7 +350,7 @@ func cleanupDir(dir string) ([]string, error) {
 		if !ok || err != nil || pid <= 0 {
 			continue // not one of ours
 		}
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+		if sysfs.Default().ProcessExists(pid) {
 			continue // its owner still runs
 		}
 		path := filepath.Join(dir, e.Name())

@@ -1,9 +1,10 @@
 package iotest
 
 import (
-	"github.com/iomatrix/iomatrix/results"
 	"math"
 	"math/bits"
+
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // Histogram is a log-linear latency histogram in nanoseconds, in the spirit

@@ -1,12 +1,13 @@
 package iotest
 
 import (
-	"github.com/iomatrix/iomatrix/results"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/iomatrix/iomatrix/results"
 )
 
 func TestHistogramIndexRoundTrip(t *testing.T) {

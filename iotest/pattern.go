@@ -3,9 +3,10 @@ package iotest
 import (
 	"errors"
 	"fmt"
+	"time"
+
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/results"
-	"time"
 )
 
 // Limits of a pattern. They are part of the user interface: --help quotes them.

@@ -2,9 +2,10 @@ package iotest
 
 import (
 	"errors"
-	"github.com/iomatrix/iomatrix/results"
 	"testing"
 	"time"
+
+	"github.com/iomatrix/iomatrix/results"
 )
 
 func TestPatternValidate(t *testing.T) {

@@ -3,8 +3,9 @@ package iotest
 import (
 	"context"
 	"fmt"
-	"github.com/iomatrix/iomatrix/results"
 	"time"
+
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // PreconditionStep is where a precondition is, for progress displays.

@@ -3,7 +3,6 @@ package iotest
 import (
 	"context"
 	"fmt"
-	"github.com/iomatrix/iomatrix/results"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/iomatrix/iomatrix/internal/sysfs"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // MaxBufferBytes caps jobs × queue depth × block size: the I/O memory one

@@ -1,10 +1,11 @@
 package iotest
 
 import (
-	"github.com/iomatrix/iomatrix/results"
 	"math"
 	"sync/atomic"
 	"testing"
+
+	"github.com/iomatrix/iomatrix/results"
 )
 
 func TestRandomOffsetsInRangeAndAligned(t *testing.T) {

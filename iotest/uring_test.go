@@ -2,7 +2,6 @@ package iotest
 
 import (
 	"context"
-	"github.com/iomatrix/iomatrix/results"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/iomatrix/iomatrix/internal/testenv"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // maskExtArg runs the rest of the test as on a kernel older than 5.11,

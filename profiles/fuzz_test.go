@@ -2,8 +2,9 @@ package profiles
 
 import (
 	"errors"
-	"github.com/iomatrix/iomatrix/iotest"
 	"testing"
+
+	"github.com/iomatrix/iomatrix/iotest"
 )
 
 func FuzzParse(f *testing.F) {

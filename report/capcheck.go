@@ -3,10 +3,10 @@ package report
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/iomatrix/iomatrix/internal/units"
 	"io"
 	"strings"
 
+	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/results"
 )
 

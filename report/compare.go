@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/iomatrix/iomatrix/internal/units"
 	"io"
 	"math"
 	"slices"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/olekukonko/tablewriter/renderer"
 
+	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -100,7 +100,7 @@ func Compare(base, cur *results.Document, baseName, newName string, m Metric) *C
 		g := math.Exp(logSum / float64(n))
 		c.GeoMean = &g
 	}
-	lowerIsBetter := m != IOPS && m != MiBps
+	lowerIsBetter := m.LowerIsBetter()
 	for i := range c.Cells {
 		d := &c.Cells[i]
 		if d.Ratio == 0 {

@@ -1,12 +1,12 @@
 package report
 
 import (
-	"github.com/iomatrix/iomatrix/internal/units"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/results"
 )
 

@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"fmt"
-	"github.com/iomatrix/iomatrix/internal/units"
 	"html/template"
 	"image/color"
 	"io"
@@ -17,6 +16,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
 
+	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -72,7 +72,7 @@ func writeHTML(w io.Writer, doc *results.Document, o Options) error {
 				s.Charts = append(s.Charts, svg)
 			}
 		}
-		s.Tables = append(s.Tables, htmlTableOf(t, metric, metric != IOPS && metric != MiBps))
+		s.Tables = append(s.Tables, htmlTableOf(t, metric, metric.LowerIsBetter()))
 		if metric != LatP99 {
 			s.Tables = append(s.Tables, htmlTableOf(lat.Tables[i], LatP99, true))
 		}
@@ -141,7 +141,7 @@ func htmlTableOf(t Table, m Metric, lowerIsBetter bool) htmlTable {
 // percentage: the classic curve of a sweep. Approximate values are hollow
 // points on the line.
 func chartSVG(t Table, m Metric) (template.HTML, error) {
-	logY := m != IOPS && m != MiBps
+	logY := m.LowerIsBetter() // latencies span decades
 	curves := make([]chartCurve, len(t.Rows))
 	for i := range t.Rows {
 		curves[i] = chartCurveOf(t.Cells[i], logY)

@@ -4,10 +4,10 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"github.com/iomatrix/iomatrix/internal/units"
 	"slices"
 	"strings"
 
+	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -62,6 +62,10 @@ func (m Metric) Unit() string {
 	}
 	return "µs"
 }
+
+// LowerIsBetter tells whether smaller values are better: latencies are,
+// rates are not.
+func (m Metric) LowerIsBetter() bool { return m != IOPS && m != MiBps }
 
 // Title is the metric's name in table titles.
 func (m Metric) Title() string {

@@ -3,13 +3,13 @@ package report
 import (
 	"errors"
 	"fmt"
-	"github.com/iomatrix/iomatrix/internal/units"
 	"io"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/results"
 )
 

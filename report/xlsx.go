@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"github.com/iomatrix/iomatrix/internal/units"
 	"io"
 	"strconv"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/xuri/excelize/v2"
 
+	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -42,7 +42,7 @@ func writeXLSX(w io.Writer, doc *results.Document, o Options) error {
 		describe:      Describe(doc),
 		cells:         styles,
 		bold:          bold,
-		lowerIsBetter: m.Metric != IOPS && m.Metric != MiBps,
+		lowerIsBetter: m.Metric.LowerIsBetter(),
 		used:          map[string]bool{},
 	}
 	for _, t := range m.Tables {

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/iomatrix/iomatrix/fio"
-	"github.com/iomatrix/iomatrix/internal/units"
 	"os"
 
 	"github.com/spf13/cobra"
 
+	"github.com/iomatrix/iomatrix/fio"
+	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/results"
 )
 

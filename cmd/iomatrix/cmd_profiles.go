@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
-	"github.com/iomatrix/iomatrix/internal/units"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/profiles"
 )
 

@@ -120,7 +120,7 @@ func runThrottle(ctx context.Context, g *globalOptions, o *throttleOptions, args
 		return usagef("--pid: %d is not a process id", o.PID)
 	}
 	if o.PID != 0 {
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", o.PID)); err != nil {
+		if !sysfs.Default().ProcessExists(o.PID) {
 			return usagef("--pid: no process %d", o.PID)
 		}
 	}
@@ -275,7 +275,7 @@ func throttlePID(ctx context.Context, g *globalOptions, grp *cgroup.Group, pid i
 			}
 			return ctx.Err()
 		case <-tick.C:
-			if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
+			if !sysfs.Default().ProcessExists(pid) {
 				fmt.Fprintf(g.stderr, "iomatrix: pid %d exited\n", pid)
 				return nil
 			}

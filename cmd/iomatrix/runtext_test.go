@@ -2,11 +2,11 @@ package main
 
 import (
 	"bytes"
-	"github.com/iomatrix/iomatrix/internal/units"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
 )

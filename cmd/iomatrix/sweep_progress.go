@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
-	"github.com/iomatrix/iomatrix/internal/units"
 	"sync"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"

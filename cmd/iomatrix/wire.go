@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"errors"
-	"github.com/iomatrix/iomatrix/internal/units"
 	"syscall"
 
+	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/results"
 )

@@ -70,3 +70,9 @@ func (fs FS) ProcessName(pid int) string {
 	}
 	return strings.TrimSpace(string(data))
 }
+
+// ProcessExists tells whether process pid exists (a zombie counts).
+func (fs FS) ProcessExists(pid int) bool {
+	_, err := os.Stat(filepath.Join(fs.proc, strconv.Itoa(pid)))
+	return err == nil
+}

@@ -14,7 +14,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/iomatrix/iomatrix/internal/units"
 	"os"
 	"os/signal"
 	"runtime"
@@ -23,9 +22,11 @@ import (
 	"time"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/results"
-	"golang.org/x/sys/unix"
 )
 
 // statusBuf holds /proc/self/status between samples: the sampler itself
