@@ -81,10 +81,10 @@ func TestParseCounters(t *testing.T) {
 func fakeV2(t *testing.T) Controller {
 	t.Helper()
 	root := t.TempDir()
-	os.WriteFile(filepath.Join(root, "cgroup.controllers"), []byte("cpuset cpu io memory pids\n"), 0o644)
-	os.WriteFile(filepath.Join(root, "cgroup.subtree_control"), nil, 0o644)
-	os.MkdirAll(filepath.Join(root, Parent), 0o755)
-	os.WriteFile(filepath.Join(root, Parent, "cgroup.subtree_control"), nil, 0o644)
+	testenv.Must(t, os.WriteFile(filepath.Join(root, "cgroup.controllers"), []byte("cpuset cpu io memory pids\n"), 0o644))
+	testenv.Must(t, os.WriteFile(filepath.Join(root, "cgroup.subtree_control"), nil, 0o644))
+	testenv.Must(t, os.MkdirAll(filepath.Join(root, Parent), 0o755))
+	testenv.Must(t, os.WriteFile(filepath.Join(root, Parent, "cgroup.subtree_control"), nil, 0o644))
 	c, err := Detect(root)
 	if err != nil || c.Mode != Unified || c.Version != 2 || c.Dir != root {
 		t.Fatalf("detect fake v2: %+v %v", c, err)
@@ -113,8 +113,8 @@ func TestV2FakeTree(t *testing.T) {
 	}
 	// The kernel rewrites io.max; reading back parses, never compares text.
 	mine := filepath.Join(ctrl.Dir, Parent, "1-1")
-	os.MkdirAll(mine, 0o755)
-	os.WriteFile(filepath.Join(mine, "io.max"), []byte("254:0 rbps=max wbps=max riops=3000 wiops=1000\n7:0 rbps=max wbps=max riops=5 wiops=max\n"), 0o644)
+	testenv.Must(t, os.MkdirAll(mine, 0o755))
+	testenv.Must(t, os.WriteFile(filepath.Join(mine, "io.max"), []byte("254:0 rbps=max wbps=max riops=3000 wiops=1000\n7:0 rbps=max wbps=max riops=5 wiops=max\n"), 0o644))
 	g, err := Join(ctrl, mine, l.Device)
 	if err != nil || g.Limit != l || g.Own != l {
 		t.Fatalf("join %+v %v", g, err)
@@ -122,7 +122,7 @@ func TestV2FakeTree(t *testing.T) {
 	if got, err := g.Limits(); err != nil || got != l {
 		t.Errorf("read back %+v %v", got, err)
 	}
-	os.WriteFile(filepath.Join(mine, "io.stat"), []byte("254:0 rbytes=40960 wbytes=0 rios=10 wios=0 dbytes=0 dios=0\n"), 0o644)
+	testenv.Must(t, os.WriteFile(filepath.Join(mine, "io.stat"), []byte("254:0 rbytes=40960 wbytes=0 rios=10 wios=0 dbytes=0 dios=0\n"), 0o644))
 	if c, err := g.Counters(); err != nil || c.ReadIOs != 10 || c.ReadBytes != 40960 {
 		t.Errorf("counters %+v %v", c, err)
 	}
@@ -133,9 +133,9 @@ func TestV2FakeTree(t *testing.T) {
 	// Join reads somebody else's limits, with its ancestors', and never
 	// deletes their group.
 	bad := Limit{Device: sysfs.DevNum{Major: 8}, ReadIOPS: 100, WriteIOPS: 7}
-	os.MkdirAll(filepath.Join(ctrl.Dir, "elsewhere", "child"), 0o755)
-	os.WriteFile(filepath.Join(ctrl.Dir, "elsewhere", "io.max"), []byte("8:0 riops=5 wiops=max rbps=max wbps=max\n"), 0o644)
-	os.WriteFile(filepath.Join(ctrl.Dir, "elsewhere", "child", "io.max"), []byte(bad.String()+"\n"), 0o644)
+	testenv.Must(t, os.MkdirAll(filepath.Join(ctrl.Dir, "elsewhere", "child"), 0o755))
+	testenv.Must(t, os.WriteFile(filepath.Join(ctrl.Dir, "elsewhere", "io.max"), []byte("8:0 riops=5 wiops=max rbps=max wbps=max\n"), 0o644))
+	testenv.Must(t, os.WriteFile(filepath.Join(ctrl.Dir, "elsewhere", "child", "io.max"), []byte(bad.String()+"\n"), 0o644))
 	j, err := Join(ctrl, "elsewhere/child", bad.Device)
 	want := bad
 	want.ReadIOPS = 5
@@ -152,8 +152,8 @@ func TestV2FakeTree(t *testing.T) {
 		t.Error("joined a missing cgroup")
 	}
 	// A cgroup that enables controllers for its children takes no process.
-	os.WriteFile(filepath.Join(ctrl.Dir, "elsewhere", "cgroup.type"), []byte("domain\n"), 0o644)
-	os.WriteFile(filepath.Join(ctrl.Dir, "elsewhere", "cgroup.subtree_control"), []byte("io\n"), 0o644)
+	testenv.Must(t, os.WriteFile(filepath.Join(ctrl.Dir, "elsewhere", "cgroup.type"), []byte("domain\n"), 0o644))
+	testenv.Must(t, os.WriteFile(filepath.Join(ctrl.Dir, "elsewhere", "cgroup.subtree_control"), []byte("io\n"), 0o644))
 	if _, err := Join(ctrl, "elsewhere", bad.Device); !errors.Is(err, ErrInternalProcess) || !strings.Contains(err.Error(), "leaf") {
 		t.Errorf("joined a non-leaf cgroup: %v", err)
 	}
@@ -164,12 +164,12 @@ func TestDetectModes(t *testing.T) {
 		root := t.TempDir()
 		for _, f := range files {
 			p := filepath.Join(root, f)
-			os.MkdirAll(filepath.Dir(p), 0o755)
+			testenv.Must(t, os.MkdirAll(filepath.Dir(p), 0o755))
 			content := ""
 			if strings.HasSuffix(f, "cgroup.controllers") {
 				content = "io memory"
 			}
-			os.WriteFile(p, []byte(content), 0o644)
+			testenv.Must(t, os.WriteFile(p, []byte(content), 0o644))
 		}
 		return root
 	}
@@ -221,7 +221,7 @@ func TestRealCreateApplyDelete(t *testing.T) {
 	}
 	// dd may finish before it is moved; what counts is the mechanism.
 	moveErr := g.AddProc(cmd.Process.Pid)
-	cmd.Wait()
+	_ = cmd.Wait() // the exit status is read from ProcessState
 	if moveErr == nil {
 		if c, err := g.Counters(); err != nil || c.WriteIOs > 200 {
 			t.Errorf("counters %+v %v", c, err)
@@ -257,7 +257,7 @@ func TestRealCleanupRemovesOrphans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer mine.Delete()
+	defer func() { testenv.Must(t, mine.Delete()) }()
 	removed, err := Cleanup(ctrl)
 	if err != nil {
 		t.Fatal(err)
@@ -331,7 +331,7 @@ func TestRealPartitionResolvesToDisk(t *testing.T) {
 		t.Fatalf("ResolveDevice(%s) = %s, %q, %v; want %s with a notice", part, dev, notice, err, diskDev)
 	}
 	file := filepath.Join(testenv.MountExt4(t, part), "f.dat")
-	os.WriteFile(file, []byte("x"), 0o644)
+	testenv.Must(t, os.WriteFile(file, []byte("x"), 0o644))
 	if dev, notice, err := ResolveDevice(sys, file); err != nil || dev != diskDev || notice == "" {
 		t.Errorf("ResolveDevice(file on %s) = %s, %q, %v; want %s with a notice", part, dev, notice, err, diskDev)
 	}
@@ -346,7 +346,7 @@ func createChecked(t *testing.T, ctrl Controller, l Limit) *Group {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { g.Delete() })
+	t.Cleanup(func() { testenv.Must(t, g.Delete()) })
 	if got, err := g.Limits(); err != nil || got != l {
 		t.Fatalf("kernel holds %+v (%v), planned %+v", got, err, l)
 	}

@@ -69,7 +69,7 @@ func Create(ctrl Controller, l Limit) (*Group, error) {
 		err = g.apply()
 	}
 	if err != nil {
-		g.remove()
+		_ = g.remove() // best effort: the error returned says what failed
 		return nil, fmt.Errorf("create cgroup %s: %w", g.Path, err)
 	}
 	if !g.limited() {
@@ -77,7 +77,7 @@ func Create(ctrl Controller, l Limit) (*Group, error) {
 	}
 	got, err := g.Limits()
 	if err != nil || got != l {
-		g.Delete()
+		_ = g.Delete() // best effort: the error returned says what failed
 		if err == nil {
 			err = fmt.Errorf("the kernel holds %s, not %s", got, l)
 		}
@@ -126,10 +126,12 @@ func (g *Group) remove() error {
 	return nil
 }
 
-// undo removes what prepare made for a group that could not be made.
+// undo removes what prepare made, once the group is gone or could not be
+// made; what it cannot undo stays for `cap cleanup` (a leaf of a process
+// that has ended), so there is no one to tell here.
 func (g *Group) undo() {
 	if g.place.Delegated {
-		g.ctrl.unprepare(g.place, g.leaf)
+		_ = g.ctrl.unprepare(g.place, g.leaf)
 		return
 	}
 	g.ctrl.release(g.place)

@@ -207,7 +207,9 @@ func (c Controller) prepare(p Place) (leaf string, err error) {
 		// ever join that root again. The note lives on the iomatrix
 		// directory, so that whichever run is last out finds it.
 		if on := slices.DeleteFunc(before, func(ctrl string) bool { return slices.Contains(c.notEnabled(p.Dir, want), ctrl) }); len(on) > 0 {
-			unix.Setxattr(p.Base(), enabledXattr, []byte(strings.Join(on, " ")), 0)
+			// Without the note, the controllers stay on: harmless but for
+			// the processes that could not join the root again.
+			_ = unix.Setxattr(p.Base(), enabledXattr, []byte(strings.Join(on, " ")), 0)
 		}
 	}
 	return leaf, c.enable(p.Base(), want)
@@ -231,7 +233,8 @@ func (c Controller) release(p Place) {
 	for _, ctrl := range strings.Fields(string(buf[:n])) {
 		off = append(off, "-"+ctrl)
 	}
-	os.WriteFile(filepath.Join(p.Dir, "cgroup.subtree_control"), []byte(strings.Join(off, " ")), 0)
+	// Best effort: another run may have taken them again meanwhile.
+	_ = os.WriteFile(filepath.Join(p.Dir, "cgroup.subtree_control"), []byte(strings.Join(off, " ")), 0)
 }
 
 // unprepare undoes prepare for a delegated place when this process's
@@ -258,7 +261,7 @@ func (c Controller) unprepare(p Place, leaf string) error {
 	}
 	// Off for iomatrix's directory (else p.Dir cannot give them up), then
 	// for p.Dir, so that the process may return there.
-	os.WriteFile(filepath.Join(p.Base(), "cgroup.subtree_control"), []byte(strings.Join(off, " ")), 0)
+	_ = os.WriteFile(filepath.Join(p.Base(), "cgroup.subtree_control"), []byte(strings.Join(off, " ")), 0)
 	if err := os.WriteFile(filepath.Join(p.Dir, "cgroup.subtree_control"), []byte(strings.Join(off, " ")), 0); err != nil {
 		return fmt.Errorf("give up the controllers of %s: %w", p.Dir, err)
 	}

@@ -51,7 +51,7 @@ func sleeper(t *testing.T) int {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }) // killed: its end says nothing
 	return cmd.Process.Pid
 }
 
@@ -187,7 +187,9 @@ func TestV2Delegated(t *testing.T) {
 	}
 	self := os.Getpid()
 	moveTo(t, unit, self)
-	t.Cleanup(func() { os.WriteFile(filepath.Join(c.Dir, "cgroup.procs"), []byte(strconv.Itoa(self)), 0) })
+	t.Cleanup(func() {
+		testenv.Must(t, os.WriteFile(filepath.Join(c.Dir, "cgroup.procs"), []byte(strconv.Itoa(self)), 0))
+	})
 	d := c
 	d.Self = "/" + filepath.Base(unit)
 	p, err := d.Placement()

@@ -60,7 +60,7 @@ func openPlan(t *testing.T, path string, o TargetOptions) *Target {
 	if err != nil {
 		t.Fatalf("open %s: %v", path, err)
 	}
-	t.Cleanup(func() { tg.Close() })
+	t.Cleanup(func() { _ = tg.Close() })
 	return tg
 }
 
@@ -151,7 +151,7 @@ func TestLayoutAndReuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg.Close()
+	_ = tg.Close()
 	if last != 8<<20 {
 		t.Errorf("layout progress ended at %d", last)
 	}
@@ -229,7 +229,7 @@ func TestForeignFileGuard(t *testing.T) {
 	}
 	r, err := Run(context.Background(), tg, results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 4, Jobs: 1},
 		Options{Runtime: 200 * time.Millisecond, Engine: EngineAuto})
-	tg.Close()
+	_ = tg.Close()
 	if err != nil || r.Read.IOs == 0 {
 		t.Fatalf("read run: %v, %d reads", err, r.Read.IOs)
 	}
@@ -298,7 +298,7 @@ func TestWritesReachDevice(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tg.Close()
+			_ = tg.Close()
 			if r.Completed.Reads != 0 || r.Completed.Writes == 0 {
 				t.Fatalf("completed %+v", r.Completed)
 			}
@@ -418,7 +418,7 @@ func TestPreconditionWritesEveryBlock(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tg.Close()
+			_ = tg.Close()
 			if strings.Join(phases, ",") != "fill 1/2,fill 2/2,random writes" {
 				t.Errorf("phases %v", phases)
 			}
@@ -456,9 +456,9 @@ func TestLayoutENOSPCLeavesNothing(t *testing.T) {
 	// Somebody else takes the space.
 	hog := filepath.Join(mnt, "hog")
 	var fs unix.Statfs_t
-	unix.Statfs(mnt, &fs)
+	testenv.Must(t, unix.Statfs(mnt, &fs))
 	f, _ := os.Create(hog)
-	unix.Fallocate(int(f.Fd()), 0, 0, int64(fs.Bavail)*int64(fs.Bsize)-(8<<20))
+	testenv.Must(t, unix.Fallocate(int(f.Fd()), 0, 0, int64(fs.Bavail)*int64(fs.Bsize)-(8<<20)))
 	f.Close()
 	_, err = p.Open(context.Background(), nil)
 	if !errors.Is(err, ErrNoSpace) {
@@ -492,7 +492,9 @@ func TestOtherLoadOnTheDisk(t *testing.T) {
 	p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 1, Jobs: 1}
 	r, err := Run(context.Background(), tg, p, Options{Runtime: time.Second, Ramp: 200 * time.Millisecond, Seed: 2, Engine: EnginePsync})
 	cancel()
-	<-loaded
+	if lerr := <-loaded; lerr != nil && !errors.Is(lerr, context.Canceled) {
+		t.Errorf("the neighbour's run: %v", lerr)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -518,7 +518,7 @@ func (p *Plan) writeRandom(ctx context.Context, fd int, progress LayoutProgress)
 	if err != nil {
 		return fmt.Errorf("layout buffer: %w", err)
 	}
-	defer unix.Munmap(mem)
+	defer func() { _ = unix.Munmap(mem) }() // our own mapping: cannot fail
 	var seed [32]byte
 	fillRandom(seed[:], rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	src := rand.NewChaCha8(seed)

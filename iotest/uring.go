@@ -344,25 +344,23 @@ func (r *uring) enter(wait bool) error {
 		}
 	}
 	atomic.StoreUint32(r.sqTail, r.tail)
-	for {
-		n, _, errno := unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(r.pending), minComplete, flags, arg, argSz)
-		switch errno {
-		case 0:
-			r.pending -= uint32(n)
-			return nil
-		case unix.ETIME, unix.EINTR:
-			// A timeout or a signal (the runtime preempts long-running
-			// goroutines with one): whatever was submitted is consumed;
-			// the caller's loop looks at the CQ and waits again.
-			r.pending = r.tail - atomic.LoadUint32(r.sqHead)
-			return nil
-		case unix.EAGAIN, unix.EBUSY:
-			// Resources are short or the CQ is full: reap first.
-			r.pending = r.tail - atomic.LoadUint32(r.sqHead)
-			return nil
-		}
-		return fmt.Errorf("io_uring_enter: %w", syscall.Errno(errno))
+	n, _, errno := unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(r.pending), minComplete, flags, arg, argSz)
+	switch errno {
+	case 0:
+		r.pending -= uint32(n)
+		return nil
+	case unix.ETIME, unix.EINTR:
+		// A timeout or a signal (the runtime preempts long-running
+		// goroutines with one): whatever was submitted is consumed; the
+		// caller's loop looks at the CQ and waits again.
+		r.pending = r.tail - atomic.LoadUint32(r.sqHead)
+		return nil
+	case unix.EAGAIN, unix.EBUSY:
+		// Resources are short or the CQ is full: reap first.
+		r.pending = r.tail - atomic.LoadUint32(r.sqHead)
+		return nil
 	}
+	return fmt.Errorf("io_uring_enter: %w", syscall.Errno(errno))
 }
 
 // cqReady is the number of completions waiting, read without a syscall.

@@ -301,7 +301,7 @@ func TestXLSXMarksApproxCells(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	tb := BuildMetric(doc.Results, LatP99).Tables[0]
 	sheet := f.GetSheetList()[0]
 	for r := range tb.Rows {

@@ -76,7 +76,7 @@ func TestXLSXLatencyOfNoIOIsBlank(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	checked := 0
 	for c, col := range csvColumns {
 		for i := range doc.Results {

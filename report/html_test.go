@@ -100,7 +100,7 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	}
 	if os.Getenv("IOMATRIX_KEEP_SCREENSHOT") != "" {
 		data, _ := os.ReadFile(shot)
-		os.WriteFile(os.Getenv("IOMATRIX_KEEP_SCREENSHOT"), data, 0o644)
+		testenv.Must(t, os.WriteFile(os.Getenv("IOMATRIX_KEEP_SCREENSHOT"), data, 0o644))
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iomatrix/iomatrix/internal/testenv"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -118,7 +119,7 @@ func TestMissingCellsAreEmpty(t *testing.T) {
 		t.Errorf("%d missing cells, want the 3 removed", missing)
 	}
 	var b bytes.Buffer
-	writeCSV(&b, doc, Options{Wide: true})
+	testenv.Must(t, writeCSV(&b, doc, Options{Wide: true}))
 	if strings.Contains(b.String(), ",0,") || strings.Contains(b.String(), ",0\n") {
 		t.Error("a missing cell rendered as 0")
 	}

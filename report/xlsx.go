@@ -24,7 +24,7 @@ func init() { Register("xlsx", writeXLSX) }
 func writeXLSX(w io.Writer, doc *results.Document, o Options) error {
 	m := BuildMetric(doc.Results, metricOf(o))
 	f := excelize.NewFile()
-	defer f.Close()
+	defer func() { _ = f.Close() }() // in memory only: nothing to lose
 	numFmt := "#,##0"
 	if m.Metric != IOPS {
 		numFmt = "#,##0.0"
@@ -97,10 +97,21 @@ func (s *tableSheets) add(t Table) error {
 	if err := s.colourScale(name, t); err != nil {
 		return err
 	}
-	s.f.SetColWidth(name, "A", "A", 12)
+	var e firstErr
+	e.do(s.f.SetColWidth(name, "A", "A", 12))
 	lastCol, _ := excelize.ColumnNumberToName(len(t.Cols) + 1)
-	s.f.SetColWidth(name, "B", lastCol, 11)
-	return nil
+	e.do(s.f.SetColWidth(name, "B", lastCol, 11))
+	return e.err
+}
+
+// firstErr keeps the first error of a sequence of workbook writes, so the
+// sequence reads as one and no error is dropped.
+type firstErr struct{ err error }
+
+func (e *firstErr) do(err error) {
+	if e.err == nil {
+		e.err = err
+	}
 }
 
 // writeCells writes the title, the run, the table with its labels and,
@@ -114,26 +125,26 @@ func (s *tableSheets) writeCells(name string, t Table) error {
 		}
 		return f.SetCellValue(name, cell, v)
 	}
-	if err := set(1, 1, t.Title); err != nil {
-		return err
-	}
-	f.SetCellStyle(name, "A1", "A1", s.bold)
-	set(1, 2, s.describe)
+	var e firstErr
+	e.do(set(1, 1, t.Title))
+	e.do(f.SetCellStyle(name, "A1", "A1", s.bold))
+	e.do(set(1, 2, s.describe))
 	for j, c := range t.Cols {
-		set(j+2, tableTop, c)
+		e.do(set(j+2, tableTop, c))
 	}
 	for r, label := range t.Rows {
-		set(1, tableTop+1+r, label)
+		e.do(set(1, tableTop+1+r, label))
 		for c, cell := range t.Cells[r] {
 			if cell == nil {
 				continue // not measured: blank, never 0
 			}
 			ref, _ := excelize.CoordinatesToCellName(c+2, tableTop+1+r)
-			if err := f.SetCellValue(name, ref, cell.Value); err != nil {
-				return err
-			}
-			f.SetCellStyle(name, ref, ref, s.cells[cellStyle{cdm: cell.CDM, approx: cell.Approx}])
+			e.do(f.SetCellValue(name, ref, cell.Value))
+			e.do(f.SetCellStyle(name, ref, ref, s.cells[cellStyle{cdm: cell.CDM, approx: cell.Approx}]))
 		}
+	}
+	if e.err != nil {
+		return e.err
 	}
 	if t.Approx() {
 		return set(1, tableTop+len(t.Rows)+2, ApproxNote)
@@ -247,22 +258,23 @@ func writeResultsSheet(f *excelize.File, doc *results.Document) error {
 	if _, err := f.NewSheet(name); err != nil {
 		return err
 	}
+	var e firstErr
 	for c, col := range csvColumns {
 		ref, _ := excelize.CoordinatesToCellName(c+1, 1)
-		f.SetCellValue(name, ref, col.name)
+		e.do(f.SetCellValue(name, ref, col.name))
 	}
 	for r := range doc.Results {
 		for c, col := range csvColumns {
 			ref, _ := excelize.CoordinatesToCellName(c+1, r+2)
 			v := col.get(&doc.Results[r])
 			if x, ok := parseNumber(v); ok && col.name != "name" {
-				f.SetCellValue(name, ref, x)
+				e.do(f.SetCellValue(name, ref, x))
 			} else if v != "" {
-				f.SetCellValue(name, ref, v)
+				e.do(f.SetCellValue(name, ref, v))
 			}
 		}
 	}
-	return nil
+	return e.err
 }
 
 func writeSettingsSheet(f *excelize.File, doc *results.Document, m Metric, bold int) error {
@@ -300,14 +312,15 @@ func writeSettingsSheet(f *excelize.File, doc *results.Document, m Metric, bold 
 	if doc.Cap != nil {
 		rows[len(rows)-1][1] = DescribeCap(doc.Cap)
 	}
+	var e firstErr
 	for i, r := range rows {
-		f.SetCellValue(name, fmt.Sprintf("A%d", i+1), r[0])
-		f.SetCellValue(name, fmt.Sprintf("B%d", i+1), r[1])
+		e.do(f.SetCellValue(name, fmt.Sprintf("A%d", i+1), r[0]))
+		e.do(f.SetCellValue(name, fmt.Sprintf("B%d", i+1), r[1]))
 	}
-	f.SetCellStyle(name, "A1", fmt.Sprintf("A%d", len(rows)), bold)
-	f.SetColWidth(name, "A", "A", 22)
-	f.SetColWidth(name, "B", "B", 60)
-	return nil
+	e.do(f.SetCellStyle(name, "A1", fmt.Sprintf("A%d", len(rows)), bold))
+	e.do(f.SetColWidth(name, "A", "A", 22))
+	e.do(f.SetColWidth(name, "B", "B", 60))
+	return e.err
 }
 
 func parseNumber(s string) (float64, bool) {

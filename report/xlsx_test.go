@@ -75,7 +75,7 @@ func TestXLSXRoundTrip(t *testing.T) {
 			t.Errorf("settings target %q", target)
 		}
 		golden(t, fx+".xlsx.txt", []byte(dump.String()))
-		f.Close()
+		_ = f.Close()
 	}
 }
 
@@ -105,6 +105,6 @@ func TestXLSXSettingsSizeAndCap(t *testing.T) {
 				t.Errorf("%s: settings %q = %q, want %q", fx, k, got[k], v)
 			}
 		}
-		f.Close()
+		_ = f.Close()
 	}
 }

@@ -38,7 +38,7 @@ func streamWorkbook(t *testing.T, data []byte) (names []string, sheets map[strin
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		t.Cleanup(func() { f.Close() })
+		t.Cleanup(func() { _ = f.Close() })
 		return xml.NewDecoder(f)
 	}
 	// Relationship targets are relative to xl/ unless absolute.
@@ -56,7 +56,7 @@ func streamWorkbook(t *testing.T, data []byte) (names []string, sheets map[strin
 	})
 	var shared []string
 	if f, err := z.Open("xl/sharedStrings.xml"); err == nil {
-		f.Close()
+		_ = f.Close()
 		eachElement(t, open("xl/sharedStrings.xml"), func(d *xml.Decoder, e xml.StartElement) {
 			if e.Name.Local == "si" {
 				shared = append(shared, textOf(t, d, e))

@@ -68,7 +68,7 @@ func TestCapClassicTable(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	profile := filepath.Join(dir, "classic.yaml")
-	os.WriteFile(profile, []byte(classicProfile), 0o644)
+	testenv.Must(t, os.WriteFile(profile, []byte(classicProfile), 0o644))
 	shm, err := os.MkdirTemp("/dev/shm", "iomatrix-classic-")
 	testenv.Require(t, err == nil, "no /dev/shm")
 	t.Cleanup(func() { os.RemoveAll(shm) })
@@ -136,7 +136,7 @@ func TestCapVerifyFails(t *testing.T) {
 	dir := t.TempDir()
 	target := filepath.Join(dir, "v.dat")
 	profile := filepath.Join(dir, "p.yaml")
-	os.WriteFile(profile, []byte("name: three\npatterns:\n  - {block_size: 4k, read_pct: 100, queue_depth: 4}\n  - {block_size: 4k, read_pct: 90, queue_depth: 4}\n  - {block_size: 4k, read_pct: 0, queue_depth: 4}\n"), 0o644)
+	testenv.Must(t, os.WriteFile(profile, []byte("name: three\npatterns:\n  - {block_size: 4k, read_pct: 100, queue_depth: 4}\n  - {block_size: 4k, read_pct: 90, queue_depth: 4}\n  - {block_size: 4k, read_pct: 0, queue_depth: 4}\n"), 0o644))
 	base := []string{"cap", "verify", target, "--profile", profile, "--size", "64MiB", "--runtime", "1s"}
 	out := filepath.Join(dir, "ok.json")
 	r := runCounted(t, c, append(base, "--ramp", "0s", "--cap", "riops=500,wiops=500", "--out", out, "--format", "json")...)
@@ -172,12 +172,12 @@ func TestCapVerifyFails(t *testing.T) {
 	// speed, under a cap far above it, which therefore never binds.
 	var doc results.Document
 	data, _ := os.ReadFile(strings.TrimSuffix(out, ".json") + "-baseline.json")
-	json.Unmarshal(data, &doc)
+	testenv.Must(t, json.Unmarshal(data, &doc))
 	for i := range doc.Results {
 		doc.Results[i].Total.IOPS *= 100
 	}
 	fake := filepath.Join(dir, "fake-baseline.json")
-	results.WriteFileAtomic(fake, &doc)
+	testenv.Must(t, results.WriteFileAtomic(fake, &doc))
 	r = runCounted(t, c, append(base, "--ramp", "250ms", "--cap", "riops=100000000,wiops=100000000", "--baseline", fake, "--out", filepath.Join(dir, "wrong.json"), "--format", "json")...)
 	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || r.code != 1 || v.Verdict != "fail" || v.Failed != 3 {
 		t.Errorf("wrong expectation: exit %d, %v\n%s", r.code, err, r.stdout)
@@ -241,7 +241,7 @@ func TestCapSignalsLeaveNoCgroup(t *testing.T) {
 		}
 		time.Sleep(700 * time.Millisecond)
 		cmd.Process.Signal(sig)
-		cmd.Wait()
+		_ = cmd.Wait() // the exit status is read from ProcessState
 		left := leftovers(c, cmd.Process.Pid)
 		if sig != syscall.SIGKILL {
 			if code := cmd.ProcessState.ExitCode(); code != 128+int(sig) {
@@ -306,7 +306,7 @@ func TestCapBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(pub)
-	os.Chmod(pub, 0o755)
+	testenv.Must(t, os.Chmod(pub, 0o755))
 	data, err := os.ReadFile(exe)
 	if err != nil {
 		t.Fatal(err)
@@ -339,7 +339,7 @@ func TestJoinExistingCgroupAndShow(t *testing.T) {
 		t.Fatal(r.stderr)
 	}
 	var st syscall.Stat_t
-	syscall.Stat(target, &st)
+	testenv.Must(t, syscall.Stat(target, &st))
 	dev := sysfs.DevNumFromDev(uint64(st.Dev)).String()
 	foreign := filepath.Join(c.Dir, fmt.Sprintf("someone-else-%d", os.Getpid()))
 	if err := os.Mkdir(foreign, 0o755); err != nil {
@@ -402,7 +402,7 @@ func TestThrottlePID(t *testing.T) {
 	}
 	capped := cgroupOf()
 	cmd.Process.Signal(syscall.SIGINT)
-	cmd.Wait()
+	_ = cmd.Wait() // the exit status is read from ProcessState
 	if !strings.HasPrefix(capped, "/"+cgroup.Parent+"/") {
 		t.Fatalf("pid %d never moved into a capped cgroup (in %q); %s", pid, capped, stderr.String())
 	}
@@ -430,7 +430,7 @@ func TestCapResumeKeepsTheCap(t *testing.T) {
 	}
 	time.Sleep(1500 * time.Millisecond)
 	cmd.Process.Signal(syscall.SIGINT)
-	cmd.Wait()
+	_ = cmd.Wait() // the exit status is read from ProcessState
 	doc, err := results.ReadDocumentFile(out)
 	if err != nil || doc.Cap == nil || len(doc.Results) >= 8 {
 		t.Fatalf("interrupted capped sweep: %v, cap %+v, %d results", err, doc.Cap, len(doc.Results))
@@ -463,7 +463,7 @@ func TestClosedStdoutRemovesCgroup(t *testing.T) {
 		t.Fatal(r.stderr)
 	}
 	profile := filepath.Join(dir, "one.yaml")
-	os.WriteFile(profile, []byte("name: one\npatterns:\n  - {block_size: 4k, read_pct: 100, queue_depth: 1}\n"), 0o644)
+	testenv.Must(t, os.WriteFile(profile, []byte("name: one\npatterns:\n  - {block_size: 4k, read_pct: 100, queue_depth: 1}\n"), 0o644))
 	short := []string{"--runtime", "200ms", "--ramp", "250ms", "--cap", "riops=2000"}
 	for _, args := range [][]string{
 		append([]string{"run", target}, short...),
@@ -498,7 +498,7 @@ func TestCapVerifyRefusesForeignBaseline(t *testing.T) {
 	dir := t.TempDir()
 	target := filepath.Join(dir, "b.dat")
 	profile := filepath.Join(dir, "one.yaml")
-	os.WriteFile(profile, []byte("name: one\npatterns:\n  - {block_size: 4k, read_pct: 100, queue_depth: 1}\n"), 0o644)
+	testenv.Must(t, os.WriteFile(profile, []byte("name: one\npatterns:\n  - {block_size: 4k, read_pct: 100, queue_depth: 1}\n"), 0o644))
 	good := results.NewDocument(results.TargetInfo{Path: target, Kind: "file", SizeBytes: 64 << 20},
 		results.Settings{Profile: "one", Engine: "uring", RuntimeNS: int64(time.Second), RampNS: int64(250 * time.Millisecond), SizeBytes: 64 << 20}, "")
 	good.Results = []results.Result{{Name: "rand-4k-r100-qd1", Total: results.Total{IOPS: 5000}}}
@@ -547,7 +547,7 @@ func TestCapVerifyInterrupted(t *testing.T) {
 		t.Fatal(r.stderr)
 	}
 	profile := filepath.Join(dir, "p.yaml")
-	os.WriteFile(profile, []byte("name: p\nmatrix:\n  - block_sizes: [4k]\n    read_pcts: [100, 0]\n    queue_depths: [1, 4]\n"), 0o644)
+	testenv.Must(t, os.WriteFile(profile, []byte("name: p\nmatrix:\n  - block_sizes: [4k]\n    read_pcts: [100, 0]\n    queue_depths: [1, 4]\n"), 0o644))
 	verify := func(out string, after time.Duration, extra ...string) (cmdResult, *results.Document) {
 		cmd := iomatrixCmd(t, append([]string{"cap", "verify", target, "--profile", profile, "--cap", "riops=2000,wiops=2000",
 			"--runtime", "300ms", "--ramp", "250ms", "--out", out}, extra...)...)
@@ -558,7 +558,7 @@ func TestCapVerifyInterrupted(t *testing.T) {
 		}
 		time.Sleep(after)
 		cmd.Process.Signal(syscall.SIGINT)
-		cmd.Wait()
+		_ = cmd.Wait() // the exit status is read from ProcessState
 		r := cmdResult{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
 		if l := leftovers(c, cmd.Process.Pid); len(l) > 0 {
 			t.Errorf("cgroups left: %v", l)
@@ -624,7 +624,7 @@ func TestJoinTakesTheLimitInForce(t *testing.T) {
 		t.Fatal(r.stderr)
 	}
 	var st syscall.Stat_t
-	syscall.Stat(target, &st)
+	testenv.Must(t, syscall.Stat(target, &st))
 	dev := sysfs.DevNumFromDev(uint64(st.Dev)).String()
 	parent := filepath.Join(c.Dir, fmt.Sprintf("someone-else-%d", os.Getpid()))
 	child := filepath.Join(parent, "app")
@@ -633,8 +633,8 @@ func TestJoinTakesTheLimitInForce(t *testing.T) {
 	}
 	defer os.Remove(parent)
 	defer os.Remove(child)
-	os.WriteFile(filepath.Join(parent, "blkio.throttle.read_iops_device"), []byte(dev+" 1000"), 0o644)
-	os.WriteFile(filepath.Join(child, "blkio.throttle.read_iops_device"), []byte(dev+" 3000"), 0o644)
+	testenv.Must(t, os.WriteFile(filepath.Join(parent, "blkio.throttle.read_iops_device"), []byte(dev+" 1000"), 0o644))
+	testenv.Must(t, os.WriteFile(filepath.Join(child, "blkio.throttle.read_iops_device"), []byte(dev+" 3000"), 0o644))
 	r := runIomatrix(t, iomatrixCmd(t, "run", target, "--cgroup", child, "--rw", "randread", "--qd", "4", "--runtime", "1s", "--ramp", "250ms", "--format", "json"))
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)

@@ -92,13 +92,15 @@ func runChild(ctx context.Context, in io.Reader, out io.Writer) error {
 	send := func(r childReply) {
 		mu.Lock()
 		defer mu.Unlock()
-		enc.Encode(r)
+		// A parent that is gone cannot be told; the next request read
+		// fails and ends the child.
+		_ = enc.Encode(r)
 	}
 	dec := json.NewDecoder(bufio.NewReader(in))
 	var t *iotest.Target
 	defer func() {
 		if t != nil {
-			t.Close()
+			_ = t.Close() // read-only use of the descriptor: nothing to flush
 		}
 	}()
 	for {
@@ -160,7 +162,7 @@ func openChildTarget(ctx context.Context, wt *childTarget) (*iotest.Target, erro
 		return nil, err
 	}
 	if err := t.LoadMetadata(); err != nil {
-		t.Close()
+		_ = t.Close()
 		return nil, err
 	}
 	return t, nil
@@ -214,12 +216,12 @@ func startChild(stderr io.Writer, target childTarget, place func(pid int) error,
 	}
 	w := &childRunner{cmd: cmd, in: in, dec: json.NewDecoder(bufio.NewReader(out))}
 	if err := json.NewEncoder(in).Encode(childRequest{Target: &target}); err != nil {
-		w.Close()
+		_ = w.Close() // the child never measured: its end says nothing more
 		return nil, fmt.Errorf("child: %w", err)
 	}
 	var r childReply
 	if err := w.dec.Decode(&r); err != nil || r.Ready == nil {
-		w.Close()
+		_ = w.Close() // the child never measured: its end says nothing more
 		if err == nil {
 			err = r.Err.err()
 		}
@@ -229,7 +231,7 @@ func startChild(stderr io.Writer, target childTarget, place func(pid int) error,
 		notice(fmt.Sprintf("the capped child could not lock its program in memory (%s): its page faults may be charged to the cgroup", r.Ready.LockError))
 	}
 	if err := place(cmd.Process.Pid); err != nil {
-		w.Close()
+		_ = w.Close() // the child never measured: its end says nothing more
 		return nil, err
 	}
 	return w, nil
@@ -266,16 +268,18 @@ func (w *childRunner) Run(ctx context.Context, p results.Pattern, o iotest.Optio
 	}
 }
 
-// Close ends the child and waits for it: only then can its cgroup go.
+// Close ends the child and waits for it: only then can its cgroup go. It
+// returns how the child ended (a child stopped by a signal says so).
 func (w *childRunner) Close() error {
 	w.in.Close()
 	exited := make(chan error, 1)
 	go func() { exited <- w.cmd.Wait() }()
+	var err error
 	select {
-	case <-exited:
+	case err = <-exited:
 	case <-time.After(5 * time.Second):
 		w.cmd.Process.Kill()
-		<-exited
+		err = <-exited
 	}
-	return nil
+	return err
 }

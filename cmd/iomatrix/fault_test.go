@@ -26,18 +26,18 @@ func fullDevice(t *testing.T) string {
 	if err := unix.Mount("tmpfs", mnt, "tmpfs", 0, "size=64M"); err != nil {
 		testenv.Require(t, false, "cannot mount tmpfs: "+err.Error())
 	}
-	t.Cleanup(func() { unix.Unmount(mnt, unix.MNT_DETACH) })
+	t.Cleanup(func() { testenv.Must(t, unix.Unmount(mnt, unix.MNT_DETACH)) })
 	backing := filepath.Join(mnt, "sparse.img")
 	if err := os.WriteFile(backing, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	os.Truncate(backing, 256<<20)
+	testenv.Must(t, os.Truncate(backing, 256<<20))
 	out, err := exec.Command(losetup, "-f", "--show", "--direct-io=on", backing).CombinedOutput()
 	if err != nil {
 		t.Fatalf("losetup: %v %s", err, out)
 	}
 	dev := strings.TrimSpace(string(out))
-	t.Cleanup(func() { exec.Command(losetup, "-d", dev).Run() })
+	t.Cleanup(func() { testenv.Must(t, exec.Command(losetup, "-d", dev).Run()) })
 	return dev
 }
 
@@ -112,11 +112,11 @@ func TestResultsDirTurnsReadOnly(t *testing.T) {
 		t.Fatal(r.stderr)
 	}
 	resdir := filepath.Join(dir, "results")
-	os.Mkdir(resdir, 0o755)
+	testenv.Must(t, os.Mkdir(resdir, 0o755))
 	if err := unix.Mount("tmpfs", resdir, "tmpfs", 0, "size=4M"); err != nil {
 		testenv.Require(t, false, "cannot mount tmpfs: "+err.Error())
 	}
-	defer unix.Unmount(resdir, unix.MNT_DETACH)
+	defer func() { testenv.Must(t, unix.Unmount(resdir, unix.MNT_DETACH)) }()
 	out := filepath.Join(resdir, "r.json")
 	cmd := iomatrixCmd(t, "sweep", target, "--profile", "quick", "--runtime", "200ms", "--ramp", "0s", "--out", out)
 	var stderr strings.Builder
@@ -129,7 +129,7 @@ func TestResultsDirTurnsReadOnly(t *testing.T) {
 		t.Fatalf("remount read-only: %v", err)
 	}
 	good, _ := os.ReadFile(out) // what is there once nothing can change it
-	cmd.Wait()
+	_ = cmd.Wait()              // the exit status is read from ProcessState
 	if code := cmd.ProcessState.ExitCode(); code != exitFailure {
 		t.Fatalf("exit %d, want 1: %s", code, stderr.String())
 	}
@@ -168,12 +168,12 @@ func TestTargetVanishes(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 		if how == "truncate" {
-			os.Truncate(target, 0)
+			testenv.Must(t, os.Truncate(target, 0))
 		} else {
 			os.Remove(target)
 		}
 		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
+		go func() { _ = cmd.Wait(); close(done) }() // the exit status is read from ProcessState
 		select {
 		case <-done:
 		case <-time.After(30 * time.Second):
@@ -232,21 +232,21 @@ func TestFaultsCappedAsUncapped(t *testing.T) {
 			target := laidOut("trunc.dat")
 			return append([]string{"run", target, "--rw", "randread", "--qd", "1"}, timing...), func() {
 				time.Sleep(800 * time.Millisecond)
-				os.Truncate(target, 0)
+				testenv.Must(t, os.Truncate(target, 0))
 			}
 		}},
 		{name: "read-only results directory", setup: func(t *testing.T) ([]string, func()) {
 			target := laidOut("ro.dat")
 			resdir := filepath.Join(dir, "results")
-			os.MkdirAll(resdir, 0o755)
+			testenv.Must(t, os.MkdirAll(resdir, 0o755))
 			if err := unix.Mount("tmpfs", resdir, "tmpfs", 0, "size=4M"); err != nil {
 				testenv.Require(t, false, "cannot mount tmpfs: "+err.Error())
 			}
-			t.Cleanup(func() { unix.Unmount(resdir, unix.MNT_DETACH) })
+			t.Cleanup(func() { testenv.Must(t, unix.Unmount(resdir, unix.MNT_DETACH)) })
 			args := []string{"sweep", target, "--profile", "quick", "--ramp", "250ms", "--runtime", "200ms", "--out", filepath.Join(resdir, "r.json")}
 			return args, func() {
 				time.Sleep(1500 * time.Millisecond)
-				unix.Mount("", resdir, "", unix.MS_REMOUNT|unix.MS_RDONLY, "")
+				testenv.Must(t, unix.Mount("", resdir, "", unix.MS_REMOUNT|unix.MS_RDONLY, ""))
 			}
 		}},
 	}
@@ -271,7 +271,7 @@ func TestFaultsCappedAsUncapped(t *testing.T) {
 				if during != nil {
 					during()
 				}
-				cmd.Wait()
+				_ = cmd.Wait() // the exit status is read from ProcessState
 				runs[i] = cmdResult{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
 				if l := leftovers(c, cmd.Process.Pid); len(l) > 0 {
 					t.Errorf("capped %v: cgroups left: %v", capped, l)

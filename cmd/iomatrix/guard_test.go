@@ -45,15 +45,15 @@ func TestDestructiveWriteGuard(t *testing.T) {
 	partMnt := testenv.MountExt4(t, part)
 	// A free loop device, and a symlink to it.
 	free, freeImg := testenv.LoopDevice(t, t.TempDir(), 16<<20)
-	os.WriteFile(freeImg, bytes.Repeat([]byte{0xAB}, 16<<20), 0o644)
+	testenv.Must(t, os.WriteFile(freeImg, bytes.Repeat([]byte{0xAB}, 16<<20), 0o644))
 	link := filepath.Join(dir, "link-to-loop")
-	os.Symlink(free, link)
+	testenv.Must(t, os.Symlink(free, link))
 	// A file iomatrix did not create.
 	foreign := filepath.Join(dir, "foreign.db")
-	os.WriteFile(foreign, bytes.Repeat([]byte("row;"), 1<<18), 0o644)
+	testenv.Must(t, os.WriteFile(foreign, bytes.Repeat([]byte("row;"), 1<<18), 0o644))
 	// A FIFO and a directory.
 	fifo := filepath.Join(dir, "fifo")
-	syscall.Mkfifo(fifo, 0o644)
+	testenv.Must(t, syscall.Mkfifo(fifo, 0o644))
 
 	cases := []struct {
 		name    string

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iomatrix/iomatrix/internal/testenv"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -32,7 +33,7 @@ func TestImportThenReportAndCompare(t *testing.T) {
 	}
 	// Bad input: not fio, not JSON, a missing file.
 	notJSON := filepath.Join(dir, "x.json")
-	os.WriteFile(notJSON, []byte("hello"), 0o644)
+	testenv.Must(t, os.WriteFile(notJSON, []byte("hello"), 0o644))
 	for _, args := range [][]string{
 		{"import", "../../report/testdata/capped.json"},
 		{"import", notJSON},

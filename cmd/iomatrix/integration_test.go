@@ -35,7 +35,7 @@ func TestBlockDeviceWriteNeedsAllowDestructive(t *testing.T) {
 	if err := os.WriteFile(backing, marker, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	os.Truncate(backing, 16<<20)
+	testenv.Must(t, os.Truncate(backing, 16<<20))
 	for _, rw := range []string{"randwrite", "write"} {
 		checkRefused(t, runInProcess("run", dev, "--rw", rw, "--runtime", "1s"), dev)
 	}
@@ -184,8 +184,8 @@ func TestInterruptExits130(t *testing.T) {
 	}
 	time.Sleep(700 * time.Millisecond)
 	cmd.Process.Signal(syscall.SIGINT)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }() // the exit status is read from ProcessState
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):

@@ -176,7 +176,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	}
 	if f := cmd.Flags().Lookup("format"); f != nil && f.Value.String() == "json" {
 		// Machine output stays machine-readable, errors included.
-		json.NewEncoder(stderr).Encode(map[string]any{"error": msg, "exit_status": code, "kind": exitKind(code)})
+		_ = json.NewEncoder(stderr).Encode(map[string]any{"error": msg, "exit_status": code, "kind": exitKind(code)}) // the exit status still says it
 		return code
 	}
 	fmt.Fprintf(stderr, "iomatrix: %s\n", msg)

@@ -20,9 +20,11 @@ func TestMain(m *testing.M) {
 	if os.Getenv("IOMATRIX_TEST_MAIN") == "1" {
 		os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	// Workers that in-process runs start re-execute this binary: make them
+	// Children that in-process runs start re-execute this binary: make them
 	// run main too.
-	os.Setenv("IOMATRIX_TEST_MAIN", "1")
+	if err := os.Setenv("IOMATRIX_TEST_MAIN", "1"); err != nil {
+		panic(err)
+	}
 	os.Exit(m.Run())
 }
 

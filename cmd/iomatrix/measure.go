@@ -90,10 +90,12 @@ func (s *session) startRunner(g *globalOptions, o *measureOptions, plan *iotest.
 }
 
 func (s *session) close(g *globalOptions) {
+	// How the child ended or the descriptor closed changes nothing now:
+	// every result is saved, and the cgroup goes next.
 	if s.r != nil {
-		s.r.Close()
+		_ = s.r.Close()
 	}
-	s.t.Close()
+	_ = s.t.Close()
 	s.cp.release(g)
 }
 

@@ -23,7 +23,7 @@ func readOnlyDir(t *testing.T, files map[string][]byte) string {
 	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1M"); err != nil {
 		testenv.Require(t, false, "cannot mount tmpfs: "+err.Error())
 	}
-	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	t.Cleanup(func() { testenv.Must(t, unix.Unmount(dir, unix.MNT_DETACH)) })
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			t.Fatal(err)

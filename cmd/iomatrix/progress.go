@@ -59,7 +59,7 @@ func (l *liveLine) pattern(p iotest.Progress, o iotest.Options) {
 	b = units.AppendThousands(b, p.IOPS, 0)
 	b = append(b, " IOPS"...)
 	l.buf = b
-	l.g.stderr.Write(b)
+	_, _ = l.g.stderr.Write(b) // progress only: a lost redraw is redrawn
 	l.drawn = true
 }
 

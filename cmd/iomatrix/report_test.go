@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iomatrix/iomatrix/internal/testenv"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -16,7 +17,7 @@ func TestReportBadInput(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, content string) string {
 		p := filepath.Join(dir, name)
-		os.WriteFile(p, []byte(content), 0o644)
+		testenv.Must(t, os.WriteFile(p, []byte(content), 0o644))
 		return p
 	}
 	notJSON := write("notjson.json", "iops: lots\n")

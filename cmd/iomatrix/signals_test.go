@@ -26,7 +26,7 @@ func TestSignalsAtRandomMoments(t *testing.T) {
 		t.Fatal(r.stderr)
 	}
 	profile := filepath.Join(dir, "p.yaml")
-	os.WriteFile(profile, []byte("name: sig\nmatrix:\n  - block_sizes: [4k]\n    read_pcts: [100, 50, 0]\n    queue_depths: [1, 8]\n"), 0o644)
+	testenv.Must(t, os.WriteFile(profile, []byte("name: sig\nmatrix:\n  - block_sizes: [4k]\n    read_pcts: [100, 50, 0]\n    queue_depths: [1, 8]\n"), 0o644))
 	seed := uint64(time.Now().UnixNano())
 	sigs := []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
 	commands := map[string]func(out string) []string{
@@ -54,7 +54,7 @@ func TestSignalsAtRandomMoments(t *testing.T) {
 				}
 				time.Sleep(time.Duration(150+rng.IntN(1000)) * time.Millisecond)
 				cmd.Process.Signal(sig)
-				cmd.Wait()
+				_ = cmd.Wait() // the exit status is read from ProcessState
 				code := cmd.ProcessState.ExitCode()
 				finishedFirst := code == 0
 				if !finishedFirst && code != 128+int(sig) {

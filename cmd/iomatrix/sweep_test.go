@@ -20,11 +20,11 @@ func TestSweepBadInput(t *testing.T) {
 	dir := t.TempDir()
 	target := filepath.Join(dir, "t.dat")
 	badYAML := filepath.Join(dir, "bad.yaml")
-	os.WriteFile(badYAML, []byte("name: x\npatterns:\n  - {block_size: 4k, read_pct: 50, queue_depth: 0}\n"), 0o644)
+	testenv.Must(t, os.WriteFile(badYAML, []byte("name: x\npatterns:\n  - {block_size: 4k, read_pct: 50, queue_depth: 0}\n"), 0o644))
 	notYAML := filepath.Join(dir, "broken.yaml")
-	os.WriteFile(notYAML, []byte("name: [\n"), 0o644)
+	testenv.Must(t, os.WriteFile(notYAML, []byte("name: [\n"), 0o644))
 	existing := filepath.Join(dir, "exists.json")
-	os.WriteFile(existing, []byte("{}"), 0o644)
+	testenv.Must(t, os.WriteFile(existing, []byte("{}"), 0o644))
 	base := []string{"sweep", target, "--size", "16MiB", "--runtime", "100ms", "--ramp", "0s"}
 	cases := []struct {
 		name    string
@@ -198,7 +198,7 @@ func TestSweepSurvivesSIGKILL(t *testing.T) {
 		}()
 		time.Sleep(time.Duration(300+trial*97) * time.Millisecond)
 		cmd.Process.Kill()
-		cmd.Wait()
+		_ = cmd.Wait() // the exit status is read from ProcessState
 		last := 0
 		for n := range lines {
 			last = n

@@ -60,12 +60,16 @@ func FUSELoop(t testing.TB, file fs.InodeEmbedder) (dev string) {
 	if err != nil {
 		Require(t, false, "cannot mount FUSE: "+err.Error())
 	}
-	t.Cleanup(func() { server.Unmount() })
+	t.Cleanup(func() {
+		if err := server.Unmount(); err != nil {
+			t.Logf("unmount FUSE at %s: %v", mnt, err)
+		}
+	})
 	out, err := exec.Command(losetup, "-f", "--show", "-r", filepath.Join(mnt, "disk.img")).CombinedOutput()
 	if err != nil {
 		t.Fatalf("losetup: %v %s", err, out)
 	}
 	dev = strings.TrimSpace(string(out))
-	t.Cleanup(func() { exec.Command(losetup, "-d", dev).Run() })
+	t.Cleanup(func() { detach(t, losetup, dev) })
 	return dev
 }

@@ -108,7 +108,7 @@ func attachLoop(t testing.TB, backing string, size int64, extra ...string) (dev 
 	out, err := exec.Command(losetup, append([]string{"-f", "--show", "--direct-io=on"}, append(extra, backing)...)...).CombinedOutput()
 	Require(t, err == nil, "losetup failed: "+strings.TrimSpace(string(out)))
 	dev = strings.TrimSpace(string(out))
-	t.Cleanup(func() { exec.Command(losetup, "-d", dev).Run() })
+	t.Cleanup(func() { detach(t, losetup, dev) })
 	return dev
 }
 
@@ -125,7 +125,11 @@ func MountExt4(t testing.TB, dev string, mkfsArgs ...string) (mnt string) {
 	if err := unix.Mount(dev, mnt, "ext4", 0, ""); err != nil {
 		t.Fatalf("mount %s: %v", dev, err)
 	}
-	t.Cleanup(func() { unix.Unmount(mnt, unix.MNT_DETACH) })
+	t.Cleanup(func() {
+		if err := unix.Unmount(mnt, unix.MNT_DETACH); err != nil {
+			t.Logf("unmount %s: %v", mnt, err)
+		}
+	})
 	return mnt
 }
 
@@ -167,8 +171,7 @@ func CgroupV2(t testing.TB, controller string) string {
 				t.Errorf("leave %s as found: disable %s: %v", mnt, controller, err)
 			}
 		}
-		unix.Flock(int(lock.Fd()), unix.LOCK_UN)
-		lock.Close()
+		lock.Close() // releases the lock
 	})
 	return mnt
 }
@@ -185,7 +188,7 @@ func RemoveCgroup(t testing.TB, mnt, dir string) {
 	}
 	if data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs")); err == nil {
 		for _, pid := range strings.Fields(string(data)) {
-			os.WriteFile(filepath.Join(mnt, "cgroup.procs"), []byte(pid), 0)
+			_ = os.WriteFile(filepath.Join(mnt, "cgroup.procs"), []byte(pid), 0) // the removal below says if it failed
 		}
 	}
 	for try := 0; try < 50; try++ {
@@ -196,4 +199,21 @@ func RemoveCgroup(t testing.TB, mnt, dir string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Errorf("leave the cgroup tree as found: %s cannot be removed", dir)
+}
+
+// detach detaches a loop device a test attached, saying so when it cannot
+// (a device left attached is found by the next test that counts them).
+func detach(t testing.TB, losetup, dev string) {
+	if out, err := exec.Command(losetup, "-d", dev).CombinedOutput(); err != nil {
+		t.Logf("detach %s: %v %s", dev, err, strings.TrimSpace(string(out)))
+	}
+}
+
+// Must fails the test on a setup step's error: a test whose setup failed
+// silently could pass without testing anything.
+func Must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
 }
