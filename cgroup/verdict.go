@@ -98,8 +98,14 @@ func Judge(l Limit, c Cell, tolerancePct float64) Verdict {
 		v.DeviationPct = deviation(c.MeasuredIOPS, capped)
 		v.RateOK = math.Abs(v.DeviationPct) <= tolerancePct
 		if !v.RateOK {
-			v.Reasons = append(v.Reasons, fmt.Sprintf("measured %.0f IOPS, the cap model expects %.0f (%+.1f %%, tolerance %g %%)",
-				c.MeasuredIOPS, capped, v.DeviationPct, tolerancePct))
+			reason := fmt.Sprintf("measured %.0f IOPS, the cap model expects %.0f (%+.1f %%, tolerance %g %%)",
+				c.MeasuredIOPS, capped, v.DeviationPct, tolerancePct)
+			if v.DeviationPct < 0 && c.UncappedIOPS > 0 {
+				// Below the model: the cap, or a device slower now than
+				// when its uncapped figure was measured.
+				reason += fmt.Sprintf("; the uncapped run measured %.0f", c.UncappedIOPS)
+			}
+			v.Reasons = append(v.Reasons, reason)
 		}
 	default:
 		// capped is min(model, uncapped): between 90 % and 100 % of the
