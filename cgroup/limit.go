@@ -197,15 +197,22 @@ func keyValues(fields []string, dst map[string]*uint64) error {
 // device, every key present, "max" for no limit
 // ("8:16 rbps=2097152 wbps=max riops=max wiops=120").
 func ParseIOMax(r io.Reader) (map[sysfs.DevNum]Limit, error) {
-	out := map[sysfs.DevNum]Limit{}
-	err := devLines(r, "io.max", func(dev sysfs.DevNum, rest []string) error {
-		l := Limit{Device: dev}
-		if err := keyValues(rest, map[string]*uint64{
-			"riops": &l.ReadIOPS, "wiops": &l.WriteIOPS, "rbps": &l.ReadBPS, "wbps": &l.WriteBPS,
-		}); err != nil {
+	return parseDevKeys(r, "io.max", func(dev sysfs.DevNum, l *Limit) map[string]*uint64 {
+		l.Device = dev
+		return map[string]*uint64{"riops": &l.ReadIOPS, "wiops": &l.WriteIOPS, "rbps": &l.ReadBPS, "wbps": &l.WriteBPS}
+	})
+}
+
+// parseDevKeys parses a file of one "MAJ:MIN key=value ..." line per
+// device into a T per device, fields naming where each key goes.
+func parseDevKeys[T any](r io.Reader, file string, fields func(sysfs.DevNum, *T) map[string]*uint64) (map[sysfs.DevNum]T, error) {
+	out := map[sysfs.DevNum]T{}
+	err := devLines(r, file, func(dev sysfs.DevNum, rest []string) error {
+		var v T
+		if err := keyValues(rest, fields(dev, &v)); err != nil {
 			return err
 		}
-		out[dev] = l
+		out[dev] = v
 		return nil
 	})
 	return out, err
@@ -234,18 +241,9 @@ type Counters struct {
 
 // parseIOStat parses v2 io.stat ("254:0 rbytes=1 wbytes=2 rios=3 wios=4 dbytes=0 dios=0").
 func parseIOStat(r io.Reader) (map[sysfs.DevNum]Counters, error) {
-	out := map[sysfs.DevNum]Counters{}
-	err := devLines(r, "io.stat", func(dev sysfs.DevNum, rest []string) error {
-		var c Counters
-		if err := keyValues(rest, map[string]*uint64{
-			"rios": &c.ReadIOs, "wios": &c.WriteIOs, "rbytes": &c.ReadBytes, "wbytes": &c.WriteBytes,
-		}); err != nil {
-			return err
-		}
-		out[dev] = c
-		return nil
+	return parseDevKeys(r, "io.stat", func(_ sysfs.DevNum, c *Counters) map[string]*uint64 {
+		return map[string]*uint64{"rios": &c.ReadIOs, "wios": &c.WriteIOs, "rbytes": &c.ReadBytes, "wbytes": &c.WriteBytes}
 	})
-	return out, err
 }
 
 // parseV1Serviced parses blkio.throttle.io_serviced or io_service_bytes

@@ -262,22 +262,16 @@ func (w *worker) runPsync(slotIndex int) error {
 	}
 }
 
-func pread(fd int, b []byte, off int64) (int, error) {
-	for {
-		n, err := unix.Pread(fd, b, off)
-		if err == unix.EINTR {
-			continue
-		}
-		return n, err
-	}
-}
+func pread(fd int, b []byte, off int64) (int, error) { return retryEINTR(unix.Pread, fd, b, off) }
 
-func pwrite(fd int, b []byte, off int64) (int, error) {
+func pwrite(fd int, b []byte, off int64) (int, error) { return retryEINTR(unix.Pwrite, fd, b, off) }
+
+// retryEINTR repeats a positioned read or write a signal interrupted.
+func retryEINTR(op func(int, []byte, int64) (int, error), fd int, b []byte, off int64) (int, error) {
 	for {
-		n, err := unix.Pwrite(fd, b, off)
-		if err == unix.EINTR {
-			continue
+		n, err := op(fd, b, off)
+		if err != unix.EINTR {
+			return n, err
 		}
-		return n, err
 	}
 }

@@ -319,12 +319,20 @@ func (p *parser) check(n *yaml.Node, pat results.Pattern) error {
 	return nil
 }
 
-func (p *parser) patterns(n *yaml.Node, prof *Profile) error {
+// list checks that n is a non-empty YAML list under key, of what.
+func (p *parser) list(n *yaml.Node, key, what string) error {
 	if n.Kind != yaml.SequenceNode {
-		return p.errf(n, "patterns", "want a list of patterns")
+		return p.errf(n, key, "want a list of %s", what)
 	}
 	if len(n.Content) == 0 {
-		return p.errf(n, "patterns", "empty list")
+		return p.errf(n, key, "empty list")
+	}
+	return nil
+}
+
+func (p *parser) patterns(n *yaml.Node, prof *Profile) error {
+	if err := p.list(n, "patterns", "patterns"); err != nil {
+		return err
 	}
 	for _, item := range n.Content {
 		pat := results.Pattern{Access: results.Random, Jobs: 1}
@@ -364,11 +372,8 @@ func (p *parser) patterns(n *yaml.Node, prof *Profile) error {
 }
 
 func (p *parser) matrices(n *yaml.Node, prof *Profile) error {
-	if n.Kind != yaml.SequenceNode {
-		return p.errf(n, "matrix", "want a list of matrices")
-	}
-	if len(n.Content) == 0 {
-		return p.errf(n, "matrix", "empty list")
+	if err := p.list(n, "matrix", "matrices"); err != nil {
+		return err
 	}
 	for _, m := range n.Content {
 		if err := p.matrix(m, prof); err != nil {
@@ -394,6 +399,21 @@ func (p *parser) axis(n *yaml.Node, field string, parse func(*yaml.Node) error) 
 	return nil
 }
 
+// intAxis parses a matrix axis of integers between lo and hi into vals,
+// noting in seen (when given) that the axis was there.
+func (p *parser) intAxis(key string, lo, hi int, vals *[]int, seen *bool) func(*yaml.Node) error {
+	return func(v *yaml.Node) error {
+		if seen != nil {
+			*seen = true
+		}
+		return p.axis(v, key, func(e *yaml.Node) error {
+			x, err := p.integer(e, key, lo, hi)
+			*vals = append(*vals, x)
+			return err
+		})
+	}
+}
+
 func (p *parser) matrix(n *yaml.Node, prof *Profile) error {
 	access := results.Random
 	var bss []int64
@@ -410,29 +430,11 @@ func (p *parser) matrix(n *yaml.Node, prof *Profile) error {
 				return err
 			})
 		},
-		"read_pcts": func(v *yaml.Node) error {
-			haveRead = true
-			return p.axis(v, "read_pcts", func(e *yaml.Node) error {
-				r, err := p.integer(e, "read_pcts", 0, 100)
-				reads = append(reads, r)
-				return err
-			})
-		},
-		"queue_depths": func(v *yaml.Node) error {
-			haveQD = true
-			return p.axis(v, "queue_depths", func(e *yaml.Node) error {
-				q, err := p.integer(e, "queue_depths", 1, iotest.MaxQueueDepth)
-				qds = append(qds, q)
-				return err
-			})
-		},
+		"read_pcts":    p.intAxis("read_pcts", 0, 100, &reads, &haveRead),
+		"queue_depths": p.intAxis("queue_depths", 1, iotest.MaxQueueDepth, &qds, &haveQD),
 		"jobs": func(v *yaml.Node) error {
 			jobs = nil
-			return p.axis(v, "jobs", func(e *yaml.Node) error {
-				j, err := p.integer(e, "jobs", 1, iotest.MaxJobs)
-				jobs = append(jobs, j)
-				return err
-			})
+			return p.intAxis("jobs", 1, iotest.MaxJobs, &jobs, nil)(v)
 		},
 	})
 	if err != nil {

@@ -70,6 +70,20 @@ func (c *cellLoop) run(ctx context.Context, todo []results.Pattern) (failed int,
 	return failed, nil
 }
 
+// finish tells whether every pattern was measured (the loop ended without
+// error or interruption) and, if so, marks the document finished and
+// saves it.
+func (c *cellLoop) finish(ctx context.Context, runErr error) (complete bool, err error) {
+	if runErr != nil || ctx.Err() != nil {
+		return false, nil
+	}
+	c.doc.FinishedAt = time.Now().UTC().Format(time.RFC3339)
+	if c.out == "" {
+		return true, nil
+	}
+	return true, results.WriteFileAtomic(c.out, c.doc)
+}
+
 // resolve checks what a sweep or cap verify will do before any I/O: the
 // target's plan, the cap's and the engine, which it records in setup.opts
 // (with the measured window aligned to the kernel's throttle under a cap).

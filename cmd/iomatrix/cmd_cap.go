@@ -138,12 +138,9 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 	loop := cellLoop{g: g, r: sess.r, opts: setup.opts, prog: newSweepProgress(g, len(setup.todo), 0, setup.opts), doc: doc, out: setup.out,
 		check: cellJudge(sess.capInfo, vs.tolerance, vs.baseline)}
 	_, runErr := loop.run(ctx, setup.todo)
-	complete := runErr == nil && ctx.Err() == nil
-	if complete {
-		doc.FinishedAt = time.Now().UTC().Format(time.RFC3339)
-		if err := results.WriteFileAtomic(setup.out, doc); err != nil {
-			return err
-		}
+	complete, err := loop.finish(ctx, runErr)
+	if err != nil {
+		return err
 	}
 	v, err := vs.printVerdict(g, o.Format, doc, complete)
 	switch {
@@ -275,14 +272,14 @@ func measureBaseline(ctx context.Context, g *globalOptions, setup *sweepSetup, t
 	// Saved after every cell, like the capped phase: an interruption keeps
 	// what was measured.
 	loop := cellLoop{g: g, r: localRunner{t}, opts: setup.opts, prog: newSweepProgress(g, len(setup.todo), 0, setup.opts), doc: bdoc, out: out}
-	if _, err := loop.run(ctx, setup.todo); err != nil {
+	_, runErr := loop.run(ctx, setup.todo)
+	if _, err := loop.finish(ctx, runErr); err != nil {
 		return nil, err
+	}
+	if runErr != nil {
+		return nil, runErr
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	bdoc.FinishedAt = time.Now().UTC().Format(time.RFC3339)
-	if err := results.WriteFileAtomic(out, bdoc); err != nil {
 		return nil, err
 	}
 	baseline := map[string]float64{}

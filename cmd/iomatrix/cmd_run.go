@@ -136,14 +136,11 @@ func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string)
 	if err != nil {
 		return err
 	}
-	sess, err := openSession(ctx, g, rs.cp, rs.plan)
+	sess, err := startSession(ctx, g, &o.measureOptions, rs.cp, rs.plan, rs.p.Writes())
 	if err != nil {
 		return err
 	}
 	defer sess.close(g)
-	if err := sess.startRunner(g, &o.measureOptions, rs.plan, rs.p.Writes()); err != nil {
-		return err
-	}
 	doc := results.NewDocument(sess.t.Info, results.Settings{
 		Profile: "run", Engine: rs.opts.Engine, RuntimeNS: int64(rs.opts.Runtime), RampNS: int64(rs.opts.Ramp),
 		SizeBytes: sess.t.Size, Seed: rs.opts.Seed,

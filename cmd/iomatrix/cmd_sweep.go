@@ -336,14 +336,11 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 		setup.opts.Runtime, setup.opts.Ramp)
 	fmt.Fprintf(g.stderr, "iomatrix: results: %s\n", setup.out)
 
-	sess, err := openSession(ctx, g, cp, plan)
+	sess, err := startSession(ctx, g, &o.measureOptions, cp, plan, anyWrites(setup.profile.Patterns))
 	if err != nil {
 		return err
 	}
 	defer sess.close(g)
-	if err := sess.startRunner(g, &o.measureOptions, plan, anyWrites(setup.profile.Patterns)); err != nil {
-		return err
-	}
 	doc, err := setup.startDocument(sess)
 	if err != nil {
 		return err
@@ -357,12 +354,9 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 	loop := cellLoop{g: g, r: sess.r, opts: setup.opts, prog: prog, doc: doc, out: setup.out, keepGoing: o.ContinueOnError}
 	failedCells, runErr := loop.run(ctx, setup.todo)
 
-	complete := runErr == nil && ctx.Err() == nil
-	if complete {
-		doc.FinishedAt = time.Now().UTC().Format(time.RFC3339)
-		if err := results.WriteFileAtomic(setup.out, doc); err != nil {
-			return err
-		}
+	complete, err := loop.finish(ctx, runErr)
+	if err != nil {
+		return err
 	}
 	if err := printSweep(g, o.Format, doc, setup.out, complete); err != nil {
 		return err

@@ -70,6 +70,20 @@ func openSession(ctx context.Context, g *globalOptions, cp *capPlan, plan *iotes
 	return &session{cp: cp, t: t}, nil
 }
 
+// startSession opens a session and starts what runs the patterns: for
+// the commands that measure under the cap from the first pattern on.
+func startSession(ctx context.Context, g *globalOptions, o *measureOptions, cp *capPlan, plan *iotest.Plan, writes bool) (*session, error) {
+	sess, err := openSession(ctx, g, cp, plan)
+	if err != nil {
+		return nil, err
+	}
+	if err := sess.startRunner(g, o, plan, writes); err != nil {
+		sess.close(g)
+		return nil, err
+	}
+	return sess, nil
+}
+
 // startRunner chooses what runs the patterns: this process, or, under a
 // cap, a child moved into the cgroup before its first I/O.
 func (s *session) startRunner(g *globalOptions, o *measureOptions, plan *iotest.Plan, writes bool) error {

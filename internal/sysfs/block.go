@@ -84,6 +84,17 @@ func (fs FS) BlockDevice(dev DevNum) (BlockDevice, error) {
 	return readBlockDevice(dir, dev)
 }
 
+// deviceDir is dev's sysfs directory, and whether dev is a partition.
+func (fs FS) deviceDir(dev DevNum) (dir string, partition bool, err error) {
+	if dir, err = fs.devDir(dev); err != nil {
+		return "", false, err
+	}
+	if partition, err = isPartitionDir(dir); err != nil {
+		return "", false, fmt.Errorf("block device %s: %w", dev, err)
+	}
+	return dir, partition, nil
+}
+
 func isPartitionDir(dir string) (bool, error) {
 	_, err := os.Stat(filepath.Join(dir, "partition"))
 	switch {
@@ -170,13 +181,9 @@ func ParseScheduler(s string) string {
 // (so vda10 follows vda9). A disk without partitions yields an empty slice;
 // a partition yields ErrNotWholeDisk.
 func (fs FS) Partitions(disk DevNum) ([]BlockDevice, error) {
-	dir, err := fs.devDir(disk)
+	dir, part, err := fs.deviceDir(disk)
 	if err != nil {
 		return nil, err
-	}
-	part, err := isPartitionDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("block device %s: %w", disk, err)
 	}
 	if part {
 		return nil, fmt.Errorf("partitions of %s: %w", disk, ErrNotWholeDisk)

@@ -3,7 +3,6 @@ package sysfs
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -90,14 +89,9 @@ func parseDiskstatsFields(fields []string) (DevNum, DiskStats, error) {
 // DiskStats returns the /proc/diskstats counters of one device or partition.
 func (fs FS) DiskStats(dev DevNum) (DiskStats, error) {
 	path := filepath.Join(fs.proc, "diskstats")
-	f, err := os.Open(path)
+	all, err := parseFile(path, ParseDiskstats)
 	if err != nil {
-		return DiskStats{}, err // an *os.PathError: it names the path
-	}
-	defer f.Close()
-	all, err := ParseDiskstats(f)
-	if err != nil {
-		return DiskStats{}, fmt.Errorf("%s: %w", path, err)
+		return DiskStats{}, err
 	}
 	st, ok := all[dev]
 	if !ok {

@@ -56,13 +56,9 @@ type inUseTarget struct {
 // withPartitions is dev and, when dev is a whole disk, each of its
 // partitions: writing the disk overwrites them too.
 func (fs FS) withPartitions(dev DevNum) ([]inUseTarget, error) {
-	dir, err := fs.devDir(dev)
+	dir, isPart, err := fs.deviceDir(dev)
 	if err != nil {
 		return nil, err
-	}
-	isPart, err := isPartitionDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("block device %s: %w", dev, err)
 	}
 	targets := []inUseTarget{{dev: dev, dir: dir}}
 	if isPart {
@@ -178,18 +174,12 @@ func ParseSwaps(r io.Reader) ([]SwapEntry, error) {
 // block devices. Swap files are left out: the filesystem holding them is
 // mounted, which InUse already reports.
 func (fs FS) swapDevices() ([]DevNum, error) {
-	path := filepath.Join(fs.proc, "swaps")
-	f, err := os.Open(path)
+	swaps, err := parseFile(filepath.Join(fs.proc, "swaps"), ParseSwaps)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, err // an *os.PathError: it names the path
-	}
-	defer f.Close()
-	swaps, err := ParseSwaps(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	var devs []DevNum
 	for _, s := range swaps {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -89,15 +88,5 @@ func parseMapsLine(line string) (Mapping, error) {
 
 // SelfMaps returns the mappings of the calling process.
 func (fs FS) SelfMaps() ([]Mapping, error) {
-	path := filepath.Join(fs.proc, "self", "maps")
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err // an *os.PathError: it names the path
-	}
-	defer f.Close()
-	maps, err := ParseMaps(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return maps, nil
+	return parseFile(filepath.Join(fs.proc, "self", "maps"), ParseMaps)
 }

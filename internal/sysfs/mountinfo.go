@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 )
@@ -63,15 +62,5 @@ func parseMountinfoLine(line string) (Mount, error) {
 // Mounts returns the mounts of this process's mount namespace; a device
 // mounted only inside another namespace (a container) does not appear.
 func (fs FS) Mounts() ([]Mount, error) {
-	path := filepath.Join(fs.proc, "self", "mountinfo")
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err // an *os.PathError: it names the path
-	}
-	defer f.Close()
-	mounts, err := ParseMountinfo(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return mounts, nil
+	return parseFile(filepath.Join(fs.proc, "self", "mountinfo"), ParseMountinfo)
 }

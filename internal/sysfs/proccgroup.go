@@ -48,17 +48,7 @@ func (fs FS) Cgroups(pid int) ([]CgroupEntry, error) {
 	if pid != 0 {
 		who = strconv.Itoa(pid)
 	}
-	path := filepath.Join(fs.proc, who, "cgroup")
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err // an *os.PathError names the file
-	}
-	defer f.Close()
-	entries, err := ParseProcCgroup(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return entries, nil
+	return parseFile(filepath.Join(fs.proc, who, "cgroup"), ParseProcCgroup)
 }
 
 // ProcessName is the command name of process pid (/proc/PID/comm), "" when

@@ -104,6 +104,22 @@ func ParseDevNum(s string) (DevNum, error) {
 
 // newLineScanner allows long lines because mountinfo options of overlay
 // mounts with many layers exceed bufio's 64 KiB default.
+// parseFile opens path and hands it to parse. An error of the open names
+// the file already (an *os.PathError); a parse error is given its name.
+func parseFile[T any](path string, parse func(io.Reader) (T, error)) (T, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	defer f.Close()
+	v, err := parse(f)
+	if err != nil {
+		return v, fmt.Errorf("%s: %w", path, err)
+	}
+	return v, nil
+}
+
 // parseLines applies parse to every line of r that is not blank; an error
 // names the file format (what) and the line.
 func parseLines[T any](r io.Reader, what string, parse func(line string) (T, error)) ([]T, error) {
