@@ -392,8 +392,14 @@ func (g *fioJobGroup) result(sameGroup []*fioJobGroup) (results.Result, string) 
 		return results.Result{}, fmt.Sprintf("ran concurrently with fio job %s in group %d (no stonewall): the IOPS are not this pattern's alone",
 			strings.Join(others, ", "), g.groupID)
 	}
+	// I/Os still in flight when a ramp_time ends complete after fio has
+	// reset its counters: their bytes are counted, the I/Os are not.
+	var rampCarry uint64
+	if strings.ContainsAny(g.opts["ramp_time"], "123456789") {
+		rampCarry = uint64(p.QueueDepth * threadsPerEntry)
+	}
 	for _, j := range g.entries {
-		if reason := fioCheckEntry(j, p); reason != "" {
+		if reason := fioCheckEntry(j, p, rampCarry); reason != "" {
 			return results.Result{}, reason
 		}
 	}
@@ -593,7 +599,9 @@ func fioPositiveInt(opts map[string]string, key string) (int, string) {
 // fioCheckEntry catches reports whose numbers contradict the options:
 // verify phases, or group_reporting over job sections that differ in
 // direction or block size (fio then shows the options of only one of them).
-func fioCheckEntry(j *fioJob, p results.Pattern) string {
+// Up to carry I/Os' worth of bytes beyond the I/Os counted are those of
+// the I/Os in flight at the end of a ramp.
+func fioCheckEntry(j *fioJob, p results.Pattern, carry uint64) string {
 	if j.Read == nil && j.Write == nil {
 		return "no read or write statistics"
 	}
@@ -613,7 +621,8 @@ func fioCheckEntry(j *fioJob, p results.Pattern) string {
 		if d.dir == nil || d.dir.ShortIOs > 0 || d.dir.TotalIOs == 0 {
 			continue
 		}
-		if d.dir.IOBytes != d.dir.TotalIOs*uint64(p.BlockSize) {
+		bs, counted := uint64(p.BlockSize), d.dir.TotalIOs*uint64(p.BlockSize)
+		if extra := d.dir.IOBytes - counted; d.dir.IOBytes < counted || extra%bs != 0 || extra/bs > carry {
 			verb := "do"
 			if d.dir.TotalIOs == 1 {
 				verb = "does"

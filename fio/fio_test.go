@@ -656,7 +656,7 @@ func TestFioCheckEntryPlurals(t *testing.T) {
 		{fioJob{Read: &fioDir{TotalIOs: 1, IOBytes: 512}}, reads, "1 read of 512 bytes does not match bs=4096"},
 		{fioJob{Read: &fioDir{TotalIOs: 2, IOBytes: 512}}, reads, "2 reads of 512 bytes do not match bs=4096"},
 	} {
-		if got := fioCheckEntry(&c.job, c.pattern); got != c.want {
+		if got := fioCheckEntry(&c.job, c.pattern, 0); got != c.want {
 			t.Errorf("%q, want %q", got, c.want)
 		}
 	}
