@@ -111,6 +111,7 @@ io_uring engine (or a pread/pwrite fallback).
 	root.AddCommand(newReportCommand(g))
 	root.AddCommand(newCompareCommand(g))
 	root.AddCommand(newImportCommand(g))
+	root.AddCommand(newCrosscheckCommand(g))
 	root.AddCommand(newChildCommand(g))
 	root.AddCommand(newCapCommand(g))
 	root.AddCommand(newThrottleCommand(g))

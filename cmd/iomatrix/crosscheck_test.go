@@ -1,0 +1,563 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/iomatrix/iomatrix/fio"
+	"github.com/iomatrix/iomatrix/internal/testenv"
+	"github.com/iomatrix/iomatrix/internal/units"
+	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
+)
+
+func TestParseCrossPattern(t *testing.T) {
+	rand := func(bs int64, read, qd, jobs int) results.Pattern {
+		return results.Pattern{Access: results.Random, BlockSize: bs, ReadPct: read, QueueDepth: qd, Jobs: jobs}
+	}
+	for _, c := range []struct {
+		spec string
+		rw   string
+		want results.Pattern
+	}{
+		{"randread:4k:1", "randread", rand(4096, 100, 1, 1)},
+		{"randwrite:4k:32", "randwrite", rand(4096, 0, 32, 1)},
+		{"randrw:16k:8", "randrw", rand(16384, 50, 8, 1)},
+		{"randrw:16k:8:70", "randrw", rand(16384, 70, 8, 1)},
+		{"randrw:8k:4:0:2", "randrw", rand(8192, 0, 4, 2)},
+		{"randread:4k:32::4", "randread", rand(4096, 100, 32, 4)},
+		{"randread:4096:2", "randread", rand(4096, 100, 2, 1)},
+		{"read:1m:2", "read", results.Pattern{Access: results.Sequential, BlockSize: 1 << 20, ReadPct: 100, QueueDepth: 2, Jobs: 1}},
+		{"write:128k:1", "write", results.Pattern{Access: results.Sequential, BlockSize: 128 << 10, ReadPct: 0, QueueDepth: 1, Jobs: 1}},
+	} {
+		cp, err := parseCrossPattern(c.spec)
+		if err != nil || cp.RW != c.rw || cp.Pattern != c.want || cp.Spec != c.spec {
+			t.Errorf("%s: %+v, %v; want %s %+v", c.spec, cp, err, c.rw, c.want)
+		}
+	}
+	for _, c := range []struct {
+		spec, says string
+	}{
+		{"randread:4k", "want RW:BS:QD[:RWMIX[:JOBS]]"},
+		{"randread:4k:1:50:1:9", "want RW:BS:QD[:RWMIX[:JOBS]]"},
+		{"randread:4k:", "QD is missing"},
+		{"randread:4k:x", `QD "x" is not a whole number`},
+		{"randrw:4k:1:half", `RWMIX "half" is not a whole number`},
+		{"randread:4k:1::two", `JOBS "two" is not a whole number`},
+		{"trim:4k:1", "RW:"},
+		{"randread:4q:1", "BS:"},
+		{"randread:3000:1", "BS: 3000 bytes is not a multiple of 512"},
+		{"randread:4k:0", "QD: 0 is outside 1..256"},
+		{"randread:4k:257", "QD:"},
+		{"randread:4k:1::0", "JOBS:"},
+		{"randrw:4k:1:101", "RWMIX:"},
+		{"randread:4k:1:70", "RWMIX: only applies to RW randrw"},
+	} {
+		_, err := parseCrossPattern(c.spec)
+		if err == nil || exitCode(err) != exitUsage || !strings.Contains(err.Error(), `--pattern "`+c.spec+`": `+c.says) {
+			t.Errorf("%s: %v, want a usage error saying %q", c.spec, err, c.says)
+		}
+	}
+	pats, err := parseCrossPatterns(nil)
+	if err != nil || len(pats) != 4 || pats[3].Spec != "randrw:16k:8:50" {
+		t.Errorf("default set %+v, %v", pats, err)
+	}
+	if _, err := parseCrossPatterns([]string{"randread:4k:1", "randread:4096:1"}); err == nil || !strings.Contains(err.Error(), "same pattern") {
+		t.Errorf("the same pattern twice: %v", err)
+	}
+}
+
+func TestParseFioExtra(t *testing.T) {
+	got, err := parseFioExtra("  --registerfiles=1\t--fixedbufs=1 \n --hipri ")
+	if err != nil || !slices.Equal(got, []string{"--registerfiles=1", "--fixedbufs=1", "--hipri"}) {
+		t.Errorf("got %q, %v", got, err)
+	}
+	for _, bad := range []string{"--size=1g", "--filename=/dev/sdb", "--ioengine=libaio", "--iodepth=4", "--runtime", "--output-format=normal", "jobfile.fio", "-x"} {
+		if _, err := parseFioExtra(bad); err == nil || exitCode(err) != exitUsage || !strings.Contains(err.Error(), "--fio-extra: ") {
+			t.Errorf("%s: %v, want a usage error naming --fio-extra", bad, err)
+		}
+	}
+}
+
+// The extent is given to fio in bytes, computed by iomatrix's size rules:
+// "4GB" is 4 GiB for both tools.
+func TestCrossSizeBytes(t *testing.T) {
+	dir := t.TempDir()
+	existing := filepath.Join(dir, "there.dat")
+	if err := os.WriteFile(existing, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		size   string
+		target string
+		want   int64
+	}{
+		{"4GB", existing, 4 << 30},
+		{"4GiB", existing, 4 << 30},
+		{"64m", existing, 64 << 20},
+		{"", filepath.Join(dir, "new.dat"), 4 << 30}, // a new file's default
+		{"", existing, 0},                            // its layout rules decide
+	} {
+		o := crosscheckOptions{Size: c.size, sizeSet: c.size != ""}
+		if got, err := o.sizeBytes(c.target); err != nil || got != c.want {
+			t.Errorf("--size %q on %s: %d, %v; want %d", c.size, filepath.Base(c.target), got, err, c.want)
+		}
+	}
+	if _, err := (&crosscheckOptions{Size: "lots", sizeSet: true}).sizeBytes(existing); err == nil || exitCode(err) != exitUsage || !strings.HasPrefix(err.Error(), "--size: ") {
+		t.Errorf("--size lots: %v", err)
+	}
+}
+
+func TestCrossArgv(t *testing.T) {
+	randrw, _ := parseCrossPattern("randrw:16k:8:70:2")
+	randread, _ := parseCrossPattern("randread:4k:32")
+	c := &crosscheck{
+		fio: "/usr/bin/fio", exe: "/bin/iomatrix", target: "/mnt/a:b/iomatrix.dat", size: 4 << 30, sizeArg: true,
+		engine: iotest.EngineUring, runtime: 10 * time.Second, ramp: 1500 * time.Millisecond,
+		fioExtra: []string{"--registerfiles=1"},
+	}
+	check := func(what string, argv []string, want string) {
+		t.Helper()
+		if got := strings.Join(argv, " "); got != want {
+			t.Errorf("%s:\n got %s\nwant %s", what, got, want)
+		}
+	}
+	check("uring fio", c.fioArgv(randrw), "/usr/bin/fio --name=rand-16k-r70-qd8-j2 --filename=/mnt/a\\:b/iomatrix.dat --size=4294967296 "+
+		"--direct=1 --ioengine=io_uring --rw=randrw --bs=16384 --rwmixread=70 --iodepth=8 --numjobs=2 --group_reporting --time_based "+
+		"--runtime=10s --ramp_time=1500ms --randrepeat=0 --norandommap --output-format=json --registerfiles=1")
+	check("uring iomatrix", c.iomatrixArgv(randrw), "/bin/iomatrix run /mnt/a:b/iomatrix.dat --rw randrw --bs 16384 --rwmix 70 "+
+		"--qd 8 --jobs 2 --runtime 10s --ramp 1.5s --engine uring --format json --size 4294967296")
+
+	// psync: one I/O in flight per fio job, so QD becomes jobs; iomatrix
+	// keeps QD and JOBS. A file read in place gets no --size from
+	// iomatrix (its size is the file's), only from fio.
+	c.engine, c.sizeArg, c.allowDestructive, c.fioExtra, c.ramp = iotest.EnginePsync, false, true, nil, 0
+	c.target = "/dev/vdb"
+	check("psync fio", c.fioArgv(randrw), "/usr/bin/fio --name=rand-16k-r70-qd8-j2 --filename=/dev/vdb --size=4294967296 "+
+		"--direct=1 --ioengine=psync --rw=randrw --bs=16384 --rwmixread=70 --iodepth=1 --numjobs=16 --group_reporting --time_based "+
+		"--runtime=10s --ramp_time=0s --randrepeat=0 --norandommap --output-format=json")
+	check("psync iomatrix", c.iomatrixArgv(randrw), "/bin/iomatrix run /dev/vdb --rw randrw --bs 16384 --rwmix 70 "+
+		"--qd 8 --jobs 2 --runtime 10s --ramp 0s --engine psync --format json --allow-destructive")
+	for _, argv := range [][]string{c.fioArgv(randread), c.iomatrixArgv(randread)} {
+		if strings.Contains(strings.Join(argv, " "), "rwmix") {
+			t.Errorf("randread given a mix: %q", argv)
+		}
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, c := range []struct {
+		in   []float64
+		want *float64
+	}{
+		{nil, nil},
+		{[]float64{3}, ptr(3)},
+		{[]float64{3, 1, 2}, ptr(2)},
+		{[]float64{4, 1, 3, 2}, ptr(2.5)},
+	} {
+		got := median(c.in)
+		if (got == nil) != (c.want == nil) || got != nil && *got != *c.want {
+			t.Errorf("median(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+}
+
+// fioFixturePath is a recorded fio report of the fio package's tests.
+func fioFixturePath(t *testing.T, name string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "..", "fio", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// fixtureTotal is what the import code reads from a recorded fio report.
+func fixtureTotal(t *testing.T, name string) results.Total {
+	t.Helper()
+	data, err := os.ReadFile(fioFixturePath(t, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _, err := fio.Import(name, bytes.NewReader(data))
+	if err != nil || len(doc.Results) != 1 {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return doc.Results[0].Total
+}
+
+// compare alternates the tools, fio first, and computes each pair's
+// ratio, the CPU per million I/Os and the medians from what the runs
+// report; a failed run is n/a and the comparison goes on.
+func TestCrossCompare(t *testing.T) {
+	fixture, err := os.ReadFile(fioFixturePath(t, "randread.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fioTotal := fixtureTotal(t, "randread.json")
+	cp, _ := parseCrossPattern("randread:4k:16")
+	iomIOPS := []float64{30000, 50000, 40000}
+	var calls []string
+	fioRuns, iomRuns := 0, 0
+	run := func(_ context.Context, argv []string) processRun {
+		calls = append(calls, argv[0])
+		if argv[0] == "fio" {
+			if fioRuns++; fioRuns == 3 {
+				return processRun{stderr: []byte("fio: something broke\n"), err: errors.New("exit status 1"), cpu: time.Second}
+			}
+			return processRun{stdout: fixture, cpu: 2 * time.Second}
+		}
+		doc := results.NewDocument(results.TargetInfo{}, results.Settings{}, "")
+		doc.Results = append(doc.Results, results.Result{Total: results.Total{IOPS: iomIOPS[iomRuns%3], IOs: 500000}})
+		iomRuns++
+		out, _ := json.Marshal(doc)
+		return processRun{stdout: out, cpu: time.Second}
+	}
+	var stderr bytes.Buffer
+	c := &crosscheck{fio: "fio", exe: "iomatrix", target: "/t", size: 1 << 20, sizeArg: true, engine: iotest.EngineUring,
+		runtime: time.Second, patterns: []crossPattern{cp}, run: run, stderr: &stderr, live: newLiveLine(&globalOptions{stderr: io.Discard})}
+	c.doc = c.newDocument(3)
+	var table bytes.Buffer
+	if err := c.compare(context.Background(), 3, newCrossText(&table, c.patterns)); err != nil {
+		t.Fatal(err)
+	}
+	c.finish(true)
+	if want := []string{"fio", "iomatrix", "fio", "iomatrix", "fio", "iomatrix"}; !slices.Equal(calls, want) {
+		t.Errorf("runs %v, want %v", calls, want)
+	}
+	res := c.doc.Patterns[0]
+	if len(res.Pairs) != 3 || c.doc.FailedRuns != 1 {
+		t.Fatalf("%d pairs, %d failed runs", len(res.Pairs), c.doc.FailedRuns)
+	}
+	fioCPU := 2 / (float64(fioTotal.IOs) / 1e6)
+	for k, p := range res.Pairs[:2] {
+		if *p.Fio.IOPS != fioTotal.IOPS || p.Fio.IOs != fioTotal.IOs || *p.Iomatrix.IOPS != iomIOPS[k] {
+			t.Errorf("pair %d: %+v", k+1, p)
+		}
+		if !closeTo(*p.Ratio, iomIOPS[k]/fioTotal.IOPS) || !closeTo(*p.Fio.CPUSecondsPerMio, fioCPU) || !closeTo(*p.Iomatrix.CPUSecondsPerMio, 2) {
+			t.Errorf("pair %d: ratio %v, cpu-s/Mio %v %v", k+1, *p.Ratio, *p.Fio.CPUSecondsPerMio, *p.Iomatrix.CPUSecondsPerMio)
+		}
+	}
+	failed := res.Pairs[2]
+	if failed.Fio.IOPS != nil || failed.Ratio != nil || !strings.Contains(failed.Fio.Error, "fio: something broke") || failed.Iomatrix.IOPS == nil {
+		t.Errorf("failed pair %+v", failed)
+	}
+	if !strings.Contains(stderr.String(), "rand-4k-r100-qd16 pair 3: fio failed: exit status 1: fio: something broke") {
+		t.Errorf("stderr %q", stderr.String())
+	}
+	m := res.Median
+	if !closeTo(*m.Ratio, (iomIOPS[0]+iomIOPS[1])/2/fioTotal.IOPS) || *m.IomatrixIOPS != 40000 || *m.FioIOPS != fioTotal.IOPS {
+		t.Errorf("median %+v", m)
+	}
+	lines := strings.Split(strings.TrimSpace(table.String()), "\n")
+	wantRows := []string{
+		fmt.Sprintf("rand-4k-r100-qd16 1 %s 30,000 %.3f %.3f 2.000", units.Thousands(fioTotal.IOPS, 0), 30000/fioTotal.IOPS, fioCPU),
+		"rand-4k-r100-qd16 3 n/a 40,000 n/a n/a 2.000",
+		fmt.Sprintf("rand-4k-r100-qd16 median %s 40,000 %.3f %.3f 2.000", units.Thousands(fioTotal.IOPS, 0), *m.Ratio, fioCPU),
+	}
+	for _, want := range wantRows {
+		if !slices.ContainsFunc(lines, func(l string) bool { return strings.Join(strings.Fields(l), " ") == want }) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
+	}
+}
+
+func closeTo(got, want float64) bool { return math.Abs(got-want) <= 1e-9*math.Abs(want) }
+
+func TestCrosscheckBadInput(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "t.dat")
+	for _, c := range []struct {
+		name  string
+		args  []string
+		names string
+	}{
+		{"pairs 0", []string{"--pairs", "0"}, "--pairs"},
+		{"runtime 0", []string{"--runtime", "0"}, "--runtime"},
+		{"ramp finer than fio's", []string{"--ramp", "1500us"}, "--ramp"},
+		{"engine libaio", []string{"--engine", "libaio"}, "--engine"},
+		{"engine auto", []string{"--engine", "auto"}, "--engine"},
+		{"format", []string{"--format", "yaml"}, "--format"},
+		{"pattern", []string{"--pattern", "randread:4k:0"}, `--pattern "randread:4k:0": QD`},
+		{"size", []string{"--size", "lots"}, "--size"},
+		{"fio-extra sets the extent", []string{"--fio-extra", "--size=4g"}, "--fio-extra"},
+		{"keep without parent", []string{"--keep", filepath.Join(dir, "no", "such")}, "--keep"},
+		{"too many args", []string{target}, "at most 1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			checkRefused(t, runInProcess(append([]string{"crosscheck", target}, c.args...)...), c.names)
+			if _, err := os.Stat(target); !os.IsNotExist(err) {
+				t.Fatalf("%s was created", target)
+			}
+		})
+	}
+	t.Run("no fio", func(t *testing.T) {
+		t.Setenv("PATH", t.TempDir())
+		r := runInProcess("crosscheck", target)
+		checkRefused(t, r, "")
+		if want := "iomatrix: fio not found on PATH: install it (e.g. apt-get install fio)\n"; r.stderr != want {
+			t.Errorf("stderr %q, want %q", r.stderr, want)
+		}
+	})
+	t.Run("writes to a file iomatrix did not create", func(t *testing.T) {
+		t.Setenv("PATH", fakeFioDir(t)+string(os.PathListSeparator)+os.Getenv("PATH"))
+		theirs := filepath.Join(dir, "theirs.dat")
+		if err := os.WriteFile(theirs, make([]byte, 1<<20), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		checkRefused(t, runInProcess("crosscheck", theirs, "--pattern", "randwrite:4k:1"), "--force")
+	})
+}
+
+// fakeFio is a stand-in for fio: it checks that it is given the target and
+// the exact extent, records its command line and the number of iomatrix
+// runs kept so far (to show the alternation), and prints a recorded fio
+// report of the pattern asked for. With FAKE_FIO_BEAT it writes its
+// process group to $FAKE_FIO_BEAT.pgid instead and waits for a child that
+// rewrites $FAKE_FIO_BEAT every 50 ms: a fio with a job process to stop.
+const fakeFio = `#!/bin/sh
+case "$1" in --version) echo fio-3.33; exit 0 ;; esac
+rw= parse=
+for a in "$@"; do
+	case "$a" in
+	--parse-only) parse=1 ;;
+	--rw=*) rw=${a#--rw=} ;;
+	--filename=*) [ "${a#--filename=}" = "$FAKE_FIO_FILENAME" ] || { echo "fake fio: $a, want --filename=$FAKE_FIO_FILENAME" >&2; exit 3; } ;;
+	--size=*) [ "${a#--size=}" = "$FAKE_FIO_SIZE" ] || { echo "fake fio: $a, want --size=$FAKE_FIO_SIZE" >&2; exit 3; } ;;
+	esac
+done
+[ -n "$parse" ] && exit 0
+echo "$(ls "$FAKE_FIO_KEEP" | grep -c 'iomatrix\.json$') $*" >> "$FAKE_FIO_LOG"
+if [ -n "$FAKE_FIO_BEAT" ]; then
+	echo $$ > "$FAKE_FIO_BEAT.pgid"
+	(while :; do date +%s%N > "$FAKE_FIO_BEAT"; sleep 0.05; done) &
+	wait
+	exit 1
+fi
+case "$rw" in
+randrw) cat "$FAKE_FIO_FIXTURES/randrw70.json" ;;
+*) cat "$FAKE_FIO_FIXTURES/$rw.json" ;;
+esac
+`
+
+// fakeFioDir returns a directory that holds fakeFio as "fio".
+func fakeFioDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "fio"), []byte(fakeFio), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// fakeFioEnv is the environment of a crosscheck that finds fakeFio first
+// on PATH, for target at size bytes, keeping its runs in keep.
+func fakeFioEnv(t *testing.T, target string, size int64, keep string) (env []string, log string) {
+	log = filepath.Join(t.TempDir(), "fio.log")
+	return append(os.Environ(), "PATH="+fakeFioDir(t)+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"FAKE_FIO_FILENAME="+target, "FAKE_FIO_SIZE="+strconv.FormatInt(size, 10), "FAKE_FIO_KEEP="+keep,
+		"FAKE_FIO_LOG="+log, "FAKE_FIO_FIXTURES="+filepath.Dir(fioFixturePath(t, "randread.json"))), log
+}
+
+// End to end with a stand-in fio: the real iomatrix runs, alternating with
+// fio's recorded reports, and the ratios are those of the two.
+func TestCrosscheckFakeFio(t *testing.T) {
+	testenv.Root(t)
+	dir := t.TempDir()
+	target := filepath.Join(dir, "t.dat")
+	keep := filepath.Join(dir, "keep")
+	env, log := fakeFioEnv(t, target, 64<<20, keep)
+	cmd := iomatrixCmd(t, "crosscheck", target, "--size", "64MiB", "--pairs", "2", "--runtime", "1s", "--ramp", "0s",
+		"--pattern", "randread:4k:16", "--pattern", "randrw:8k:16:70", "--format", "json", "--keep", keep)
+	cmd.Env = env
+	r := runIomatrix(t, cmd)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var doc crossDocument
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatalf("stdout: %v\n%s", err, r.stdout)
+	}
+	if !doc.Complete || doc.FailedRuns != 0 || doc.Target.SizeBytes != 64<<20 || doc.Fio.Version != "fio-3.33" || len(doc.Patterns) != 2 {
+		t.Fatalf("document %+v", doc)
+	}
+	logged, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := strings.Split(strings.TrimSpace(string(logged)), "\n")
+	if len(runs) != 4 {
+		t.Fatalf("fio ran %d times, want 4:\n%s", len(runs), logged)
+	}
+	for i, res := range doc.Patterns {
+		fixture := map[string]string{"rand-4k-r100-qd16": "randread.json", "rand-8k-r70-qd16": "randrw70.json"}[res.Name]
+		fioTotal := fixtureTotal(t, fixture)
+		var ratios []float64
+		for k, p := range res.Pairs {
+			// Before fio's k-th run of pattern i, the iomatrix runs of the
+			// earlier pairs had ended, and no more.
+			want := fmt.Sprintf("%d %s", i*2+k, strings.Join(res.FioCommand[1:], " "))
+			if got := runs[i*2+k]; got != want {
+				t.Errorf("fio run %d:\n got %s\nwant %s", i*2+k+1, got, want)
+			}
+			kept, err := results.ReadDocumentFile(filepath.Join(keep, p.Iomatrix.Raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			iops := kept.Results[0].Total.IOPS
+			if *p.Fio.IOPS != fioTotal.IOPS || *p.Iomatrix.IOPS != iops || iops <= 0 || !closeTo(*p.Ratio, iops/fioTotal.IOPS) {
+				t.Errorf("%s pair %d: fio %v iomatrix %v ratio %v; want %v, %v", res.Name, k+1, *p.Fio.IOPS, *p.Iomatrix.IOPS, *p.Ratio, fioTotal.IOPS, iops)
+			}
+			if p.Fio.CPUSecondsPerMio == nil || p.Iomatrix.CPUSecondsPerMio == nil || *p.Iomatrix.CPUSecondsPerMio <= 0 {
+				t.Errorf("%s pair %d: no CPU figures: %+v", res.Name, k+1, p)
+			}
+			ratios = append(ratios, iops/fioTotal.IOPS)
+		}
+		if !closeTo(*res.Median.Ratio, *median(ratios)) {
+			t.Errorf("%s: median ratio %v, want %v", res.Name, *res.Median.Ratio, *median(ratios))
+		}
+	}
+	for _, arg := range []string{"--filename=" + target, "--size=67108864", "--direct=1", "--ioengine=io_uring", "--iodepth=16", "--numjobs=1",
+		"--bs=4096", "--runtime=1s", "--ramp_time=0s", "--output-format=json"} {
+		if !slices.Contains(doc.Patterns[0].FioCommand, arg) {
+			t.Errorf("fio command %q lacks %s", doc.Patterns[0].FioCommand, arg)
+		}
+	}
+	if !slices.Contains(doc.Patterns[1].FioCommand, "--rwmixread=70") {
+		t.Errorf("fio command %q lacks the mix", doc.Patterns[1].FioCommand)
+	}
+
+	// The table shows the same figures: the recorded fio IOPS, iomatrix's
+	// own, and their ratio.
+	keep = filepath.Join(dir, "keep-text")
+	env, _ = fakeFioEnv(t, target, 64<<20, keep)
+	cmd = iomatrixCmd(t, "crosscheck", target, "--pairs", "2", "--runtime", "1s", "--ramp", "0s", "--pattern", "randread:4k:16", "--keep", keep)
+	cmd.Env = env
+	r = runIomatrix(t, cmd)
+	if r.code != 0 {
+		t.Fatalf("text: exit %d: %s", r.code, r.stderr)
+	}
+	fioIOPS := fixtureTotal(t, "randread.json").IOPS
+	var ratios []float64
+	for k := 1; k <= 2; k++ {
+		kept, err := results.ReadDocumentFile(filepath.Join(keep, fmt.Sprintf("p01-rand-4k-r100-qd16.pair%d.iomatrix.json", k)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		iops := kept.Results[0].Total.IOPS
+		ratios = append(ratios, iops/fioIOPS)
+		want := fmt.Sprintf("rand-4k-r100-qd16 %d %s %s %.3f", k, units.Thousands(fioIOPS, 0), units.Thousands(iops, 0), iops/fioIOPS)
+		if !hasRowPrefix(r.stdout, want) {
+			t.Errorf("table lacks a row %q:\n%s", want, r.stdout)
+		}
+	}
+	if want := fmt.Sprintf("rand-4k-r100-qd16 median %s", units.Thousands(fioIOPS, 0)); !hasRowPrefix(r.stdout, want) ||
+		!strings.Contains(r.stdout, fmt.Sprintf(" %.3f ", *median(ratios))) {
+		t.Errorf("table lacks the median row %q, ratio %.3f:\n%s", want, *median(ratios), r.stdout)
+	}
+	if !strings.Contains(r.stdout, "64MiB = 67,108,864 bytes for both tools") {
+		t.Errorf("header does not give the extent:\n%s", r.stdout)
+	}
+}
+
+// hasRowPrefix reports whether a line of table starts with the fields of
+// want, whatever the spacing.
+func hasRowPrefix(table, want string) bool {
+	for _, l := range strings.Split(table, "\n") {
+		if strings.HasPrefix(strings.Join(strings.Fields(l), " ")+" ", want+" ") {
+			return true
+		}
+	}
+	return false
+}
+
+// SIGINT stops a running fio and everything it started, and crosscheck
+// exits 130.
+func TestCrosscheckInterruptStopsFio(t *testing.T) {
+	testenv.Root(t)
+	dir := t.TempDir()
+	target := filepath.Join(dir, "t.dat")
+	env, _ := fakeFioEnv(t, target, 16<<20, dir)
+	beat := filepath.Join(dir, "beat")
+	cmd := iomatrixCmd(t, "crosscheck", target, "--size", "16MiB", "--pattern", "randread:4k:16", "--runtime", "30s")
+	cmd.Env = append(env, "FAKE_FIO_BEAT="+beat)
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	testenv.Must(t, cmd.Start())
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }() // the exit status is read from ProcessState
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(beat); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("fio never started: %s", errb.String())
+		}
+	}
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("no exit 15 s after SIGINT")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Errorf("exit %d after SIGINT, want 130; stderr %q", code, errb.String())
+	}
+	before, _ := os.ReadFile(beat)
+	time.Sleep(300 * time.Millisecond)
+	if after, _ := os.ReadFile(beat); !bytes.Equal(before, after) {
+		if pgid, err := os.ReadFile(beat + ".pgid"); err == nil {
+			if n, err := strconv.Atoi(strings.TrimSpace(string(pgid))); err == nil && n > 1 {
+				_ = syscall.Kill(-n, syscall.SIGKILL)
+			}
+		}
+		t.Error("fio's job process outlived crosscheck")
+	}
+}
+
+// One real comparison, when fio is installed (CI installs it).
+func TestCrosscheckRealFio(t *testing.T) {
+	testenv.Root(t)
+	testenv.Command(t, "fio")
+	target := filepath.Join(t.TempDir(), "t.dat")
+	// A ramp at QD8: fio then counts the bytes of I/Os in flight at the
+	// ramp's end but not the I/Os, which the import must accept.
+	r := runIomatrix(t, iomatrixCmd(t, "crosscheck", target, "--size", "64MiB", "--pairs", "1", "--runtime", "1s", "--ramp", "500ms",
+		"--pattern", "randread:4k:8", "--format", "json"))
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var doc crossDocument
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatalf("stdout: %v\n%s", err, r.stdout)
+	}
+	if !doc.Complete || doc.FailedRuns != 0 || len(doc.Patterns) != 1 || len(doc.Patterns[0].Pairs) != 1 {
+		t.Fatalf("document %+v", doc)
+	}
+	p := doc.Patterns[0].Pairs[0]
+	t.Logf("fio %.0f IOPS, %.3f cpu-s/Mio; iomatrix %.0f IOPS, %.3f cpu-s/Mio; ratio %.3f",
+		*p.Fio.IOPS, *p.Fio.CPUSecondsPerMio, *p.Iomatrix.IOPS, *p.Iomatrix.CPUSecondsPerMio, *p.Ratio)
+	// Not a speed test: a ratio this far off means the tools did not
+	// measure the same thing (units, extent, pattern).
+	if *p.Ratio < 0.1 || *p.Ratio > 10 || p.Fio.IOs == 0 || *p.Fio.CPUSecondsPerMio <= 0 || *p.Iomatrix.CPUSecondsPerMio <= 0 {
+		t.Errorf("pair %+v", p)
+	}
+	if !slices.Contains(doc.Patterns[0].FioCommand, "--size=67108864") || doc.Target.SizeBytes != 64<<20 {
+		t.Errorf("extent: fio %q, target %d bytes", doc.Patterns[0].FioCommand, doc.Target.SizeBytes)
+	}
+}
