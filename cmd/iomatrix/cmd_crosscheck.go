@@ -119,14 +119,6 @@ then 1.`,
 	return cmd
 }
 
-// targetArg is the optional TARGET argument of a measuring command.
-func targetArg(args []string) string {
-	if len(args) == 1 {
-		return args[0]
-	}
-	return "iomatrix.dat"
-}
-
 func runCrosscheck(ctx context.Context, o *crosscheckOptions, g *globalOptions, target string) error {
 	c, plan, err := o.prepare(ctx, g, target)
 	if err != nil {

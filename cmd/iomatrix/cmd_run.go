@@ -69,11 +69,7 @@ refused while the device or one of its partitions is mounted or held.
 			f := cmd.Flags()
 			o.changed(f)
 			o.rwmixSet = f.Changed("rwmix")
-			target := "iomatrix.dat"
-			if len(args) == 1 {
-				target = args[0]
-			}
-			return runRun(cmd.Context(), o, g, target)
+			return runRun(cmd.Context(), o, g, targetArg(args))
 		},
 	}
 	o.AddFlags(cmd.Flags())

@@ -187,7 +187,7 @@ func (o *profileOptions) prepare(g *globalOptions, setup *sweepSetup, outPattern
 		setup.size = prev.Settings.SizeBytes
 	}
 	if setup.target == "" {
-		setup.target = "iomatrix.dat"
+		setup.target = defaultTarget
 	}
 	if setup.out == "" {
 		setup.out = o.Out

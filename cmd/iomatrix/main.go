@@ -78,10 +78,31 @@ func exactArgs(n int) cobra.PositionalArgs {
 	}
 }
 
+// defaultTarget is the file measured when no TARGET is given.
+const defaultTarget = "iomatrix.dat"
+
+// targetArg is the optional TARGET argument of a measuring command.
+func targetArg(args []string) string {
+	if len(args) == 1 {
+		return args[0]
+	}
+	return defaultTarget
+}
+
 // signalError carries the signal that interrupted a command.
 type signalError struct{ sig os.Signal }
 
-func (e signalError) Error() string { return "interrupted by " + e.sig.String() }
+func (e signalError) Error() string { return "interrupted by " + signalName(e.sig) }
+
+// signalName is SIGINT rather than Go's "interrupt".
+func signalName(sig os.Signal) string {
+	if s, ok := sig.(syscall.Signal); ok {
+		if name := unix.SignalName(s); name != "" {
+			return name
+		}
+	}
+	return sig.String()
+}
 
 func newRootCommand(g *globalOptions) *cobra.Command {
 	root := &cobra.Command{

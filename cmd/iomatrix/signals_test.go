@@ -75,3 +75,16 @@ func TestSignalsAtRandomMoments(t *testing.T) {
 		})
 	}
 }
+
+// The message names the signal as the exit status table does.
+func TestSignalErrorNamesSignal(t *testing.T) {
+	for sig, want := range map[syscall.Signal]string{
+		syscall.SIGINT:  "interrupted by SIGINT",
+		syscall.SIGTERM: "interrupted by SIGTERM",
+		syscall.SIGHUP:  "interrupted by SIGHUP",
+	} {
+		if got := (signalError{sig}).Error(); got != want {
+			t.Errorf("%d: %q, want %q", sig, got, want)
+		}
+	}
+}
