@@ -37,8 +37,19 @@ func TestJudge(t *testing.T) {
 		// Recorded: a window whose edges sat on throttle-slice boundaries
 		// counted one burst too many.
 		{name: "one burst too many", l: wcap, tol: 5, ok: false, expected: 1000, binding: true,
-			c:      Cell{ReadPct: 0, BlockSize: 16 << 10, UncappedIOPS: 40202, MeasuredIOPS: 1050.5, Issued: Requests{Writes: 3131}, Kernel: writes(3131)},
-			reason: "+5.0 %"},
+			c:      Cell{ReadPct: 0, BlockSize: 16 << 10, UncappedIOPS: 40202, MeasuredIOPS: 1050.5, Issued: Requests{Writes: 3131}, Kernel: writes(3131), Runtime: 3 * time.Second},
+			reason: "+5.0 %, tolerance 5 %)"}, // one direction: no carry-over
+		// Recorded: a 1 s window of a 50 % pattern at QD1 under
+		// riops=wiops=400 (file on a loaded disk) moved 423 reads: writes
+		// had bound earlier, and reads spent what they had saved.
+		{name: "a mixed window within the carry-over", l: Limit{ReadIOPS: 400, WriteIOPS: 400}, tol: 5, ok: true, expected: 769.74, binding: true,
+			c: Cell{ReadPct: 50, BlockSize: 16 << 10, UncappedIOPS: 4377, MeasuredIOPS: 814, Window: Requests{Reads: 423, Writes: 391},
+				Issued: Requests{Reads: 521, Writes: 511}, Kernel: rw(521, 511), Runtime: time.Second}},
+		// The same excess over 10 s is not the carry-over (1 % there).
+		{name: "a mixed window beyond the carry-over", l: Limit{ReadIOPS: 400, WriteIOPS: 400}, tol: 5, ok: false, expected: 757.21, binding: true,
+			c: Cell{ReadPct: 50, BlockSize: 16 << 10, UncappedIOPS: 4377, MeasuredIOPS: 814, Window: Requests{Reads: 4300, Writes: 3840},
+				Issued: Requests{Reads: 4400, Writes: 3940}, Kernel: rw(4400, 3940), Runtime: 10 * time.Second},
+			reason: "+7.5 %, tolerance 5 % + 1.0 % throttle carry-over)"},
 		{name: "split requests", l: wcap, tol: 5, ok: true, expected: 500, binding: true,
 			c: Cell{ReadPct: 0, BlockSize: 1 << 20, RequestsPerIO: 2, UncappedIOPS: 2356, MeasuredIOPS: 500, Issued: Requests{Writes: 1542}, Kernel: writes(3084)}},
 		{name: "split ignored by the kernel", l: wcap, tol: 5, ok: false, expected: 500, binding: true,

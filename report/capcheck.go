@@ -52,8 +52,11 @@ type VerdictCell struct {
 	// model was taken.
 	ReadShare    float64 `json:"read_share"`
 	DeviationPct float64 `json:"deviation_pct"`
-	Binding      bool    `json:"binding"`
-	RateOK       bool    `json:"rate_ok"`
+	// CarryPct is allowed beyond the tolerance in a cell that both reads
+	// and writes: the throttle's carry-over (results.CapCheck.CarryPct).
+	CarryPct float64 `json:"carry_pct,omitempty"`
+	Binding  bool    `json:"binding"`
+	RateOK   bool    `json:"rate_ok"`
 	// IOs are the I/Os iomatrix completed over the whole pattern (ramp and
 	// drain included); RequestsPerIO turns them into ExpectedRequests,
 	// which the kernel's count for the cgroup (KernelRequests) must equal.
@@ -95,7 +98,7 @@ func BuildCapVerdict(doc *results.Document, run VerdictRun) *CapVerdict {
 		v.Cells = append(v.Cells, VerdictCell{
 			Name: r.Name, Pattern: r.Pattern, OK: k.OK, MeasuredIOPS: r.Total.IOPS,
 			ExpectedIOPS: k.ExpectedIOPS, UncappedIOPS: k.UncappedIOPS, ReadShare: k.ReadShare, DeviationPct: k.DeviationPct,
-			Binding: k.Binding, RateOK: k.RateOK, IOs: r.Completed, RequestsPerIO: k.RequestsPerIO,
+			CarryPct: k.CarryPct, Binding: k.Binding, RateOK: k.RateOK, IOs: r.Completed, RequestsPerIO: k.RequestsPerIO,
 			ExpectedRequests: k.ExpectedRequests, KernelRequests: r.CgroupIOs,
 			ForeignRequests: k.ForeignRequests, MissingRequests: k.MissingRequests,
 			CountersOK: k.CountersOK, Error: r.Error, Reasons: k.Reasons,
@@ -179,6 +182,9 @@ func WriteCapCheck(w io.Writer, doc *results.Document, v *CapVerdict) error {
 			break
 		}
 	}
+	if carry := maxCarry(v.Cells); carry > 0 {
+		fmt.Fprintf(w, "a cell that both reads and writes may deviate %.1f %% more: the throttle carries a direction's unused budget over one slice (see carry_pct)\n", carry)
+	}
 	fmt.Fprintln(w)
 	if err := writeCheckTables(w, doc, "cgroup requests: kernel / iomatrix", counters); err != nil {
 		return err
@@ -227,4 +233,13 @@ func writeCheckTables(w io.Writer, doc *results.Document, what string, cell func
 		}
 	}
 	return nil
+}
+
+// maxCarry is the largest carry-over allowance among the cells.
+func maxCarry(cells []VerdictCell) float64 {
+	m := 0.0
+	for _, c := range cells {
+		m = max(m, c.CarryPct)
+	}
+	return m
 }

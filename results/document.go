@@ -130,6 +130,10 @@ type CapCheck struct {
 	// the cap model is taken.
 	ReadShare    float64 `json:"read_share"`
 	TolerancePct float64 `json:"tolerance_pct"`
+	// CarryPct is what a cell that both reads and writes may deviate
+	// beyond the tolerance: the throttle's carry-over of one slice of a
+	// direction's budget, over the measured window.
+	CarryPct float64 `json:"carry_pct,omitempty"`
 	// RateOK: the measured IOPS meet the expectation.
 	RateOK bool `json:"rate_ok"`
 	// CountersOK: the cgroup's kernel counters (CgroupIOs) equal

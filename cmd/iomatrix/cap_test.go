@@ -62,8 +62,11 @@ func runCounted(t *testing.T, c cgroup.Controller, args ...string) cmdResult {
 // RAM-backed loop device (cap 2000). The caps are far below both devices,
 // so every cell binds whatever the neighbours do to the uncapped
 // baseline (the shared disk once gave 1,353 IOPS at QD1 where it usually
-// gives 5,000, and a cell at cap 1000 measured the disk, not the cap). A window of whole throttle slices counts exactly, so 1 s per
-// cell is enough.
+// gives 5,000, and a cell at cap 1000 measured the disk, not the cap). A
+// window of whole throttle slices counts one direction exactly, so 1 s per
+// cell is enough; a mixed cell may deviate by the throttle's carry-over
+// too, one 100 ms slice of a direction's budget: 10 % of 1 s (a 50 % cell
+// at QD1 once moved 423 reads under riops=400).
 func TestCapClassicTable(t *testing.T) {
 	c := capController(t)
 	t.Parallel()
@@ -113,7 +116,14 @@ func TestCapClassicTable(t *testing.T) {
 				if !k.Binding || math.Abs(k.ExpectedIOPS-model) > 0.01*model {
 					t.Errorf("%s: expected %.2f (binding %v), the model says %.2f", res.Name, k.ExpectedIOPS, k.Binding, model)
 				}
-				if math.Abs(res.Total.IOPS/model-1) > 0.05 {
+				allowed, carry := 0.05, 0.0
+				if r > 0 && r < 1 {
+					carry = 10
+				}
+				if k.CarryPct != carry {
+					t.Errorf("%s: carry-over allowance %g %%, want %g %%", res.Name, k.CarryPct, carry)
+				}
+				if math.Abs(res.Total.IOPS/model-1) > allowed+carry/100 {
 					t.Errorf("%s: %.0f IOPS, model %.0f", res.Name, res.Total.IOPS, model)
 				}
 				if *res.CgroupIOs != res.Completed {

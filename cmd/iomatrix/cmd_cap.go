@@ -67,6 +67,10 @@ A cell holds when all of these do:
   - where it does not bind, the cap neither throttles the pattern (at least
     U less the tolerance) nor is exceeded (at most the model plus the
     tolerance);
+  - a pattern that both reads and writes is allowed, beyond the tolerance,
+    the throttle's carry-over: a direction that waited on the other one's
+    cap spends the budget it saved, up to one 100 ms slice of it (10 % of
+    a 1s runtime, 1 % of 10s);
   - the cgroup's own I/O counters equal iomatrix's requests within 0.5 %,
     direction by direction. The capped child reads the target's metadata
     and locks its own program in memory before it joins the cgroup, so
@@ -305,8 +309,9 @@ func cellJudge(capInfo *results.Cap, tol float64, baseline map[string]float64) f
 		c := cgroup.Cell{
 			ReadPct: p.ReadPct, BlockSize: p.BlockSize, RequestsPerIO: disk.RequestsPerIO(p.BlockSize),
 			UncappedIOPS: baseline[res.Name], MeasuredIOPS: res.Total.IOPS,
-			Window: cgroup.Requests{Reads: res.Read.IOs, Writes: res.Write.IOs},
-			Issued: cgroup.Requests{Reads: res.Completed.Reads, Writes: res.Completed.Writes},
+			Window:  cgroup.Requests{Reads: res.Read.IOs, Writes: res.Write.IOs},
+			Issued:  cgroup.Requests{Reads: res.Completed.Reads, Writes: res.Completed.Writes},
+			Runtime: time.Duration(res.DurationNS),
 		}
 		if k := res.CgroupIOs; k != nil {
 			c.Kernel = &cgroup.Requests{Reads: k.Reads, Writes: k.Writes}
@@ -318,7 +323,7 @@ func cellJudge(capInfo *results.Cap, tol float64, baseline map[string]float64) f
 		completed := func(r cgroup.Requests) results.Counts { return results.Counts{Reads: r.Reads, Writes: r.Writes} }
 		res.CapCheck = &results.CapCheck{
 			ExpectedIOPS: math.Round(v.ExpectedIOPS*100) / 100, DeviationPct: math.Round(v.DeviationPct*10000) / 10000,
-			OK: v.OK, Binding: v.Binding, UncappedIOPS: c.UncappedIOPS, ReadShare: math.Round(v.ReadShare*1e6) / 1e6, TolerancePct: tol,
+			OK: v.OK, Binding: v.Binding, UncappedIOPS: c.UncappedIOPS, ReadShare: math.Round(v.ReadShare*1e6) / 1e6, TolerancePct: tol, CarryPct: math.Round(v.CarryPct*100) / 100,
 			RateOK: v.RateOK, CountersOK: v.CountersOK, RequestsPerIO: max(c.RequestsPerIO, 1),
 			ExpectedRequests: completed(v.ExpectedRequests), ForeignRequests: completed(v.Foreign), MissingRequests: completed(v.Missing),
 			Reasons: v.Reasons,
