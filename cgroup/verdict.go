@@ -93,15 +93,27 @@ func Judge(l Limit, c Cell, tolerancePct float64) Verdict {
 	if n := c.Window.Reads + c.Window.Writes; n > 0 {
 		share = float64(c.Window.Reads) / float64(n)
 	}
-	capped, binding := ExpectedShare(l, share, c.BlockSize, int(k), c.UncappedIOPS)
-	v := Verdict{Binding: binding, ExpectedIOPS: capped, ReadShare: share}
-	v.CarryPct = CarryAllowance(l, share, c.Runtime) * 100
+	v := Verdict{ReadShare: share, CarryPct: CarryAllowance(l, share, c.Runtime) * 100}
+	v.judgeRate(l, c, k, tolerancePct)
+	v.judgeCounters(c, k)
+	if c.Failed != "" {
+		v.Reasons = append(v.Reasons, "I/O error: "+c.Failed)
+	}
+	v.OK = v.RateOK && v.CountersOK && c.Failed == ""
+	return v
+}
+
+// judgeRate sets the expectation at v.ReadShare and whether the measured
+// IOPS meet it, within the tolerance plus v.CarryPct.
+func (v *Verdict) judgeRate(l Limit, c Cell, k uint64, tolerancePct float64) {
+	capped, binding := ExpectedShare(l, v.ReadShare, c.BlockSize, int(k), c.UncappedIOPS)
+	model, _ := ExpectedShare(l, v.ReadShare, c.BlockSize, int(k), 0)
+	v.Binding, v.ExpectedIOPS = binding, capped
 	tol := (tolerancePct + v.CarryPct) / 100
 	allowed := fmt.Sprintf("tolerance %g %%", tolerancePct)
 	if v.CarryPct > 0 {
 		allowed += fmt.Sprintf(" + %.1f %% throttle carry-over", v.CarryPct)
 	}
-	model, _ := ExpectedShare(l, share, c.BlockSize, int(k), 0)
 	switch {
 	case math.IsInf(capped, 1):
 		// Nothing limits this pattern and its uncapped figure is unknown.
@@ -135,35 +147,35 @@ func Judge(l Limit, c Cell, tolerancePct float64) Verdict {
 				c.MeasuredIOPS, model, deviation(c.MeasuredIOPS, model), allowed))
 		}
 	}
+}
+
+// judgeCounters compares the kernel's counts for the cgroup with the
+// requests iomatrix issued (k per I/O), direction by direction.
+func (v *Verdict) judgeCounters(c Cell, k uint64) {
 	v.ExpectedRequests = Requests{Reads: k * c.Issued.Reads, Writes: k * c.Issued.Writes}
 	if c.Kernel == nil {
 		v.Reasons = append(v.Reasons, "the cgroup's I/O counters could not be read")
-	} else {
-		v.CountersOK = true
-		for _, d := range []struct {
-			name             string
-			want, got        uint64
-			foreign, missing *uint64
-		}{
-			{"reads", v.ExpectedRequests.Reads, c.Kernel.Reads, &v.Foreign.Reads, &v.Missing.Reads},
-			{"writes", v.ExpectedRequests.Writes, c.Kernel.Writes, &v.Foreign.Writes, &v.Missing.Writes},
-		} {
-			if d.got > d.want {
-				*d.foreign = d.got - d.want
-			} else {
-				*d.missing = d.want - d.got
-			}
-			if diff := *d.foreign + *d.missing; float64(diff) > CounterTolerance*float64(d.want) {
-				v.CountersOK = false
-				v.Reasons = append(v.Reasons, counterReason(d.name, d.want, d.got, k))
-			}
+		return
+	}
+	v.CountersOK = true
+	for _, d := range []struct {
+		name             string
+		want, got        uint64
+		foreign, missing *uint64
+	}{
+		{"reads", v.ExpectedRequests.Reads, c.Kernel.Reads, &v.Foreign.Reads, &v.Missing.Reads},
+		{"writes", v.ExpectedRequests.Writes, c.Kernel.Writes, &v.Foreign.Writes, &v.Missing.Writes},
+	} {
+		if d.got > d.want {
+			*d.foreign = d.got - d.want
+		} else {
+			*d.missing = d.want - d.got
+		}
+		if diff := *d.foreign + *d.missing; float64(diff) > CounterTolerance*float64(d.want) {
+			v.CountersOK = false
+			v.Reasons = append(v.Reasons, counterReason(d.name, d.want, d.got, k))
 		}
 	}
-	if c.Failed != "" {
-		v.Reasons = append(v.Reasons, "I/O error: "+c.Failed)
-	}
-	v.OK = v.RateOK && v.CountersOK && c.Failed == ""
-	return v
 }
 
 func counterReason(dir string, want, got, k uint64) string {
