@@ -654,8 +654,14 @@ func TestJoinTakesTheLimitInForce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if doc.Cap == nil || doc.Cap.ReadIOPS != 3000 || math.Abs(doc.Results[0].Total.IOPS/3000-1) > 0.05 {
-		t.Errorf("cap %+v, %.0f IOPS: want the cgroup's own 3000", doc.Cap, doc.Results[0].Total.IOPS)
+	// The question is which limit is in force, 3000 or the ancestor's
+	// 1000, not how closely the throttle keeps it (TestCapClassicTable's
+	// part): the rate must be nearer 3000 than 1000 and at most one
+	// throttle slice's burst (300 I/Os, 10 % of the 1 s window) above it.
+	// A loaded machine once gave 3,164 IOPS with the cap in force: a burst
+	// counted inside the window, dispatched or reaped late.
+	if iops := doc.Results[0].Total.IOPS; doc.Cap == nil || doc.Cap.ReadIOPS != 3000 || iops < 2000 || iops > 3000*1.1 {
+		t.Errorf("cap %+v, %.0f IOPS: want the cgroup's own 3000", doc.Cap, iops)
 	}
 	if strings.Contains(r.stderr, "ancestor") {
 		t.Errorf("an ancestor's limit was taken for one in force on v1: %s", r.stderr)
