@@ -380,7 +380,7 @@ func TestCrosscheckFakeFio(t *testing.T) {
 	target := filepath.Join(dir, "t.dat")
 	keep := filepath.Join(dir, "keep")
 	env, log := fakeFioEnv(t, target, 64<<20, keep)
-	cmd := iomatrixCmd(t, "crosscheck", target, "--size", "64MiB", "--pairs", "2", "--runtime", "1s", "--ramp", "0s",
+	cmd := iomatrixCmd(t, "crosscheck", target, "--size", "64MiB", "--pairs", "2", "--runtime", "200ms", "--ramp", "0s",
 		"--pattern", "randread:4k:16", "--pattern", "randrw:8k:16:70", "--format", "json", "--keep", keep)
 	cmd.Env = env
 	r := runIomatrix(t, cmd)
@@ -431,7 +431,7 @@ func TestCrosscheckFakeFio(t *testing.T) {
 		}
 	}
 	for _, arg := range []string{"--filename=" + target, "--size=67108864", "--direct=1", "--ioengine=io_uring", "--iodepth=16", "--numjobs=1",
-		"--bs=4096", "--runtime=1s", "--ramp_time=0s", "--output-format=json"} {
+		"--bs=4096", "--runtime=200ms", "--ramp_time=0s", "--output-format=json"} {
 		if !slices.Contains(doc.Patterns[0].FioCommand, arg) {
 			t.Errorf("fio command %q lacks %s", doc.Patterns[0].FioCommand, arg)
 		}
@@ -444,7 +444,7 @@ func TestCrosscheckFakeFio(t *testing.T) {
 	// own, and their ratio.
 	keep = filepath.Join(dir, "keep-text")
 	env, _ = fakeFioEnv(t, target, 64<<20, keep)
-	cmd = iomatrixCmd(t, "crosscheck", target, "--pairs", "2", "--runtime", "1s", "--ramp", "0s", "--pattern", "randread:4k:16", "--keep", keep)
+	cmd = iomatrixCmd(t, "crosscheck", target, "--pairs", "2", "--runtime", "200ms", "--ramp", "0s", "--pattern", "randread:4k:16", "--keep", keep)
 	cmd.Env = env
 	r = runIomatrix(t, cmd)
 	if r.code != 0 {
@@ -534,10 +534,15 @@ func TestCrosscheckInterruptStopsFio(t *testing.T) {
 func TestCrosscheckRealFio(t *testing.T) {
 	testenv.Root(t)
 	testenv.Command(t, "fio")
-	target := filepath.Join(t.TempDir(), "t.dat")
+	// A RAM-backed loop device: the shared disk's other users once cut
+	// one tool's 300 ms run to a twentieth of the other's.
+	shm, err := os.MkdirTemp("/dev/shm", "iomatrix-crosscheck-")
+	testenv.Require(t, err == nil, "no /dev/shm")
+	t.Cleanup(func() { os.RemoveAll(shm) })
+	target, _ := testenv.LoopDevice(t, shm, 64<<20)
 	// A ramp at QD8: fio then counts the bytes of I/Os in flight at the
 	// ramp's end but not the I/Os, which the import must accept.
-	r := runIomatrix(t, iomatrixCmd(t, "crosscheck", target, "--size", "64MiB", "--pairs", "1", "--runtime", "1s", "--ramp", "500ms",
+	r := runIomatrix(t, iomatrixCmd(t, "crosscheck", target, "--pairs", "1", "--runtime", "300ms", "--ramp", "200ms",
 		"--pattern", "randread:4k:8", "--format", "json"))
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
