@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -262,8 +263,10 @@ func TestRealCleanupRemovesOrphans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(removed) != 1 || removed[0] != orphan {
-		t.Errorf("removed %v, want only %s", removed, orphan)
+	// Other test packages running at the same time may leave their own
+	// orphans (a SIGKILLed run in cmd's tests): cleanup may take those too.
+	if !slices.Contains(removed, orphan) || slices.Contains(removed, mine.Path) {
+		t.Errorf("removed %v, want %s and not %s", removed, orphan, mine.Path)
 	}
 	if _, err := os.Stat(mine.Path); err != nil {
 		t.Error("cleanup removed a live process's group")
