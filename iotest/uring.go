@@ -320,8 +320,10 @@ func (r *uring) armTimer() {
 	r.timerArmed = true
 }
 
-// enter publishes prepared SQEs and, when wait is set, blocks until at
-// least one completion is available or about waitTimeout has passed, on
+// enter publishes prepared SQEs; with collect set it has the kernel post
+// the completions that are ready, and with wait set (which implies
+// collect) it blocks until at least one completion is available or about
+// waitTimeout has passed, on
 // every kernel: with IORING_FEAT_EXT_ARG (5.11+) the wait itself carries
 // the timeout; before that a timer request stays armed while the ring
 // waits, and its completion (uringTimerData, which the caller skips and
@@ -332,8 +334,14 @@ func (r *uring) armTimer() {
 // and no sysmon polling happen per batch. That costs a third less CPU per
 // I/O than a scheduler-aware syscall; the engine raises GOMAXPROCS so the
 // other goroutines keep a P of their own meanwhile.
-func (r *uring) enter(wait bool) error {
+func (r *uring) enter(wait, collect bool) error {
 	var flags, minComplete, arg, argSz uintptr
+	if collect || wait {
+		// With DEFER_TASKRUN, completions are posted only when the
+		// ring's thread asks for them: GETEVENTS with no minimum posts
+		// what is ready and returns at once.
+		flags = uringEnterGetEvents
+	}
 	if wait {
 		flags, minComplete = uringEnterGetEvents, 1
 		if r.extArg {

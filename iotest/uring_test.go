@@ -45,11 +45,11 @@ func TestWaitIsBounded(t *testing.T) {
 			}
 			for range 3 {
 				start := time.Now()
-				if err := r.enter(true); err != nil {
+				if err := r.enter(true, true); err != nil {
 					t.Fatal(err)
 				}
 				for noExtArg && r.cqReady() == 0 && time.Since(start) < 10*waitTimeout {
-					if err := r.enter(true); err != nil {
+					if err := r.enter(true, true); err != nil {
 						t.Fatal(err)
 					}
 				}

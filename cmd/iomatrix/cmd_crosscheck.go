@@ -30,6 +30,7 @@ type crosscheckOptions struct {
 	Size             string
 	Engine           string
 	FioExtra         string
+	FioDefaults      bool
 	Keep             string
 	Format           string
 	Force            bool
@@ -54,7 +55,8 @@ func (o *crosscheckOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.Size, "size", "", "the extent both tools measure: a new file is laid out at `SIZE` (default 4GiB), a file iomatrix laid out keeps its size "+
 		"unless this is given, a block device is measured to its first SIZE bytes (default: whole); powers of two: 4g = 4GiB")
 	f.StringVar(&o.Engine, "engine", iotest.EngineUring, "uring (fio --ioengine=io_uring --iodepth=QD --numjobs=JOBS) or psync (fio --ioengine=psync --iodepth=1 --numjobs=QD×JOBS)")
-	f.StringVar(&o.FioExtra, "fio-extra", "", "more options for every fio run, split on whitespace (e.g. \"--registerfiles=1 --fixedbufs=1\")")
+	f.BoolVar(&o.FioDefaults, "fio-defaults", false, "run fio's io_uring engine with its defaults instead of its peak-IOPS options ("+strings.Join(fioTuned, " ")+")")
+	f.StringVar(&o.FioExtra, "fio-extra", "", "more options for every fio run, split on whitespace, given last (so they override the peak-IOPS options; e.g. \"--hipri\")")
 	f.StringVar(&o.Keep, "keep", "", "keep every run's raw JSON output and stderr, and this comparison as crosscheck.json, in `DIR`")
 	f.StringVar(&o.Format, "format", "text", "output on stdout: text (a table) or json (one document)")
 	f.BoolVar(&o.Force, "force", false, "lay out an existing file that iomatrix did not create, destroying its contents (needed for write patterns)")
@@ -84,8 +86,14 @@ Every run is a child process. fio, found on PATH, runs with
   --direct=1 --rw --bs --rwmixread --group_reporting --time_based
   --runtime --ramp_time --randrepeat=0 --norandommap --output-format=json
   --ioengine=io_uring --iodepth=QD --numjobs=JOBS        (--engine uring)
+      --fixedbufs=1 --registerfiles=1        (unless --fio-defaults)
   --ioengine=psync --iodepth=1 --numjobs=QD×JOBS        (--engine psync)
-and then --fio-extra; its report is read by the same code as import.
+and then --fio-extra; its report is read by the same code as import. The
+io_uring job is fio at its best, as its documentation recommends for peak
+IOPS: registered buffers and file, no random map, no repeatable seed; the
+header names every option fio was given. --fio-defaults compares with
+fio's plain io_uring job instead (fio then pins no memory: use it when
+RLIMIT_MEMLOCK is too small for --fixedbufs).
 iomatrix runs as this binary's "run TARGET --format json" with the same
 pattern, engine, runtime and ramp.
 
@@ -107,7 +115,8 @@ A run that fails is shown as n/a and the others go on; the exit status is
 then 1.`,
 		Example: `  iomatrix crosscheck /mnt/vol/iomatrix.dat
   iomatrix crosscheck /mnt/vol/iomatrix.dat --pattern randread:4k:32 --pattern randrw:16k:8:70:2 --pairs 5
-  iomatrix crosscheck /dev/nvme1n1 --pattern randread:4k:128::4 --engine uring --fio-extra "--registerfiles=1 --fixedbufs=1"
+  iomatrix crosscheck /dev/nvme1n1 --pattern randread:4k:128::4 --fio-extra "--hipri"
+  iomatrix crosscheck /dev/zram0 --pattern randread:4k:32 --fio-defaults
   iomatrix crosscheck /mnt/vol/iomatrix.dat --format json --keep /tmp/crosscheck > crosscheck.json`,
 		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -227,7 +236,7 @@ func (o *crosscheckOptions) prepare(ctx context.Context, g *globalOptions, targe
 	c := &crosscheck{
 		fio: fioPath, exe: exe, target: plan.Path, size: plan.Size,
 		sizeArg: plan.Action != iotest.ActionReadOnly, engine: engine,
-		runtime: o.Runtime, ramp: o.Ramp, fioExtra: extra, allowDestructive: o.AllowDestructive,
+		runtime: o.Runtime, ramp: o.Ramp, fioTuned: o.fioTuning(engine), fioExtra: extra, allowDestructive: o.AllowDestructive,
 		keep: o.Keep, patterns: pats, run: runProcess, stderr: g.stderr, live: newLiveLine(g),
 	}
 	if err := c.checkFio(ctx); err != nil {
@@ -360,6 +369,20 @@ var fioControlled = map[string]string{
 	"ioengine": "--engine", "runtime": "--runtime", "time_based": "--runtime", "ramp_time": "--ramp",
 	"direct": "crosscheck (always 1)", "buffered": "crosscheck (never)", "group_reporting": "crosscheck",
 	"output-format": "crosscheck (json)", "output": "crosscheck", "randrepeat": "crosscheck", "norandommap": "crosscheck",
+}
+
+// fioTuned are the options fio's documentation recommends for peak IOPS
+// from its io_uring engine (iomatrix registers its file and buffers too);
+// crosscheck always adds --randrepeat=0 --norandommap.
+var fioTuned = []string{"--fixedbufs=1", "--registerfiles=1"}
+
+// fioTuning is what fio is given beyond the pattern: fioTuned for the
+// io_uring engine unless --fio-defaults.
+func (o *crosscheckOptions) fioTuning(engine string) []string {
+	if o.FioDefaults || engine != iotest.EngineUring {
+		return nil
+	}
+	return append([]string(nil), fioTuned...)
 }
 
 // parseFioExtra splits --fio-extra into fio options, refusing anything

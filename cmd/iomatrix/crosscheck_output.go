@@ -39,10 +39,13 @@ type crossDocument struct {
 }
 
 type crossFio struct {
-	Path     string   `json:"path"`
-	Version  string   `json:"version"`
-	IOEngine string   `json:"ioengine"`
-	Extra    []string `json:"extra"`
+	Path     string `json:"path"`
+	Version  string `json:"version"`
+	IOEngine string `json:"ioengine"`
+	// Tuned are fio's peak-IOPS options given to every run (empty with
+	// --fio-defaults or the psync engine); Extra is --fio-extra, after them.
+	Tuned []string `json:"tuned"`
+	Extra []string `json:"extra"`
 }
 
 type crossIomatrix struct {
@@ -98,7 +101,7 @@ func (c *crosscheck) newDocument(pairs int) *crossDocument {
 		StartedAt:     time.Now().UTC().Format(time.RFC3339),
 		Host:          results.HostInfo(),
 		Target:        results.TargetInfo{Path: c.target, SizeBytes: c.size},
-		Fio:           crossFio{Path: c.fio, Version: c.fioVersion, IOEngine: engine, Extra: append([]string{}, c.fioExtra...)},
+		Fio:           crossFio{Path: c.fio, Version: c.fioVersion, IOEngine: engine, Tuned: append([]string{}, c.fioTuned...), Extra: append([]string{}, c.fioExtra...)},
 		Iomatrix:      crossIomatrix{Path: c.exe, Version: results.Version, Engine: c.engine},
 		Pairs:         pairs,
 		RuntimeNS:     int64(c.runtime),
@@ -204,8 +207,15 @@ func (t *crossText) header(d *crossDocument, action string) {
 	if fio.IOEngine == "psync" {
 		shape = "--iodepth=1 --numjobs=QD×JOBS"
 	}
+	shape += " --randrepeat=0 --norandommap"
+	switch {
+	case len(fio.Tuned) > 0:
+		shape += " " + strings.Join(fio.Tuned, " ") + " (fio's peak-IOPS options; --fio-defaults for none)"
+	case fio.IOEngine == "io_uring":
+		shape += " (fio's defaults, --fio-defaults)"
+	}
 	if len(fio.Extra) > 0 {
-		shape += " " + strings.Join(fio.Extra, " ")
+		shape += ", then " + strings.Join(fio.Extra, " ")
 	}
 	fmt.Fprintf(t.w, "target:    %s (%s), %s = %s bytes for both tools\n", tg.Path, strings.Join(where, ", "), units.FormatSize(tg.SizeBytes), units.Thousands(float64(tg.SizeBytes), 0))
 	fmt.Fprintf(t.w, "fio:       %s, --ioengine=%s %s\n", fio.Version, fio.IOEngine, shape)

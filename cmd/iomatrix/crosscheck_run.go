@@ -28,6 +28,7 @@ type crosscheck struct {
 	sizeArg          bool   // iomatrix gets --size: all but a file read in place
 	engine           string // iomatrix's name of the engine
 	runtime, ramp    time.Duration
+	fioTuned         []string // fio's peak-IOPS options, or none (--fio-defaults)
 	fioExtra         []string
 	allowDestructive bool
 	keep             string
@@ -190,6 +191,7 @@ func (c *crosscheck) fioArgv(cp crossPattern) []string {
 	argv = append(argv, "--iodepth="+strconv.Itoa(depth), "--numjobs="+strconv.Itoa(jobs),
 		"--group_reporting", "--time_based", "--runtime="+fioDuration(c.runtime), "--ramp_time="+fioDuration(c.ramp),
 		"--randrepeat=0", "--norandommap", "--output-format=json")
+	argv = append(argv, c.fioTuned...)
 	return append(argv, c.fioExtra...)
 }
 

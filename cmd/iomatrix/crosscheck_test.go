@@ -94,6 +94,25 @@ func TestParseFioExtra(t *testing.T) {
 
 // The extent is given to fio in bytes, computed by iomatrix's size rules:
 // "4GB" is 4 GiB for both tools.
+// fio is compared at its best by default: the io_uring engine gets its
+// peak-IOPS options unless --fio-defaults; psync has none.
+func TestCrossFioTuning(t *testing.T) {
+	for _, c := range []struct {
+		defaults bool
+		engine   string
+		want     []string
+	}{
+		{false, iotest.EngineUring, []string{"--fixedbufs=1", "--registerfiles=1"}},
+		{true, iotest.EngineUring, nil},
+		{false, iotest.EnginePsync, nil},
+	} {
+		o := &crosscheckOptions{FioDefaults: c.defaults}
+		if got := o.fioTuning(c.engine); !slices.Equal(got, c.want) {
+			t.Errorf("--fio-defaults=%v --engine %s: %q, want %q", c.defaults, c.engine, got, c.want)
+		}
+	}
+}
+
 func TestCrossSizeBytes(t *testing.T) {
 	dir := t.TempDir()
 	existing := filepath.Join(dir, "there.dat")
@@ -127,7 +146,7 @@ func TestCrossArgv(t *testing.T) {
 	c := &crosscheck{
 		fio: "/usr/bin/fio", exe: "/bin/iomatrix", target: "/mnt/a:b/iomatrix.dat", size: 4 << 30, sizeArg: true,
 		engine: iotest.EngineUring, runtime: 10 * time.Second, ramp: 1500 * time.Millisecond,
-		fioExtra: []string{"--registerfiles=1"},
+		fioTuned: fioTuned, fioExtra: []string{"--hipri"},
 	}
 	check := func(what string, argv []string, want string) {
 		t.Helper()
@@ -137,14 +156,14 @@ func TestCrossArgv(t *testing.T) {
 	}
 	check("uring fio", c.fioArgv(randrw), "/usr/bin/fio --name=rand-16k-r70-qd8-j2 --filename=/mnt/a\\:b/iomatrix.dat --size=4294967296 "+
 		"--direct=1 --ioengine=io_uring --rw=randrw --bs=16384 --rwmixread=70 --iodepth=8 --numjobs=2 --group_reporting --time_based "+
-		"--runtime=10s --ramp_time=1500ms --randrepeat=0 --norandommap --output-format=json --registerfiles=1")
+		"--runtime=10s --ramp_time=1500ms --randrepeat=0 --norandommap --output-format=json --fixedbufs=1 --registerfiles=1 --hipri")
 	check("uring iomatrix", c.iomatrixArgv(randrw), "/bin/iomatrix run /mnt/a:b/iomatrix.dat --rw randrw --bs 16384 --rwmix 70 "+
 		"--qd 8 --jobs 2 --runtime 10s --ramp 1.5s --engine uring --format json --size 4294967296")
 
 	// psync: one I/O in flight per fio job, so QD becomes jobs; iomatrix
 	// keeps QD and JOBS. A file read in place gets no --size from
 	// iomatrix (its size is the file's), only from fio.
-	c.engine, c.sizeArg, c.allowDestructive, c.fioExtra, c.ramp = iotest.EnginePsync, false, true, nil, 0
+	c.engine, c.sizeArg, c.allowDestructive, c.fioTuned, c.fioExtra, c.ramp = iotest.EnginePsync, false, true, nil, nil, 0
 	c.target = "/dev/vdb"
 	check("psync fio", c.fioArgv(randrw), "/usr/bin/fio --name=rand-16k-r70-qd8-j2 --filename=/dev/vdb --size=4294967296 "+
 		"--direct=1 --ioengine=psync --rw=randrw --bs=16384 --rwmixread=70 --iodepth=1 --numjobs=16 --group_reporting --time_based "+
@@ -430,8 +449,11 @@ func TestCrosscheckFakeFio(t *testing.T) {
 			t.Errorf("%s: median ratio %v, want %v", res.Name, *res.Median.Ratio, *median(ratios))
 		}
 	}
+	if !slices.Equal(doc.Fio.Tuned, fioTuned) {
+		t.Errorf("fio's options %q, want the peak-IOPS ones %q", doc.Fio.Tuned, fioTuned)
+	}
 	for _, arg := range []string{"--filename=" + target, "--size=67108864", "--direct=1", "--ioengine=io_uring", "--iodepth=16", "--numjobs=1",
-		"--bs=4096", "--runtime=200ms", "--ramp_time=0s", "--output-format=json"} {
+		"--bs=4096", "--runtime=200ms", "--ramp_time=0s", "--output-format=json", "--fixedbufs=1", "--registerfiles=1"} {
 		if !slices.Contains(doc.Patterns[0].FioCommand, arg) {
 			t.Errorf("fio command %q lacks %s", doc.Patterns[0].FioCommand, arg)
 		}
@@ -443,8 +465,8 @@ func TestCrosscheckFakeFio(t *testing.T) {
 	// The table shows the same figures: the recorded fio IOPS, iomatrix's
 	// own, and their ratio.
 	keep = filepath.Join(dir, "keep-text")
-	env, _ = fakeFioEnv(t, target, 64<<20, keep)
-	cmd = iomatrixCmd(t, "crosscheck", target, "--pairs", "2", "--runtime", "200ms", "--ramp", "0s", "--pattern", "randread:4k:16", "--keep", keep)
+	env, log = fakeFioEnv(t, target, 64<<20, keep)
+	cmd = iomatrixCmd(t, "crosscheck", target, "--pairs", "2", "--runtime", "200ms", "--ramp", "0s", "--pattern", "randread:4k:16", "--keep", keep, "--fio-defaults")
 	cmd.Env = env
 	r = runIomatrix(t, cmd)
 	if r.code != 0 {
@@ -470,6 +492,13 @@ func TestCrosscheckFakeFio(t *testing.T) {
 	}
 	if !strings.Contains(r.stdout, "64MiB = 67,108,864 bytes for both tools") {
 		t.Errorf("header does not give the extent:\n%s", r.stdout)
+	}
+	// --fio-defaults: the header says so, and fio got no tuning.
+	if !strings.Contains(r.stdout, "--randrepeat=0 --norandommap (fio's defaults, --fio-defaults)") {
+		t.Errorf("header does not name fio's options:\n%s", r.stdout)
+	}
+	if logged, err := os.ReadFile(log); err != nil || strings.Contains(string(logged), "fixedbufs") || !strings.Contains(string(logged), "--norandommap") {
+		t.Errorf("--fio-defaults: fio ran %s (%v)", logged, err)
 	}
 }
 
