@@ -354,19 +354,14 @@ func TestNoAllocationPerIO(t *testing.T) {
 	testenv.Root(t)
 	path := filepath.Join(directIODir(t), "alloc.dat")
 	tg := openPlan(t, path, TargetOptions{Size: 64 << 20, Writes: true})
-	// Then: the ring's own wait timer, re-armed about every 50 ms; a ring
-	// that polls before it sleeps, as on a fast device.
-	for _, eng := range append(engines(t), "uring-without-ext-arg", "uring-polling") {
+	// The ring's own wait timer is re-armed about every 50 ms. Then: a
+	// ring that polls before it sleeps, as on a fast device.
+	for _, eng := range append(engines(t), "uring-polling") {
 		// A fixed number of I/Os, not a fixed time: a slow moment of the
 		// disk must not leave too few I/Os to tell.
 		o := Options{Runtime: time.Minute, MaxIOs: 10000, Seed: 3, Engine: eng}
-		switch eng {
-		case "uring-without-ext-arg":
-			o.Engine = EngineUring
-			maskExtArg(t)
-		case "uring-polling":
-			o.Engine = EngineUring
-			uringFeatMask, alwaysPoll = 0, true
+		if eng == "uring-polling" {
+			o.Engine, alwaysPoll = EngineUring, true
 			t.Cleanup(func() { alwaysPoll = false })
 		}
 		p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 50, QueueDepth: 8, Jobs: 1}

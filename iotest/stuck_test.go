@@ -108,18 +108,11 @@ func TestCancelOnStuckDevice(t *testing.T) {
 	testenv.Require(t, ProbeUring() == nil, "io_uring unavailable")
 
 	p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 4, Jobs: 1}
-	for _, c := range []struct {
-		name, engine string
-		noExtArg     bool
-	}{
-		{"uring-without-ext-arg", EngineUring, true},
-		{"uring", EngineUring, false},
-		{"psync", EnginePsync, false},
+	for _, c := range []struct{ name, engine string }{
+		{"uring", EngineUring},
+		{"psync", EnginePsync},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if c.noExtArg {
-				maskExtArg(t)
-			}
 			disk.hold()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -168,7 +161,6 @@ func TestCancelOnStuckDevice(t *testing.T) {
 	// returns within its grace, keeps its arena mapped, and never counted
 	// the given-up reads as completed or failed.
 	t.Run("ring-gives-up", func(t *testing.T) {
-		maskExtArg(t)
 		disk.hold()
 		a, err := newArena(p.QueueDepth, p.BlockSize, rand.NewPCG(1, 2))
 		if err != nil {

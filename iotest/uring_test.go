@@ -13,78 +13,52 @@ import (
 	"github.com/iomatrix/iomatrix/results"
 )
 
-// maskExtArg runs the rest of the test as on a kernel older than 5.11,
-// whose io_uring has no wait timeout.
-func maskExtArg(t *testing.T) {
-	uringFeatMask = uringFeatExtArg
-	t.Cleanup(func() { uringFeatMask = 0 })
-}
-
-// A wait with nothing in flight ends on its bound, on either kind of
-// kernel, again and again: without the kernel's wait timeout, the ring's
-// timer completes about waitTimeout after a wait armed it, and the next
-// wait re-arms it. (The runtime's preemption signals may end a wait
+// A wait with nothing in flight ends on its bound, again and again: the
+// ring's timer completes about waitTimeout after a wait armed it, and the
+// next wait re-arms it. (The runtime's preemption signals may end a wait
 // sooner: enter then returns with nothing to reap.)
 func TestWaitIsBounded(t *testing.T) {
 	testenv.Require(t, ProbeUring() == nil, "io_uring unavailable")
-	for _, noExtArg := range []bool{false, true} {
-		if noExtArg {
-			maskExtArg(t)
-		}
-		func() {
-			runtime.LockOSThread() // a ring has a single issuer
-			defer runtime.UnlockOSThread()
-			const entries = 8 // a power of two: the timer needs a larger ring
-			r, err := newUring(entries)
-			if err != nil {
+	runtime.LockOSThread() // a ring has a single issuer
+	defer runtime.UnlockOSThread()
+	const entries = 8 // a power of two: the timer needs a larger ring
+	r, err := newUring(entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.close()
+	if len(r.sqes) < entries+1 {
+		t.Fatalf("%d SQEs for %d requests and the timer", len(r.sqes), entries)
+	}
+	for range 3 {
+		start := time.Now()
+		for r.cqReady() == 0 && time.Since(start) < 10*waitTimeout {
+			if err := r.enter(true, true); err != nil {
 				t.Fatal(err)
 			}
-			defer r.close()
-			if r.extArg == noExtArg || (noExtArg && len(r.sqes) < entries+1) {
-				t.Fatalf("masked %v: extArg %v, %d SQEs for %d requests", noExtArg, r.extArg, len(r.sqes), entries)
-			}
-			for range 3 {
-				start := time.Now()
-				if err := r.enter(true, true); err != nil {
-					t.Fatal(err)
-				}
-				for noExtArg && r.cqReady() == 0 && time.Since(start) < 10*waitTimeout {
-					if err := r.enter(true, true); err != nil {
-						t.Fatal(err)
-					}
-				}
-				d := time.Since(start)
-				if d > 10*waitTimeout || (noExtArg && d < waitTimeout/2) {
-					t.Errorf("masked %v: waited %v with nothing in flight, want about %v", noExtArg, d, time.Duration(waitTimeout))
-				}
-				n := r.cqReady()
-				if !noExtArg {
-					if n != 0 {
-						t.Fatalf("%d completions with nothing in flight", n)
-					}
-					continue
-				}
-				if n != 1 || r.peek(0).userData != uringTimerData || r.peek(0).res != -int32(unix.ETIME) {
-					t.Fatalf("masked: %d completions after %v of waits, want the timer's alone", n, d)
-				}
-				r.cqAdvance(1)
-				r.timerArmed = false
-			}
-		}()
+		}
+		d := time.Since(start)
+		if d > 10*waitTimeout || d < waitTimeout/2 {
+			t.Errorf("waited %v with nothing in flight, want about %v", d, time.Duration(waitTimeout))
+		}
+		n := r.cqReady()
+		if n != 1 || r.peek(0).userData != uringTimerData || r.peek(0).res != -int32(unix.ETIME) {
+			t.Fatalf("%d completions after %v of waits, want the timer's alone", n, d)
+		}
+		r.cqAdvance(1)
+		r.timerArmed = false
 	}
 }
 
-// Without the kernel's wait timeout, enter's timer request shares the
-// ring: a run on a healthy device is still exact, loses nothing and
-// measures every I/O.
-func TestUringWithoutExtArg(t *testing.T) {
+// enter's timer request shares the ring with the I/O: a run on a healthy
+// device is still exact, loses nothing and measures every I/O.
+func TestUringTimerSharesTheRing(t *testing.T) {
 	testenv.Integration(t)
 	testenv.Root(t)
 	testenv.Require(t, ProbeUring() == nil, "io_uring unavailable")
-	maskExtArg(t)
 	const qd = 8
 
-	tg := openPlan(t, filepath.Join(directIODir(t), "noextarg.dat"), TargetOptions{Size: 16 << 20, Writes: true})
+	tg := openPlan(t, filepath.Join(directIODir(t), "timer.dat"), TargetOptions{Size: 16 << 20, Writes: true})
 	p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 50, QueueDepth: qd, Jobs: 2}
 	// Long enough for the timer to fire and be re-armed about ten times.
 	res, err := Run(context.Background(), tg, p, Options{Runtime: 500 * time.Millisecond, Seed: 5, Engine: EngineUring})
