@@ -305,9 +305,10 @@ func (r *uring) armTimer() {
 // The bound is a request rather than the wait's own timeout
 // (IORING_ENTER_EXT_ARG, 5.11+), on every kernel: a wait with a timeout
 // arms and cancels a kernel timer each time the ring sleeps, about once
-// per I/O at QD1, which measured 8-25 % fewer IOPS at QD1 on zram and on a
-// RAM-backed loop device (4K random reads, alternating runs); the timer
-// request is armed once per waitTimeout.
+// per I/O at QD1. Against the timer request, armed once per waitTimeout,
+// it measured up to a fifth fewer IOPS at QD1 (4K random reads, medians of
+// alternating runs: -22 % on a RAM-backed loop device, -10 % on zram with
+// two jobs, -3 % on zram with one).
 //
 // It is a raw syscall: the Go scheduler is not told, so no thread hand-off
 // and no sysmon polling happen per batch. That costs a third less CPU per
