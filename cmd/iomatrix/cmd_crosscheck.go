@@ -69,7 +69,9 @@ func newCrosscheckCommand(g *globalOptions) *cobra.Command {
 		Use:   "crosscheck [TARGET]",
 		Short: "Compare iomatrix with fio on the same target, run for run",
 		Long: `Run fio and iomatrix alternately on the same target and the same extent,
-pattern by pattern (fio, iomatrix, fio, iomatrix, ... for --pairs pairs),
+pattern by pattern (fio, iomatrix, then iomatrix, fio, ... for --pairs
+pairs: the tool that goes first alternates, so that a device whose speed
+drifts during the session favours neither),
 and print each run's IOPS, the median iomatrix/fio IOPS ratio and the
 median CPU seconds per million I/Os of each tool. Alternating runs in one
 session makes the ratio meaningful on a machine shared with others.

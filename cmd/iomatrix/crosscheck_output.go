@@ -65,8 +65,11 @@ type crossResult struct {
 	Median          crossMedian     `json:"median"`
 }
 
-// crossPair is a fio run and the iomatrix run after it.
+// crossPair is a fio run and an iomatrix run, one after the other.
 type crossPair struct {
+	// First is the tool that ran first: fio in odd pairs, iomatrix in
+	// even ones.
+	First    string   `json:"first"`
 	Fio      crossRun `json:"fio"`
 	Iomatrix crossRun `json:"iomatrix"`
 	// Ratio is iomatrix's IOPS over fio's.
@@ -220,7 +223,7 @@ func (t *crossText) header(d *crossDocument, action string) {
 	fmt.Fprintf(t.w, "target:    %s (%s), %s = %s bytes for both tools\n", tg.Path, strings.Join(where, ", "), units.FormatSize(tg.SizeBytes), units.Thousands(float64(tg.SizeBytes), 0))
 	fmt.Fprintf(t.w, "fio:       %s, --ioengine=%s %s\n", fio.Version, fio.IOEngine, shape)
 	fmt.Fprintf(t.w, "iomatrix:  %s, --engine %s\n", d.Iomatrix.Version, d.Iomatrix.Engine)
-	fmt.Fprintf(t.w, "runs:      %s per pattern, fio then iomatrix, each %s after a %s ramp\n",
+	fmt.Fprintf(t.w, "runs:      %s per pattern, fio first in odd pairs and iomatrix first in even ones, each %s after a %s ramp\n",
 		units.Count(d.Pairs, "pair"), time.Duration(d.RuntimeNS), time.Duration(d.RampNS))
 	fmt.Fprintf(t.w, "cpu-s/Mio: user+sys CPU seconds per million I/Os, from each process's rusage at exit (start-up and ramp included)\n\n")
 	t.columns()

@@ -53,10 +53,21 @@ func (c *crosscheck) compare(ctx context.Context, pairs int, text *crossText) er
 		})
 		res := &c.doc.Patterns[i]
 		for k := 1; k <= pairs; k++ {
-			var pair crossPair
-			pair.Fio = c.runTool(ctx, i, k, "fio", res.FioCommand, c.fioFigures(cp))
-			if ctx.Err() == nil {
+			// fio goes first in odd pairs, iomatrix in even ones: a
+			// device whose speed drifts through the session (a disk
+			// recovering from a neighbour's load) then favours neither.
+			pair := crossPair{First: "fio"}
+			runFio := func() { pair.Fio = c.runTool(ctx, i, k, "fio", res.FioCommand, c.fioFigures(cp)) }
+			runIomatrix := func() {
 				pair.Iomatrix = c.runTool(ctx, i, k, "iomatrix", res.IomatrixCommand, iomatrixFigures)
+			}
+			first, second := runFio, runIomatrix
+			if k%2 == 0 {
+				pair.First, first, second = "iomatrix", runIomatrix, runFio
+			}
+			first()
+			if ctx.Err() == nil {
+				second()
 			}
 			if ctx.Err() != nil {
 				return ctx.Err() // half a pair compares nothing

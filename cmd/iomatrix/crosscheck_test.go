@@ -254,7 +254,7 @@ func TestCrossCompare(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.finish(true)
-	if want := []string{"fio", "iomatrix", "fio", "iomatrix", "fio", "iomatrix"}; !slices.Equal(calls, want) {
+	if want := []string{"fio", "iomatrix", "iomatrix", "fio", "fio", "iomatrix"}; !slices.Equal(calls, want) {
 		t.Errorf("runs %v, want %v", calls, want)
 	}
 	res := c.doc.Patterns[0]
@@ -427,8 +427,12 @@ func TestCrosscheckFakeFio(t *testing.T) {
 		var ratios []float64
 		for k, p := range res.Pairs {
 			// Before fio's k-th run of pattern i, the iomatrix runs of the
-			// earlier pairs had ended, and no more.
-			want := fmt.Sprintf("%d %s", i*2+k, strings.Join(res.FioCommand[1:], " "))
+			// earlier pairs had ended, and no more; in an even pair
+			// (k odd, from 0) iomatrix ran first.
+			if want := map[bool]string{true: "fio", false: "iomatrix"}[k%2 == 0]; p.First != want {
+				t.Errorf("pair %d ran %s first, want %s", k+1, p.First, want)
+			}
+			want := fmt.Sprintf("%d %s", i*2+k+k%2, strings.Join(res.FioCommand[1:], " "))
 			if got := runs[i*2+k]; got != want {
 				t.Errorf("fio run %d:\n got %s\nwant %s", i*2+k+1, got, want)
 			}
