@@ -53,11 +53,10 @@ type slot struct {
 // runs) but 13-15 % more on zram with one job, where the io-wq worker the
 // request is punted to then starts on the CPU the ring leaves; fio's way
 // keeps every QD1 shape within a few percent of fio, the other does not.
-// Batching the replacements of a reap into one
-// submission saves syscalls but holds them in the block layer's plug until
-// the batch is complete, which measured 3-5 % fewer IOPS on a RAM-backed
-// loop device: the device would see a different arrival pattern than
-// under fio.
+// Batching the replacements of a reap into one submission saves syscalls
+// but holds them in the block layer's plug until the batch is complete,
+// which measured 3-5 % fewer IOPS on a RAM-backed loop device: the device
+// would see a different arrival pattern than under fio.
 //
 // How the ring waits is what decides its speed on a fast device (see
 // spinBudget): while completions arrive less than spinBudget apart it
@@ -96,7 +95,7 @@ func (w *worker) runUring() error {
 	for inflight > 0 {
 		n := s.r.cqReady()
 		if n == 0 && fast && !stopping {
-			n = s.poll(spinBudget)
+			n = s.poll()
 		}
 		// Off the hot path: a wait that ended with nothing to reap, or a
 		// drain. Only here is a device that answers nothing noticed.
@@ -164,9 +163,9 @@ func (w *worker) runUring() error {
 // a 2-CPU VM, zram, 4K random reads at QD32 (one job): the io-wq worker
 // (the bottleneck, at 100 % of a CPU) spent 10 % of its time in
 // _raw_spin_unlock_irqrestore sending those wake-ups, because iomatrix's
-// loop caught up with the device and slept on about one completion in
-// seven; fio's slower loop finds completions waiting and sleeps on one in
-// 60, which is why its tuned job ran 7-14 % faster than iomatrix's. Polling
+// loop caught up with the device and slept on one completion in 6-10;
+// fio's slower loop finds completions waiting and sleeps on one in 60-100,
+// which is why its tuned job ran 7-14 % faster than iomatrix's. Polling
 // for at most spinBudget (an io_uring_enter with GETEVENTS and no minimum,
 // which also runs the deferred completions) removes nearly all of those
 // wake-ups: 1.09-1.25x fio's tuned job on zram at QD32 instead of
@@ -223,10 +222,10 @@ func (s *ringStream) prep(i int) {
 }
 
 // poll asks the kernel for completions, handing over the prepared I/Os,
-// until one is posted or budget has passed, without ever sleeping. It
+// until one is posted or spinBudget has passed, without ever sleeping. It
 // returns the completions waiting.
-func (s *ringStream) poll(budget time.Duration) uint32 {
-	deadline := nanotime() + int64(budget)
+func (s *ringStream) poll() uint32 {
+	deadline := nanotime() + int64(spinBudget)
 	for {
 		if err := s.submitNoWait(); err != nil {
 			return 0 // the wait that follows reports it
