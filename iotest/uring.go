@@ -323,7 +323,7 @@ func (r *uring) enter(wait, collect bool) error {
 		flags = uringEnterGetEvents
 	}
 	if wait {
-		flags, minComplete = uringEnterGetEvents, 1
+		minComplete = 1
 		if !r.timerArmed {
 			r.armTimer()
 		}
