@@ -1,0 +1,270 @@
+package iotest
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Auto is a measured window whose length the cell decides: the window is
+// read in rounds of one second, and the cell stops at the first whole
+// round where its IOPS are both steady and precise (see judge), after
+// MinRuntime and at MaxRuntime at the latest.
+type Auto struct {
+	MinRuntime time.Duration
+	MaxRuntime time.Duration
+	// Precision is the widest 95 % confidence interval of the mean IOPS
+	// the cell accepts, as a half-width relative to the mean (0.02: ±2 %).
+	Precision float64
+}
+
+// The auto runtime's defaults.
+const (
+	DefaultMinRuntime = 3 * time.Second
+	DefaultMaxRuntime = 60 * time.Second
+	DefaultPrecision  = 0.02
+)
+
+// round is the unit in which an auto window is read and judged: the
+// timeline's second.
+const round = time.Second
+
+// SteadyWindow is the number of last rounds steady state is judged on, as
+// SNIA's Performance Test Specification judges its rounds.
+const SteadyWindow = 5
+
+const (
+	steadyRange = 0.20 // largest max − min of the window, relative to its mean
+	steadySlope = 0.10 // largest rise or fall of the window's fitted line, relative to its mean
+)
+
+// Validate checks the auto settings on their own.
+func (a Auto) Validate() error {
+	switch {
+	case a.MaxRuntime < SteadyWindow*round:
+		return &FieldError{"max-runtime", fmt.Sprintf("%s is shorter than the %d one-second rounds steady state is judged on", a.MaxRuntime, SteadyWindow)}
+	case a.MinRuntime < 0:
+		return &FieldError{"min-runtime", fmt.Sprintf("%s must not be negative", a.MinRuntime)}
+	case a.MinRuntime > a.MaxRuntime:
+		return &FieldError{"min-runtime", fmt.Sprintf("%s is longer than the maximum runtime %s", a.MinRuntime, a.MaxRuntime)}
+	case !(a.Precision > 0 && a.Precision <= 0.5):
+		return &FieldError{"precision", fmt.Sprintf("%g %% is not between 0 and 50 %%", a.Precision*100)}
+	}
+	return nil
+}
+
+// minRounds is the fewest rounds a window may stop after.
+func (a Auto) minRounds() int {
+	return max(SteadyWindow, int((a.MinRuntime+round-1)/round))
+}
+
+// maxRounds is the most rounds an auto window can hold.
+func (a Auto) maxRounds() int { return int(a.MaxRuntime / round) }
+
+// judgement is the stopping rule's reading of a window's rounds.
+type judgement struct {
+	steady bool
+	// ci is the half-width of the 95 % confidence interval of the mean,
+	// relative to the mean; +Inf when it cannot be told.
+	ci float64
+	// shift: the last rounds left the level of the rounds before them; the
+	// window mixes two regimes and should be measured afresh.
+	shift bool
+}
+
+// judge reads rounds of IOPS (oldest first).
+//
+// Steady state is SNIA PTS's test over the last SteadyWindow rounds: their
+// range (max − min) is at most 20 % of their mean, and the excursion of
+// their least-squares line across the window (slope × (window − 1)) is at
+// most 10 % of their mean. A series drifting 2 % a second passes it (its
+// line moves 8 % across five rounds) but is never precise: the confidence
+// interval of its mean grows with the drift.
+//
+// Precision is the half-width of the 95 % confidence interval of the mean
+// of every round. Seconds of I/O are not independent samples (a device
+// that is slow for one second is often slow the next), and the textbook
+// interval t·s/√n, which assumes they are, then claims a precision the
+// run does not have. Two corrections are made and the wider interval kept:
+//   - an AR(1) correction: the variance of the mean of n rounds with lag-1
+//     autocorrelation ρ is s²/n·(1+ρ)/(1−ρ), on n(1−ρ)/(1+ρ) effective
+//     rounds. The sample ρ̂ of a short series is biased low by about
+//     (1+4ρ)/n (Kendall; Marriott and Pope), so ρ is taken at
+//     ρ̂ + (1+4ρ̂)/n plus one standard error 1/√n: a series too short to
+//     show its correlation is not taken to have none.
+//   - overlapping batch means over batches of √n rounds (Meketon and
+//     Schmeiser), with 1.5·(n/b − 1) degrees of freedom: it sees memory
+//     longer than one lag once the series is long enough to hold it.
+//
+// On white noise this costs about 35 % more rounds than the textbook
+// interval; on a strongly autocorrelated series it refuses the early stops
+// the textbook interval makes (TestAutoAR1NotPreciseEarly).
+func judge(y []float64) judgement {
+	j := judgement{ci: math.Inf(1)}
+	n := len(y)
+	if n < 2 {
+		return j
+	}
+	if n >= SteadyWindow {
+		j.steady = steadyWindow(y[n-SteadyWindow:])
+		j.shift = !j.steady && n > SteadyWindow && shifted(y)
+	}
+	m, sd := meanSD(y)
+	if m <= 0 {
+		return j
+	}
+	j.ci = max(ar1HalfWidth(y, m, sd), batchHalfWidth(y, m)) / m
+	return j
+}
+
+// steadyWindow is SNIA's steady-state test on one window of rounds.
+func steadyWindow(w []float64) bool {
+	m, _ := meanSD(w)
+	if m <= 0 {
+		return false
+	}
+	lo, hi := w[0], w[0]
+	var sxy, sxx float64
+	mid := float64(len(w)-1) / 2
+	for i, v := range w {
+		lo, hi = min(lo, v), max(hi, v)
+		sxy += (float64(i) - mid) * (v - m)
+		sxx += (float64(i) - mid) * (float64(i) - mid)
+	}
+	excursion := math.Abs(sxy/sxx) * float64(len(w)-1)
+	return hi-lo <= steadyRange*m && excursion <= steadySlope*m
+}
+
+// shifted tells whether the last two rounds left the level of the rounds
+// before them by more than the steady range: a step (a cache filled, a
+// drive's write cliff), not noise, which would have to exceed three and
+// a half standard deviations at 8 % noise a second.
+func shifted(y []float64) bool {
+	n := len(y)
+	before, _ := meanSD(y[:n-2])
+	last := (y[n-2] + y[n-1]) / 2
+	return before > 0 && math.Abs(last-before) > steadyRange*before
+}
+
+func ar1HalfWidth(y []float64, m, sd float64) float64 {
+	n := float64(len(y))
+	var num, den float64
+	for i, v := range y {
+		den += (v - m) * (v - m)
+		if i > 0 {
+			num += (v - m) * (y[i-1] - m)
+		}
+	}
+	r := 0.0
+	if den > 0 {
+		r = num / den
+	}
+	rho := min(max(r+(1+4*r)/n+1/math.Sqrt(n), 0), 0.95)
+	inflate := (1 + rho) / (1 - rho)
+	return tQuantile975(n/inflate-1) * sd * math.Sqrt(inflate/n)
+}
+
+func batchHalfWidth(y []float64, m float64) float64 {
+	n := len(y)
+	b := max(2, int(math.Sqrt(float64(n))))
+	if n <= b {
+		return math.Inf(1)
+	}
+	var ss, sum float64
+	for i := 0; i < b; i++ {
+		sum += y[i]
+	}
+	for i := 0; ; i++ {
+		d := sum/float64(b) - m
+		ss += d * d
+		if i+b >= n {
+			break
+		}
+		sum += y[i+b] - y[i]
+	}
+	// The variance of the mean: n·b/((n−b)(n−b+1))·Σ(batch mean − mean)², over n.
+	v := float64(b) / float64((n-b)*(n-b+1)) * ss
+	df := 1.5 * (float64(n)/float64(b) - 1)
+	return tQuantile975(df) * math.Sqrt(v)
+}
+
+func meanSD(y []float64) (mean, sd float64) {
+	for _, v := range y {
+		mean += v
+	}
+	mean /= float64(len(y))
+	if len(y) < 2 {
+		return mean, 0
+	}
+	var ss float64
+	for _, v := range y {
+		ss += (v - mean) * (v - mean)
+	}
+	return mean, math.Sqrt(ss / float64(len(y)-1))
+}
+
+// t975 holds Student's t 97.5 % quantiles for 1 to 30 degrees of freedom.
+var t975 = [...]float64{12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+	2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+	2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042}
+
+// tQuantile975 is Student's t 97.5 % quantile for df degrees of freedom:
+// the table, interpolated in 1/df between whole degrees (the quantile is
+// nearly linear in 1/df), and the Cornish–Fisher expansion past 30, where
+// it is exact to the table's three decimals. Below one degree of freedom
+// nothing can be said.
+func tQuantile975(df float64) float64 {
+	switch {
+	case !(df >= 1):
+		return math.Inf(1)
+	case df <= float64(len(t975)):
+		lo := math.Floor(df)
+		if lo == df {
+			return t975[int(lo)-1]
+		}
+		hi := lo + 1
+		f := (1/lo - 1/df) / (1/lo - 1/hi)
+		return t975[int(lo)-1] + f*(t975[int(hi)-1]-t975[int(lo)-1])
+	}
+	const z = 1.959964
+	z3, z5, z7 := z*z*z, math.Pow(z, 5), math.Pow(z, 7)
+	return z + (z3+z)/(4*df) + (5*z5+16*z3+3*z)/(96*df*df) + (3*z7+19*z5+17*z3-15*z)/(384*df*df*df)
+}
+
+// stopper applies the stopping rule round by round to one auto window.
+type stopper struct {
+	auto     Auto
+	rounds   []float64 // IOPS of each whole round since the window (re)started
+	last     judgement // of rounds
+	restarts int
+}
+
+// stopAction is what the window does after a round.
+type stopAction int
+
+const (
+	keepGoing stopAction = iota
+	stopNow              // converged
+	restart              // a step: measure afresh from the next round on
+)
+
+// add takes the next whole round; left is the number of rounds the
+// window can still hold after it before the maximum runtime.
+func (s *stopper) add(iops float64, left int) stopAction {
+	s.rounds = append(s.rounds, iops)
+	s.last = judge(s.rounds)
+	switch {
+	case s.converged():
+		return stopNow
+	case s.last.shift && left > SteadyWindow:
+		// The round in progress is already partly measured: the fresh
+		// window starts after it, and SteadyWindow rounds must fit.
+		s.rounds, s.restarts = s.rounds[:0], s.restarts+1
+		return restart
+	}
+	return keepGoing
+}
+
+func (s *stopper) converged() bool {
+	return len(s.rounds) >= s.auto.minRounds() && s.last.steady && s.last.ci <= s.auto.Precision
+}
