@@ -16,6 +16,10 @@ type Auto struct {
 	// Precision is the widest 95 % confidence interval of the mean IOPS
 	// the cell accepts, as a half-width relative to the mean (0.02: ±2 %).
 	Precision float64
+	// Granule, when set, makes a converged window a whole number of these
+	// long, counted from its start (a cgroup throttle's slice, so that
+	// the window holds whole slices of a cap's budget).
+	Granule time.Duration
 }
 
 // The auto runtime's defaults.
@@ -231,6 +235,10 @@ func tQuantile975(df float64) float64 {
 	return z + (z3+z)/(4*df) + (5*z5+16*z3+3*z)/(96*df*df) + (3*z7+19*z5+17*z3-15*z)/(384*df*df*df)
 }
 
+// roundRule is the rule a stopper applies: judge, but for tests of the
+// engine's side of an auto window.
+var roundRule = func(s *stopper) judgement { return judge(s.rounds) }
+
 // stopper applies the stopping rule round by round to one auto window.
 type stopper struct {
 	auto     Auto
@@ -252,7 +260,7 @@ const (
 // window can still hold after it before the maximum runtime.
 func (s *stopper) add(iops float64, left int) stopAction {
 	s.rounds = append(s.rounds, iops)
-	s.last = judge(s.rounds)
+	s.last = roundRule(s)
 	switch {
 	case s.converged():
 		return stopNow

@@ -115,7 +115,7 @@ func (w *worker) runUring() error {
 			continue
 		}
 		now := nanotime()
-		if !stopping && (now >= clk.end || w.stop.Load() || st.err != nil) {
+		if !stopping && (now >= clk.end.Load() || w.stop.Load() || st.err != nil) {
 			stopping = true
 		}
 		fast = alwaysPoll || now-lastReap < int64(n)*int64(spinBudget)
@@ -328,7 +328,7 @@ func (w *worker) runPsync(slotIndex int) error {
 	st, seq, clk := w.st, w.seq, w.clk
 	for {
 		start := nanotime()
-		if start >= clk.end || w.stop.Load() || !seq.take() {
+		if start >= clk.end.Load() || w.stop.Load() || !seq.take() {
 			return nil
 		}
 		write, off := seq.next()

@@ -84,8 +84,9 @@ func TestHistogramKnownDistribution(t *testing.T) {
 }
 
 func TestStatsAccountWindow(t *testing.T) {
-	c := &clock{rampEnd: 1e9, end: 3e9}
+	c := newTestClock(1e9, 3e9)
 	s := newStats(2)
+	s.window = 1e9
 	s.account(c, false, 4096, 0, 5e8)     // ramp: counted only as completed
 	s.account(c, true, 4096, 1e9, 1.2e9)  // window, second 0
 	s.account(c, false, 4096, 2e9, 2.5e9) // window, second 1
@@ -176,5 +177,34 @@ func TestBuildResultTotalLatency(t *testing.T) {
 	r = buildResult(p, EnginePsync, time.Now(), time.Second, Options{Runtime: time.Second}, newStats(1))
 	if r.Total.LatNS != nil {
 		t.Errorf("no I/O: total lat_ns %+v", r.Total.LatNS)
+	}
+}
+
+func newTestClock(rampEnd, end int64) *clock {
+	c := &clock{}
+	c.rampEnd.Store(rampEnd)
+	c.end.Store(end)
+	return c
+}
+
+// A window moved forward drops what the stream had counted in it, and
+// the seconds sealed count from the new start.
+func TestStatsRestartWindow(t *testing.T) {
+	c := newTestClock(1e9, 10e9)
+	s := newStats(9)
+	s.window = 1e9
+	s.account(c, false, 4096, 1e9, 1.5e9) // second 0
+	s.account(c, false, 4096, 2e9, 2.5e9) // second 1: second 0 sealed
+	if s.sealed.Load() != 1 || s.readIOs != 2 {
+		t.Fatalf("sealed %d, ios %d", s.sealed.Load(), s.readIOs)
+	}
+	c.rampEnd.Store(4e9)
+	s.account(c, false, 4096, 3e9, 3.5e9) // now ramp
+	s.account(c, true, 4096, 4e9, 4.2e9)  // the new window's second 0
+	if s.readIOs != 0 || s.writeIOs != 1 || s.allReads != 3 || s.timeline[0] != 1 || s.timeline[1] != 0 {
+		t.Errorf("after the restart: r%d w%d all r%d, timeline %v", s.readIOs, s.writeIOs, s.allReads, s.timeline)
+	}
+	if s.sealed.Load() != 0 || s.sealedIn.Load() != 4e9 || s.readHist.Count() != 0 {
+		t.Errorf("sealed %d in %d, read histogram %d", s.sealed.Load(), s.sealedIn.Load(), s.readHist.Count())
 	}
 }

@@ -18,10 +18,15 @@ import (
 //go:linkname nanotime runtime.nanotime
 func nanotime() int64
 
-// clock holds the phase boundaries of one run in nanotime units.
+// clock holds the phase boundaries of one run in nanotime units. Every
+// stream reads both on every completion (plain loads on the hardware this
+// runs on); an auto window moves them while the streams run, only ever to
+// a time still ahead (see run.judgeRounds): the start to a later round
+// when the window restarts, the end to just ahead of now when it
+// converges.
 type clock struct {
-	rampEnd int64 // measured window starts here
-	end     int64 // and ends here
+	rampEnd atomic.Int64 // measured window starts here
+	end     atomic.Int64 // and ends here
 }
 
 // stats is owned by exactly one goroutine while the run lasts and merged by
@@ -36,8 +41,15 @@ type stats struct {
 	badReads, badWrites   uint64 // completions that failed
 	timeline              []uint64
 	err                   *results.IOError
-	progress              atomic.Uint64
-	_                     [56]byte // keep progress counters of workers on separate cache lines
+	// window is the start (rampEnd) the window figures above count from;
+	// second is the latest second of the timeline counted in.
+	window, second int64
+	progress       atomic.Uint64
+	// sealed is the number of whole seconds of the timeline this stream
+	// has left behind for good, and sealedIn the window they belong to: an
+	// auto window reads those seconds while the run goes on.
+	sealed, sealedIn atomic.Int64
+	_                [40]byte // keep progress counters of workers on separate cache lines
 }
 
 func newStats(seconds int) *stats {
@@ -62,8 +74,12 @@ func (s *stats) account(c *clock, write bool, bytes uint64, start, now int64) {
 	} else {
 		s.allReads++
 	}
-	if now < c.rampEnd || now >= c.end {
+	rampEnd := c.rampEnd.Load()
+	if now < rampEnd || now >= c.end.Load() {
 		return
+	}
+	if rampEnd != s.window {
+		s.restartWindow(rampEnd)
 	}
 	lat := now - start
 	if write {
@@ -75,9 +91,25 @@ func (s *stats) account(c *clock, write bool, bytes uint64, start, now int64) {
 		s.readBytes += bytes
 		s.readHist.Record(lat)
 	}
-	if i := (now - c.rampEnd) / 1e9; i < int64(len(s.timeline)) {
+	i := (now - rampEnd) / 1e9
+	if i > s.second {
+		s.second = i
+		s.sealed.Store(i)
+	}
+	if i < int64(len(s.timeline)) {
 		s.timeline[i]++
 	}
+}
+
+// restartWindow drops the window figures: the window now starts at
+// rampEnd, and what came before it was ramp.
+func (s *stats) restartWindow(rampEnd int64) {
+	s.readHist, s.writeHist = Histogram{}, Histogram{}
+	s.readIOs, s.writeIOs, s.readBytes, s.writeBytes = 0, 0, 0, 0
+	clear(s.timeline)
+	s.window, s.second = rampEnd, 0
+	s.sealed.Store(0)
+	s.sealedIn.Store(rampEnd)
 }
 
 // submitted counts an I/O handed to the kernel.

@@ -82,7 +82,9 @@ func ValidatePatternFor(p results.Pattern, align int64, size int64) error {
 
 // Options are the run settings shared by every pattern of a run or sweep.
 type Options struct {
-	Runtime time.Duration // measured window
+	Runtime time.Duration // measured window; with Auto, ignored
+	// Auto, when set, lets each cell decide its window's length (see Auto).
+	Auto *Auto
 	Ramp    time.Duration // I/O before the window, excluded from every statistic
 	Seed    uint64        // offsets and read/write draws repeat for the same seed
 	Engine  string        // "auto", "uring" or "psync"
@@ -97,6 +99,14 @@ type Options struct {
 	Notice func(string)
 }
 
+// window is the longest the measured window can last.
+func (o Options) window() time.Duration {
+	if o.Auto != nil {
+		return o.Auto.MaxRuntime
+	}
+	return o.Runtime
+}
+
 // Progress is a live snapshot handed to Options.Progress.
 type Progress struct {
 	Pattern results.Pattern
@@ -108,7 +118,11 @@ type Progress struct {
 
 // Validate checks the options on their own.
 func (o Options) Validate() error {
-	if o.Runtime <= 0 {
+	if o.Auto != nil {
+		if err := o.Auto.Validate(); err != nil {
+			return err
+		}
+	} else if o.Runtime <= 0 {
 		return &FieldError{"runtime", fmt.Sprintf("%s must be positive", o.Runtime)}
 	}
 	if o.Ramp < 0 {

@@ -65,7 +65,10 @@ func Run(ctx context.Context, t *Target, p results.Pattern, o Options) (results.
 	if err != nil {
 		return results.Result{}, err
 	}
-	r := &run{t: t, p: p, o: o, engine: engine, seconds: int(math.Ceil(min(o.Runtime, maxTimeline).Seconds()))}
+	r := &run{t: t, p: p, o: o, engine: engine, seconds: int(math.Ceil(min(o.window(), maxTimeline).Seconds()))}
+	if o.Auto != nil {
+		r.auto = &autoWindow{stopper: stopper{auto: *o.Auto}}
+	}
 	holdRuntime(min(r.streams()+1, maxProcs))
 	defer releaseRuntime()
 	defer r.freeArenas()
@@ -117,6 +120,15 @@ type run struct {
 	before, after snapshot
 	measuring     bool // the window has begun: before is taken
 	finishedEarly bool // the streams ended before the window did
+	auto          *autoWindow
+}
+
+// autoWindow follows an auto window round by round.
+type autoWindow struct {
+	stopper
+	read      int  // whole rounds of the current window judged so far
+	converged bool // the stopper stopped it; end is set
+	ci        float64
 }
 
 // streams is the number of I/O streams: a ring per job, or a goroutine
@@ -197,7 +209,13 @@ func (r *run) start() {
 	ready.Wait()
 	r.started = time.Now()
 	r.base = nanotime()
-	r.clk.rampEnd, r.clk.end = r.base+int64(r.o.Ramp), r.base+int64(r.o.Ramp)+int64(r.o.Runtime)
+	rampEnd := r.base + int64(r.o.Ramp)
+	r.clk.rampEnd.Store(rampEnd)
+	r.clk.end.Store(rampEnd + int64(r.o.window()))
+	for _, w := range r.workers {
+		w.st.window = rampEnd // the streams read it only after begin
+		w.st.sealedIn.Store(rampEnd)
+	}
 	if r.o.Ramp == 0 {
 		r.before, r.measuring = r.t.snapshot(), true
 	}
@@ -205,15 +223,20 @@ func (r *run) start() {
 }
 
 // wait follows the run to its end: the window's start (counters sampled),
-// its end and the drain, or an early end of every stream; progress once a
-// second. On cancellation it returns ctx's error within stopGrace.
+// each round of an auto window, its end and the drain, or an early end of
+// every stream; progress once a second. On cancellation it returns ctx's
+// error within stopGrace.
 func (r *run) wait(ctx context.Context) error {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	rampTimer := time.NewTimer(time.Duration(r.clk.rampEnd - nanotime()))
+	rampTimer := time.NewTimer(time.Duration(r.clk.rampEnd.Load() - nanotime()))
 	defer rampTimer.Stop()
-	endTimer := time.NewTimer(time.Duration(r.clk.end - nanotime()))
+	endTimer := time.NewTimer(time.Duration(r.clk.end.Load() - nanotime()))
 	defer endTimer.Stop()
+	var roundTimer <-chan time.Time // nil: no auto window, or it is decided
+	if r.auto != nil {
+		roundTimer = time.After(r.nextRoundIn())
+	}
 	lastIOs, lastAt := uint64(0), r.base
 	for {
 		select {
@@ -221,6 +244,18 @@ func (r *run) wait(ctx context.Context) error {
 			if !r.measuring {
 				r.before, r.measuring = r.t.snapshot(), true
 			}
+		case <-roundTimer:
+			switch r.judgeRounds() {
+			case restart:
+				// The counters are sampled again at the new start.
+				r.measuring = false
+				rampTimer.Reset(time.Duration(r.clk.rampEnd.Load() - nanotime()))
+			case stopNow:
+				endTimer.Reset(time.Duration(r.clk.end.Load() - nanotime()))
+				roundTimer = nil
+				continue
+			}
+			roundTimer = time.After(r.nextRoundIn())
 		case <-endTimer.C:
 			r.after = r.t.snapshot()
 			// The drain: every request in flight is waited for, unless the
@@ -244,6 +279,83 @@ func (r *run) wait(ctx context.Context) error {
 	}
 }
 
+// roundSlack is how long after a round's end the streams are expected to
+// have left it behind: they notice at their first completion past it.
+const roundSlack = 2 * time.Millisecond
+
+// nextRoundIn is how long until the auto window's next round should be
+// sealed by every stream: a little after its end, or soon when that is
+// past (a stream that completed nothing since is waited for).
+func (r *run) nextRoundIn() time.Duration {
+	next := r.clk.rampEnd.Load() + int64(r.auto.read+1)*int64(round) + int64(roundSlack)
+	return max(time.Duration(next-nanotime()), 5*time.Millisecond)
+}
+
+// judgeRounds hands every round the streams have sealed since the last
+// call to the stopping rule, and acts on its answer. A converged window
+// ends, and a step starts it afresh, at a time still ahead, so that no
+// stream has counted an I/O on the wrong side of it: the end at the next
+// Granule boundary past now (or just past now), the new start at the
+// next whole round.
+func (r *run) judgeRounds() stopAction {
+	a := r.auto
+	start, end := r.clk.rampEnd.Load(), r.clk.end.Load()
+	sealed := r.roundsSealed(start)
+	for ; a.read < sealed; a.read++ {
+		roundEnd := start + int64(a.read+1)*int64(round)
+		if roundEnd > end {
+			return keepGoing // the window ends with its maximum
+		}
+		left := int((end - roundEnd) / int64(round))
+		switch a.add(float64(r.roundIOs(a.read)), left) {
+		case stopNow:
+			a.converged, a.ci = true, a.last.ci
+			a.read++
+			ahead := nanotime() + int64(endSlack)
+			if g := int64(a.auto.Granule); g > 0 {
+				ahead = start + (ahead-start+g-1)/g*g
+			}
+			r.clk.end.Store(min(ahead, end))
+			return stopNow
+		case restart:
+			a.read = 0
+			ahead := (nanotime() + int64(endSlack) - start + int64(round) - 1) / int64(round)
+			r.clk.rampEnd.Store(start + ahead*int64(round))
+			return restart
+		}
+	}
+	return keepGoing
+}
+
+// endSlack keeps a moved boundary ahead of every stream's clock: the
+// store that moves it lands within it.
+const endSlack = time.Millisecond
+
+// roundsSealed is the number of whole rounds of the window starting at
+// start that every stream has left behind; 0 while one has not yet
+// counted an I/O in it.
+func (r *run) roundsSealed(start int64) int {
+	n := math.MaxInt
+	for _, w := range r.workers {
+		if w.st.sealedIn.Load() != start {
+			return 0
+		}
+		n = min(n, int(w.st.sealed.Load()))
+	}
+	return n
+}
+
+// roundIOs is the I/Os the streams completed in one sealed round.
+func (r *run) roundIOs(i int) uint64 {
+	var n uint64
+	for _, w := range r.workers {
+		if i < len(w.st.timeline) {
+			n += w.st.timeline[i]
+		}
+	}
+	return n
+}
+
 // progress hands the I/Os completed so far in the current phase to
 // o.Progress, with the rate since the last call (lastIOs at lastAt).
 func (r *run) progress(lastIOs uint64, lastAt int64) (uint64, int64) {
@@ -252,10 +364,11 @@ func (r *run) progress(lastIOs uint64, lastAt int64) (uint64, int64) {
 		n += w.st.progress.Load()
 	}
 	now := nanotime()
-	ramping := now < r.clk.rampEnd
+	rampEnd := r.clk.rampEnd.Load()
+	ramping := now < rampEnd
 	phaseStart := r.base
 	if !ramping {
-		phaseStart = r.clk.rampEnd
+		phaseStart = rampEnd
 	}
 	r.o.Progress(Progress{Pattern: r.p, Ramping: ramping, Elapsed: time.Duration(now - phaseStart), IOs: n,
 		IOPS: float64(n-lastIOs) / (float64(now-lastAt) / 1e9)})
@@ -272,19 +385,26 @@ func (r *run) result(ctx context.Context) (results.Result, error) {
 			return results.Result{}, fmt.Errorf("%s: %w", r.p.Name(), err)
 		}
 	}
-	windowStart, windowEnd := r.clk.rampEnd, r.clk.end
-	if r.o.Ramp == 0 {
+	windowStart, windowEnd := r.clk.rampEnd.Load(), r.clk.end.Load()
+	if r.o.Ramp == 0 && windowStart == r.base+int64(r.o.Ramp) {
 		windowStart = r.base
 	}
 	if r.finishedEarly {
-		windowEnd = min(nanotime(), r.clk.end)
+		windowEnd = min(nanotime(), windowEnd)
 	}
 	total := newStats(r.seconds)
 	for _, w := range r.workers {
+		if w.st.window != r.clk.rampEnd.Load() {
+			// A stream that completed nothing since an auto window
+			// restarted still holds the figures of the old one.
+			w.st.restartWindow(r.clk.rampEnd.Load())
+		}
 		total.merge(w.st)
 	}
 	dur := max(time.Duration(windowEnd-windowStart), time.Nanosecond)
 	res := buildResult(r.p, r.engine, r.started.Add(time.Duration(windowStart-r.base)), dur, r.o, total)
+	res.RampNS = windowStart - r.base
+	r.judgeWindow(&res)
 	if r.measuring {
 		res.CPU, res.Device = r.before.delta(r.after, dur)
 		disk := sysfs.BlockDevice{MaxSectorsKB: r.t.Info.MaxSectorsKB, MaxSegments: r.t.Info.MaxSegments}
@@ -297,6 +417,37 @@ func (r *run) result(ctx context.Context) (results.Result, error) {
 		return res, fmt.Errorf("%s on %s: %w", r.p.Name(), r.t.Path, total.err)
 	}
 	return res, nil
+}
+
+// judgeWindow records how the window ended, and its precision: over the
+// rounds an auto window converged on, else over every whole second of
+// the window.
+func (r *run) judgeWindow(res *results.Result) {
+	res.Stop = results.StopFixed
+	if a := r.auto; a != nil {
+		res.Restarts = a.restarts
+		if a.converged {
+			res.Stop, res.Rounds = results.StopConverged, a.read
+			res.CIPct = ciPct(a.ci)
+			return
+		}
+		res.Stop = results.StopMaxRuntime
+	}
+	whole := int(time.Duration(res.DurationNS) / round)
+	res.Rounds = min(whole, len(res.TimelineIOPS))
+	if res.Rounds >= 2 {
+		res.CIPct = ciPct(judge(res.TimelineIOPS[:res.Rounds]).ci)
+	}
+}
+
+// ciPct is a relative half-width as a percentage with two decimals, or
+// nil when it cannot be told.
+func ciPct(ci float64) *float64 {
+	if math.IsInf(ci, 0) || math.IsNaN(ci) {
+		return nil
+	}
+	v := math.Round(ci*10000) / 100
+	return &v
 }
 
 // awaitStop waits for the streams of a cancelled run, stopGrace at most,

@@ -170,7 +170,7 @@ func TestCancelOnStuckDevice(t *testing.T) {
 		started := make(chan struct{})
 		close(started)
 		w := &worker{st: newStats(1), seq: newSequence(1, 0, 0, p, tg.Size), arena: a, fd: tg.fd, qd: p.QueueDepth,
-			clk: &clock{end: nanotime() + int64(time.Hour)}, stop: &stop, ready: func() {}, start: started}
+			clk: newTestClock(0, nanotime()+int64(time.Hour)), stop: &stop, ready: func() {}, start: started}
 		errc := make(chan error, 1)
 		go func() { errc <- w.runUring() }()
 		time.Sleep(200 * time.Millisecond)

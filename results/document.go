@@ -73,6 +73,16 @@ type Settings struct {
 	RampNS      int64  `json:"ramp_ns"`
 	SizeBytes   int64  `json:"size_bytes"`
 	Seed        uint64 `json:"seed"`
+	// Auto is set when each window's length was decided by the cell
+	// (--runtime auto); RuntimeNS then holds its maximum.
+	Auto *AutoSettings `json:"auto,omitempty"`
+}
+
+// AutoSettings are the bounds and the precision of auto windows.
+type AutoSettings struct {
+	MinRuntimeNS int64   `json:"min_runtime_ns"`
+	MaxRuntimeNS int64   `json:"max_runtime_ns"`
+	PrecisionPct float64 `json:"precision_pct"`
 }
 
 // Cap is the cgroup limit a run was measured under (0 = no limit).
@@ -113,9 +123,35 @@ type Result struct {
 	// CgroupIOs are the kernel's counts for the cgroup over the same span as
 	// Completed, when the pattern ran under a cap.
 	CgroupIOs *Counts   `json:"cgroup_ios,omitempty"`
+	// Stop says how the window ended: StopFixed, StopConverged or
+	// StopMaxRuntime (empty in files older than the field).
+	Stop string `json:"stop,omitempty"`
+	// Rounds is the number of whole one-second rounds the stop and CIPct
+	// were judged on: the first Rounds seconds of TimelineIOPS.
+	Rounds int `json:"rounds,omitempty"`
+	// CIPct is the half-width of the 95 % confidence interval of the mean
+	// IOPS over those rounds, in % of the mean, allowing for seconds that
+	// are not independent; absent when it cannot be told (fewer than two
+	// rounds).
+	CIPct *float64 `json:"ci_pct,omitempty"`
+	// Restarts counts how often an auto window started afresh after a
+	// step in its rounds; what came before the last start was ramp
+	// (RampNS includes it).
+	Restarts int `json:"restarts,omitempty"`
 	CapCheck  *CapCheck `json:"cap_check,omitempty"`
 	Error     *IOError  `json:"error,omitempty"`
 }
+
+// How a result's window ended (Result.Stop).
+const (
+	StopFixed      = "fixed"       // after the set runtime
+	StopConverged  = "converged"   // an auto window, once steady and precise
+	StopMaxRuntime = "max-runtime" // an auto window that never was, at its maximum
+)
+
+// Unsettled tells whether an auto window ended without converging: its
+// figures are as precise as CIPct says, not as asked.
+func (r Result) Unsettled() bool { return r.Stop == StopMaxRuntime }
 
 // CapCheck is cap verify's verdict on one result (see cgroup.Judge).
 type CapCheck struct {

@@ -1,0 +1,112 @@
+package iotest
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/iomatrix/iomatrix/internal/testenv"
+	"github.com/iomatrix/iomatrix/results"
+)
+
+// The engine's side of an auto window, with a scripted rule so that the
+// device's noise cannot decide the outcome: rounds are sealed by every
+// stream and read while the run goes on, a restart moves the window's
+// start to a later round and drops what came before, a converged window
+// ends at once, and the result records all of it consistently.
+
+// scriptedRule shifts once, after the first two rounds of the first
+// window, then is steady with a 0.5 % interval.
+func scriptedRule(t *testing.T, rule func(s *stopper) judgement) {
+	saved := roundRule
+	roundRule = rule
+	t.Cleanup(func() { roundRule = saved })
+}
+
+func TestRunAutoWindow(t *testing.T) {
+	testenv.Root(t)
+	dir := directIODir(t)
+	scriptedRule(t, func(s *stopper) judgement {
+		if len(s.rounds) == 2 && s.restarts == 0 {
+			return judgement{shift: true, ci: 0.005}
+		}
+		return judgement{steady: true, ci: 0.005}
+	})
+	for _, eng := range engines(t) {
+		t.Run(eng, func(t *testing.T) {
+			t.Parallel()
+			checkAutoWindow(t, dir, eng)
+		})
+	}
+}
+
+func checkAutoWindow(t *testing.T, dir, eng string) {
+	{
+		path := filepath.Join(dir, eng+".dat")
+		tg := openPlan(t, path, TargetOptions{Size: 64 << 20, Writes: true})
+		p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 70, QueueDepth: 4, Jobs: 2}
+		auto := &Auto{MaxRuntime: 20 * time.Second, Precision: 0.02}
+		ramp := 300 * time.Millisecond
+		began := time.Now()
+		r, err := Run(context.Background(), tg, p, Options{Auto: auto, Ramp: ramp, Seed: 1, Engine: eng})
+		took := time.Since(began)
+		if err != nil {
+			t.Fatalf("%s: %v", eng, err)
+		}
+		// 2 rounds, then the round in progress, then 5 rounds.
+		t.Logf("%s: %s, %d rounds, %d restarts, ramp %s, window %s, wall %s", eng, r.Stop, r.Rounds, r.Restarts,
+			time.Duration(r.RampNS), time.Duration(r.DurationNS), took)
+		if r.Stop != results.StopConverged || r.Rounds != SteadyWindow || r.Restarts != 1 {
+			t.Fatalf("%s: stop %q after %d rounds, %d restarts; want converged after %d, 1 restart", eng, r.Stop, r.Rounds, r.Restarts, SteadyWindow)
+		}
+		if r.CIPct == nil || *r.CIPct != 0.5 {
+			t.Errorf("%s: ci_pct %v, want the rule's 0.5", eng, r.CIPct)
+		}
+		if want := ramp + 3*time.Second; time.Duration(r.RampNS) != want {
+			t.Errorf("%s: ramp %s, want %s: the two rounds before the restart and the one in progress are ramp", eng, time.Duration(r.RampNS), want)
+		}
+		if d := time.Duration(r.DurationNS); d < 5*time.Second || d > 5*time.Second+300*time.Millisecond {
+			t.Errorf("%s: window %s, want just over the 5 rounds it converged on", eng, d)
+		}
+		// Only the new window is counted: its whole rounds and what came
+		// after the last one until the end.
+		var sum float64
+		for _, v := range r.TimelineIOPS[:r.Rounds] {
+			if v <= 0 {
+				t.Fatalf("%s: timeline %v has an empty round", eng, r.TimelineIOPS)
+			}
+			sum += v
+		}
+		if float64(r.Total.IOs) < sum || float64(r.Total.IOs) > sum*1.07 {
+			t.Errorf("%s: %d I/Os in the window, its 5 rounds hold %.0f", eng, r.Total.IOs, sum)
+		}
+		if r.Total.LatNS == nil || r.Total.LatNS.Count != r.Total.IOs {
+			t.Errorf("%s: latency rests on %v I/Os, the window has %d", eng, r.Total.LatNS, r.Total.IOs)
+		}
+		if n := r.Completed.Reads + r.Completed.Writes; n < r.Total.IOs*3/2 {
+			t.Errorf("%s: %d completed in all, %d in the window: the dropped rounds went missing from the completed count", eng, n, r.Total.IOs)
+		}
+	}
+}
+
+func TestRunAutoMaxRuntime(t *testing.T) {
+	testenv.Root(t)
+	dir := directIODir(t)
+	scriptedRule(t, func(*stopper) judgement { return judgement{ci: math.Inf(1)} })
+	tg := openPlan(t, filepath.Join(dir, "max.dat"), TargetOptions{Size: 64 << 20})
+	p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 2, Jobs: 1}
+	r, err := Run(context.Background(), tg, p, Options{Auto: &Auto{MaxRuntime: 5 * time.Second, Precision: 0.02}, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Stop != results.StopMaxRuntime || r.Rounds != 5 || time.Duration(r.DurationNS) != 5*time.Second {
+		t.Fatalf("stop %q after %d rounds in %s; want max-runtime after 5 in 5s", r.Stop, r.Rounds, time.Duration(r.DurationNS))
+	}
+	// Its precision is still stated: the real rule's, on its rounds.
+	want := ciPct(judge(r.TimelineIOPS[:5]).ci)
+	if (want == nil) != (r.CIPct == nil) || (want != nil && *r.CIPct != *want) {
+		t.Errorf("ci_pct %v, want %v from its timeline", r.CIPct, want)
+	}
+}
