@@ -673,8 +673,9 @@ func fioLatency(clats []*fioClat) results.Latency {
 		return l
 	case 1:
 		c := clats[0]
-		l = results.Latency{Min: c.Min, Mean: c.Mean, Max: c.Max}
+		l = results.Latency{Min: c.Min, Mean: c.Mean, Max: c.Max, Count: c.N}
 		fioSetPercentiles(&l, fioReportedPercentiles(c.Percentile))
+		l.MarkConfidence(c.N)
 		return l
 	}
 	var n uint64
@@ -687,7 +688,9 @@ func fioLatency(clats []*fioClat) results.Latency {
 		weighted += c.Mean * float64(c.N)
 	}
 	l.Mean = weighted / float64(n)
+	l.Count = n
 	fioSetPercentiles(&l, fioMergedPercentiles(clats, n))
+	l.MarkConfidence(n)
 	return l
 }
 

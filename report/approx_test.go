@@ -29,8 +29,8 @@ func p99Texts(t *testing.T, doc *results.Document) map[string]string {
 				if c == nil {
 					continue
 				}
-				if c.Approx != (c.Result.Name == approxCell) {
-					t.Errorf("%s: approximate %v", c.Result.Name, c.Approx)
+				if c.Flags.Has(FlagApprox) != (c.Result.Name == approxCell) {
+					t.Errorf("%s: approximate %v", c.Result.Name, c.Flags.Has(FlagApprox))
 				}
 				texts[c.Result.Name] = FormatValue(LatP99, c.Value)
 			}
@@ -45,7 +45,8 @@ func p99Texts(t *testing.T, doc *results.Document) map[string]string {
 func TestTotalLatencyFeedsTheCells(t *testing.T) {
 	doc := loadFixture(t, "total-lat")
 	for _, r := range doc.Results {
-		v, approx := LatP99.Measure(r)
+		v, flags := LatP99.Measure(r)
+		approx := flags.Has(FlagApprox)
 		switch {
 		case r.Total.LatNS != nil:
 			if v != float64(r.Total.LatNS.P99)/1000 || approx {
@@ -124,11 +125,12 @@ func TestApproxMarkerHTML(t *testing.T) {
 	doc := loadFixture(t, "total-lat")
 	texts := p99Texts(t, doc)
 	page := string(renderHTML(t, "total-lat"))
-	if n := strings.Count(page, `class="approx"`); n != 1 {
+	if n := len(regexp.MustCompile(`class="[^"]*\bapprox\b`).FindAllString(page, -1)); n != 1 {
 		t.Errorf("%d approximate cells, want 1", n)
 	}
-	if !strings.Contains(page, `>`+ApproxMark+texts[approxCell]+`</td>`) {
-		t.Errorf("the approximate cell does not read %s%s", ApproxMark, texts[approxCell])
+	// It rests on too few I/Os for a p99 as well.
+	if !strings.Contains(page, `>`+ApproxMark+texts[approxCell]+FewIOsMark+`</td>`) {
+		t.Errorf("the approximate cell does not read %s%s%s", ApproxMark, texts[approxCell], FewIOsMark)
 	}
 	if n := strings.Count(page, ApproxNote); n != 1 {
 		t.Errorf("the note appears %d times", n)
@@ -262,14 +264,15 @@ func TestCSVWideFlagsApproxCells(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The value table, the flag table of the same shape, the note.
+	// The value table, the flag table of the same shape, the notes.
 	m := BuildMetric(doc.Results, LatP99)
 	tb := m.Tables[0]
-	if len(m.Tables) != 1 || len(rows) != 2*(1+len(tb.Rows))+1 {
+	notes := tb.Flags().Notes()
+	if len(m.Tables) != 1 || len(rows) != 2*(1+len(tb.Rows))+len(notes) || len(notes) != 2 {
 		t.Fatalf("%d rows:\n%v", len(rows), rows)
 	}
 	flags := rows[1+len(tb.Rows):]
-	if !strings.HasSuffix(flags[0][0], ": approximate cells (~)") || !slices.Equal(flags[0][1:], tb.Cols) {
+	if !strings.HasSuffix(flags[0][0], ": marks") || !slices.Equal(flags[0][1:], tb.Cols) {
 		t.Errorf("flag table header %v", flags[0])
 	}
 	for i, label := range tb.Rows {
@@ -281,13 +284,13 @@ func TestCSVWideFlagsApproxCells(t *testing.T) {
 			if _, ok := parseNumber(values[1+j]); !ok {
 				t.Errorf("%s %s: value %q is not a number", label, tb.Cols[j], values[1+j])
 			}
-			if want := map[bool]string{true: ApproxMark}[c.Approx]; marks[1+j] != want {
+			if want := c.Flags.Signs(); marks[1+j] != want || (c.Flags.Has(FlagApprox) && !strings.HasPrefix(want, ApproxMark)) {
 				t.Errorf("%s %s: flag %q, want %q", label, tb.Cols[j], marks[1+j], want)
 			}
 		}
 	}
-	if last := rows[len(rows)-1]; len(last) != 1 || last[0] != ApproxNote {
-		t.Errorf("last row %v, want the note", last)
+	if tail := rows[len(rows)-2:]; len(tail[0]) != 1 || tail[0][0] != ApproxNote || tail[1][0] != FewIOsNote {
+		t.Errorf("last rows %v, want the notes", tail)
 	}
 }
 
@@ -319,10 +322,10 @@ func TestXLSXMarksApproxCells(t *testing.T) {
 				t.Fatal(err)
 			}
 			marked := st.CustomNumFmt != nil && strings.HasPrefix(*st.CustomNumFmt, `"`+ApproxMark+`"`)
-			if marked != cell.Approx {
-				t.Errorf("%s (%s): number format %v, approximate %v", ref, cell.Result.Name, st.CustomNumFmt, cell.Approx)
+			if marked != cell.Flags.Has(FlagApprox) {
+				t.Errorf("%s (%s): number format %v, approximate %v", ref, cell.Result.Name, st.CustomNumFmt, cell.Flags.Has(FlagApprox))
 			}
-			if shown, _ := f.GetCellValue(sheet, ref); cell.Approx && !strings.HasPrefix(shown, ApproxMark) {
+			if shown, _ := f.GetCellValue(sheet, ref); cell.Flags.Has(FlagApprox) && !strings.HasPrefix(shown, ApproxMark) {
 				t.Errorf("%s shows %q, want the marker", ref, shown)
 			}
 		}
@@ -331,4 +334,10 @@ func TestXLSXMarksApproxCells(t *testing.T) {
 	if note, _ := f.GetCellValue(sheet, noteRef); note != ApproxNote {
 		t.Errorf("%s holds %q, want the note", noteRef, note)
 	}
+}
+
+// measureApprox is Measure with only the approximate flag.
+func measureApprox(m Metric, r results.Result) (float64, bool) {
+	v, flags := m.Measure(r)
+	return v, flags.Has(FlagApprox)
 }

@@ -43,8 +43,13 @@ type CellDelta struct {
 	Base  float64 `json:"base"`
 	New   float64 `json:"new"`
 	Ratio float64 `json:"ratio"` // new / base; 0 when base is 0
-	// Approx: either side is an approximate figure (see Metric.Measure).
-	Approx bool `json:"approx"`
+	// Approx: either side is an approximate figure; FewIOs: either side is
+	// a percentile on too few I/Os; Unsettled: either side's window never
+	// converged (see Metric.Measure).
+	Approx    bool `json:"approx"`
+	FewIOs    bool `json:"few_ios"`
+	Unsettled bool `json:"unsettled"`
+	flags     Flags
 }
 
 // Change is the relative change in percent.
@@ -75,10 +80,11 @@ func Compare(base, cur *results.Document, baseName, newName string, m Metric) *C
 		}
 		shared = append(shared, r)
 		d := CellDelta{Name: r.Name}
-		var baseApprox, newApprox bool
-		d.Base, baseApprox = m.Measure(*b)
-		d.New, newApprox = m.Measure(r)
-		d.Approx = baseApprox || newApprox
+		var baseFlags, newFlags Flags
+		d.Base, baseFlags = m.Measure(*b)
+		d.New, newFlags = m.Measure(r)
+		d.flags = baseFlags | newFlags
+		d.Approx, d.FewIOs, d.Unsettled = d.flags.Has(FlagApprox), d.flags.Has(FlagFewIOs), d.flags.Has(FlagUnsettled)
 		if d.Base > 0 {
 			d.Ratio = d.New / d.Base
 			if d.Ratio > 0 {
@@ -150,21 +156,35 @@ func (c *Comparison) Summary() string {
 	if c.Worst != nil {
 		s += fmt.Sprintf("; worst %s %+.1f %%, best %s %+.1f %%", c.Worst.Name, c.Worst.Change(), c.Best.Name, c.Best.Change())
 	}
-	if n := c.approxCells(); n > 0 {
-		s += fmt.Sprintf("; %d approximate (%s)", n, ApproxMark)
+	for _, k := range []struct {
+		flag Flags
+		what string
+	}{{FlagApprox, "approximate"}, {FlagFewIOs, "low-confidence"}, {FlagUnsettled, "not converged"}} {
+		if n := c.markedCells(k.flag); n > 0 {
+			s += fmt.Sprintf("; %d %s (%s)", n, k.what, k.flag.Signs())
+		}
 	}
 	return s
 }
 
-// approxCells counts the cells where either run's figure is approximate.
-func (c *Comparison) approxCells() int {
+// markedCells counts the cells where either run's figure carries flag.
+func (c *Comparison) markedCells(flag Flags) int {
 	n := 0
 	for _, d := range c.Cells {
-		if d.Approx {
+		if d.flags.Has(flag) {
 			n++
 		}
 	}
 	return n
+}
+
+// flags is every flag a compared cell carries.
+func (c *Comparison) flags() Flags {
+	var f Flags
+	for _, d := range c.Cells {
+		f |= d.flags
+	}
+	return f
 }
 
 func (c *Comparison) cellText(cell *Cell) string {
@@ -172,7 +192,7 @@ func (c *Comparison) cellText(cell *Cell) string {
 		return ""
 	}
 	d := c.byName[cell.Result.Name]
-	s := FormatMeasure(c.Metric, cell.Value, d.Approx)
+	s := FormatMeasure(c.Metric, cell.Value, d.flags)
 	if d.Base > 0 {
 		s += fmt.Sprintf(" (%+.1f %%)", (cell.Value/d.Base-1)*100)
 	}
@@ -226,15 +246,16 @@ func WriteComparison(w io.Writer, c *Comparison, format string) error {
 		return enc.Encode(c)
 	case "csv":
 		cw := csv.NewWriter(w)
-		cw.Write([]string{"name", "base", "new", "ratio", "change_pct", "approx"})
+		cw.Write([]string{"name", "base", "new", "ratio", "change_pct", "approx", "few_ios", "unsettled"})
 		for _, d := range c.Cells {
-			cw.Write([]string{d.Name, ftoa(roundTo(d.Base, 2)), ftoa(roundTo(d.New, 2)), ftoa(roundTo(d.Ratio, 4)), ftoa(roundTo(d.Change(), 2)), strconv.FormatBool(d.Approx)})
+			cw.Write([]string{d.Name, ftoa(roundTo(d.Base, 2)), ftoa(roundTo(d.New, 2)), ftoa(roundTo(d.Ratio, 4)), ftoa(roundTo(d.Change(), 2)),
+				strconv.FormatBool(d.Approx), strconv.FormatBool(d.FewIOs), strconv.FormatBool(d.Unsettled)})
 		}
 		for _, n := range c.OnlyBase {
-			cw.Write([]string{n, "", "", "", "only in base", ""})
+			cw.Write([]string{n, "", "", "", "only in base", "", "", ""})
 		}
 		for _, n := range c.OnlyNew {
-			cw.Write([]string{n, "", "", "", "only in new", ""})
+			cw.Write([]string{n, "", "", "", "only in new", "", "", ""})
 		}
 		cw.Flush()
 		return cw.Error()
@@ -268,10 +289,10 @@ func WriteComparison(w io.Writer, c *Comparison, format string) error {
 			return err
 		}
 	}
-	if c.approxCells() > 0 {
-		// The mark covers the change too: either run's figure may be the
-		// approximate one.
-		fmt.Fprintf(w, "\n%s; here in either run, so the change is approximate too\n", ApproxNote)
+	if notes := c.flags().Notes(); len(notes) > 0 {
+		// A sign covers the change too: either run's figure may be the
+		// marked one.
+		fmt.Fprintf(w, "\n%s\n(here in either run, so the change carries the mark too)\n", strings.Join(notes, "\n"))
 	}
 	fmt.Fprintf(w, "\n%s\n", c.Summary())
 	only := func(label string, names []string) {

@@ -82,6 +82,34 @@ func init() {
 		}
 		return r.Total.LatNS
 	})...)
+	// How each window ended, and which percentiles rest on too few I/Os:
+	// appended after everything else, for the same reason.
+	csvColumns = append(csvColumns,
+		csvColumn{"stop", func(r *results.Result) string { return r.Stop }},
+		csvColumn{"rounds", func(r *results.Result) string { return itoa(r.Rounds) }},
+		csvColumn{"ci_pct", func(r *results.Result) string {
+			if r.CIPct == nil {
+				return ""
+			}
+			return ftoa(*r.CIPct)
+		}},
+		csvColumn{"restarts", func(r *results.Result) string { return itoa(r.Restarts) }},
+		csvColumn{"read_lat_low_confidence", func(r *results.Result) string { return lowConfidence(&r.Read.LatNS, r.Read.IOs) }},
+		csvColumn{"write_lat_low_confidence", func(r *results.Result) string { return lowConfidence(&r.Write.LatNS, r.Write.IOs) }},
+		csvColumn{"total_lat_low_confidence", func(r *results.Result) string { return lowConfidence(r.Total.LatNS, r.Total.IOs) }},
+	)
+}
+
+// lowConfidence lists the percentiles of l that rest on too few I/Os, as
+// its file records them or, for a file written before it did, as the I/O
+// count says.
+func lowConfidence(l *results.Latency, ios uint64) string {
+	if l == nil || ios == 0 {
+		return ""
+	}
+	c := *l
+	c.MarkConfidence(c.Samples(ios))
+	return c.LowConfidence
 }
 
 // latencyColumns are prefix_lat_*_ns; their cells are empty where lat is
@@ -119,11 +147,12 @@ func ftoa(v float64) string          { return strconv.FormatFloat(v, 'f', -1, 64
 // per table a header row (title, columns) and its rows, tables separated by
 // an empty row. Numbers are plain (no separators) so spreadsheets read them.
 //
-// A wide table with approximate cells keeps its cells numeric; it is
-// followed by a flag table of the same shape, titled "<title>: approximate
-// cells (~)", with "~" exactly where the value table's cell is approximate,
-// and a row holding ApproxNote. Column and row labels line up, so the flag
-// can be read off (or looked up) cell by cell.
+// A wide table with flagged cells keeps its cells numeric; it is followed
+// by a flag table of the same shape, titled "<title>: marks", with the
+// signs of each cell's flags ("~", "?", "*") exactly where the value
+// table's cell has them, and a row per note that explains a sign used.
+// Column and row labels line up, so the flags can be read off (or looked
+// up) cell by cell.
 func writeCSV(w io.Writer, doc *results.Document, o Options) error {
 	cw := csv.NewWriter(w)
 	if o.Wide {
@@ -133,15 +162,12 @@ func writeCSV(w io.Writer, doc *results.Document, o Options) error {
 				cw.Write([]string{})
 			}
 			writeCSVTable(cw, t.Title, t, func(c *Cell) string { return ftoa(roundTo(c.Value, 2)) })
-			if t.Approx() {
+			if flags := t.Flags(); flags != 0 {
 				cw.Write([]string{})
-				writeCSVTable(cw, t.Title+": approximate cells ("+ApproxMark+")", t, func(c *Cell) string {
-					if c.Approx {
-						return ApproxMark
-					}
-					return ""
-				})
-				cw.Write([]string{ApproxNote})
+				writeCSVTable(cw, t.Title+": marks", t, func(c *Cell) string { return c.Flags.Signs() })
+				for _, note := range flags.Notes() {
+					cw.Write([]string{note})
+				}
 			}
 		}
 		cw.Flush()

@@ -62,9 +62,10 @@ func TestCSVLatencyOfNoIOIsEmpty(t *testing.T) {
 			}
 		}
 	}
-	// 8 single-direction results × 8 columns, and the idle one's 3 × 8.
-	if checked != 8*8+3*8 {
-		t.Errorf("%d empty latency cells, want %d", checked, 8*8+3*8)
+	// 8 single-direction results × 9 columns (8 figures and the list of
+	// low-confidence ones), and the idle one's 3 × 9.
+	if checked != 8*9+3*9 {
+		t.Errorf("%d empty latency cells, want %d", checked, 8*9+3*9)
 	}
 }
 
@@ -101,8 +102,8 @@ func TestXLSXLatencyOfNoIOIsBlank(t *testing.T) {
 			}
 		}
 	}
-	if checked != 8*8+3*8 {
-		t.Errorf("%d blank latency cells, want %d", checked, 8*8+3*8)
+	if checked != 8*9+3*9 {
+		t.Errorf("%d blank latency cells, want %d", checked, 8*9+3*9)
 	}
 }
 

@@ -28,8 +28,9 @@ type htmlSection struct {
 	Title  string
 	Charts []template.HTML
 	Tables []htmlTable
-	// Approx: a table or chart of the section shows an approximate value.
-	Approx bool
+	// Notes explain the signs of the flagged values its tables and charts
+	// show.
+	Notes []string
 }
 
 type htmlTable struct {
@@ -44,10 +45,10 @@ type htmlRow struct {
 }
 
 type htmlCell struct {
-	Text   string
-	Style  template.CSS
-	Class  string
-	Approx bool
+	Text  string
+	Style template.CSS
+	Class string
+	Title string // what the cell's flags mean
 }
 
 // writeHTML renders one self-contained page: inline CSS, charts as inline
@@ -76,7 +77,7 @@ func writeHTML(w io.Writer, doc *results.Document, o Options) error {
 		if metric != LatP99 {
 			s.Tables = append(s.Tables, htmlTableOf(lat.Tables[i], LatP99, true))
 		}
-		s.Approx = t.Approx() || lat.Tables[i].Approx()
+		s.Notes = (t.Flags() | lat.Tables[i].Flags()).Notes()
 		sections = append(sections, s)
 	}
 	return htmlPage.Execute(w, map[string]any{
@@ -85,8 +86,7 @@ func writeHTML(w io.Writer, doc *results.Document, o Options) error {
 		"Metric":     metric.Title(),
 		"Sections":   sections,
 		"Results":    units.Count(len(doc.Results), "result"),
-		"CPUs":       units.Count(doc.Host.CPUs, "CPU"),
-		"ApproxNote": ApproxNote,
+		"CPUs":     units.Count(doc.Host.CPUs, "CPU"),
 	})
 }
 
@@ -122,14 +122,13 @@ func htmlTableOf(t Table, m Metric, lowerIsBetter bool) htmlTable {
 			if c.CDM {
 				class = append(class, "cdm")
 			}
-			if c.Approx {
-				class = append(class, "approx")
-			}
+			class = append(class, c.Flags.classes()...)
 			r.Cells = append(r.Cells, htmlCell{
-				Text:   cellText(m, c),
-				Style:  template.CSS(fmt.Sprintf("background:hsl(%.0f,65%%,%.0f%%)", hue, 88-10*f)),
-				Class:  strings.Join(class, " "),
-				Approx: c.Approx,
+				Text: cellText(m, c),
+				// The colour alone: a class may add a hatching image.
+				Style: template.CSS(fmt.Sprintf("background-color:hsl(%.0f,65%%,%.0f%%)", hue, 88-10*f)),
+				Class: strings.Join(class, " "),
+				Title: c.Flags.titles(),
 			})
 		}
 		ht.Rows = append(ht.Rows, r)
@@ -138,8 +137,8 @@ func htmlTableOf(t Table, m Metric, lowerIsBetter bool) htmlTable {
 }
 
 // chartSVG draws a metric against queue depth (× jobs), one line per read
-// percentage: the classic curve of a sweep. Approximate values are hollow
-// points on the line.
+// percentage: the classic curve of a sweep. Flagged values (approximate,
+// low-confidence, not converged) are hollow points on the line.
 func chartSVG(t Table, m Metric) (template.HTML, error) {
 	logY := m.LowerIsBetter() // latencies span decades
 	curves := make([]chartCurve, len(t.Rows))
@@ -181,7 +180,7 @@ func chartSVG(t Table, m Metric) (template.HTML, error) {
 // chartCurve is one row of a table as points to plot: all of them for the
 // line, and the same points split by kind for the glyphs on it.
 type chartCurve struct {
-	all, exact, approx plotter.XYs
+	all, exact, flagged plotter.XYs
 }
 
 func chartCurveOf(cells []*Cell, logY bool) chartCurve {
@@ -197,8 +196,8 @@ func chartCurveOf(cells []*Cell, logY bool) chartCurve {
 		}
 		pt := plotter.XY{X: x, Y: c.Value}
 		curve.all = append(curve.all, pt)
-		if c.Approx {
-			curve.approx = append(curve.approx, pt)
+		if c.Flags != 0 {
+			curve.flagged = append(curve.flagged, pt)
 		} else {
 			curve.exact = append(curve.exact, pt)
 		}
@@ -222,8 +221,8 @@ func depthTicks(curves []chartCurve) []plot.Tick {
 	return ticks
 }
 
-// addTo draws the curve as a line with a dot on each exact point and a ring
-// on each approximate one. The legend shows the line with the first kind of
+// addTo draws the curve as a line with a dot on each plain point and a
+// ring on each flagged one. The legend shows the line with the first kind of
 // glyph drawn.
 func (curve chartCurve) addTo(p *plot.Plot, label string, colour color.Color) error {
 	line, err := plotter.NewLine(curve.all)
@@ -237,7 +236,7 @@ func (curve chartCurve) addTo(p *plot.Plot, label string, colour color.Color) er
 	for _, g := range []struct {
 		pts   plotter.XYs
 		shape draw.GlyphDrawer
-	}{{curve.exact, draw.CircleGlyph{}}, {curve.approx, draw.RingGlyph{}}} {
+	}{{curve.exact, draw.CircleGlyph{}}, {curve.flagged, draw.RingGlyph{}}} {
 		if len(g.pts) == 0 {
 			continue // an empty scatter has no data range
 		}
@@ -305,6 +304,8 @@ td { text-align: right; }
 th { background: #f3f3f3; }
 td.cdm { outline: 2px solid #1a4fd0; outline-offset: -2px; font-weight: 700; }
 td.approx { font-style: italic; }
+td.fewios { color: #666; text-decoration: underline dotted; }
+td.unsettled { background-image: repeating-linear-gradient(45deg, rgba(0,0,0,0.13) 0 2px, transparent 2px 7px); }
 .legend { font-size: 0.85em; color: #555; }
 </style>
 </head>
@@ -320,10 +321,10 @@ host {{.Doc.Host.Hostname}}, kernel {{.Doc.Host.Kernel}}, {{.CPUs}}; started {{.
 <table>
 <caption>{{.Title}}</caption>
 <tr><th></th>{{range .Cols}}<th>{{.}}</th>{{end}}</tr>
-{{range .Rows}}<tr><th>{{.Label}}</th>{{range .Cells}}<td{{with .Class}} class="{{.}}"{{end}}{{if .Style}} style="{{.Style}}"{{end}}{{if .Approx}} title="approximate: see the note under the tables"{{end}}>{{.Text}}</td>{{end}}</tr>
+{{range .Rows}}<tr><th>{{.Label}}</th>{{range .Cells}}<td{{with .Class}} class="{{.}}"{{end}}{{if .Style}} style="{{.Style}}"{{end}}{{with .Title}} title="{{.}}"{{end}}>{{.Text}}</td>{{end}}</tr>
 {{end}}</table>
-{{end}}{{if .Approx}}
-<p class="legend">{{$.ApproxNote}}. In the charts these values are hollow points.</p>{{end}}
+{{end}}{{if .Notes}}
+<p class="legend">{{range .Notes}}{{.}}.<br>{{end}}In the charts these values are hollow points; not converged cells are hatched.</p>{{end}}
 {{end}}
 </body>
 </html>

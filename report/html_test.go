@@ -12,12 +12,18 @@ import (
 	"testing"
 
 	"github.com/iomatrix/iomatrix/internal/testenv"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 func renderHTML(t *testing.T, fixture string) []byte {
 	t.Helper()
+	return htmlOf(t, loadFixture(t, fixture))
+}
+
+func htmlOf(t *testing.T, doc *results.Document) []byte {
+	t.Helper()
 	var b bytes.Buffer
-	if err := writeHTML(&b, loadFixture(t, fixture), Options{}); err != nil {
+	if err := writeHTML(&b, doc, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()

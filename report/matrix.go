@@ -20,7 +20,7 @@ type Metric string
 // without it (an older results file, a fio import) falls back on its
 // directions: a single-direction pattern's figure is exact; a mixed one gets
 // the I/O-weighted mean of the read and the write figure, which is not a
-// percentile of anything, so its cell is marked approximate (Cell.Approx)
+// percentile of anything, so its cell is marked approximate (FlagApprox)
 // and every output says so (ApproxMark, ApproxNote).
 const (
 	IOPS     Metric = "iops"
@@ -92,16 +92,47 @@ func (m Metric) Value(r results.Result) float64 {
 	return v
 }
 
-// Measure is the metric of one result and whether that figure is only
-// approximate. It is the one rule by which matrices, compare and the
-// sweep's progress line read a result's latency.
-func (m Metric) Measure(r results.Result) (v float64, approx bool) {
+// quantile is the percentile a latency metric shows, 0 for the others
+// (and for p50, which any measured cell has enough I/Os for).
+func (m Metric) quantile() float64 {
+	switch m {
+	case LatP99:
+		return 99
+	case LatP999:
+		return 99.9
+	}
+	return 0
+}
+
+// Measure is the metric of one result and the flags its figure carries:
+// approximate, a percentile on too few I/Os, a window that never
+// converged. It is the one rule by which matrices, compare and the
+// sweep's progress line read a result.
+func (m Metric) Measure(r results.Result) (float64, Flags) {
+	var f Flags
+	if r.Unsettled() {
+		f |= FlagUnsettled
+	}
 	switch m {
 	case IOPS:
-		return r.Total.IOPS, false
+		return r.Total.IOPS, f
 	case MiBps:
-		return r.Total.MiBPerS, false
+		return r.Total.MiBPerS, f
 	}
+	v, samples, approx := m.latency(r)
+	if approx {
+		f |= FlagApprox
+	}
+	if q := m.quantile(); q > 0 && samples > 0 && !results.Confident(q, samples) {
+		f |= FlagFewIOs
+	}
+	return v, f
+}
+
+// latency is a latency metric of one result in µs, the number of I/Os it
+// rests on (the fewer of the two directions for a stand-in), and whether
+// it is the stand-in.
+func (m Metric) latency(r results.Result) (v float64, samples uint64, approx bool) {
 	pick := func(l results.Latency) float64 {
 		switch m {
 		case LatMean:
@@ -118,24 +149,17 @@ func (m Metric) Measure(r results.Result) (v float64, approx bool) {
 	rd, wr := float64(r.Read.IOs), float64(r.Write.IOs)
 	switch {
 	case r.Total.LatNS != nil:
-		return pick(*r.Total.LatNS) / 1000, false
+		return pick(*r.Total.LatNS) / 1000, r.Total.LatNS.Samples(r.Total.IOs), false
 	case rd+wr == 0:
-		return 0, false
+		return 0, 0, false
 	case wr == 0:
-		return pick(r.Read.LatNS) / 1000, false
+		return pick(r.Read.LatNS) / 1000, r.Read.LatNS.Samples(r.Read.IOs), false
 	case rd == 0:
-		return pick(r.Write.LatNS) / 1000, false
+		return pick(r.Write.LatNS) / 1000, r.Write.LatNS.Samples(r.Write.IOs), false
 	}
-	return (rd*pick(r.Read.LatNS) + wr*pick(r.Write.LatNS)) / (rd + wr) / 1000, true
+	samples = min(r.Read.LatNS.Samples(r.Read.IOs), r.Write.LatNS.Samples(r.Write.IOs))
+	return (rd*pick(r.Read.LatNS) + wr*pick(r.Write.LatNS)) / (rd + wr) / 1000, samples, true
 }
-
-// ApproxMark prefixes an approximate cell wherever a cell is text.
-const ApproxMark = "~"
-
-// ApproxNote explains ApproxMark; it is printed once under tables that show
-// a marked cell.
-const ApproxNote = ApproxMark + " mixed cell without total.lat_ns (an older results file or a fio import): " +
-	"the I/O-weighted mean of the read and write figures, not a percentile of the combined distribution"
 
 // Matrix is the pivoted view of a run: one table per block size for random
 // I/O and one table for sequential I/O.
@@ -162,26 +186,31 @@ type Cell struct {
 	// CDM marks the cells CrystalDiskMark reports for a disk: 4K random at
 	// QD1 and QD32, 100 % and 0 % reads, one job.
 	CDM bool
-	// Approx marks a value that is not the metric itself but a stand-in
-	// (see Metric.Measure): renderings must show it as such.
-	Approx bool
+	// Flags mark a value that is not a plain figure (see Metric.Measure):
+	// renderings must show it as such.
+	Flags Flags
 }
 
-// Approx reports whether any cell of the table is approximate.
-func (t Table) Approx() bool {
+// Flags is every flag a cell of the table carries.
+func (t Table) Flags() Flags {
+	var f Flags
 	for _, row := range t.Cells {
 		for _, c := range row {
-			if c != nil && c.Approx {
-				return true
+			if c != nil {
+				f |= c.Flags
 			}
 		}
 	}
-	return false
+	return f
 }
 
-// Approx reports whether any cell of the matrix is approximate.
-func (m Matrix) Approx() bool {
-	return slices.ContainsFunc(m.Tables, Table.Approx)
+// Flags is every flag a cell of the matrix carries.
+func (m Matrix) Flags() Flags {
+	var f Flags
+	for _, t := range m.Tables {
+		f |= t.Flags()
+	}
+	return f
 }
 
 // Build pivots results into IOPS tables.
@@ -295,9 +324,9 @@ func pivot(title string, rs []*results.Result, m Metric, key func(results.Patter
 		t.Cells[i] = make([]*Cell, len(cols))
 	}
 	for _, r := range rs {
-		v, approx := m.Measure(*r)
+		v, flags := m.Measure(*r)
 		t.Cells[slices.Index(reads, r.Pattern.ReadPct)][slices.Index(cols, key(r.Pattern))] = &Cell{
-			Value: v, Result: r, CDM: isCDM(r.Pattern), Approx: approx,
+			Value: v, Result: r, CDM: isCDM(r.Pattern), Flags: flags,
 		}
 	}
 	return t

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
@@ -83,7 +84,7 @@ func writeTextTables(w io.Writer, m Matrix, desc string) error {
 			return err
 		}
 	}
-	return writeApproxNote(w, m.Approx())
+	return writeNotes(w, m.Flags())
 }
 
 func writeMarkdown(w io.Writer, doc *results.Document, o Options) error {
@@ -95,16 +96,17 @@ func writeMarkdown(w io.Writer, doc *results.Document, o Options) error {
 			return err
 		}
 	}
-	return writeApproxNote(w, m.Approx())
+	return writeNotes(w, m.Flags())
 }
 
-// writeApproxNote explains the marker, after a blank line, when a marked
-// cell was shown: in text and in markdown alike it reads as a footnote.
-func writeApproxNote(w io.Writer, shown bool) error {
-	if !shown {
+// writeNotes explains the signs of the flags shown, after a blank line,
+// one per line: in text and in markdown alike they read as footnotes.
+func writeNotes(w io.Writer, shown Flags) error {
+	notes := shown.Notes()
+	if len(notes) == 0 {
 		return nil
 	}
-	_, err := fmt.Fprintf(w, "\n%s\n", ApproxNote)
+	_, err := fmt.Fprintf(w, "\n%s\n", strings.Join(notes, "\n"))
 	return err
 }
 

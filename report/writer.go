@@ -109,7 +109,7 @@ func Describe(doc *results.Document) string {
 		parts = append(parts, "profile "+s.Profile)
 	}
 	if s.RuntimeNS > 0 {
-		run := time.Duration(s.RuntimeNS).String() + " runtime"
+		run := runtimeSetting(s) + " runtime"
 		if s.RampNS > 0 {
 			run += " + " + time.Duration(s.RampNS).String() + " ramp"
 		}
@@ -171,13 +171,10 @@ func FormatValue(m Metric, v float64) string {
 	return units.Thousands(v, 2)
 }
 
-// FormatMeasure renders a value as FormatValue does, with ApproxMark in
-// front when it is approximate.
-func FormatMeasure(m Metric, v float64, approx bool) string {
-	if approx {
-		return ApproxMark + FormatValue(m, v)
-	}
-	return FormatValue(m, v)
+// FormatMeasure renders a value as FormatValue does, with the signs of
+// its flags around it.
+func FormatMeasure(m Metric, v float64, flags Flags) string {
+	return flags.Decorate(FormatValue(m, v))
 }
 
 // cellText renders a cell; a missing cell is empty, never 0.
@@ -185,5 +182,5 @@ func cellText(m Metric, c *Cell) string {
 	if c == nil {
 		return ""
 	}
-	return FormatMeasure(m, c.Value, c.Approx)
+	return FormatMeasure(m, c.Value, c.Flags)
 }

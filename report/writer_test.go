@@ -164,15 +164,15 @@ func TestLatencyMetricWeightsDirections(t *testing.T) {
 	}
 	// Without total.lat_ns, a mixed result's figure is the weighted mean,
 	// and says it is approximate.
-	if v, approx := LatP99.Measure(r); v != 2 || !approx { // (300×1 + 100×5) / 400 µs
+	if v, approx := measureApprox(LatP99, r); v != 2 || !approx { // (300×1 + 100×5) / 400 µs
 		t.Errorf("p99 %v µs, approximate %v", v, approx)
 	}
-	if v, approx := LatMean.Measure(r); v != 0.6 || !approx {
+	if v, approx := measureApprox(LatMean, r); v != 0.6 || !approx {
 		t.Errorf("mean %v µs, approximate %v", v, approx)
 	}
 	// With it, the total's own percentile, exact.
 	r.Total.LatNS = &results.Latency{P99: 4000, Mean: 600}
-	if v, approx := LatP99.Measure(r); v != 4 || approx {
+	if v, approx := measureApprox(LatP99, r); v != 4 || approx {
 		t.Errorf("p99 with total.lat_ns %v µs, approximate %v", v, approx)
 	}
 	if v := LatMean.Value(r); v != 0.6 {
@@ -193,12 +193,12 @@ func TestSingleDirectionLatencyIsExact(t *testing.T) {
 		{"writes p99", writes, LatP99, 5}, {"writes p50", writes, LatP50, 2.5},
 		{"no I/O", results.Result{}, LatP99, 0},
 	} {
-		if v, approx := c.m.Measure(c.r); v != c.want || approx {
+		if v, approx := measureApprox(c.m, c.r); v != c.want || approx {
 			t.Errorf("%s: %v µs, approximate %v; want %v, exact", c.name, v, approx, c.want)
 		}
 	}
 	mixed := results.Result{Read: reads.Read, Write: writes.Write, Total: results.Total{IOPS: 1000}}
-	if _, approx := IOPS.Measure(mixed); approx {
+	if _, approx := measureApprox(IOPS, mixed); approx {
 		t.Error("IOPS of a mixed result marked approximate")
 	}
 }

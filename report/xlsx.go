@@ -18,9 +18,9 @@ func init() { Register("xlsx", writeXLSX) }
 // writeXLSX builds a workbook for sizing documents: one sheet per table
 // with numeric cells (never text), a colour scale, the CrystalDiskMark cells
 // highlighted, a sheet with every result in long form and one with the run
-// settings. An approximate cell stays a number: its number format shows
-// ApproxMark in front of it, as the text formats do, and ApproxNote is a
-// row under its table.
+// settings. A flagged cell stays a number: its number format shows the
+// signs of its flags around it, as the text formats do, and the note of
+// each sign used is a row under its table.
 func writeXLSX(w io.Writer, doc *results.Document, o Options) error {
 	m := BuildMetric(doc.Results, metricOf(o))
 	f := excelize.NewFile()
@@ -115,7 +115,7 @@ func (e *firstErr) do(err error) {
 }
 
 // writeCells writes the title, the run, the table with its labels and,
-// under it, the note on approximate values where it has any.
+// under it, the notes on the signs of its flagged values.
 func (s *tableSheets) writeCells(name string, t Table) error {
 	f := s.f
 	set := func(col, row int, v any) error {
@@ -140,16 +140,16 @@ func (s *tableSheets) writeCells(name string, t Table) error {
 			}
 			ref, _ := excelize.CoordinatesToCellName(c+2, tableTop+1+r)
 			e.do(f.SetCellValue(name, ref, cell.Value))
-			e.do(f.SetCellStyle(name, ref, ref, s.cells[cellStyle{cdm: cell.CDM, approx: cell.Approx}]))
+			e.do(f.SetCellStyle(name, ref, ref, s.cells[cellStyle{cdm: cell.CDM, flags: cell.Flags}]))
 		}
 	}
 	if e.err != nil {
 		return e.err
 	}
-	if t.Approx() {
-		return set(1, tableTop+len(t.Rows)+2, ApproxNote)
+	for i, note := range t.Flags().Notes() {
+		e.do(set(1, tableTop+len(t.Rows)+2+i, note))
 	}
-	return nil
+	return e.err
 }
 
 // colourScale shades the table's values from red for the worst to green
@@ -198,18 +198,28 @@ func declareDimensions(f *excelize.File) error {
 }
 
 // cellStyle is what a matrix cell's look depends on.
-type cellStyle struct{ cdm, approx bool }
+type cellStyle struct {
+	cdm   bool
+	flags Flags
+}
 
 // cellStyles registers the number format numFmt for every cellStyle: the
-// CrystalDiskMark cells outlined in bold, approximate cells with ApproxMark
-// as a literal in front of the number, so that the value stays numeric.
+// CrystalDiskMark cells outlined in bold, flagged cells with the signs of
+// their flags as literals around the number, so that the value stays
+// numeric.
 func cellStyles(f *excelize.File, numFmt string) (map[cellStyle]int, error) {
 	styles := map[cellStyle]int{}
 	for _, cdm := range []bool{false, true} {
-		for _, approx := range []bool{false, true} {
+		for flags := Flags(0); flags <= FlagApprox|FlagFewIOs|FlagUnsettled; flags++ {
 			st := &excelize.Style{CustomNumFmt: &numFmt}
-			if approx {
-				marked := `"` + ApproxMark + `"` + numFmt
+			if flags != 0 {
+				marked := numFmt
+				if flags.Has(FlagApprox) {
+					marked = `"` + ApproxMark + `"` + marked
+				}
+				if after := (flags &^ FlagApprox).Signs(); after != "" {
+					marked += `"` + after + `"`
+				}
 				st.CustomNumFmt = &marked
 			}
 			if cdm {
@@ -223,7 +233,7 @@ func cellStyles(f *excelize.File, numFmt string) (map[cellStyle]int, error) {
 			if err != nil {
 				return nil, fmt.Errorf("xlsx cell style: %w", err)
 			}
-			styles[cellStyle{cdm, approx}] = id
+			styles[cellStyle{cdm, flags}] = id
 		}
 	}
 	return styles, nil
@@ -298,7 +308,7 @@ func writeSettingsSheet(f *excelize.File, doc *results.Document, m Metric, bold 
 		{"scheduler", t.Scheduler},
 		{"profile", s.Profile},
 		{"engine", s.Engine},
-		{"runtime", time.Duration(s.RuntimeNS).String()},
+		{"runtime", runtimeSetting(s)},
 		{"ramp", time.Duration(s.RampNS).String()},
 		{"seed", fmt.Sprint(s.Seed)},
 		{"host", h.Hostname},
@@ -321,6 +331,15 @@ func writeSettingsSheet(f *excelize.File, doc *results.Document, m Metric, bold 
 	e.do(f.SetColWidth(name, "A", "A", 22))
 	e.do(f.SetColWidth(name, "B", "B", 60))
 	return e.err
+}
+
+// runtimeSetting is a run's runtime setting in words: the fixed runtime,
+// or auto with its bounds and precision.
+func runtimeSetting(s results.Settings) string {
+	if a := s.Auto; a != nil {
+		return fmt.Sprintf("auto, %s to %s, ±%s %%", time.Duration(a.MinRuntimeNS), time.Duration(a.MaxRuntimeNS), plain(a.PrecisionPct))
+	}
+	return time.Duration(s.RuntimeNS).String()
 }
 
 func parseNumber(s string) (float64, bool) {

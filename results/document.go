@@ -122,7 +122,7 @@ type Result struct {
 	Failed Counts `json:"failed"`
 	// CgroupIOs are the kernel's counts for the cgroup over the same span as
 	// Completed, when the pattern ran under a cap.
-	CgroupIOs *Counts   `json:"cgroup_ios,omitempty"`
+	CgroupIOs *Counts `json:"cgroup_ios,omitempty"`
 	// Stop says how the window ended: StopFixed, StopConverged or
 	// StopMaxRuntime (empty in files older than the field).
 	Stop string `json:"stop,omitempty"`
@@ -137,9 +137,9 @@ type Result struct {
 	// Restarts counts how often an auto window started afresh after a
 	// step in its rounds; what came before the last start was ramp
 	// (RampNS includes it).
-	Restarts int `json:"restarts,omitempty"`
-	CapCheck  *CapCheck `json:"cap_check,omitempty"`
-	Error     *IOError  `json:"error,omitempty"`
+	Restarts int       `json:"restarts,omitempty"`
+	CapCheck *CapCheck `json:"cap_check,omitempty"`
+	Error    *IOError  `json:"error,omitempty"`
 }
 
 // How a result's window ended (Result.Stop).

@@ -19,6 +19,52 @@ type Latency struct {
 	// Count is the number of latencies recorded: it equals the direction's
 	// ios.
 	Count uint64 `json:"count"`
+	// LowConfidence lists the percentiles that rest on too few latencies
+	// to be placed (see Confident), space-separated: "p99.9 p99.99".
+	LowConfidence string `json:"low_confidence,omitempty"`
+}
+
+// Confident tells whether the q-th percentile (99, 99.9, 99.99) of count
+// latencies can be placed: at least ten of them lie beyond it, so p99
+// needs 1,000, p99.9 10,000 and p99.99 100,000. With fewer, the figure is
+// one of the slowest handful of I/Os, and the next run may well put it
+// far from there.
+func Confident(q float64, count uint64) bool {
+	return float64(count)*(100-q) >= 1000-1e-6
+}
+
+// Samples is the number of latencies the percentiles rest on: Count, or
+// for a summary written without it, ios (the direction's or the total's
+// I/O count, which Count equals).
+func (l Latency) Samples(ios uint64) uint64 {
+	if l.Count > 0 {
+		return l.Count
+	}
+	return ios
+}
+
+// Percentiles names the tail percentiles of a Latency that may be
+// low-confidence, with their quantiles.
+var Percentiles = []struct {
+	Name string
+	Q    float64
+}{{"p99", 99}, {"p99.9", 99.9}, {"p99.99", 99.99}}
+
+// MarkConfidence sets LowConfidence from the number of latencies the
+// summary rests on.
+func (l *Latency) MarkConfidence(samples uint64) {
+	l.LowConfidence = ""
+	if samples == 0 {
+		return // nothing measured: no figure to doubt
+	}
+	for _, p := range Percentiles {
+		if !Confident(p.Q, samples) {
+			if l.LowConfidence != "" {
+				l.LowConfidence += " "
+			}
+			l.LowConfidence += p.Name
+		}
+	}
 }
 
 // IOError describes the first failed I/O of a job.

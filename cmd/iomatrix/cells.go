@@ -111,7 +111,7 @@ func (o *profileOptions) resolve(g *globalOptions, setup *sweepSetup, preconditi
 func (setup *sweepSetup) newDocument(t *iotest.Target) *results.Document {
 	doc := results.NewDocument(t.Info, results.Settings{
 		Profile: setup.profile.Name, Engine: setup.opts.Engine, RuntimeNS: int64(setup.opts.Runtime), RampNS: int64(setup.opts.Ramp),
-		SizeBytes: t.Size, Seed: setup.opts.Seed,
+		SizeBytes: t.Size, Seed: setup.opts.Seed, Auto: autoSettings(setup.opts),
 	}, time.Now().UTC().Format(time.RFC3339))
 	if setup.profile.Source != "built-in" {
 		doc.Settings.ProfileFile, _ = filepath.Abs(setup.profile.Source)

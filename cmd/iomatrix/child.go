@@ -45,6 +45,7 @@ type childRequest struct {
 	Target  *childTarget     `json:"target,omitempty"`
 	Pattern *results.Pattern `json:"pattern,omitempty"`
 	Runtime time.Duration    `json:"runtime,omitempty"`
+	Auto    *iotest.Auto     `json:"auto,omitempty"`
 	Ramp    time.Duration    `json:"ramp,omitempty"`
 	Seed    uint64           `json:"seed,omitempty"`
 	Engine  string           `json:"engine,omitempty"`
@@ -126,7 +127,7 @@ func runChild(ctx context.Context, in io.Reader, out io.Writer) error {
 			}
 			send(childReply{Ready: ready})
 		case req.Pattern != nil:
-			o := iotest.Options{Runtime: req.Runtime, Ramp: req.Ramp, Seed: req.Seed, Engine: req.Engine}
+			o := iotest.Options{Runtime: req.Runtime, Auto: req.Auto, Ramp: req.Ramp, Seed: req.Seed, Engine: req.Engine}
 			o.Progress = func(p iotest.Progress) { send(childReply{Progress: &p}) }
 			res, err := iotest.Run(ctx, t, *req.Pattern, o)
 			switch {
@@ -238,7 +239,7 @@ func startChild(stderr io.Writer, target childTarget, place func(pid int) error,
 }
 
 func (w *childRunner) Run(ctx context.Context, p results.Pattern, o iotest.Options) (results.Result, error) {
-	req := childRequest{Pattern: &p, Runtime: o.Runtime, Ramp: o.Ramp, Seed: o.Seed, Engine: o.Engine}
+	req := childRequest{Pattern: &p, Runtime: o.Runtime, Auto: o.Auto, Ramp: o.Ramp, Seed: o.Seed, Engine: o.Engine}
 	if err := json.NewEncoder(w.in).Encode(req); err != nil {
 		return results.Result{}, fmt.Errorf("child: %w", err)
 	}

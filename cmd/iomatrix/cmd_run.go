@@ -81,6 +81,7 @@ refused while the device or one of its partitions is mounted or held.
 var flagNames = map[string]string{
 	"access": "--rw", "block_size": "--bs", "read_pct": "--rwmix", "queue_depth": "--qd",
 	"jobs": "--jobs", "runtime": "--runtime", "ramp": "--ramp", "engine": "--engine", "size": "--size",
+	"min-runtime": "--min-runtime", "max-runtime": "--max-runtime", "precision": "--precision",
 }
 
 func flagError(err error) error {
@@ -139,7 +140,7 @@ func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string)
 	defer sess.close(g)
 	doc := results.NewDocument(sess.t.Info, results.Settings{
 		Profile: "run", Engine: rs.opts.Engine, RuntimeNS: int64(rs.opts.Runtime), RampNS: int64(rs.opts.Ramp),
-		SizeBytes: sess.t.Size, Seed: rs.opts.Seed,
+		SizeBytes: sess.t.Size, Seed: rs.opts.Seed, Auto: autoSettings(rs.opts),
 	}, time.Now().UTC().Format(time.RFC3339))
 	doc.Cap = sess.capInfo
 
@@ -248,27 +249,39 @@ func writeRunText(w io.Writer, doc *results.Document, r *results.Result) {
 		time.Duration(r.DurationNS).Round(time.Millisecond), time.Duration(r.RampNS), r.Engine, doc.Settings.Seed)
 	fmt.Fprintf(w, "target: %s (%s)\n\n", t.Path, strings.Join(where, ", "))
 	fmt.Fprintf(w, "%-6s %12s %10s %9s %9s %9s %9s %9s %9s %9s %9s\n", "", "IOPS", "MiB/s", "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max")
-	row := func(name string, iops, mibps float64, l *results.Latency) {
+	few := false // a percentile shown rests on too few I/Os
+	row := func(name string, iops, mibps float64, l *results.Latency, ios uint64) {
 		fmt.Fprintf(w, "%-6s %12s %10s", name, units.Thousands(iops, 0), units.Thousands(mibps, 1))
 		if l != nil {
+			tail := func(v uint64, q float64) string {
+				if results.Confident(q, l.Samples(ios)) {
+					return us(float64(v))
+				}
+				few = true
+				return us(float64(v)) + report.FewIOsMark
+			}
 			fmt.Fprintf(w, " %9s %9s %9s %9s %9s %9s %9s %9s", us(float64(l.Min)), us(l.Mean), us(float64(l.P50)),
-				us(float64(l.P90)), us(float64(l.P99)), us(float64(l.P999)), us(float64(l.P9999)), us(float64(l.Max)))
+				us(float64(l.P90)), tail(l.P99, 99), tail(l.P999, 99.9), tail(l.P9999, 99.99), us(float64(l.Max)))
 		}
 		fmt.Fprintln(w)
 	}
 	if r.Read.IOs > 0 {
-		row("read", r.Read.IOPS, r.Read.MiBPerS, &r.Read.LatNS)
+		row("read", r.Read.IOPS, r.Read.MiBPerS, &r.Read.LatNS, r.Read.IOs)
 	}
 	if r.Write.IOs > 0 {
-		row("write", r.Write.IOPS, r.Write.MiBPerS, &r.Write.LatNS)
+		row("write", r.Write.IOPS, r.Write.MiBPerS, &r.Write.LatNS, r.Write.IOs)
 	}
 	// A single direction's row is already the total. The total's latency
 	// is that of every I/O of the mix, which neither row above can give.
 	if r.Read.IOs > 0 && r.Write.IOs > 0 {
-		row("total", r.Total.IOPS, r.Total.MiBPerS, r.Total.LatNS)
+		row("total", r.Total.IOPS, r.Total.MiBPerS, r.Total.LatNS, r.Total.IOs)
 	}
 	fmt.Fprintf(w, "%-6s %12s %10s %9s\n", "", "", "", "(latency in µs)")
-	fmt.Fprintf(w, "\ncpu: user %.1f%%, sys %.1f%% of one core\n", r.CPU.UserPct, r.CPU.SysPct)
+	if few {
+		fmt.Fprintf(w, "\n%s\n", report.FewIOsNote)
+	}
+	fmt.Fprintf(w, "\nwindow: %s\n", report.DescribeStop(*r, doc.Settings.Auto))
+	fmt.Fprintf(w, "cpu: user %.1f%%, sys %.1f%% of one core\n", r.CPU.UserPct, r.CPU.SysPct)
 	if t.Disk != "" {
 		fmt.Fprintf(w, "disk %s, all processes: %s requests completed, %.1f%% utilized", t.Disk, units.Thousands(float64(r.Device.IOs), 0), r.Device.UtilPct)
 		if r.Device.OtherIOs > 0 {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -18,8 +20,13 @@ import (
 // measureOptions are the flags every measuring command shares: how long,
 // how, and what it may do to the target.
 type measureOptions struct {
-	Runtime          time.Duration
-	Ramp             time.Duration
+	Runtime time.Duration
+	// Auto is --runtime auto: each pattern runs until its IOPS are steady
+	// and precise, between MinRuntime and MaxRuntime.
+	Auto                   bool
+	MinRuntime, MaxRuntime time.Duration
+	Precision              string
+	Ramp                   time.Duration
 	Size             string
 	Engine           string
 	Seed             uint64
@@ -28,10 +35,18 @@ type measureOptions struct {
 	capOptions
 
 	runtimeSet, rampSet, sizeSet, seedSet bool
+	minSet, maxSet, precisionSet          bool
 }
 
 func (o *measureOptions) AddFlags(f *pflag.FlagSet) {
-	durationVar(f, &o.Runtime, "runtime", 60*time.Second, "measured time per pattern (a bare number is seconds)")
+	o.Runtime = 60 * time.Second
+	f.Var(runtimeValue{o}, "runtime", "measured time per pattern (a bare number is seconds), or auto: each pattern runs until its IOPS are steady "+
+		"and known within --precision, at least --min-runtime and at most --max-runtime (see README, \"--runtime auto\")")
+	durationVar(f, &o.MinRuntime, "min-runtime", iotest.DefaultMinRuntime, "with --runtime auto: the shortest a pattern is measured")
+	durationVar(f, &o.MaxRuntime, "max-runtime", iotest.DefaultMaxRuntime, "with --runtime auto: the longest a pattern is measured; "+
+		"one not steady and precise by then is marked not converged in every report")
+	f.StringVar(&o.Precision, "precision", "2%", "with --runtime auto: the widest 95 % confidence interval of a pattern's mean IOPS, "+
+		"as ± a share of it (allowing for seconds that are not independent)")
 	durationVar(f, &o.Ramp, "ramp", 5*time.Second, "warm-up time before each measurement, excluded from every statistic (a bare number is seconds)")
 	// No default value: the default depends on the target, so the text
 	// states it once for each kind.
@@ -115,14 +130,24 @@ func (s *session) close(g *globalOptions) {
 
 // alignToThrottle sets the ramp and runtime of a capped measurement (see
 // cgroup.AlignWindow), and says so when they differ from what was asked.
+// An auto window's maximum is aligned, and its end falls on a slice.
 func alignToThrottle(g *globalOptions, o *iotest.Options) {
 	ramp, runtime := cgroup.AlignWindow(o.Ramp, o.Runtime)
 	if ramp != o.Ramp || runtime != o.Runtime {
-		fmt.Fprintf(g.stderr, "iomatrix: under a cap: ramp %s, runtime %s (asked %s, %s): the kernel's throttle hands out a cap's budget "+
+		what := "runtime"
+		if o.Auto != nil {
+			what = "maximum runtime"
+		}
+		fmt.Fprintf(g.stderr, "iomatrix: under a cap: ramp %s, %s %s (asked %s, %s): the kernel's throttle hands out a cap's budget "+
 			"in %s slices, the first at once, so each cell is measured from mid-slice over whole slices after a ramp of at least %s\n",
-			ramp, runtime, o.Ramp, o.Runtime, cgroup.ThrottleSlice, cgroup.MinCappedRamp)
+			ramp, what, runtime, o.Ramp, o.Runtime, cgroup.ThrottleSlice, cgroup.MinCappedRamp)
 	}
 	o.Ramp, o.Runtime = ramp, runtime
+	if o.Auto != nil {
+		a := *o.Auto
+		a.MaxRuntime, a.Granule = runtime, cgroup.ThrottleSlice
+		o.Auto = &a
+	}
 }
 
 // noticeOtherLoad warns when the disk completed markedly more requests
@@ -152,6 +177,7 @@ func resolveEngine(o iotest.Options) (string, error) {
 // changed records which flags the user gave, after parsing.
 func (o *measureOptions) changed(f *pflag.FlagSet) {
 	o.runtimeSet, o.rampSet, o.sizeSet, o.seedSet = f.Changed("runtime"), f.Changed("ramp"), f.Changed("size"), f.Changed("seed")
+	o.minSet, o.maxSet, o.precisionSet = f.Changed("min-runtime"), f.Changed("max-runtime"), f.Changed("precision")
 }
 
 // options checks the flags and turns them into engine options.
@@ -161,6 +187,12 @@ func (o *measureOptions) options(g *globalOptions) (iotest.Options, error) {
 		return iotest.Options{}, err
 	}
 	opts := iotest.Options{Runtime: o.Runtime, Ramp: o.Ramp, Seed: o.Seed, Engine: engine}
+	if opts.Auto, err = o.auto(); err != nil {
+		return opts, err
+	}
+	if opts.Auto != nil {
+		opts.Runtime = opts.Auto.MaxRuntime // what every bound and estimate uses
+	}
 	if !o.seedSet {
 		opts.Seed = rand.Uint64() >> 11 // fits a JSON number exactly
 	}
@@ -170,6 +202,64 @@ func (o *measureOptions) options(g *globalOptions) (iotest.Options, error) {
 	}
 	return opts, nil
 }
+
+// auto turns --runtime auto and its flags into the engine's settings, or
+// nil for a fixed runtime; the auto flags without it are refused rather
+// than ignored.
+func (o *measureOptions) auto() (*iotest.Auto, error) {
+	if !o.Auto {
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"--min-runtime", o.minSet}, {"--max-runtime", o.maxSet}, {"--precision", o.precisionSet}} {
+			if f.set {
+				return nil, usagef("%s: only applies with --runtime auto (got --runtime %s)", f.name, o.Runtime)
+			}
+		}
+		return nil, nil
+	}
+	pct, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(o.Precision), "%"), 64)
+	if err != nil {
+		return nil, usagef("--precision: %q is not a percentage (e.g. 2%%)", o.Precision)
+	}
+	a := &iotest.Auto{MinRuntime: o.MinRuntime, MaxRuntime: o.MaxRuntime, Precision: pct / 100}
+	return a, flagError(a.Validate())
+}
+
+// autoSettings records an auto window's settings in a results file.
+func autoSettings(o iotest.Options) *results.AutoSettings {
+	if o.Auto == nil {
+		return nil
+	}
+	return &results.AutoSettings{MinRuntimeNS: int64(o.Auto.MinRuntime), MaxRuntimeNS: int64(o.Auto.MaxRuntime),
+		PrecisionPct: o.Auto.Precision * 100}
+}
+
+// runtimeValue is --runtime: a duration (a bare number is seconds) or
+// auto.
+type runtimeValue struct{ o *measureOptions }
+
+func (v runtimeValue) Set(s string) error {
+	if strings.EqualFold(strings.TrimSpace(s), "auto") {
+		v.o.Auto = true
+		return nil
+	}
+	d, err := units.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%w, or auto", err)
+	}
+	v.o.Runtime, v.o.Auto = d, false
+	return nil
+}
+
+func (v runtimeValue) String() string {
+	if v.o.Auto {
+		return "auto"
+	}
+	return durationValue{&v.o.Runtime}.String()
+}
+
+func (runtimeValue) Type() string { return "duration|auto" }
 
 // size is --size in bytes, or 0 when not given: a file then keeps the size
 // it was laid out at, a new file gets the default and a device is measured
