@@ -84,10 +84,10 @@ func ValidatePatternFor(p results.Pattern, align int64, size int64) error {
 type Options struct {
 	Runtime time.Duration // measured window; with Auto, ignored
 	// Auto, when set, lets each cell decide its window's length (see Auto).
-	Auto *Auto
-	Ramp    time.Duration // I/O before the window, excluded from every statistic
-	Seed    uint64        // offsets and read/write draws repeat for the same seed
-	Engine  string        // "auto", "uring" or "psync"
+	Auto   *Auto
+	Ramp   time.Duration // I/O before the window, excluded from every statistic
+	Seed   uint64        // offsets and read/write draws repeat for the same seed
+	Engine string        // "auto", "uring" or "psync"
 	// MaxIOs, when set, ends each job after that many I/Os even if the
 	// runtime has not passed (used to write a target a set number of times).
 	MaxIOs uint64

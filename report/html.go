@@ -81,11 +81,11 @@ func writeHTML(w io.Writer, doc *results.Document, o Options) error {
 		sections = append(sections, s)
 	}
 	return htmlPage.Execute(w, map[string]any{
-		"Describe":   Describe(doc),
-		"Doc":        doc,
-		"Metric":     metric.Title(),
-		"Sections":   sections,
-		"Results":    units.Count(len(doc.Results), "result"),
+		"Describe": Describe(doc),
+		"Doc":      doc,
+		"Metric":   metric.Title(),
+		"Sections": sections,
+		"Results":  units.Count(len(doc.Results), "result"),
 		"CPUs":     units.Count(doc.Host.CPUs, "CPU"),
 	})
 }

@@ -27,11 +27,11 @@ type measureOptions struct {
 	MinRuntime, MaxRuntime time.Duration
 	Precision              string
 	Ramp                   time.Duration
-	Size             string
-	Engine           string
-	Seed             uint64
-	Force            bool
-	AllowDestructive bool
+	Size                   string
+	Engine                 string
+	Seed                   uint64
+	Force                  bool
+	AllowDestructive       bool
 	capOptions
 
 	runtimeSet, rampSet, sizeSet, seedSet bool

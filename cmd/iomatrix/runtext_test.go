@@ -63,9 +63,9 @@ func TestRunTextTotalRow(t *testing.T) {
 func TestSweepProgressLineShowsTotalP99(t *testing.T) {
 	doc := readDoc(t, totalLatFixture)
 	for name, want := range map[string]string{
-		"rand-4k-r70-qd8":  "p99 309 µs",  // total.lat_ns: 309,247 ns
+		"rand-4k-r70-qd8":  "p99 309 µs",   // total.lat_ns: 309,247 ns
 		"rand-4k-r70-qd1":  "p99 ~161? µs", // weighted mean of 165 and 153 µs, marked; 879 writes are too few for a p99
-		"rand-4k-r0-qd8":   "p99 354 µs",  // one direction: exact without total.lat_ns
+		"rand-4k-r0-qd8":   "p99 354 µs",   // one direction: exact without total.lat_ns
 		"rand-4k-r100-qd1": "p99 151 µs",
 	} {
 		var b bytes.Buffer
