@@ -155,11 +155,12 @@ func naiveHalfWidth(y []float64) float64 {
 }
 
 func TestAutoAR1NotPreciseEarly(t *testing.T) {
-	// ρ = 0.9, 3 % a second: the true 95 % half-width of the mean of n
-	// rounds is 1.96·3 %·√(19/n), still twice the 2 % target below 41
-	// rounds. The textbook interval declares it precise within a few.
-	const rho, cv = 0.9, 0.03
-	early := 41
+	// ρ = 0.8, 3 % a second: the true 95 % half-width of the mean of n
+	// rounds is 1.96·3 %·√(9/n), still twice the 2 % target below 20
+	// rounds (and the target itself is reached at 78). The textbook
+	// interval declares it precise within a few rounds.
+	const rho, cv = 0.8, 0.03
+	early := 20
 	var naiveEarly, ruleEarly, ruleNever int
 	const series = 200
 	for seed := range uint64(series) {
@@ -193,9 +194,9 @@ func TestAutoAR1NotPreciseEarly(t *testing.T) {
 	}
 	// A short stretch of a slow wander cannot show it: some series look
 	// quiet for their first rounds, and no rule can tell them from quiet
-	// ones. The rule must refuse most of them, and stop most not at all.
-	if ruleEarly > series*45/100 || ruleNever < series/2 {
-		t.Errorf("rule: %d of %d series declared precise early, %d never; want at most 45 %% early and half never", ruleEarly, series, ruleNever)
+	// ones (what --min-runtime is for). The rule must refuse most of them.
+	if ruleEarly > series*35/100 {
+		t.Errorf("rule: %d of %d series declared precise early; want at most 35 %%", ruleEarly, series)
 	}
 }
 

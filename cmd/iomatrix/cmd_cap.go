@@ -245,6 +245,8 @@ func loadBaseline(path string, setup *sweepSetup, plan *iotest.Plan, asked iotes
 		return nil, refuse("its target size %s differs from this run's %s", units.FormatSize(d.Target.SizeBytes), units.FormatSize(plan.Size))
 	case s.Engine != setup.opts.Engine:
 		return nil, refuse("its engine %s differs from this run's %s", s.Engine, setup.opts.Engine)
+	case (s.Auto != nil) != (asked.Auto != nil):
+		return nil, refuse("its runtime %s differs from this run's %s", runtimeWords(s), runtimeWords(settingsOf(setup.opts)))
 	case s.RuntimeNS != int64(asked.Runtime) && s.RuntimeNS != int64(setup.opts.Runtime):
 		return nil, refuse("its runtime %s differs from this run's %s", time.Duration(s.RuntimeNS), setup.opts.Runtime)
 	case s.RampNS != int64(asked.Ramp) && s.RampNS != int64(setup.opts.Ramp):

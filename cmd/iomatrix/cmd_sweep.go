@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -256,7 +257,10 @@ func (o *sweepOptions) adoptSettings(d *results.Document, setup *sweepSetup) err
 		}
 		setup.profile = p
 	}
-	if o.runtimeSet && int64(o.Runtime) != s.RuntimeNS {
+	if err := o.adoptAuto(s); err != nil {
+		return err
+	}
+	if o.runtimeSet && !o.Auto && int64(o.Runtime) != s.RuntimeNS {
 		return usagef("--resume: --runtime %s differs from the file's runtime %s", o.Runtime, time.Duration(s.RuntimeNS))
 	}
 	if o.rampSet && int64(o.Ramp) != s.RampNS {
@@ -279,6 +283,35 @@ func (o *sweepOptions) adoptSettings(d *results.Document, setup *sweepSetup) err
 	}
 	o.Runtime, o.Ramp = time.Duration(s.RuntimeNS), time.Duration(s.RampNS)
 	o.runtimeSet, o.rampSet = true, true
+	return nil
+}
+
+// adoptAuto takes a resumed sweep's --runtime auto settings from its
+// file, refusing flags that contradict them: a fixed runtime for an auto
+// sweep or the reverse, or other bounds or precision.
+func (o *sweepOptions) adoptAuto(s results.Settings) error {
+	a := s.Auto
+	if o.runtimeSet && o.Auto != (a != nil) {
+		return usagef("--resume: --runtime %s differs from the file's runtime %s", runtimeValue{&o.measureOptions}, runtimeWords(s))
+	}
+	if a == nil {
+		return nil // --min-runtime and the others are refused without auto
+	}
+	pct := strconv.FormatFloat(a.PrecisionPct, 'f', -1, 64) + "%"
+	for _, f := range []struct {
+		name      string
+		set, same bool
+		file      string
+	}{
+		{"--min-runtime", o.minSet, int64(o.MinRuntime) == a.MinRuntimeNS, time.Duration(a.MinRuntimeNS).String()},
+		{"--max-runtime", o.maxSet, int64(o.MaxRuntime) == a.MaxRuntimeNS, time.Duration(a.MaxRuntimeNS).String()},
+		{"--precision", o.precisionSet, o.Precision == pct || o.Precision == strings.TrimSuffix(pct, "%"), pct},
+	} {
+		if f.set && !f.same {
+			return usagef("--resume: %s differs from the file's %s", f.name, f.file)
+		}
+	}
+	o.Auto, o.MinRuntime, o.MaxRuntime, o.Precision = true, time.Duration(a.MinRuntimeNS), time.Duration(a.MaxRuntimeNS), pct
 	return nil
 }
 
@@ -331,9 +364,15 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 		return err
 	}
 	total := len(setup.profile.Patterns)
-	fmt.Fprintf(g.stderr, "iomatrix: sweep %s: %d of %s to run, about %s at %s + %s ramp each\n",
-		setup.profile.Name, len(setup.todo), units.Count(total, "pattern"), setup.profile.Estimate(setup.opts.Runtime, setup.opts.Ramp)*time.Duration(len(setup.todo))/time.Duration(total),
-		setup.opts.Runtime, setup.opts.Ramp)
+	estimate := setup.profile.Estimate(setup.opts.Runtime, setup.opts.Ramp) * time.Duration(len(setup.todo)) / time.Duration(total)
+	if a := setup.opts.Auto; a != nil {
+		fmt.Fprintf(g.stderr, "iomatrix: sweep %s: %d of %s to run, up to %s: each runs until its IOPS are steady and within ±%s %%, "+
+			"%s to %s, + %s ramp\n", setup.profile.Name, len(setup.todo), units.Count(total, "pattern"), estimate,
+			strconv.FormatFloat(a.Precision*100, 'f', -1, 64), a.MinRuntime, a.MaxRuntime, setup.opts.Ramp)
+	} else {
+		fmt.Fprintf(g.stderr, "iomatrix: sweep %s: %d of %s to run, about %s at %s + %s ramp each\n",
+			setup.profile.Name, len(setup.todo), units.Count(total, "pattern"), estimate, setup.opts.Runtime, setup.opts.Ramp)
+	}
 	fmt.Fprintf(g.stderr, "iomatrix: results: %s\n", setup.out)
 
 	sess, err := startSession(ctx, g, &o.measureOptions, cp, plan, anyWrites(setup.profile.Patterns))

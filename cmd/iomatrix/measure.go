@@ -235,6 +235,19 @@ func autoSettings(o iotest.Options) *results.AutoSettings {
 		PrecisionPct: o.Auto.Precision * 100}
 }
 
+// settingsOf is the runtime part of a results file's settings for opts.
+func settingsOf(o iotest.Options) results.Settings {
+	return results.Settings{RuntimeNS: int64(o.Runtime), Auto: autoSettings(o)}
+}
+
+// runtimeWords is a file's runtime setting as the flag would say it.
+func runtimeWords(s results.Settings) string {
+	if s.Auto != nil {
+		return "auto"
+	}
+	return time.Duration(s.RuntimeNS).String()
+}
+
 // runtimeValue is --runtime: a duration (a bare number is seconds) or
 // auto.
 type runtimeValue struct{ o *measureOptions }

@@ -20,7 +20,8 @@ type sweepProgress struct {
 	g       *globalOptions
 	total   int
 	done    int
-	per     time.Duration // planned time of one pattern
+	per     time.Duration // planned time of one pattern; with auto, its most
+	auto    bool          // patterns end when their figures are known
 	started time.Time     // of this session's first pattern
 	ran     int           // patterns run in this session
 	ranFor  time.Duration // and the time they took
@@ -31,7 +32,7 @@ type sweepProgress struct {
 }
 
 func newSweepProgress(g *globalOptions, total, done int, o iotest.Options) *sweepProgress {
-	prog := &sweepProgress{g: g, total: total, done: done, per: o.Runtime + o.Ramp, started: time.Now()}
+	prog := &sweepProgress{g: g, total: total, done: done, per: o.Runtime + o.Ramp, auto: o.Auto != nil, started: time.Now()}
 	if g.stderrTTY {
 		prog.bar = progressbar.NewOptions(total,
 			progressbar.OptionSetWriter(g.stderr),
@@ -48,14 +49,29 @@ func newSweepProgress(g *globalOptions, total, done int, o iotest.Options) *swee
 }
 
 // eta is the time left for the whole sweep: the planned time of what
-// remains, stretched by the overhead seen so far.
-func (prog *sweepProgress) eta(now time.Time) time.Duration {
+// remains, stretched by the overhead seen so far. Auto patterns take what
+// they take: the remaining ones are expected to take what those done in
+// this session took on average, and up to their maximum before any is
+// done (then upTo is set).
+func (prog *sweepProgress) eta(now time.Time) (left time.Duration, upTo bool) {
 	per := prog.per
-	if prog.ran > 0 {
+	switch {
+	case prog.ran > 0 && prog.auto:
+		per = prog.ranFor / time.Duration(prog.ran)
+	case prog.ran > 0:
 		per = max(per, prog.ranFor/time.Duration(prog.ran))
 	}
-	left := time.Duration(prog.total-prog.done)*per - now.Sub(prog.patAt)
-	return max(left, 0)
+	left = time.Duration(prog.total-prog.done)*per - now.Sub(prog.patAt)
+	return max(left, 0), prog.auto && prog.ran == 0
+}
+
+// etaText is eta in words: "3m20s", or "up to 48m" while it is a bound.
+func (prog *sweepProgress) etaText(now time.Time) string {
+	left, upTo := prog.eta(now)
+	if upTo {
+		return "up to " + left.Round(time.Second).String()
+	}
+	return left.Round(time.Second).String()
 }
 
 func (prog *sweepProgress) start(p results.Pattern) {
@@ -84,7 +100,7 @@ func (prog *sweepProgress) describe(phase string, iops float64) {
 	}
 	now := time.Now()
 	prog.bar.Describe(fmt.Sprintf("%-22s %-9s %9s IOPS | elapsed %s | ETA %s", prog.current.Name(), phase,
-		units.Thousands(iops, 0), now.Sub(prog.started).Round(time.Second), prog.eta(now).Round(time.Second)))
+		units.Thousands(iops, 0), now.Sub(prog.started).Round(time.Second), prog.etaText(now)))
 }
 
 func (prog *sweepProgress) finished(r results.Result) {
@@ -98,12 +114,16 @@ func (prog *sweepProgress) finished(r results.Result) {
 		_ = prog.bar.Set(prog.done)
 		return
 	}
-	// The p99 the matrices show for this result, by the same rule.
-	p99, approx := report.LatP99.Measure(r)
-	fmt.Fprintf(prog.g.stderr, "[%d/%d] %s: %s IOPS, %s MiB/s, p99 %s µs (elapsed %s, ETA %s)\n",
-		prog.done, prog.total, r.Name, units.Thousands(r.Total.IOPS, 0), units.Thousands(r.Total.MiBPerS, 1),
-		report.FormatMeasure(report.LatP99, p99, approx), now.Sub(prog.started).Round(time.Second),
-		prog.eta(now).Round(time.Second))
+	// The figures the matrices show for this result, by the same rule.
+	iops, iopsFlags := report.IOPS.Measure(r)
+	p99, p99Flags := report.LatP99.Measure(r)
+	window := ""
+	if r.Stop == results.StopConverged || r.Stop == results.StopMaxRuntime {
+		window = fmt.Sprintf(", %s after %s", r.Stop, time.Duration(r.DurationNS).Round(time.Second))
+	}
+	fmt.Fprintf(prog.g.stderr, "[%d/%d] %s: %s IOPS, %s MiB/s, p99 %s µs%s (elapsed %s, ETA %s)\n",
+		prog.done, prog.total, r.Name, report.FormatMeasure(report.IOPS, iops, iopsFlags), units.Thousands(r.Total.MiBPerS, 1),
+		report.FormatMeasure(report.LatP99, p99, p99Flags), window, now.Sub(prog.started).Round(time.Second), prog.etaText(now))
 }
 
 // precondition shows the steps before the first pattern: on the bar, or
