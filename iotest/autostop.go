@@ -118,7 +118,13 @@ func judge(y []float64) judgement {
 		j.shift = !j.steady && n > SteadyWindow && shifted(y)
 	}
 	m, sd := meanSD(y)
-	if m <= 0 {
+	switch {
+	case m <= 0:
+		return j
+	case sd == 0:
+		// Every round the same (a cap's exact budget): the mean is known,
+		// however few the rounds (and ∞·0 is no half-width).
+		j.ci = 0
 		return j
 	}
 	j.ci = max(ar1HalfWidth(y, m, sd), batchHalfWidth(y, m)) / m

@@ -89,6 +89,10 @@ func TestAutoFlatNoiseConvergesWhenPredicted(t *testing.T) {
 	if o := runStopper(testAuto, whiteNoise(rand.New(rand.NewPCG(3, 3)), 60, 10000, 0.001)); o.at != SteadyWindow {
 		t.Errorf("a quiet series stopped after %d rounds, want %d", o.at, SteadyWindow)
 	}
+	// Nor does a constant one (a cap's exact budget) wait for more.
+	if o := runStopper(testAuto, slices.Repeat([]float64{2000}, 60)); o.at != SteadyWindow {
+		t.Errorf("a constant series stopped after %d rounds, want %d", o.at, SteadyWindow)
+	}
 	// And never before the minimum runtime.
 	a := testAuto
 	a.MinRuntime = 9500 * time.Millisecond
