@@ -667,3 +667,35 @@ func TestJoinTakesTheLimitInForce(t *testing.T) {
 		t.Errorf("an ancestor's limit was taken for one in force on v1: %s", r.stderr)
 	}
 }
+
+// --runtime auto under a cap: the child measures with the auto settings,
+// the capped rounds are flat, so the cell converges at the first full
+// steady-state window, and the window ends on a throttle slice.
+func TestRunAutoUnderCap(t *testing.T) {
+	c := capController(t)
+	t.Parallel()
+	dir := t.TempDir()
+	target := filepath.Join(dir, "a.dat")
+	r := runCounted(t, c, "run", target, "--size", "64MiB", "--rw", "randread", "--qd", "4", "--cap", "riops=500",
+		"--runtime", "auto", "--max-runtime", "9s", "--ramp", "0", "--format", "json")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	var doc results.Document
+	testenv.Must(t, json.Unmarshal([]byte(r.stdout), &doc))
+	res := doc.Results[0]
+	d := time.Duration(res.DurationNS)
+	t.Logf("%s after %d rounds in %s, ci %v, %.1f IOPS, timeline %v", res.Stop, res.Rounds, d, res.CIPct, res.Total.IOPS, res.TimelineIOPS)
+	if a := doc.Settings.Auto; a == nil || a.MaxRuntimeNS != int64(9*time.Second) || a.PrecisionPct != 2 {
+		t.Errorf("settings %+v", doc.Settings.Auto)
+	}
+	if res.Stop != results.StopConverged || res.Rounds < 5 || res.Rounds > 8 || d < time.Duration(res.Rounds)*time.Second || d%cgroup.ThrottleSlice != 0 {
+		t.Errorf("stop %q after %d rounds in %s: want converged within 8 rounds, whole slices", res.Stop, res.Rounds, d)
+	}
+	if math.Abs(res.Total.IOPS/500-1) > 0.01 || res.CIPct == nil || *res.CIPct > 2 {
+		t.Errorf("%.1f IOPS ±%v %%: want the cap's 500, precisely", res.Total.IOPS, res.CIPct)
+	}
+	if k := res.CgroupIOs; k == nil || k.Reads != res.Completed.Reads {
+		t.Errorf("cgroup counted %+v, iomatrix completed %+v", k, res.Completed)
+	}
+}

@@ -149,3 +149,42 @@ func TestWritebackWarning(t *testing.T) {
 		}
 	}
 }
+
+// A resumed auto sweep measures its remaining patterns as its file says.
+func TestResumeAdoptsAuto(t *testing.T) {
+	o := &sweepOptions{}
+	o.measureOptions.Precision = "2%"
+	s := results.Settings{RuntimeNS: int64(20 * time.Second), RampNS: int64(time.Second),
+		Auto: &results.AutoSettings{MinRuntimeNS: int64(4 * time.Second), MaxRuntimeNS: int64(20 * time.Second), PrecisionPct: 2.5}}
+	if err := o.adoptAuto(s); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := o.options(&globalOptions{stderr: &bytes.Buffer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := opts.Auto; a == nil || a.MinRuntime != 4*time.Second || a.MaxRuntime != 20*time.Second || a.Precision != 0.025 || opts.Runtime != 20*time.Second {
+		t.Errorf("options %+v, auto %+v", opts, opts.Auto)
+	}
+	if got := autoSettings(opts); *got != *s.Auto {
+		t.Errorf("recorded again as %+v, want %+v", got, s.Auto)
+	}
+}
+
+// The sweep's ETA: from the plan before any auto pattern ends ("up to"),
+// then from what the patterns really took.
+func TestSweepETAWithAuto(t *testing.T) {
+	start := time.Now()
+	prog := &sweepProgress{g: &globalOptions{stderr: &bytes.Buffer{}}, total: 10, per: 21 * time.Second, auto: true, started: start, patAt: start}
+	if got := prog.etaText(start); got != "up to 3m30s" {
+		t.Errorf("before any pattern: %s", got)
+	}
+	prog.done, prog.ran, prog.ranFor, prog.patAt = 4, 4, 28*time.Second, start.Add(28*time.Second)
+	if left, upTo := prog.eta(prog.patAt); upTo || left != 6*7*time.Second {
+		t.Errorf("after 4 patterns of 7s: %s (up to %v), want 42s", left, upTo)
+	}
+	prog.auto = false // a fixed runtime never expects less than its plan
+	if left, _ := prog.eta(prog.patAt); left != 6*21*time.Second {
+		t.Errorf("fixed: %s, want 2m6s", left)
+	}
+}

@@ -66,23 +66,37 @@ func TestSweepResumeRefusesOtherSettings(t *testing.T) {
 		t.Fatalf("sweep: exit %d: %s", r.code, r.stderr)
 	}
 	before, _ := os.ReadFile(out)
+	// The same sweep, as if it had run with --runtime auto and stopped
+	// after two patterns.
+	auto := filepath.Join(dir, "auto.json")
+	ad := readDoc(t, out)
+	ad.Settings.Auto = &results.AutoSettings{MinRuntimeNS: int64(3 * time.Second), MaxRuntimeNS: int64(20 * time.Second), PrecisionPct: 2}
+	ad.Settings.RuntimeNS, ad.Results, ad.FinishedAt = int64(20*time.Second), ad.Results[:2], ""
+	testenv.Must(t, results.WriteFileAtomic(auto, ad))
+	autoBefore, _ := os.ReadFile(auto)
 	other := filepath.Join(dir, "other.dat")
 	for name, c := range map[string]struct {
 		args    []string
 		mention string
 	}{
-		"target":  {[]string{"sweep", other, "--resume", out}, "target"},
-		"profile": {[]string{"sweep", "--resume", out, "--profile", "quick"}, "profile"},
-		"size":    {[]string{"sweep", "--resume", out, "--size", "64MiB"}, "--size"},
-		"runtime": {[]string{"sweep", "--resume", out, "--runtime", "1s"}, "--runtime"},
-		"ramp":    {[]string{"sweep", "--resume", out, "--ramp", "1s"}, "--ramp"},
+		"target":            {[]string{"sweep", other, "--resume", out}, "target"},
+		"profile":           {[]string{"sweep", "--resume", out, "--profile", "quick"}, "profile"},
+		"size":              {[]string{"sweep", "--resume", out, "--size", "64MiB"}, "--size"},
+		"runtime":           {[]string{"sweep", "--resume", out, "--runtime", "1s"}, "--runtime"},
+		"ramp":              {[]string{"sweep", "--resume", out, "--ramp", "1s"}, "--ramp"},
+		"auto for fixed":    {[]string{"sweep", "--resume", out, "--runtime", "auto"}, "--resume: --runtime auto differs from the file's runtime 100ms"},
+		"fixed for auto":    {[]string{"sweep", "--resume", auto, "--runtime", "20s"}, "--resume: --runtime 20s differs from the file's runtime auto"},
+		"other maximum":     {[]string{"sweep", "--resume", auto, "--max-runtime", "30s"}, "--resume: --max-runtime differs from the file's 20s"},
+		"other precision":   {[]string{"sweep", "--resume", auto, "--runtime", "auto", "--precision", "1%"}, "--resume: --precision differs from the file's 2%"},
+		"auto flags, fixed": {[]string{"sweep", "--resume", out, "--min-runtime", "5s"}, "--min-runtime: only applies with --runtime auto"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			checkRefused(t, runInProcess(c.args...), c.mention)
 		})
 	}
 	after, _ := os.ReadFile(out)
-	if string(before) != string(after) {
+	autoAfter, _ := os.ReadFile(auto)
+	if string(before) != string(after) || string(autoBefore) != string(autoAfter) {
 		t.Fatal("a refused resume changed the results file")
 	}
 	if _, err := os.Stat(other); !os.IsNotExist(err) {
