@@ -64,10 +64,7 @@ func (f Flags) Has(flag Flags) bool { return f&flag != 0 }
 
 // Decorate puts the signs of f around a rendered number.
 func (f Flags) Decorate(s string) string {
-	for _, fi := range flagInfos {
-		if !f.Has(fi.flag) {
-			continue
-		}
+	for _, fi := range f.held() {
 		if fi.flag == FlagApprox {
 			s = fi.sign + s
 		} else {
@@ -80,24 +77,31 @@ func (f Flags) Decorate(s string) string {
 // Signs is the signs of f alone, in their order around a number.
 func (f Flags) Signs() string { return f.Decorate("") }
 
+// held is the descriptions of the flags f holds, in display order.
+func (f Flags) held() []flagInfo {
+	var held []flagInfo
+	for _, fi := range flagInfos {
+		if f.Has(fi.flag) {
+			held = append(held, fi)
+		}
+	}
+	return held
+}
+
 // Notes are the explanations of the signs f holds, one per line.
 func (f Flags) Notes() []string {
 	var notes []string
-	for _, fi := range flagInfos {
-		if f.Has(fi.flag) {
-			notes = append(notes, fi.note)
-		}
+	for _, fi := range f.held() {
+		notes = append(notes, fi.note)
 	}
 	return notes
 }
 
-// classes are the HTML classes of f, space-separated.
+// classes are the HTML classes of f.
 func (f Flags) classes() []string {
 	var c []string
-	for _, fi := range flagInfos {
-		if f.Has(fi.flag) {
-			c = append(c, fi.class)
-		}
+	for _, fi := range f.held() {
+		c = append(c, fi.class)
 	}
 	return c
 }
@@ -105,10 +109,8 @@ func (f Flags) classes() []string {
 // titles is a tooltip for a cell flagged f.
 func (f Flags) titles() string {
 	var t []string
-	for _, fi := range flagInfos {
-		if f.Has(fi.flag) {
-			t = append(t, fi.title)
-		}
+	for _, fi := range f.held() {
+		t = append(t, fi.title)
 	}
 	return strings.Join(t, "; ")
 }

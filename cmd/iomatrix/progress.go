@@ -54,6 +54,9 @@ func (l *liveLine) pattern(p iotest.Progress, o iotest.Options) {
 	}
 	b = appendDuration(b, p.Elapsed.Round(time.Second))
 	b = append(b, " / "...)
+	if o.Auto != nil && !p.Ramping {
+		b = append(b, "≤"...) // an auto window ends when its figure is known
+	}
 	b = appendDuration(b, total)
 	b = append(b, "  "...)
 	b = units.AppendThousands(b, p.IOPS, 0)
