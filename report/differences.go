@@ -44,7 +44,12 @@ var comparedSettings = []struct {
 	{"filesystem", func(d *results.Document) string { return d.Target.Filesystem }},
 	{"profile", func(d *results.Document) string { return d.Settings.Profile }},
 	{"engine", engineOf},
-	{"runtime", func(d *results.Document) string { return durationOrUnknown(d.Settings.RuntimeNS) }},
+	{"runtime", func(d *results.Document) string {
+		if d.Settings.Auto != nil {
+			return runtimeSetting(d.Settings)
+		}
+		return durationOrUnknown(d.Settings.RuntimeNS)
+	}},
 	{"ramp", func(d *results.Document) string { return time.Duration(d.Settings.RampNS).String() }},
 	{"cap", func(d *results.Document) string {
 		if d.Cap == nil {

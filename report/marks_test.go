@@ -103,6 +103,11 @@ func TestUnsettledCellsMarkedEverywhere(t *testing.T) {
 	if !strings.Contains(c.Summary(), "1 not converged (*)") {
 		t.Errorf("compare: %s", c.Summary())
 	}
+	// A fixed run against an auto one differs in its runtime.
+	c = Compare(loadFixture(t, "total-lat"), doc, "fixed", "auto", IOPS)
+	if len(c.Differences) != 1 || c.Differences[0].Setting != "runtime" || c.Differences[0].New != "auto, 3s to 20s, ±2 %" {
+		t.Errorf("differences %+v", c.Differences)
+	}
 }
 
 func TestDescribeStop(t *testing.T) {
