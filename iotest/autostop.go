@@ -115,7 +115,7 @@ func judge(y []float64) judgement {
 	}
 	if n >= SteadyWindow {
 		j.steady = steadyWindow(y[n-SteadyWindow:])
-		j.shift = !j.steady && n > SteadyWindow && shifted(y)
+		j.shift = !j.steady && n >= SteadyWindow+3 && shifted(y)
 	}
 	m, sd := meanSD(y)
 	switch {
@@ -149,15 +149,20 @@ func steadyWindow(w []float64) bool {
 	return hi-lo <= steadyRange*m && excursion <= steadySlope*m
 }
 
-// shifted tells whether the last two rounds left the level of the rounds
-// before them by more than the steady range: a step (a cache filled, a
-// drive's write cliff), not noise, which would have to exceed three and
-// a half standard deviations at 8 % noise a second.
+// shifted tells whether the last three rounds left the level of the
+// rounds before them (a window's worth at least) by more than the steady
+// range, and by more than five standard errors of the difference given
+// the noise of those rounds: a step (a cache filled, a drive's write
+// cliff), not noise. (The steady range alone restarted a third of the
+// cells of a sweep on a RAM-backed loop device whose rounds vary by 10 %,
+// each restart throwing measured rounds away for nothing.)
 func shifted(y []float64) bool {
+	const last = 3
 	n := len(y)
-	before, _ := meanSD(y[:n-2])
-	last := (y[n-2] + y[n-1]) / 2
-	return before > 0 && math.Abs(last-before) > steadyRange*before
+	before, sd := meanSD(y[:n-last])
+	after, _ := meanSD(y[n-last:])
+	step := math.Abs(after - before)
+	return before > 0 && step > steadyRange*before && step > 5*sd*math.Sqrt(1.0/last+1/float64(n-last))
 }
 
 func ar1HalfWidth(y []float64, m, sd float64) float64 {

@@ -140,6 +140,13 @@ func TestAutoStepRestartsTheWindow(t *testing.T) {
 			t.Errorf("seed %d: the final window's mean %.0f is not the level after the step (16000): it holds rounds from before it", seed, m)
 		}
 	}
+	// Noise is not a step: rounds varying by 10 % a second, whose
+	// windows often fail the steady range, are never restarted.
+	for seed := range uint64(100) {
+		if o := runStopper(testAuto, whiteNoise(rand.New(rand.NewPCG(seed, 17)), 60, 10000, 0.10)); o.restarts != 0 {
+			t.Fatalf("seed %d: 10 %% noise restarted the window %d times", seed, o.restarts)
+		}
+	}
 	// A shift that leaves too few rounds for a fresh window does not
 	// restart it: the window ends unconverged at the maximum instead.
 	y := whiteNoise(rand.New(rand.NewPCG(5, 5)), 60, 10000, 0.03)
