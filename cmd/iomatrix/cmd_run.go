@@ -63,6 +63,7 @@ refused while the device or one of its partitions is mounted or held.
 ` + exitStatusHelp,
 		Example: `  iomatrix run /mnt/vol/iomatrix.dat --rw randread --bs 4k --qd 32
   iomatrix run /mnt/vol/iomatrix.dat --rw randrw --rwmix 70 --bs 16k --qd 8 --runtime 30s
+  iomatrix run /mnt/vol/iomatrix.dat --rw randread --qd 1 --runtime auto --precision 1%
   iomatrix run /dev/nvme1n1 --rw randread --qd 128 --jobs 4 --format json > nvme.json`,
 		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

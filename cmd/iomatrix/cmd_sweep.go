@@ -93,13 +93,17 @@ continues where the file stops; the target, profile, size, runtime and
 ramp must match the file's (they are taken from it when not given).
 
 Runtime, ramp and size come from the flags, else from the profile's
-defaults, else 60s, 5s and 16GiB. With a terminal, progress (pattern,
+defaults, else 60s, 5s and 16GiB. --runtime auto lets each pattern stop
+when its IOPS are steady and within --precision (between --min-runtime
+and --max-runtime); a pattern that never is gets marked "not converged"
+(*) in every report. With a terminal, progress (pattern,
 live IOPS, patterns done, elapsed, ETA) is drawn on stderr; without one,
 one plain line per finished pattern.
 
 ` + exitStatusHelp,
 		Example: `  iomatrix sweep /mnt/vol/iomatrix.dat
   iomatrix sweep /mnt/vol/iomatrix.dat --profile quick --runtime 10s
+  iomatrix sweep /mnt/vol/iomatrix.dat --runtime auto --max-runtime 30s --precision 3%
   iomatrix sweep --resume iomatrix-full-20261129-230000.json`,
 		Args: maxArgs(1),
 		RunE: o.runE(func(ctx context.Context, target string) error { return runSweep(ctx, o, g, target) }),
