@@ -69,7 +69,16 @@ type VerdictCell struct {
 	CountersOK       bool             `json:"counters_ok"`
 	Error            *results.IOError `json:"error,omitempty"`
 	Reasons          []string         `json:"reasons,omitempty"`
+	// Stop, Rounds and CIPct say how the cell's window ended and how
+	// precise its IOPS are (see results.Result).
+	Stop   string   `json:"stop,omitempty"`
+	Rounds int      `json:"rounds,omitempty"`
+	CIPct  *float64 `json:"ci_pct,omitempty"`
 }
+
+// NotBindingMark follows the expectation of a cell where the cap does not
+// bind: the expectation there is the uncapped figure.
+const NotBindingMark = "†"
 
 // VerdictRun is what a verdict needs besides the results: where they are,
 // the rules they were judged by, and whether every pattern was measured.
@@ -102,6 +111,7 @@ func BuildCapVerdict(doc *results.Document, run VerdictRun) *CapVerdict {
 			ExpectedRequests: k.ExpectedRequests, KernelRequests: r.CgroupIOs,
 			ForeignRequests: k.ForeignRequests, MissingRequests: k.MissingRequests,
 			CountersOK: k.CountersOK, Error: r.Error, Reasons: k.Reasons,
+			Stop: r.Stop, Rounds: r.Rounds, CIPct: r.CIPct,
 		})
 		if k.OK {
 			v.Passed++
@@ -150,9 +160,9 @@ func WriteCapCheck(w io.Writer, doc *results.Document, v *CapVerdict) error {
 		}
 		bind := ""
 		if !k.Binding {
-			bind = "*"
+			bind = NotBindingMark
 		}
-		return fmt.Sprintf("%s / %s%s (%+.1f%%) %s", FormatValue(IOPS, c.Value), FormatValue(IOPS, k.ExpectedIOPS), bind, k.DeviationPct, verdict)
+		return fmt.Sprintf("%s / %s%s (%+.1f%%) %s", FormatMeasure(IOPS, c.Value, c.Flags), FormatValue(IOPS, k.ExpectedIOPS), bind, k.DeviationPct, verdict)
 	}
 	counters := func(c *Cell) string {
 		r, k := c.Result, c.Result.CapCheck
@@ -175,9 +185,12 @@ func WriteCapCheck(w io.Writer, doc *results.Document, v *CapVerdict) error {
 	if err := writeCheckTables(w, doc, "measured / expected IOPS (deviation)", rate); err != nil {
 		return err
 	}
+	for _, note := range BuildMetric(doc.Results, IOPS).Flags().Notes() {
+		fmt.Fprintln(w, note)
+	}
 	for _, c := range v.Cells {
 		if !c.Binding {
-			fmt.Fprintln(w, "* the cap does not bind there (its model is at least 90 % of the uncapped IOPS): the expectation is the uncapped figure, "+
+			fmt.Fprintln(w, NotBindingMark+" the cap does not bind there (its model is at least 90 % of the uncapped IOPS): the expectation is the uncapped figure, "+
 				"which the cell must reach (less the tolerance) without exceeding the cap model")
 			break
 		}

@@ -32,19 +32,19 @@ func renderCapCheck(t *testing.T, doc *results.Document, run VerdictRun) string 
 	return b.String()
 }
 
-// The "*" marks a cell where the cap does not bind; its footnote comes
+// The "†" marks a cell where the cap does not bind; its footnote comes
 // only with such a cell.
 func TestCapCheckFootnoteOnlyWhereNotBinding(t *testing.T) {
 	run := VerdictRun{TolerancePct: 5, Complete: true}
 	all := renderCapCheck(t, checkedFixture(t, func(string) bool { return true }), run)
-	if strings.Contains(all, "*") {
+	if strings.Contains(all, NotBindingMark) {
 		t.Errorf("every cell binding, yet a footnote or mark:\n%s", all)
 	}
 	one := renderCapCheck(t, checkedFixture(t, func(name string) bool { return name != "rand-4k-r100-qd1" }), run)
-	if n := strings.Count(one, "* the cap does not bind"); n != 1 {
+	if n := strings.Count(one, NotBindingMark+" the cap does not bind"); n != 1 {
 		t.Errorf("one cell not binding: %d footnotes, want 1:\n%s", n, one)
 	}
-	if n := strings.Count(one, "*"); n != 2 { // the cell's mark and the footnote's
+	if n := strings.Count(one, NotBindingMark); n != 2 { // the cell's mark and the footnote's
 		t.Errorf("one cell not binding: %d marks, want the cell's and the footnote's:\n%s", n, one)
 	}
 }
