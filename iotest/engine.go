@@ -13,6 +13,18 @@ import (
 // worker is one independent I/O stream: a job's ring (uring) or one of a
 // job's queue-depth goroutines (psync).
 type worker struct {
+	// async: the ring hands every request straight to the kernel's
+	// workers. An I/O that a block device must split cannot be issued
+	// without blocking: io_uring's non-blocking first attempt is refused
+	// (EAGAIN) and retried from a worker, and the cgroup throttle charges
+	// the refused attempt as one more I/O. Measured on a loop device, 1 MiB
+	// reads in 2 requests each: the kernel charged 3.000 per I/O, and a
+	// cap of 2,000 IOPS passed 667 I/Os a second where its model (and
+	// diskstats, 2.00 requests per I/O) expects 1,000; with the requests
+	// sent to the workers at once it charged 2.000, and the I/Os ran no
+	// slower (they went to a worker either way). Files are not affected:
+	// 1 MiB reads of an ext4 file were charged 2.000 per I/O both ways.
+	async bool
 	st    *stats
 	seq   *sequence
 	arena *arena
@@ -197,6 +209,9 @@ func (w *worker) openRing() (*ringStream, error) {
 	if err := r.registerFile(w.fd); err != nil {
 		r.close()
 		return nil, fmt.Errorf("io_uring register file: %w", err)
+	}
+	if w.async {
+		r.sqeFlags |= uringSqeAsync
 	}
 	s := &ringStream{w: w, r: r, bufs: make([][]byte, w.qd), slots: make([]slot, w.qd), fresh: make([]int32, 0, w.qd), bs: uint64(w.arena.bs)}
 	for i := range s.bufs {

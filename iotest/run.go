@@ -158,7 +158,7 @@ func (r *run) makeStreams() error {
 		if r.engine == EngineUring {
 			seq := newSequence(o.Seed, j, 0, p, r.t.Size)
 			seq.budget = budget
-			r.workers = append(r.workers, &worker{st: newStats(r.seconds), seq: seq, arena: a, fd: r.t.fd, qd: p.QueueDepth})
+			r.workers = append(r.workers, &worker{st: newStats(r.seconds), seq: seq, arena: a, fd: r.t.fd, qd: p.QueueDepth, async: r.splitOnDevice()})
 			continue
 		}
 		var cursor atomic.Int64
@@ -170,6 +170,13 @@ func (r *run) makeStreams() error {
 		}
 	}
 	return nil
+}
+
+// splitOnDevice tells whether each I/O of the pattern is split into
+// several requests by the block device being measured (see worker.async).
+func (r *run) splitOnDevice() bool {
+	disk := sysfs.BlockDevice{MaxSectorsKB: r.t.Info.MaxSectorsKB, MaxSegments: r.t.Info.MaxSegments}
+	return r.t.Info.Kind == "block" && disk.RequestsPerIO(r.p.BlockSize) > 1
 }
 
 func (r *run) freeArenas() {

@@ -21,6 +21,7 @@ const (
 	uringOpTimeout    = 11
 
 	uringSqeFixedFile = 1 << 0
+	uringSqeAsync     = 1 << 4 // IOSQE_ASYNC: straight to io-wq, no non-blocking attempt first
 
 	uringEnterGetEvents = 1 << 0
 
@@ -107,7 +108,11 @@ type uring struct {
 	tail    uint32 // local copy of *sqTail
 	pending uint32 // SQEs prepared but not yet handed to the kernel
 	fixed   bool   // buffers registered
-	waitTS  unix.Timespec
+	// sqeFlags are every I/O request's flags: the fixed file (see
+	// registerFile), and uringSqeAsync where the ring skips the
+	// non-blocking attempt (see worker.async).
+	sqeFlags uint8
+	waitTS   unix.Timespec
 	// timerArmed: a wait timer (see armTimer) is queued or pending in the
 	// kernel. The caller clears it when it reaps the timer's completion.
 	timerArmed bool
@@ -233,10 +238,15 @@ func (r *uring) register(op uintptr, arg unsafe.Pointer, n int) error {
 	}
 }
 
-// registerFile makes fd the fixed file 0, saving a file-table lookup per I/O.
+// registerFile makes fd the fixed file 0, saving a file-table lookup per
+// I/O; every I/O request names it from then on.
 func (r *uring) registerFile(fd int) error {
 	fds := []int32{int32(fd)}
-	return r.register(uringRegisterFiles, unsafe.Pointer(&fds[0]), 1)
+	if err := r.register(uringRegisterFiles, unsafe.Pointer(&fds[0]), 1); err != nil {
+		return err
+	}
+	r.sqeFlags |= uringSqeFixedFile
+	return nil
 }
 
 // registerBuffers pins the I/O buffers once instead of on every request.
@@ -266,7 +276,7 @@ func (r *uring) prep(write bool, buf []byte, bufIndex int, off int64, userData u
 	}
 	*sqe = uringSqe{
 		opcode:   op,
-		flags:    uringSqeFixedFile,
+		flags:    r.sqeFlags,
 		off:      uint64(off),
 		addr:     uint64(uintptr(unsafe.Pointer(&buf[0]))),
 		len:      uint32(len(buf)),

@@ -699,3 +699,32 @@ func TestRunAutoUnderCap(t *testing.T) {
 		t.Errorf("cgroup counted %+v, iomatrix completed %+v", k, res.Completed)
 	}
 }
+
+// An I/O that the device splits into several requests is charged to the
+// cgroup once per request, as the cap model counts it: not once more for
+// io_uring's refused non-blocking attempt (see iotest's worker.async).
+func TestSplitIOsChargedPerRequest(t *testing.T) {
+	c := capController(t)
+	t.Parallel()
+	shm, err := os.MkdirTemp("/dev/shm", "iomatrix-split-")
+	testenv.Require(t, err == nil, "no /dev/shm")
+	t.Cleanup(func() { os.RemoveAll(shm) })
+	loop, _ := testenv.LoopDevice(t, shm, 64<<20)
+	var st syscall.Stat_t
+	testenv.Must(t, syscall.Stat(loop, &st))
+	disk, err := sysfs.Default().BlockDevice(sysfs.DevNumFromDev(st.Rdev))
+	testenv.Must(t, err)
+	perIO := disk.RequestsPerIO(1 << 20)
+	testenv.Require(t, perIO > 1, fmt.Sprintf("%s takes 1 MiB in one request: nothing to split", loop))
+	r := runCounted(t, c, "run", loop, "--rw", "read", "--bs", "1m", "--qd", "4", "--engine", "uring",
+		"--cap", "riops=1000000", "--runtime", "500ms", "--ramp", "0", "--format", "json")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	var doc results.Document
+	testenv.Must(t, json.Unmarshal([]byte(r.stdout), &doc))
+	res := doc.Results[0]
+	if k := res.CgroupIOs; k == nil || k.Reads != res.Completed.Reads*uint64(perIO) {
+		t.Errorf("the cgroup was charged %+v for %d reads of 1 MiB, want %d requests each", k, res.Completed.Reads, perIO)
+	}
+}
