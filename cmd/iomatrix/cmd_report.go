@@ -32,9 +32,11 @@ Cells that were not measured stay empty.
 Metrics: iops (default), mibps, lat-mean, lat-p50, lat-p99, lat-p99.9
 (latency in µs, of all the I/Os of a pattern: total.lat_ns). A mixed cell
 from a file without total.lat_ns (an older iomatrix, a fio import) shows the
-I/O-weighted mean of the read and write figures instead, marked "~" and
-explained under the tables; a wide CSV keeps numbers in the cells and adds
-a flag table of the same shape.
+I/O-weighted mean of the read and write figures instead, marked "~". A
+p99 or p99.9 resting on too few I/Os (under 1,000 or 10,000) is marked
+"?", and every cell of a --runtime auto window that never converged "*".
+Each sign shown is explained under the tables; a wide CSV keeps numbers in
+the cells and adds a flag table of the same shape.
 
 Output goes to stdout, or to -o FILE, whose extension picks the format
 unless --format is given (.txt .md .csv .json .html .xlsx).
@@ -125,8 +127,8 @@ with no pattern in common there is no ratio, and compare exits 1.
 The header names every setting in which the runs differ (target, size,
 engine, runtime, cap, host…); JSON has them as "differences", and with
 --format csv they are a note on stderr, the CSV holding cells only.
-A latency cell is marked "~" when either file gives only an approximate
-figure for it (see iomatrix report --help).
+A cell is marked "~", "?" or "*" when either file's figure is (see
+iomatrix report --help).
 
 Use it for two volumes, before and after a cap, or two kernels.
 
