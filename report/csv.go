@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/csv"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -162,6 +163,18 @@ func writeCSV(w io.Writer, doc *results.Document, o Options) error {
 				cw.Write([]string{})
 			}
 			writeCSVTable(cw, t.Title, t, func(c *Cell) string { return ftoa(roundTo(c.Value, 2)) })
+			if len(doc.Members) > 0 {
+				// A fleet's spread: the tables of the fewest and the most.
+				for _, end := range []struct {
+					name string
+					get  func(results.Spread) float64
+				}{{"min", func(s results.Spread) float64 { return s.Min }}, {"max", func(s results.Spread) float64 { return s.Max }}} {
+					cw.Write([]string{})
+					writeCSVTable(cw, t.Title+": "+end.name+" across members", t, func(c *Cell) string {
+						return ftoa(roundTo(end.get(c.Result.Fleet.Metrics[string(m.Metric)]), 2))
+					})
+				}
+			}
 			if flags := t.Flags(); flags != 0 {
 				cw.Write([]string{})
 				writeCSVTable(cw, t.Title+": marks", t, func(c *Cell) string { return c.Flags.Signs() })
@@ -170,20 +183,46 @@ func writeCSV(w io.Writer, doc *results.Document, o Options) error {
 				}
 			}
 		}
+		if len(doc.Members) > 0 {
+			header, rows := membersRows(Members(doc, m.Metric, outlierOf(o)), m.Metric)
+			cw.Write([]string{})
+			cw.Write(header)
+			for _, r := range rows {
+				cw.Write(r)
+			}
+			cw.Write([]string{membersNote(m.Metric, outlierOf(o))})
+		}
 		cw.Flush()
 		return cw.Error()
 	}
-	header := make([]string, len(csvColumns))
-	for i, c := range csvColumns {
-		header[i] = c.name
+	// A fleet's long form is its members' results, each row led by the
+	// member's label: the rows a spreadsheet pivots.
+	var lead []string
+	if len(doc.Members) > 0 {
+		lead = []string{"member"}
+	}
+	header := slices.Clone(lead)
+	for _, c := range csvColumns {
+		header = append(header, c.name)
 	}
 	cw.Write(header)
-	for i := range doc.Results {
-		row := make([]string, len(csvColumns))
-		for j, c := range csvColumns {
-			row[j] = c.get(&doc.Results[i])
+	row := func(label []string, r *results.Result) {
+		out := slices.Clone(label)
+		for _, c := range csvColumns {
+			out = append(out, c.get(r))
 		}
-		cw.Write(row)
+		cw.Write(out)
+	}
+	if len(doc.Members) > 0 {
+		for _, mem := range doc.Members {
+			for i := range mem.Results {
+				row([]string{mem.Label}, &mem.Results[i])
+			}
+		}
+	} else {
+		for i := range doc.Results {
+			row(nil, &doc.Results[i])
+		}
 	}
 	cw.Flush()
 	return cw.Error()

@@ -80,7 +80,13 @@ func writeHTML(w io.Writer, doc *results.Document, o Options) error {
 		s.Notes = (t.Flags() | lat.Tables[i].Flags()).Notes()
 		sections = append(sections, s)
 	}
+	var members map[string]any
+	if len(doc.Members) > 0 {
+		header, rows := membersRows(Members(doc, metric, outlierOf(o)), metric)
+		members = map[string]any{"Title": fleetTitle(doc), "Header": header, "Rows": rows, "Note": membersNote(metric, outlierOf(o))}
+	}
 	return htmlPage.Execute(w, map[string]any{
+		"Members":  members,
 		"Describe": Describe(doc),
 		"Doc":      doc,
 		"Metric":   metric.Title(),
@@ -304,6 +310,7 @@ td { text-align: right; }
 th { background: #f3f3f3; }
 td.cdm { outline: 2px solid #1a4fd0; outline-offset: -2px; font-weight: 700; }
 td.approx { font-style: italic; }
+td.outlier { color: #b00; font-weight: 700; }
 td.fewios { color: #666; text-decoration: underline dotted; }
 td.unsettled { background-image: repeating-linear-gradient(45deg, rgba(0,0,0,0.13) 0 2px, transparent 2px 7px); }
 .legend { font-size: 0.85em; color: #555; }
@@ -325,6 +332,15 @@ host {{.Doc.Host.Hostname}}, kernel {{.Doc.Host.Kernel}}, {{.CPUs}}; started {{.
 {{end}}</table>
 {{end}}{{if .Notes}}
 <p class="legend">{{range .Notes}}{{.}}.<br>{{end}}In the charts these values are hollow points; not converged cells are hatched.</p>{{end}}
+{{end}}
+{{with .Members}}
+<h2>Members</h2>
+<p class="meta">{{.Title}}</p>
+<table>
+<tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr>{{range $i, $c := .}}{{if eq $i 0}}<th>{{$c}}</th>{{else if eq $c "OUTLIER"}}<td class="outlier">{{$c}}</td>{{else}}<td>{{$c}}</td>{{end}}{{end}}</tr>
+{{end}}</table>
+<p class="legend">{{.Note}}.</p>
 {{end}}
 </body>
 </html>

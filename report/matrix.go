@@ -109,6 +109,9 @@ func (m Metric) quantile() float64 {
 // converged. It is the one rule by which matrices, compare and the
 // sweep's progress line read a result.
 func (m Metric) Measure(r results.Result) (float64, Flags) {
+	if r.Fleet != nil {
+		return fleetMeasure(r.Fleet, m)
+	}
 	var f Flags
 	if r.Unsettled() {
 		f |= FlagUnsettled

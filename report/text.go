@@ -65,7 +65,26 @@ func asciiTable() tw.Renderer {
 func WriteText(w io.Writer, m Matrix) error { return writeTextTables(w, m, "") }
 
 func writeText(w io.Writer, doc *results.Document, o Options) error {
-	return writeTextTables(w, BuildMetric(doc.Results, metricOf(o)), Describe(doc))
+	if err := writeTextTables(w, BuildMetric(doc.Results, metricOf(o)), Describe(doc)); err != nil {
+		return err
+	}
+	return writeMembers(w, doc, o, asciiTable())
+}
+
+// writeMembers adds a fleet document's members table: each member's
+// deviation from the fleet median, outliers flagged.
+func writeMembers(w io.Writer, doc *results.Document, o Options, r tw.Renderer) error {
+	if len(doc.Members) == 0 {
+		return nil
+	}
+	m := metricOf(o)
+	header, rows := membersRows(Members(doc, m, outlierOf(o)), m)
+	fmt.Fprintf(w, "\n%s\n", fleetTitle(doc))
+	if err := renderRows(w, header, rows, r); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w, membersNote(m, outlierOf(o)))
+	return err
 }
 
 // writeTextTables draws each table under its title, followed by desc when
@@ -96,7 +115,10 @@ func writeMarkdown(w io.Writer, doc *results.Document, o Options) error {
 			return err
 		}
 	}
-	return writeNotes(w, m.Flags())
+	if err := writeNotes(w, m.Flags()); err != nil {
+		return err
+	}
+	return writeMembers(w, doc, o, renderer.NewMarkdown())
 }
 
 // writeNotes explains the signs of the flags shown, after a blank line,

@@ -19,6 +19,16 @@ type Options struct {
 	// Wide makes the CSV writer emit the matrix instead of one row per
 	// result.
 	Wide bool
+	// Outlier is how far from a fleet's median a member is flagged
+	// (DefaultOutlier when 0).
+	Outlier float64
+}
+
+func outlierOf(o Options) float64 {
+	if o.Outlier == 0 {
+		return DefaultOutlier
+	}
+	return o.Outlier
 }
 
 // WriteFunc renders a results document in one format.
@@ -118,12 +128,18 @@ func Describe(doc *results.Document) string {
 	if s.Engine != "" {
 		parts = append(parts, "engine "+s.Engine)
 	}
+	if n := len(doc.Members); n > 0 {
+		parts = append([]string{fmt.Sprintf("fleet of %d members", n)}, parts...)
+	}
 	if len(parts) == 0 && doc.Cap == nil {
 		return "iomatrix results"
 	}
-	if c := doc.Cap; c != nil {
-		parts = append(parts, "cap "+DescribeCap(c))
-	} else {
+	switch {
+	case doc.Cap != nil:
+		parts = append(parts, "cap "+DescribeCap(doc.Cap))
+	case slices.ContainsFunc(doc.Members, func(m results.Member) bool { return m.Cap != nil }):
+		parts = append(parts, "caps differ across members")
+	default:
 		parts = append(parts, "no cap")
 	}
 	return strings.Join(parts, ", ")
@@ -177,10 +193,16 @@ func FormatMeasure(m Metric, v float64, flags Flags) string {
 	return flags.Decorate(FormatValue(m, v))
 }
 
-// cellText renders a cell; a missing cell is empty, never 0.
+// cellText renders a cell; a missing cell is empty, never 0. A fleet cell
+// measured by several members adds their range.
 func cellText(m Metric, c *Cell) string {
 	if c == nil {
 		return ""
 	}
-	return FormatMeasure(m, c.Value, c.Flags)
+	s := FormatMeasure(m, c.Value, c.Flags)
+	if f := c.Result.Fleet; f != nil && len(f.Members) > 1 {
+		sp := f.Metrics[string(m)]
+		s += " (" + FormatValue(m, sp.Min) + "–" + FormatValue(m, sp.Max) + ")"
+	}
+	return s
 }

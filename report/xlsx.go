@@ -53,6 +53,9 @@ func writeXLSX(w io.Writer, doc *results.Document, o Options) error {
 	if err := writeResultsSheet(f, doc); err != nil {
 		return err
 	}
+	if err := writeMembersSheet(f, doc, m.Metric, outlierOf(o), bold); err != nil {
+		return err
+	}
 	if err := writeSettingsSheet(f, doc, m.Metric, bold); err != nil {
 		return err
 	}
@@ -330,6 +333,33 @@ func writeSettingsSheet(f *excelize.File, doc *results.Document, m Metric, bold 
 	e.do(f.SetCellStyle(name, "A1", fmt.Sprintf("A%d", len(rows)), bold))
 	e.do(f.SetColWidth(name, "A", "A", 22))
 	e.do(f.SetColWidth(name, "B", "B", 60))
+	return e.err
+}
+
+// writeMembersSheet adds a fleet document's members table.
+func writeMembersSheet(f *excelize.File, doc *results.Document, m Metric, outlier float64, bold int) error {
+	if len(doc.Members) == 0 {
+		return nil
+	}
+	const name = "members"
+	if _, err := f.NewSheet(name); err != nil {
+		return err
+	}
+	var e firstErr
+	e.do(f.SetCellValue(name, "A1", fleetTitle(doc)))
+	header := []string{"member", "host", "target", "cells", "ratio to fleet median", "worst cell", "worst ratio", "outlier"}
+	for i, h := range header {
+		ref, _ := excelize.CoordinatesToCellName(i+1, 3)
+		e.do(f.SetCellValue(name, ref, h))
+	}
+	e.do(f.SetCellStyle(name, "A3", "H3", bold))
+	for r, row := range Members(doc, m, outlier) {
+		for i, v := range []any{row.Label, row.Host, row.Target, row.Cells, row.Ratio, row.Worst, row.WorstRatio, row.Outlier} {
+			ref, _ := excelize.CoordinatesToCellName(i+1, 4+r)
+			e.do(f.SetCellValue(name, ref, v))
+		}
+	}
+	e.do(f.SetCellValue(name, fmt.Sprintf("A%d", 5+len(doc.Members)), membersNote(m, outlier)))
 	return e.err
 }
 

@@ -30,6 +30,41 @@ type Document struct {
 	Settings      Settings   `json:"settings"`
 	Cap           *Cap       `json:"cap"`
 	Results       []Result   `json:"results"`
+	// Members is set in a fleet document (iomatrix merge): each member's
+	// own results; Results then holds, per cell, the spread across the
+	// members that measured it (Result.Fleet).
+	Members []Member `json:"members,omitempty"`
+}
+
+// Member is one results document of a fleet.
+type Member struct {
+	Label    string     `json:"label"`
+	Source   string     `json:"source,omitempty"` // the file it was read from
+	Host     Host       `json:"host"`
+	Target   TargetInfo `json:"target"`
+	Settings Settings   `json:"settings"`
+	Cap      *Cap       `json:"cap"`
+	Results  []Result   `json:"results"`
+}
+
+// Spread is one figure of a cell across the members of a fleet that
+// measured it, and the caveats any member's figure carried.
+type Spread struct {
+	Min    float64 `json:"min"`
+	Median float64 `json:"median"`
+	Max    float64 `json:"max"`
+	// Approx, FewIOs, Unsettled: some member's figure was approximate,
+	// rested on too few I/Os, or came from a window that never converged.
+	Approx    bool `json:"approx,omitempty"`
+	FewIOs    bool `json:"few_ios,omitempty"`
+	Unsettled bool `json:"unsettled,omitempty"`
+}
+
+// Fleet is a fleet document's cell: who measured it and the spread of
+// each metric (keyed by the report's metric names: "iops", "lat-p99"…).
+type Fleet struct {
+	Members []string          `json:"members"`
+	Metrics map[string]Spread `json:"metrics"`
 }
 
 // Tool identifies the writer of a results file.
@@ -140,6 +175,8 @@ type Result struct {
 	Restarts int       `json:"restarts,omitempty"`
 	CapCheck *CapCheck `json:"cap_check,omitempty"`
 	Error    *IOError  `json:"error,omitempty"`
+	// Fleet is set on the cells of a fleet document.
+	Fleet *Fleet `json:"fleet,omitempty"`
 }
 
 // How a result's window ended (Result.Stop).

@@ -108,11 +108,8 @@ Exit status 0 when every cell holds, 1 when any fails (listed).
 }
 
 func parseTolerance(s string) (float64, error) {
-	v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(s), "%"), 64)
-	if err != nil || v <= 0 || v >= 100 {
-		return 0, usagef("--tolerance: %q is not a percentage between 0 and 100 (e.g. 5%%)", s)
-	}
-	return v, nil
+	v, err := parsePercentFlag("--tolerance", s)
+	return v * 100, err
 }
 
 func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target string) error {

@@ -13,10 +13,11 @@ import (
 )
 
 type reportOptions struct {
-	Format string
-	Metric string
-	Wide   bool
-	Out    string
+	Format  string
+	Metric  string
+	Wide    bool
+	Out     string
+	Outlier string
 }
 
 func newReportCommand(g *globalOptions) *cobra.Command {
@@ -55,6 +56,7 @@ unless --format is given (.txt .md .csv .json .html .xlsx).
 	f.StringVar(&o.Metric, "metric", "iops", "cell value: iops, mibps, lat-mean, lat-p50, lat-p99, lat-p99.9")
 	f.BoolVar(&o.Wide, "wide", false, "csv: the matrix shape instead of one row per result")
 	f.StringVarP(&o.Out, "out", "o", "", "write to this file instead of stdout (format from its extension)")
+	f.StringVar(&o.Outlier, "outlier", "10%", "fleet documents (iomatrix merge): flag a member this far below the fleet median (above, for latency)")
 	return cmd
 }
 
@@ -91,6 +93,10 @@ func runReport(g *globalOptions, o *reportOptions, path string, formatSet bool) 
 	if o.Out == "" && report.Binary(format) && g.stdoutTTY {
 		return usagef("--format %s is binary: write it to a file with -o FILE.%s", format, format)
 	}
+	outlier, err := parsePercentFlag("--outlier", o.Outlier)
+	if err != nil {
+		return err
+	}
 	if err := checkOutPath("--out", o.Out); err != nil {
 		return err
 	}
@@ -99,7 +105,7 @@ func runReport(g *globalOptions, o *reportOptions, path string, formatSet bool) 
 		return err
 	}
 	var buf bytes.Buffer
-	if err := write(&buf, doc, report.Options{Metric: metric, Wide: o.Wide}); err != nil {
+	if err := write(&buf, doc, report.Options{Metric: metric, Wide: o.Wide, Outlier: outlier}); err != nil {
 		return fmt.Errorf("render %s: %w", path, err)
 	}
 	if o.Out == "" {

@@ -78,3 +78,9 @@ func invalidValue(e *pflag.InvalidValueError) string {
 	}
 	return strconv.Quote(e.GetValue()) + " must be a number"
 }
+
+// parsePercent reads a percentage as given to --tolerance, --precision and
+// --outlier: "5%" or "5" (percent either way).
+func parsePercent(s string) (float64, error) {
+	return strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(s), "%"), 64)
+}

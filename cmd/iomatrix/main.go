@@ -132,6 +132,7 @@ io_uring engine (or a pread/pwrite fallback).
 	root.AddCommand(newReportCommand(g))
 	root.AddCommand(newCompareCommand(g))
 	root.AddCommand(newImportCommand(g))
+	root.AddCommand(newMergeCommand(g))
 	root.AddCommand(newCrosscheckCommand(g))
 	root.AddCommand(newChildCommand(g))
 	root.AddCommand(newCapCommand(g))

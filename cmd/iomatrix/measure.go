@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 	"time"
 
@@ -218,7 +217,7 @@ func (o *measureOptions) auto() (*iotest.Auto, error) {
 		}
 		return nil, nil
 	}
-	pct, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(o.Precision), "%"), 64)
+	pct, err := parsePercent(o.Precision)
 	if err != nil {
 		return nil, usagef("--precision: %q is not a percentage (e.g. 2%%)", o.Precision)
 	}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/spf13/cobra"
+
+	"github.com/iomatrix/iomatrix/internal/units"
+	"github.com/iomatrix/iomatrix/report"
+	"github.com/iomatrix/iomatrix/results"
+)
+
+type mergeOptions struct {
+	Out     string
+	Labels  []string
+	Format  string
+	Metric  string
+	Outlier string
+}
+
+func newMergeCommand(g *globalOptions) *cobra.Command {
+	o := &mergeOptions{}
+	cmd := &cobra.Command{
+		Use:   "merge A.json B.json...",
+		Short: "Merge the results of several machines or volumes into one fleet document",
+		Long: `Merge results files gathered any way (Ansible, SSH, several volumes of one
+host) into one fleet document and print the fleet report: per cell the
+median member's figure with the range across members, and a members table
+with each member's deviation from the fleet median (the geometric mean
+over the cells others measured too); a member more than --outlier below
+the median (for latency metrics: above it) is flagged OUTLIER.
+
+Members are labelled by host, by host and target where a host appears
+twice, or by --label, given once per file in order. report and compare
+read fleet documents like any results file.
+
+` + exitStatusHelp,
+		Example: `  iomatrix merge node1.json node2.json node3.json -o fleet.json
+  iomatrix merge a.json b.json --label gp3 --label io2 --format markdown
+  iomatrix report fleet.json --format html -o fleet.html`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 2 {
+				return usagef("%s needs two results files or more (got %d)", cmd.CommandPath(), len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runMerge(g, o, args)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.Out, "out", "o", "", "write the fleet document here (a results file that report and compare read)")
+	f.StringArrayVar(&o.Labels, "label", nil, "label of the next member, once per file in order (default: its host, or host:target where hosts repeat)")
+	f.StringVar(&o.Format, "format", "text", "fleet report on stdout: text, markdown, csv, json, html")
+	f.StringVar(&o.Metric, "metric", "iops", "cell value and deviation: iops, mibps, lat-mean, lat-p50, lat-p99, lat-p99.9")
+	f.StringVar(&o.Outlier, "outlier", "10%", "flag a member whose figures are this far below the fleet median (above, for latency)")
+	return cmd
+}
+
+func runMerge(g *globalOptions, o *mergeOptions, files []string) error {
+	metric, err := report.ParseMetric(o.Metric)
+	if err != nil {
+		return usagef("--metric: %w", err)
+	}
+	if !slices.Contains([]string{"text", "markdown", "csv", "json", "html"}, o.Format) {
+		return usagef("--format: %q is not one of text, markdown, csv, json, html", o.Format)
+	}
+	write, err := report.Lookup(o.Format)
+	if err != nil {
+		return usagef("--format: %w", err)
+	}
+	outlier, err := parsePercentFlag("--outlier", o.Outlier)
+	if err != nil {
+		return err
+	}
+	if len(o.Labels) > 0 && len(o.Labels) != len(files) {
+		return usagef("--label: %d given for %d files; give one per file, in order, or none", len(o.Labels), len(files))
+	}
+	if err := checkOutPath("--out", o.Out); err != nil {
+		return err
+	}
+	in := make([]report.MemberInput, len(files))
+	for i, name := range files {
+		d, err := loadResults(name)
+		if err != nil {
+			return err
+		}
+		in[i] = report.MemberInput{Doc: d, Source: name}
+		if len(o.Labels) > 0 {
+			in[i].Label = o.Labels[i]
+		}
+	}
+	fleet, err := report.Merge(in)
+	if errors.Is(err, report.ErrMerge) {
+		return usageError{err}
+	}
+	if err != nil {
+		return err
+	}
+	if o.Out != "" {
+		if err := results.WriteFileAtomic(o.Out, fleet); err != nil {
+			return err
+		}
+		fmt.Fprintf(g.stderr, "iomatrix: fleet of %s, %s, written to %s\n", units.Count(len(fleet.Members), "member"),
+			units.Count(len(fleet.Results), "cell"), o.Out)
+	}
+	var buf bytes.Buffer
+	if o.Format == "json" {
+		enc := json.NewEncoder(&buf)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(fleet)
+	} else {
+		err = write(&buf, fleet, report.Options{Metric: metric, Outlier: outlier})
+	}
+	if err != nil {
+		return err
+	}
+	_, err = g.stdout.Write(buf.Bytes())
+	return err
+}
+
+// parsePercentFlag reads a percentage flag ("10%" or "10") as a fraction,
+// strictly between 0 and 100 %.
+func parsePercentFlag(flag, s string) (float64, error) {
+	v, err := parsePercent(s)
+	if err != nil || v <= 0 || v >= 100 {
+		return 0, usagef("%s: %q is not a percentage between 0 and 100 (e.g. 10%%)", flag, s)
+	}
+	return v / 100, nil
+}

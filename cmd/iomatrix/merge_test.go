@@ -1,0 +1,64 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var fleetFiles = []string{"../../report/testdata/fleet/node-a.json", "../../report/testdata/fleet/node-b.json", "../../report/testdata/fleet/node-c.json"}
+
+func TestMerge(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "fleet.json")
+	r := runInProcess(append([]string{"merge", "-o", out}, fleetFiles...)...)
+	if r.code != 0 || !strings.Contains(r.stdout, "fleet of 3 members: node-a, node-b, node-c") || strings.Count(r.stdout, "OUTLIER") != 2 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "fleet of 3 members, 14 cells, written to "+out) {
+		t.Errorf("stderr %q", r.stderr)
+	}
+	// The fleet document is a results file for report and compare.
+	if r := runInProcess("report", out, "--format", "markdown", "--outlier", "25%"); r.code != 0 || strings.Contains(r.stdout, "| OUTLIER") ||
+		!strings.Contains(r.stdout, "more than 25 % below") {
+		t.Errorf("report of the fleet, outlier 25 %%: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := runInProcess("compare", fleetFiles[0], out); r.code != 0 || !strings.Contains(r.stdout, "14 patterns compared") {
+		t.Errorf("compare with the fleet: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	labelled := runInProcess(append([]string{"merge", "--label", "gp3", "--label", "io2", "--label", "st1", "--format", "csv"}, fleetFiles...)...)
+	if labelled.code != 0 || !strings.HasPrefix(labelled.stdout, "member,name,") || !strings.Contains(labelled.stdout, "\nst1,") {
+		t.Errorf("labelled CSV: exit %d\n%.300s%s", labelled.code, labelled.stdout, labelled.stderr)
+	}
+}
+
+func TestMergeBadInput(t *testing.T) {
+	dir := t.TempDir()
+	fleet := filepath.Join(dir, "fleet.json")
+	if r := runInProcess(append([]string{"merge", "-o", fleet}, fleetFiles...)...); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	out := filepath.Join(dir, "never.json")
+	for _, c := range []struct {
+		name    string
+		args    []string
+		mention string
+	}{
+		{"one file", []string{"merge", fleetFiles[0]}, "needs two results files or more (got 1)"},
+		{"labels", []string{"merge", "--label", "x", fleetFiles[0], fleetFiles[1]}, "--label: 1 given for 2 files"},
+		{"outlier", []string{"merge", "--outlier", "lots", fleetFiles[0], fleetFiles[1]}, `--outlier: "lots" is not a percentage`},
+		{"format", []string{"merge", "--format", "xlsx", fleetFiles[0], fleetFiles[1]}, "--format"},
+		{"metric", []string{"merge", "--metric", "x", fleetFiles[0], fleetFiles[1]}, "--metric"},
+		{"missing file", []string{"merge", fleetFiles[0], filepath.Join(dir, "no.json")}, "no.json"},
+		{"a fleet", []string{"merge", fleetFiles[0], fleet}, "is a fleet document already"},
+		{"same host and target", []string{"merge", fleetFiles[0], fleetFiles[0]}, "give each member a --label"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			checkRefused(t, runInProcess(append(c.args, "-o", out)...), c.mention)
+		})
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Error("a refused merge wrote its output")
+	}
+}
