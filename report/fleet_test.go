@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xuri/excelize/v2"
+
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -95,6 +97,19 @@ func TestFleetReportGolden(t *testing.T) {
 		if c.format != "json" && c.file != "fleet.csv" && strings.Count(out, "OUTLIER") != 2 {
 			t.Errorf("%s: %d OUTLIER flags, want node-c's and the note's", c.file, strings.Count(out, "OUTLIER"))
 		}
+	}
+	var x bytes.Buffer
+	if err := writeXLSX(&x, doc, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	book, err := excelize.OpenReader(&x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = book.Close() }()
+	rows, err := book.GetRows("members")
+	if err != nil || len(rows) < 6 || rows[5][0] != "node-c" || rows[5][7] != "TRUE" || rows[3][7] != "FALSE" {
+		t.Errorf("XLSX members sheet: %v %q", err, rows)
 	}
 	var back results.Document
 	var b bytes.Buffer
