@@ -105,8 +105,9 @@ type judgement struct {
 //     longer than one lag once the series is long enough to hold it.
 //
 // On white noise this costs 20 to 100 % more rounds than the textbook
-// interval (TestAutoFlatNoiseConvergesWhenPredicted); on a strongly autocorrelated series it refuses the early stops
-// the textbook interval makes (TestAutoAR1NotPreciseEarly).
+// interval (TestAutoFlatNoiseConvergesWhenPredicted); on a strongly
+// autocorrelated series it refuses most of the early stops the textbook
+// interval makes (TestAutoAR1NotPreciseEarly).
 func judge(y []float64) judgement {
 	j := judgement{ci: math.Inf(1)}
 	n := len(y)
