@@ -195,37 +195,47 @@ func writeCSV(w io.Writer, doc *results.Document, o Options) error {
 		cw.Flush()
 		return cw.Error()
 	}
-	// A fleet's long form is its members' results, each row led by the
-	// member's label: the rows a spreadsheet pivots.
+	header, rows := longForm(doc)
+	cw.Write(header)
+	for _, r := range rows {
+		cw.Write(r)
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// longForm is a document as the rows of a table, one per result, with
+// csvColumns. A fleet's long form is its members' results, each row led
+// by the member's label (a "member" column): the rows a spreadsheet
+// pivots.
+func longForm(doc *results.Document) (header []string, rows [][]string) {
 	var lead []string
 	if len(doc.Members) > 0 {
 		lead = []string{"member"}
 	}
-	header := slices.Clone(lead)
+	header = slices.Clone(lead)
 	for _, c := range csvColumns {
 		header = append(header, c.name)
 	}
-	cw.Write(header)
 	row := func(label []string, r *results.Result) {
 		out := slices.Clone(label)
 		for _, c := range csvColumns {
 			out = append(out, c.get(r))
 		}
-		cw.Write(out)
+		rows = append(rows, out)
 	}
-	if len(doc.Members) > 0 {
-		for _, mem := range doc.Members {
-			for i := range mem.Results {
-				row([]string{mem.Label}, &mem.Results[i])
-			}
-		}
-	} else {
+	if len(doc.Members) == 0 {
 		for i := range doc.Results {
 			row(nil, &doc.Results[i])
 		}
+		return header, rows
 	}
-	cw.Flush()
-	return cw.Error()
+	for _, mem := range doc.Members {
+		for i := range mem.Results {
+			row([]string{mem.Label}, &mem.Results[i])
+		}
+	}
+	return header, rows
 }
 
 // writeCSVTable writes a header row (title, columns) and a row per table

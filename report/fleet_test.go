@@ -111,6 +111,11 @@ func TestFleetReportGolden(t *testing.T) {
 	if err != nil || len(rows) < 6 || rows[5][0] != "node-c" || rows[5][7] != "TRUE" || rows[3][7] != "FALSE" {
 		t.Errorf("XLSX members sheet: %v %q", err, rows)
 	}
+	// Its results sheet holds the members' own rows, not the fleet's cells.
+	res, _ := book.GetRows("results")
+	if len(res) != 1+3*14 || res[0][0] != "member" || res[len(res)-1][0] != "node-c" {
+		t.Errorf("XLSX results sheet: %d rows, header %v", len(res), res[0])
+	}
 	var back results.Document
 	var b bytes.Buffer
 	_ = writeJSON(&b, doc, Options{})

@@ -272,15 +272,15 @@ func writeResultsSheet(f *excelize.File, doc *results.Document) error {
 		return err
 	}
 	var e firstErr
-	for c, col := range csvColumns {
+	header, rows := longForm(doc)
+	for c, h := range header {
 		ref, _ := excelize.CoordinatesToCellName(c+1, 1)
-		e.do(f.SetCellValue(name, ref, col.name))
+		e.do(f.SetCellValue(name, ref, h))
 	}
-	for r := range doc.Results {
-		for c, col := range csvColumns {
+	for r, row := range rows {
+		for c, v := range row {
 			ref, _ := excelize.CoordinatesToCellName(c+1, r+2)
-			v := col.get(&doc.Results[r])
-			if x, ok := parseNumber(v); ok && col.name != "name" {
+			if x, ok := parseNumber(v); ok && header[c] != "name" && header[c] != "member" {
 				e.do(f.SetCellValue(name, ref, x))
 			} else if v != "" {
 				e.do(f.SetCellValue(name, ref, v))
