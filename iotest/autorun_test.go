@@ -67,7 +67,7 @@ func checkAutoWindow(t *testing.T, dir, eng string) {
 		if want := ramp + 3*time.Second; time.Duration(r.RampNS) != want {
 			t.Errorf("%s: ramp %s, want %s: the two rounds before the restart and the one in progress are ramp", eng, time.Duration(r.RampNS), want)
 		}
-		if d := time.Duration(r.DurationNS); d < 5*time.Second || d > 5*time.Second+300*time.Millisecond {
+		if d := time.Duration(r.DurationNS); d < 5*time.Second || d > 5*time.Second+500*time.Millisecond {
 			t.Errorf("%s: window %s, want just over the 5 rounds it converged on", eng, d)
 		}
 		// Only the new window is counted: its whole rounds and what came
@@ -85,8 +85,14 @@ func checkAutoWindow(t *testing.T, dir, eng string) {
 		if r.Total.LatNS == nil || r.Total.LatNS.Count != r.Total.IOs {
 			t.Errorf("%s: latency rests on %v I/Os, the window has %d", eng, r.Total.LatNS, r.Total.IOs)
 		}
-		if n := r.Completed.Reads + r.Completed.Writes; n < r.Total.IOs*3/2 {
-			t.Errorf("%s: %d completed in all, %d in the window: the dropped rounds went missing from the completed count", eng, n, r.Total.IOs)
+		// What came before the window is dropped from its figures, not from
+		// the I/Os completed: 3.3 s of them against the window's 5 s (at
+		// whatever rate a shared disk gave then, hence the wide margin),
+		// and every I/O submitted was completed.
+		n := r.Completed.Reads + r.Completed.Writes
+		if n < r.Total.IOs+r.Total.IOs/10 || r.Completed != r.Submitted {
+			t.Errorf("%s: %d completed in all (%+v submitted), %d in the window: the dropped rounds went missing from the completed count",
+				eng, n, r.Submitted, r.Total.IOs)
 		}
 	}
 }
