@@ -668,6 +668,19 @@ func TestJoinTakesTheLimitInForce(t *testing.T) {
 	}
 }
 
+// runCappedJSON runs one pattern on target with the flags given (a cap
+// among them), expects exit 0 and returns its results document.
+func runCappedJSON(t *testing.T, c cgroup.Controller, target string, flags ...string) *results.Document {
+	t.Helper()
+	r := runCounted(t, c, append([]string{"run", target, "--format", "json"}, flags...)...)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	var doc results.Document
+	testenv.Must(t, json.Unmarshal([]byte(r.stdout), &doc))
+	return &doc
+}
+
 // --runtime auto under a cap: the child measures with the auto settings,
 // the capped rounds are flat, so the cell converges at the first full
 // steady-state window, and the window ends on a throttle slice.
@@ -676,13 +689,8 @@ func TestRunAutoUnderCap(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	target := filepath.Join(dir, "a.dat")
-	r := runCounted(t, c, "run", target, "--size", "64MiB", "--rw", "randread", "--qd", "4", "--cap", "riops=500",
-		"--runtime", "auto", "--max-runtime", "9s", "--ramp", "0", "--format", "json")
-	if r.code != 0 {
-		t.Fatalf("exit %d\n%s", r.code, r.stderr)
-	}
-	var doc results.Document
-	testenv.Must(t, json.Unmarshal([]byte(r.stdout), &doc))
+	doc := runCappedJSON(t, c, target, "--size", "64MiB", "--rw", "randread", "--qd", "4", "--cap", "riops=500",
+		"--runtime", "auto", "--max-runtime", "9s", "--ramp", "0")
 	res := doc.Results[0]
 	d := time.Duration(res.DurationNS)
 	t.Logf("%s after %d rounds in %s, ci %v, %.1f IOPS, timeline %v", res.Stop, res.Rounds, d, res.CIPct, res.Total.IOPS, res.TimelineIOPS)
@@ -716,13 +724,8 @@ func TestSplitIOsChargedPerRequest(t *testing.T) {
 	testenv.Must(t, err)
 	perIO := disk.RequestsPerIO(1 << 20)
 	testenv.Require(t, perIO > 1, fmt.Sprintf("%s takes 1 MiB in one request: nothing to split", loop))
-	r := runCounted(t, c, "run", loop, "--rw", "read", "--bs", "1m", "--qd", "4", "--engine", "uring",
-		"--cap", "riops=1000000", "--runtime", "500ms", "--ramp", "0", "--format", "json")
-	if r.code != 0 {
-		t.Fatalf("exit %d\n%s", r.code, r.stderr)
-	}
-	var doc results.Document
-	testenv.Must(t, json.Unmarshal([]byte(r.stdout), &doc))
+	doc := runCappedJSON(t, c, loop, "--rw", "read", "--bs", "1m", "--qd", "4", "--engine", "uring",
+		"--cap", "riops=1000000", "--runtime", "500ms", "--ramp", "0")
 	res := doc.Results[0]
 	if k := res.CgroupIOs; k == nil || k.Reads != res.Completed.Reads*uint64(perIO) {
 		t.Errorf("the cgroup was charged %+v for %d reads of 1 MiB, want %d requests each", k, res.Completed.Reads, perIO)
