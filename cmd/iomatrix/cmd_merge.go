@@ -62,18 +62,7 @@ read fleet documents like any results file.
 }
 
 func runMerge(g *globalOptions, o *mergeOptions, files []string) error {
-	metric, err := report.ParseMetric(o.Metric)
-	if err != nil {
-		return usagef("--metric: %w", err)
-	}
-	if !slices.Contains([]string{"text", "markdown", "csv", "json", "html"}, o.Format) {
-		return usagef("--format: %q is not one of text, markdown, csv, json, html", o.Format)
-	}
-	write, err := report.Lookup(o.Format)
-	if err != nil {
-		return usagef("--format: %w", err)
-	}
-	outlier, err := parsePercentFlag("--outlier", o.Outlier)
+	fo, err := newFleetOutput(o.Format, o.Metric, o.Outlier)
 	if err != nil {
 		return err
 	}
@@ -108,13 +97,46 @@ func runMerge(g *globalOptions, o *mergeOptions, files []string) error {
 		fmt.Fprintf(g.stderr, "iomatrix: fleet of %s, %s, written to %s\n", units.Count(len(fleet.Members), "member"),
 			units.Count(len(fleet.Results), "cell"), o.Out)
 	}
+	return fo.write(g, fleet)
+}
+
+// fleetOutput is the report that merge and k8s print on stdout.
+type fleetOutput struct {
+	format string
+	writer report.WriteFunc
+	opts   report.Options
+}
+
+// newFleetOutput checks --format, --metric and --outlier.
+func newFleetOutput(format, metric, outlier string) (fleetOutput, error) {
+	m, err := report.ParseMetric(metric)
+	if err != nil {
+		return fleetOutput{}, usagef("--metric: %w", err)
+	}
+	if !slices.Contains([]string{"text", "markdown", "csv", "json", "html"}, format) {
+		return fleetOutput{}, usagef("--format: %q is not one of text, markdown, csv, json, html", format)
+	}
+	write, err := report.Lookup(format)
+	if err != nil {
+		return fleetOutput{}, usagef("--format: %w", err)
+	}
+	out, err := parsePercentFlag("--outlier", outlier)
+	if err != nil {
+		return fleetOutput{}, err
+	}
+	return fleetOutput{format: format, writer: write, opts: report.Options{Metric: m, Outlier: out}}, nil
+}
+
+// write prints the report of doc (a fleet or one results document).
+func (fo fleetOutput) write(g *globalOptions, doc *results.Document) error {
 	var buf bytes.Buffer
-	if o.Format == "json" {
+	var err error
+	if fo.format == "json" {
 		enc := json.NewEncoder(&buf)
 		enc.SetIndent("", "  ")
-		err = enc.Encode(fleet)
+		err = enc.Encode(doc)
 	} else {
-		err = write(&buf, fleet, report.Options{Metric: metric, Outlier: outlier})
+		err = fo.writer(&buf, doc, fo.opts)
 	}
 	if err != nil {
 		return err

@@ -63,6 +63,9 @@ type sweepOptions struct {
 	// Precondition is the random-write time after two sequential fills;
 	// zero means no preconditioning.
 	Precondition time.Duration
+	// Frame writes progress and the document as frames (results.Frames)
+	// on stdout, for a log that other lines share: a pod's.
+	Frame bool
 }
 
 func (o *sweepOptions) AddFlags(f *pflag.FlagSet) {
@@ -70,6 +73,7 @@ func (o *sweepOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.Resume, "resume", "", "continue the sweep saved in this results file: finished patterns are skipped")
 	f.StringVar(&o.Format, "format", "text", "output on stdout at the end: text (the matrix) or json (the results document)")
 	f.BoolVar(&o.ContinueOnError, "continue-on-error", false, "on an I/O error, record the failed cell and go on with the next pattern (exit status 1 at the end)")
+	f.BoolVar(&o.Frame, "frame", false, "with --format json: frame the document, and a line per finished pattern, so that a log shared with other output (a pod's, read by iomatrix k8s) carries them intact")
 	durationVar(f, &o.Precondition, "precondition", 0, "bring an SSD to steady state first: fill the whole target sequentially twice, then random 4k writes for this long (e.g. 30m; a bare number is seconds); overwrites the target")
 }
 
@@ -126,6 +130,9 @@ type sweepSetup struct {
 func (o *sweepOptions) prepare(g *globalOptions, target string) (*sweepSetup, error) {
 	if err := checkFormat(o.Format); err != nil {
 		return nil, err
+	}
+	if o.Frame && o.Format != "json" {
+		return nil, usagef("--frame: only applies with --format json")
 	}
 	setup := &sweepSetup{target: target}
 	if o.Resume != "" {
@@ -389,6 +396,9 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 		return err
 	}
 	prog := newSweepProgress(g, total, total-len(setup.todo), setup.opts)
+	if o.Frame {
+		prog.frames = g.stdout
+	}
 	if o.Precondition > 0 && len(setup.todo) > 0 {
 		if err := precondition(ctx, sess.t, setup.opts, o.Precondition, prog); err != nil {
 			return err
@@ -401,7 +411,12 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 	if err != nil {
 		return err
 	}
-	if err := printSweep(g, o.Format, doc, setup.out, complete); err != nil {
+	if o.Frame {
+		err = results.WriteDocumentFrames(g.stdout, doc)
+	} else {
+		err = printSweep(g, o.Format, doc, setup.out, complete)
+	}
+	if err != nil {
 		return err
 	}
 	if runErr != nil {

@@ -12,9 +12,11 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
@@ -46,6 +48,10 @@ type globalOptions struct {
 	stdout, stderr io.Writer
 	stderrTTY      bool
 	stdoutTTY      bool
+	// kube connects to a cluster (kubeClient; tests give a fake one), and
+	// kubePoll is how often k8s commands look at it (0: 2s).
+	kube     func(kubeOptions) (kubernetes.Interface, string, error)
+	kubePoll time.Duration
 }
 
 // usageError marks bad input: exit status 2.
@@ -133,6 +139,7 @@ io_uring engine (or a pread/pwrite fallback).
 	root.AddCommand(newCompareCommand(g))
 	root.AddCommand(newImportCommand(g))
 	root.AddCommand(newMergeCommand(g))
+	root.AddCommand(newK8sCommand(g))
 	root.AddCommand(newCrosscheckCommand(g))
 	root.AddCommand(newChildCommand(g))
 	root.AddCommand(newCapCommand(g))
@@ -160,7 +167,7 @@ func main() {
 
 func runMain(args []string, stdout, stderr io.Writer) int {
 	out, errOut := &pipeWriter{w: stdout}, &pipeWriter{w: stderr}
-	g := &globalOptions{stdout: out, stderr: errOut, stderrTTY: isTerminal(os.Stderr), stdoutTTY: isTerminal(os.Stdout)}
+	g := &globalOptions{stdout: out, stderr: errOut, stderrTTY: isTerminal(os.Stderr), stdoutTTY: isTerminal(os.Stdout), kube: kubeClient}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	sigs := make(chan os.Signal, 1)

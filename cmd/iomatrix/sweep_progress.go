@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -28,6 +29,7 @@ type sweepProgress struct {
 	current results.Pattern
 	patAt   time.Time
 	bar     *progressbar.ProgressBar
+	frames  io.Writer  // where a progress frame goes after each pattern, or nil
 	mu      sync.Mutex // live() runs on the engine's coordinator goroutine
 }
 
@@ -110,12 +112,15 @@ func (prog *sweepProgress) finished(r results.Result) {
 	prog.ran++
 	now := time.Now()
 	prog.ranFor = now.Sub(prog.started)
+	// The figures the matrices show for this result, by the same rule.
+	iops, iopsFlags := report.IOPS.Measure(r)
+	if prog.frames != nil {
+		_ = results.WriteProgressFrame(prog.frames, results.FrameProgress{Done: prog.done, Total: prog.total, Pattern: r.Name, IOPS: iops})
+	}
 	if prog.bar != nil {
 		_ = prog.bar.Set(prog.done)
 		return
 	}
-	// The figures the matrices show for this result, by the same rule.
-	iops, iopsFlags := report.IOPS.Measure(r)
 	p99, p99Flags := report.LatP99.Measure(r)
 	window := ""
 	if r.Stop == results.StopConverged || r.Stop == results.StopMaxRuntime {
