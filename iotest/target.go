@@ -92,6 +92,8 @@ func PlanTarget(path string, o TargetOptions) (*Plan, error) {
 	switch {
 	case errors.Is(err, unix.ENOENT):
 		return p, p.planNewFile(sys)
+	case errors.Is(err, unix.ENOTDIR):
+		return nil, fmt.Errorf("%s: %w: a part of its path is a file, not a directory", path, ErrNotTarget)
 	case err != nil:
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

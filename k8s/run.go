@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -299,9 +300,30 @@ func Delete(ctx context.Context, c kubernetes.Interface, ns, job string, log io.
 		}
 	}
 	keep(c.BatchV1().Jobs(ns).Delete(ctx, job, del))
-	for {
+	for asked := false; ; asked = true {
 		left, err := leftovers(ctx, c, ns, sel)
 		keep(err)
+		if len(errs) > 0 {
+			return fmt.Errorf("delete job/%s and its objects: %w", job, errors.Join(errs...))
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		if asked { // deletion takes its time: finalizers, the kubelet stopping containers
+			if log != nil {
+				fmt.Fprintf(log, "iomatrix: waiting for %s of job/%s to go\n", units.Count(len(left), "object"), job)
+			}
+			select {
+			case <-ctx.Done():
+				names := make([]string, len(left))
+				for i, o := range left {
+					names[i] = o.kind + "/" + o.name
+				}
+				return fmt.Errorf("still present in namespace %s after deletion (remove with kubectl delete job,pod,pvc,configmap -n %s -l %s): %s",
+					ns, ns, sel.LabelSelector, strings.Join(names, ", "))
+			case <-time.After(time.Second):
+			}
+		}
 		for _, o := range left {
 			switch o.kind {
 			case "pod":
@@ -313,25 +335,6 @@ func Delete(ctx context.Context, c kubernetes.Interface, ns, job string, log io.
 			case "job":
 				keep(c.BatchV1().Jobs(ns).Delete(ctx, o.name, del))
 			}
-		}
-		if len(errs) > 0 {
-			return fmt.Errorf("delete job/%s and its objects: %w", job, errors.Join(errs...))
-		}
-		if len(left) == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			names := make([]string, len(left))
-			for i, o := range left {
-				names[i] = o.kind + "/" + o.name
-			}
-			return fmt.Errorf("still present in namespace %s after deletion (remove with kubectl delete job,pod,pvc,configmap -n %s -l %s): %s",
-				ns, ns, sel.LabelSelector, strings.Join(names, ", "))
-		case <-time.After(time.Second):
-		}
-		if log != nil {
-			fmt.Fprintf(log, "iomatrix: waiting for %d objects of job/%s to go\n", len(left), job)
 		}
 	}
 }

@@ -555,7 +555,7 @@ func saveMembers(g *globalOptions, members []k8s.Member, job string, perNode boo
 		return err
 	}
 	if failed > 0 {
-		return fmt.Errorf("job/%s: %d of %s failed; the others' results are kept", job, failed, units.Count(len(members), "index"))
+		return fmt.Errorf("job/%s: %d of %d indexes failed; the others' results are kept", job, failed, len(members))
 	}
 	return nil
 }

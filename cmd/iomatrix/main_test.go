@@ -109,6 +109,11 @@ func TestBadInput(t *testing.T) {
 		p := filepath.Join(dir, "nope", "t.dat")
 		checkRefused(t, runInProcess("run", p, "--size", "1MiB"), filepath.Join(dir, "nope"))
 	})
+	t.Run("a file in the path", func(t *testing.T) {
+		file := filepath.Join(dir, "file")
+		testenv.Must(t, os.WriteFile(file, nil, 0o644))
+		checkRefused(t, runInProcess("run", filepath.Join(file, "t.dat"), "--size", "1MiB"), "not a directory")
+	})
 	t.Run("tmpfs", func(t *testing.T) {
 		if fi, err := os.Stat("/dev/shm"); err != nil || !fi.IsDir() {
 			t.Skip("no /dev/shm")
