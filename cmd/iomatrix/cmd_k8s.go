@@ -129,11 +129,14 @@ func (o *k8sSpecOptions) AddFlags(f *pflag.FlagSet) {
 	durationVar(f, &o.TTL, "ttl", 24*time.Hour, "the cluster deletes the finished Job after this long (ttlSecondsAfterFinished), if nothing else did")
 }
 
+const nodesUnknown = -1
+
 // sweepOwnFlags are the sweep flags that k8s sets itself.
 var sweepOwnFlags = []string{"profile", "format", "frame", "out", "resume", "help"}
 
 // spec checks the flags and the sweep flags after "--", and builds the
-// Job's spec. nodes is the number of nodes selected (0: not known).
+// Job's spec. nodes is the number of nodes selected: 0 when the cluster is
+// not asked (manifest), nodesUnknown before it is (run's first check).
 func (o *k8sSpecOptions) spec(g *globalOptions, f *pflag.FlagSet, sweepArgs []string, ns string, nodes int) (*k8s.Spec, error) {
 	s := &k8s.Spec{Name: o.Name, Namespace: ns, Image: o.Image, Profile: o.Profile, StorageClass: o.StorageClass,
 		Block: o.Block, HostPath: o.HostPath, Privileged: o.Privileged, BackoffLimitPerIndex: o.BackoffLimit, TTL: o.TTL}
@@ -155,8 +158,8 @@ func (o *k8sSpecOptions) spec(g *globalOptions, f *pflag.FlagSet, sweepArgs []st
 	if o.BackoffLimit < 0 {
 		return nil, usagef("--backoff-limit-per-index: %d must not be negative", o.BackoffLimit)
 	}
-	if o.TTL < 0 {
-		return nil, usagef("--ttl: %s must not be negative", o.TTL)
+	if o.TTL < time.Minute {
+		return nil, usagef("--ttl: %s is too short: the finished Job, and its pods' logs, would go before they are collected (1m at least)", o.TTL)
 	}
 	args, err := checkSweepArgs(g, sweepArgs)
 	if err != nil {
@@ -243,6 +246,7 @@ func (o *k8sSpecOptions) checkPlacement(f *pflag.FlagSet, s *k8s.Spec, nodes int
 		s.NodeSelector = req
 	}
 	switch {
+	case nodes == nodesUnknown:
 	case nodes > 0:
 		if o.Pods > 0 && o.Pods != nodes {
 			return usagef("--pods: %d given, but --nodes %s selects %d schedulable nodes", o.Pods, o.Nodes, nodes)
@@ -375,7 +379,7 @@ func runK8sRun(ctx context.Context, g *globalOptions, cmd *cobra.Command, kube k
 	if err != nil {
 		return err
 	}
-	if _, err := o.spec(g, cmd.Flags(), sweepArgs, "", 1); err != nil { // the flags, before any contact
+	if _, err := o.spec(g, cmd.Flags(), sweepArgs, "", nodesUnknown); err != nil { // the flags, before any contact
 		return err
 	}
 	fo, err := out.check()

@@ -280,6 +280,7 @@ func TestK8sBadInput(t *testing.T) {
 		{[]string{"manifest", "--name", "Not_A_Name"}, "--name"},
 		{[]string{"manifest", "--profile", "nope"}, "--profile"},
 		{[]string{"manifest", "--pods", "-1"}, "--pods"},
+		{[]string{"manifest", "--ttl", "0s"}, "--ttl"},
 		{[]string{"manifest", "--nodes", "a in (", "--pods", "2"}, "--nodes"},
 		{[]string{"manifest", "--cap", "riops=100"}, "--privileged"},
 		{[]string{"manifest", "--", "--cap", "riops=100"}, "--privileged"},

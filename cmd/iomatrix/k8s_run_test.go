@@ -201,10 +201,15 @@ func TestK8sRunLifecycle(t *testing.T) {
 }
 
 // Ctrl-C while the pods run: the command ends at once and deletes the
-// Job, its pods, their PVCs and the profile's ConfigMap; the containers
-// are stopped.
+// Job, its pods and the profile's ConfigMap; the containers are stopped.
+// The run is one pod per node: the cordoned node is named and skipped.
 func TestK8sRunInterrupted(t *testing.T) {
 	cluster, _ := newBinaryCluster(t, nil)
+	node, err := cluster.Fake.CoreV1().Nodes().Get(context.Background(), "node-c", metav1.GetOptions{})
+	testenv.Must(t, err)
+	node.Spec.Unschedulable = true
+	_, err = cluster.Fake.CoreV1().Nodes().Update(context.Background(), node, metav1.UpdateOptions{})
+	testenv.Must(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -223,9 +228,13 @@ func TestK8sRunInterrupted(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}()
-	args := append([]string{"k8s", "run", "--name", "iomatrix-int", "--pods", "2", "--parallel", "2", "--out-dir", t.TempDir()}, k8sTestProfile(t)...)
+	args := []string{"k8s", "run", "--name", "iomatrix-int", "--nodes", "all", "--host-path", "/srv/bench", "--out-dir", t.TempDir(),
+		"--profile", k8sTestProfile(t)[1], "--", "--runtime", "30s", "--ramp", "0s", "--size", "64MiB"}
 	start := time.Now()
-	r := runK8s(ctx, cluster.Client, append(args, "--", "--runtime", "30s", "--ramp", "0s")...)
+	r := runK8s(ctx, cluster.Client, args...)
+	if !strings.Contains(r.stderr, "not measured: node-c (cordoned)") || !strings.Contains(r.stderr, "2 pods of") {
+		t.Errorf("the cordoned node is not named, or not skipped:\n%s", r.stderr)
+	}
 	if r.code == exitOK || !strings.Contains(r.stderr, "context canceled") {
 		t.Errorf("exit %d, want the interruption:\n%s", r.code, r.stderr)
 	}

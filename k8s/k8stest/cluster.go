@@ -80,7 +80,8 @@ type Cluster struct {
 	created time.Time                        // creation clock
 }
 
-// New starts a cluster of the given nodes whose pods run through kubelet.
+// New starts a cluster of the given nodes (Node objects labelled with
+// their host name) whose pods run through kubelet.
 func New(nodes []string, kubelet Kubelet) *Cluster {
 	ctx, stop := context.WithCancel(context.Background())
 	c := &Cluster{
@@ -89,6 +90,12 @@ func New(nodes []string, kubelet Kubelet) *Cluster {
 		started: map[string]int{}, created: time.Unix(1_800_000_000, 0),
 	}
 	c.Client = clientset{c.Fake, c}
+	for _, n := range nodes {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{corev1.LabelHostname: n}}}
+		if _, err := c.Fake.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+			panic(err) // an empty fake refuses nothing
+		}
+	}
 	c.Fake.PrependReactor("get", "pods", c.serveLog)
 	c.wg.Add(1)
 	go c.controller()
