@@ -29,15 +29,15 @@ const (
 
 // Paths inside the pod.
 const (
-	Binary       = "/iomatrix"     // the image's entry point
-	DataDir      = "/data"         // the measured volume or host directory
-	DevicePath   = "/dev/iomatrix" // the measured raw block volume
-	WorkDir      = "/work"         // the results file and its checkpoints
-	ProfileDir   = "/etc/iomatrix" // a profile file shipped in a ConfigMap
-	ProfileKey   = "profile.yaml"  // its key
-	ResultsFile  = WorkDir + "/results.json"
-	TestFile     = DataDir + "/iomatrix.dat"
-	containerNam = "iomatrix"
+	Binary        = "/iomatrix"     // the image's entry point
+	DataDir       = "/data"         // the measured volume or host directory
+	DevicePath    = "/dev/iomatrix" // the measured raw block volume
+	WorkDir       = "/work"         // the results file and its checkpoints
+	ProfileDir    = "/etc/iomatrix" // a profile file shipped in a ConfigMap
+	ProfileKey    = "profile.yaml"  // its key
+	ResultsFile   = WorkDir + "/results.json"
+	TestFile      = DataDir + "/iomatrix.dat"
+	containerName = "iomatrix"
 )
 
 // UserID is the non-root user and group the pods run as: the image's.
@@ -150,7 +150,7 @@ func (s *Spec) Job() *batchv1.Job {
 				{ // exit status 2 is bad input: the retry would fail the same way
 					Action: batchv1.PodFailurePolicyActionFailIndex,
 					OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
-						ContainerName: ptr(containerNam),
+						ContainerName: ptr(containerName),
 						Operator:      batchv1.PodFailurePolicyOnExitCodesOpIn,
 						Values:        []int32{2},
 					},
@@ -164,7 +164,7 @@ func (s *Spec) Job() *batchv1.Job {
 
 func (s *Spec) podTemplate() corev1.PodTemplateSpec {
 	c := corev1.Container{
-		Name:            containerNam,
+		Name:            containerName,
 		Image:           s.Image,
 		ImagePullPolicy: corev1.PullIfNotPresent,
 		Command:         []string{Binary},

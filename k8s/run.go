@@ -173,7 +173,7 @@ func waitingReason(p *corev1.Pod) string {
 // nil when there is none yet or the log cannot be read now.
 func lastProgress(ctx context.Context, c kubernetes.Interface, p *corev1.Pod) *results.FrameProgress {
 	tail := int64(200)
-	rc, err := c.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: containerNam, TailLines: &tail}).Stream(ctx)
+	rc, err := c.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: containerName, TailLines: &tail}).Stream(ctx)
 	if err != nil {
 		return nil
 	}
@@ -237,7 +237,7 @@ func Collect(ctx context.Context, c kubernetes.Interface, ns, job string, indexe
 }
 
 func readDocument(ctx context.Context, c kubernetes.Interface, p *corev1.Pod, m *Member) error {
-	rc, err := c.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: containerNam}).Stream(ctx)
+	rc, err := c.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: containerName}).Stream(ctx)
 	if err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsBadRequest(err) {
 			m.Failure = "its log cannot be read: " + err.Error()
@@ -261,7 +261,7 @@ func readDocument(ctx context.Context, c kubernetes.Interface, p *corev1.Pod, m 
 func podFailure(p *corev1.Pod) string {
 	for _, cs := range p.Status.ContainerStatuses {
 		t := cs.State.Terminated
-		if t == nil || cs.Name != containerNam {
+		if t == nil || cs.Name != containerName {
 			continue
 		}
 		why := fmt.Sprintf("exit status %d", t.ExitCode)

@@ -53,8 +53,12 @@ func kubeClient(o kubeOptions) (kubernetes.Interface, string, error) {
 	rules.ExplicitPath = o.Kubeconfig
 	cfg := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.Context})
 	rest, err := cfg.ClientConfig()
-	if err != nil {
-		return nil, "", fmt.Errorf("kubeconfig: %w", err)
+	switch {
+	case clientcmd.IsEmptyConfig(err):
+		return nil, "", usagef("--kubeconfig: no cluster configured: no $KUBECONFIG, no ~/.kube/config, not inside a pod " +
+			"(k8s manifest prints the objects without a cluster)")
+	case err != nil:
+		return nil, "", usagef("--kubeconfig: %w", err)
 	}
 	rest.UserAgent = "iomatrix/" + results.Version
 	c, err := kubernetes.NewForConfig(rest)
@@ -356,6 +360,9 @@ nodes share nothing, and with fewer at a time the one-per-node placement
 rests on the scheduler counting finished pods.
 
 Flags after -- go to iomatrix sweep in every pod (e.g. -- --runtime 30s).
+The container runtimes' default seccomp profiles block io_uring, so under
+the restricted profile the pods measure with the psync engine (recorded
+in each result).
 A pod that fails is retried --backoff-limit-per-index times, then
 reported with its node and reason; the other pods' results are kept and
 the exit status is 1.

@@ -292,11 +292,49 @@ func TestK8sBadInput(t *testing.T) {
 		{[]string{"run", "--out-dir", "/nonexistent/dir"}, "--out-dir"},
 		{[]string{"run", "--format", "xml"}, "--format"},
 		{[]string{"collect"}, "collect"},
+		{[]string{"run", "--kubeconfig", "/nonexistent/kubeconfig"}, "--kubeconfig"},
 	} {
 		r := runInProcess(append([]string{"k8s"}, tc.args...)...)
 		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
 		if r.code != exitUsage || len(lines) != 1 || !strings.Contains(r.stderr, tc.want) || r.stdout != "" {
 			t.Errorf("k8s %q: exit %d, stderr %q, stdout %d bytes; want exit 2 and one line naming %s", tc.args, r.code, r.stderr, len(r.stdout), tc.want)
 		}
+	}
+}
+
+// The kubeconfig is read as kubectl reads it: its context's namespace
+// unless -n says otherwise; --context picks another context.
+func TestKubeClientNamespace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	testenv.Must(t, os.WriteFile(path, []byte(`apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {server: "https://127.0.0.1:1"}
+users:
+- name: u
+  user: {token: t}
+contexts:
+- name: bench
+  context: {cluster: c, user: u, namespace: bench}
+- name: plain
+  context: {cluster: c, user: u}
+current-context: bench
+`), 0o600))
+	for _, tc := range []struct {
+		o    kubeOptions
+		want string
+	}{
+		{kubeOptions{Kubeconfig: path}, "bench"},
+		{kubeOptions{Kubeconfig: path, Namespace: "other"}, "other"},
+		{kubeOptions{Kubeconfig: path, Context: "plain"}, "default"},
+	} {
+		c, ns, err := kubeClient(tc.o)
+		if err != nil || c == nil || ns != tc.want {
+			t.Errorf("%+v: namespace %q, err %v; want %q", tc.o, ns, err, tc.want)
+		}
+	}
+	if _, _, err := kubeClient(kubeOptions{Kubeconfig: path, Context: "missing"}); err == nil || exitCode(err) != exitUsage {
+		t.Errorf("a missing context: %v, want a usage error", err)
 	}
 }
