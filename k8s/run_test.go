@@ -65,7 +65,8 @@ func TestCollectOutcomes(t *testing.T) {
 	defer c.Stop()
 	spec := &Spec{Name: "t", Namespace: "default", Image: "img", Profile: "quick", Pods: 5, Parallel: 5,
 		VolumeSize: resource.MustParse("1Gi"), BackoffLimitPerIndex: 1, TTL: time.Hour}
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a stuck stand-in fails, not hangs
+	defer cancel()
 	if err := Create(ctx, c.Client, spec); err != nil {
 		t.Fatal(err)
 	}

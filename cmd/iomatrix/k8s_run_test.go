@@ -125,6 +125,14 @@ func (b *binaryKubelet) run(ctx context.Context, pod *corev1.Pod, log *k8stest.L
 	return 137 // killed
 }
 
+// testCtx ends the test's work after two minutes: a stuck stand-in
+// cluster then fails the test instead of hanging the suite.
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 func newBinaryCluster(t *testing.T, broken map[int]bool) (*k8stest.Cluster, *binaryKubelet) {
 	testenv.Integration(t)
 	b := &binaryKubelet{t: t, root: t.TempDir(), broken: broken}
@@ -155,7 +163,7 @@ func TestK8sRunLifecycle(t *testing.T) {
 	out := t.TempDir()
 	args := append([]string{"k8s", "run", "--name", "iomatrix-t", "--storage-class", "standard", "--pods", "3", "--parallel", "3",
 		"--out-dir", out}, k8sTestProfile(t)...)
-	r := runK8s(context.Background(), cluster.Client, append(args, "--", "--runtime", "300ms", "--ramp", "0s")...)
+	r := runK8s(testCtx(t), cluster.Client, append(args, "--", "--runtime", "300ms", "--ramp", "0s")...)
 	if r.code != exitFailure {
 		t.Fatalf("exit %d, want 1 (one index failed)\n%s", r.code, r.stderr)
 	}
@@ -210,7 +218,7 @@ func TestK8sRunInterrupted(t *testing.T) {
 	node.Spec.Unschedulable = true
 	_, err = cluster.Fake.CoreV1().Nodes().Update(context.Background(), node, metav1.UpdateOptions{})
 	testenv.Must(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testCtx(t))
 	defer cancel()
 	go func() {
 		for ctx.Err() == nil {
@@ -258,7 +266,7 @@ func TestK8sRunCreateRefused(t *testing.T) {
 		return true, nil, errors.New(`jobs.batch is forbidden: User "dev" cannot create resource "jobs"`)
 	})
 	args := append([]string{"k8s", "run", "--name", "iomatrix-ref", "--out-dir", t.TempDir()}, k8sTestProfile(t)...)
-	r := runK8s(context.Background(), cluster.Client, args...)
+	r := runK8s(testCtx(t), cluster.Client, args...)
 	if r.code != exitFailure || !strings.Contains(r.stderr, "forbidden") {
 		t.Errorf("exit %d, stderr %q; want 1 and the API's refusal", r.code, r.stderr)
 	}
@@ -289,7 +297,7 @@ func TestK8sCollectManifest(t *testing.T) {
 		testenv.Must(t, err)
 	}
 	out := t.TempDir()
-	r := runK8s(context.Background(), cluster.Client, "k8s", "collect", "iomatrix-gitops", "--out-dir", out, "--delete", "--format", "markdown")
+	r := runK8s(testCtx(t), cluster.Client, "k8s", "collect", "iomatrix-gitops", "--out-dir", out, "--delete", "--format", "markdown")
 	if r.code != 0 {
 		t.Fatalf("collect: exit %d:\n%s", r.code, r.stderr)
 	}

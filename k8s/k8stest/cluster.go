@@ -72,6 +72,8 @@ type Cluster struct {
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
 
+	// mu guards the maps below; never held across a call to Fake (see
+	// reapDeleted).
 	mu      sync.Mutex
 	logs    map[string]*Log                  // by pod name
 	logReqs map[*corev1.PodLogOptions]string // log request → pod name
@@ -234,16 +236,28 @@ func (c *Cluster) controller() {
 	}
 }
 
-// reapDeleted stops the containers of pods that were deleted.
+// reapDeleted stops the containers of pods that were deleted. It asks
+// the fake without holding c.mu: the log reactor takes c.mu while the
+// fake holds its own lock, so holding c.mu across a call to the fake
+// would deadlock against it.
 func (c *Cluster) reapDeleted() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	for name, cancel := range c.running {
+	names := make([]string, 0, len(c.running))
+	for name := range c.running {
+		names = append(names, name)
+	}
+	c.mu.Unlock()
+	for _, name := range names {
 		ns, pod, _ := strings.Cut(name, "/")
-		if _, err := c.Fake.CoreV1().Pods(ns).Get(c.ctx, pod, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		if _, err := c.Fake.CoreV1().Pods(ns).Get(c.ctx, pod, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			continue
+		}
+		c.mu.Lock()
+		if cancel, ok := c.running[name]; ok {
 			cancel()
 			delete(c.running, name)
 		}
+		c.mu.Unlock()
 	}
 }
 
