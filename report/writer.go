@@ -48,7 +48,7 @@ var writers = map[string]WriteFunc{
 // extensions maps file extensions to format names for -o.
 var extensions = map[string]string{
 	".txt": "text", ".md": "markdown", ".markdown": "markdown", ".csv": "csv", ".json": "json",
-	".html": "html", ".htm": "html", ".xlsx": "xlsx",
+	".html": "html", ".htm": "html", ".xlsx": "xlsx", ".prom": "openmetrics",
 }
 
 // Register adds a format; it is how the heavier writers plug in.

@@ -40,7 +40,14 @@ Each sign shown is explained under the tables; a wide CSV keeps numbers in
 the cells and adds a flag table of the same shape.
 
 Output goes to stdout, or to -o FILE, whose extension picks the format
-unless --format is given (.txt .md .csv .json .html .xlsx).
+unless --format is given (.txt .md .csv .json .html .xlsx .prom).
+
+--format openmetrics prints the figures as OpenMetrics text (which
+Prometheus also reads) for node_exporter's textfile collector or a
+Pushgateway: iomatrix_iops, iomatrix_bandwidth_bytes_per_second,
+iomatrix_latency_seconds{quantile=...} (a summary; percentiles resting on
+too few I/Os are left out) and iomatrix_run_timestamp_seconds, labelled
+by pattern fields, op, target and host (and member, for a fleet).
 
 ` + exitStatusHelp,
 		Example: `  iomatrix report run.json
@@ -52,7 +59,7 @@ unless --format is given (.txt .md .csv .json .html .xlsx).
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Format, "format", "text", "output format: text, markdown, csv, json, html, xlsx")
+	f.StringVar(&o.Format, "format", "text", "output format: text, markdown, csv, json, html, xlsx, openmetrics")
 	f.StringVar(&o.Metric, "metric", "iops", "cell value: iops, mibps, lat-mean, lat-p50, lat-p99, lat-p99.9")
 	f.BoolVar(&o.Wide, "wide", false, "csv: the matrix shape instead of one row per result")
 	f.StringVarP(&o.Out, "out", "o", "", "write to this file instead of stdout (format from its extension)")
