@@ -79,6 +79,24 @@ func (l Limit) String() string {
 	return fmt.Sprintf("%s rbps=%s wbps=%s riops=%s wiops=%s", l.Device, v(l.ReadBPS), v(l.WriteBPS), v(l.ReadIOPS), v(l.WriteIOPS))
 }
 
+// V1Lines are the limit as cgroup v1 blkio throttle files take it, one
+// "file: MAJ:MIN value" line per key that caps something.
+func (l Limit) V1Lines() []string {
+	var lines []string
+	for _, k := range []struct {
+		file string
+		v    uint64
+	}{
+		{"blkio.throttle.read_iops_device", l.ReadIOPS}, {"blkio.throttle.write_iops_device", l.WriteIOPS},
+		{"blkio.throttle.read_bps_device", l.ReadBPS}, {"blkio.throttle.write_bps_device", l.WriteBPS},
+	} {
+		if k.v > 0 {
+			lines = append(lines, fmt.Sprintf("%s: %s %d", k.file, l.Device, k.v))
+		}
+	}
+	return lines
+}
+
 // ParseCap parses "riops=N,wiops=N,rbps=SIZE,wbps=SIZE" (any subset; sizes
 // such as 100MiB). The device is filled in later from the target.
 func ParseCap(s string) (Limit, error) {
