@@ -135,10 +135,11 @@ func TestApproxMarkerHTML(t *testing.T) {
 	if n := strings.Count(page, ApproxNote); n != 1 {
 		t.Errorf("the note appears %d times", n)
 	}
-	// The p99 chart draws the approximate point hollow: one ring (and no
-	// legend ring, the row has exact points too).
-	if n := len(hollowPoint.FindAllString(page, -1)); n != 1 {
-		t.Errorf("%d hollow chart points, want 1", n)
+	// The p99 charts (against queue depth, against IOPS) draw the
+	// approximate point hollow: one ring each (and no legend ring, the row
+	// has exact points too).
+	if n := len(hollowPoint.FindAllString(page, -1)); n != 2 {
+		t.Errorf("%d hollow chart points, want 2", n)
 	}
 	// A document whose cells are all exact says nothing of approximations.
 	exact := loadFixture(t, "total-lat")

@@ -10,8 +10,10 @@ import (
 	"strings"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
@@ -58,6 +60,7 @@ func writeHTML(w io.Writer, doc *results.Document, o Options) error {
 	metric := metricOf(o)
 	main := BuildMetric(doc.Results, metric)
 	lat := BuildMetric(doc.Results, LatP99)
+	iops := BuildMetric(doc.Results, IOPS)
 	var sections []htmlSection
 	for i, t := range main.Tables {
 		s := htmlSection{Title: strings.TrimSuffix(t.Title, " "+metric.Title())}
@@ -72,6 +75,11 @@ func writeHTML(w io.Writer, doc *results.Document, o Options) error {
 				}
 				s.Charts = append(s.Charts, svg)
 			}
+			svg, err := hockeyStickSVG(iops.Tables[i], lat.Tables[i])
+			if err != nil {
+				return err
+			}
+			s.Charts = append(s.Charts, svg)
 		}
 		s.Tables = append(s.Tables, htmlTableOf(t, metric, metric.LowerIsBetter()))
 		if metric != LatP99 {
@@ -155,7 +163,7 @@ func chartSVG(t Table, m Metric) (template.HTML, error) {
 	if len(ticks) == 0 {
 		return template.HTML(fmt.Sprintf("<p>%s: no data to chart</p>", template.HTMLEscapeString(t.Title))), nil
 	}
-	p := plot.New()
+	p := newPlot()
 	p.Title.Text = t.Title
 	p.X.Label.Text = "I/Os in flight (queue depth × jobs)"
 	p.Y.Label.Text = m.Title()
@@ -181,6 +189,68 @@ func chartSVG(t Table, m Metric) (template.HTML, error) {
 	}
 	p.Add(plotter.NewGrid())
 	return inlineSVG(p)
+}
+
+// hockeyStickSVG draws p99 latency against IOPS for one block size, one
+// line per read share, its points in the order of the queue depths: the
+// latency stays on its floor while the device has room, and leaves it
+// where the queue only adds waiting. iops and lat are the same table in
+// two metrics; a point is hollow where either figure is flagged.
+func hockeyStickSVG(iops, lat Table) (template.HTML, error) {
+	title := strings.TrimSuffix(iops.Title, " "+IOPS.Title()) + ": p99 latency against IOPS"
+	p := newPlot()
+	p.Title.Text = title
+	p.X.Label.Text = "IOPS"
+	p.Y.Label.Text = LatP99.Title()
+	p.Legend.Top, p.Legend.Left = true, true // latency rises at the right
+	drawn := 0
+	for i, row := range iops.Rows {
+		var curve chartCurve
+		for j, c := range iops.Cells[i] {
+			l := lat.Cells[i][j]
+			if c == nil || l == nil || c.Value <= 0 || l.Value <= 0 {
+				continue
+			}
+			pt := plotter.XY{X: c.Value, Y: l.Value}
+			curve.all = append(curve.all, pt)
+			if c.Flags|l.Flags != 0 {
+				curve.flagged = append(curve.flagged, pt)
+			} else {
+				curve.exact = append(curve.exact, pt)
+			}
+		}
+		if len(curve.all) == 0 {
+			continue
+		}
+		if err := curve.addTo(p, row, plotutil.Color(i)); err != nil {
+			return "", fmt.Errorf("chart %s: %w", title, err)
+		}
+		drawn++
+	}
+	if drawn == 0 {
+		return template.HTML(fmt.Sprintf("<p>%s: no data to chart</p>", template.HTMLEscapeString(title))), nil
+	}
+	p.X.Min = 0
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Y.Min = lowestPositive(lat) / 1.5
+	p.Add(plotter.NewGrid())
+	return inlineSVG(p)
+}
+
+// chartFont is what gonum lays chart text out with: a sans-serif whose
+// metrics match the common ones. The SVG then names no font, so that the
+// text inherits the page's (see inlineSVG).
+var chartFont = font.Font{Typeface: "Liberation", Variant: "Sans"}
+
+// newPlot is a plot whose every text uses chartFont.
+func newPlot() *plot.Plot {
+	p := plot.New()
+	for _, st := range []*text.Style{&p.Title.TextStyle, &p.X.Label.TextStyle, &p.Y.Label.TextStyle,
+		&p.X.Tick.Label, &p.Y.Tick.Label, &p.Legend.TextStyle} {
+		st.Font.Typeface, st.Font.Variant = chartFont.Typeface, chartFont.Variant
+	}
+	return p
 }
 
 // chartCurve is one row of a table as points to plot: all of them for the
@@ -288,6 +358,9 @@ func inlineSVG(p *plot.Plot) (template.HTML, error) {
 	if i := strings.Index(s, "<svg"); i > 0 {
 		s = s[i:] // inline SVG takes no XML prolog
 	}
+	// The text takes the page's font rather than naming one the reader
+	// may not have.
+	s = strings.ReplaceAll(s, "font-family:Liberation Sans;", "font-family:inherit;")
 	return template.HTML(s), nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -41,8 +42,14 @@ func TestHTMLGoldenAndSelfContained(t *testing.T) {
 				random++
 			}
 		}
-		if n := bytes.Count(page, []byte("<svg")); n != 2*random {
-			t.Errorf("%s: %d charts, want 2 per random table (%d)", fx, n, 2*random)
+		// IOPS and p99 against queue depth, p99 against IOPS.
+		if n := bytes.Count(page, []byte("<svg")); n != 3*random {
+			t.Errorf("%s: %d charts, want 3 per random table (%d)", fx, n, 3*random)
+		}
+		// Chart text takes the page's sans-serif font.
+		if fonts := regexp.MustCompile(`font-family:[^ ;"][^;"]*`).FindAllString(string(page), -1); len(fonts) == 0 ||
+			slices.ContainsFunc(fonts, func(f string) bool { return f != "font-family:inherit" }) {
+			t.Errorf("%s: chart fonts %q, want each to inherit the page's", fx, slices.Compact(fonts))
 		}
 		// The SVG namespace is a name, not a fetch; nothing else may point
 		// outside the file.
@@ -61,6 +68,42 @@ func TestHTMLGoldenAndSelfContained(t *testing.T) {
 // screenshot shows the chart lines' colours, which nothing else on the page
 // uses.
 func TestHTMLRendersInChromium(t *testing.T) {
+	img := screenshot(t, renderHTML(t, "full-missing"))
+	// plotutil's soft blue and purple: the lines of the 50 % and 0 % read
+	// series. Tables use pale backgrounds and a darker blue outline.
+	blue := countNear(img, 90, 155, 212)
+	purple := countNear(img, 158, 103, 171)
+	t.Logf("screenshot %v: %d blue and %d purple chart pixels", img.Bounds().Size(), blue, purple)
+	if blue < 300 || purple < 300 {
+		t.Errorf("charts did not render: %d blue, %d purple line pixels", blue, purple)
+	}
+}
+
+// The p99-against-IOPS chart alone, drawn by Chromium: each read share's
+// line is there in its colour.
+func TestHockeyStickRendersInChromium(t *testing.T) {
+	doc := loadFixture(t, "full-missing")
+	iops, lat := BuildMetric(doc.Results, IOPS), BuildMetric(doc.Results, LatP99)
+	svg, err := hockeyStickSVG(iops.Tables[0], lat.Tables[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := []byte(`<!DOCTYPE html><html><body style="font-family: sans-serif">` + string(svg) + `</body></html>`)
+	img := screenshot(t, page)
+	rows := iops.Tables[0].Rows
+	for i, rgb := range [][3]int{{241, 90, 96}, {122, 195, 106}, {90, 155, 212}, {250, 167, 91}, {158, 103, 171}} {
+		n := countNear(img, rgb[0], rgb[1], rgb[2])
+		t.Logf("%s: %d line pixels", rows[i], n)
+		if n < 150 {
+			t.Errorf("%s: %d line pixels: its line is not drawn", rows[i], n)
+		}
+	}
+}
+
+// screenshot renders a page in headless Chromium, with no network, and
+// returns the picture.
+func screenshot(t *testing.T, html []byte) image.Image {
+	t.Helper()
 	var browser string
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
@@ -71,7 +114,7 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	testenv.Require(t, browser != "", "no chromium on PATH (Debian package chromium)")
 	dir := t.TempDir()
 	page := filepath.Join(dir, "report.html")
-	if err := os.WriteFile(page, renderHTML(t, "full-missing"), 0o644); err != nil {
+	if err := os.WriteFile(page, html, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	shot := filepath.Join(dir, "shot.png")
@@ -96,18 +139,11 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// plotutil's soft blue and purple: the lines of the 50 % and 0 % read
-	// series. Tables use pale backgrounds and a darker blue outline.
-	blue := countNear(img, 90, 155, 212)
-	purple := countNear(img, 158, 103, 171)
-	t.Logf("screenshot %v: %d blue and %d purple chart pixels", img.Bounds().Size(), blue, purple)
-	if blue < 300 || purple < 300 {
-		t.Errorf("charts did not render: %d blue, %d purple line pixels", blue, purple)
-	}
-	if os.Getenv("IOMATRIX_KEEP_SCREENSHOT") != "" {
+	if keep := os.Getenv("IOMATRIX_KEEP_SCREENSHOT"); keep != "" {
 		data, _ := os.ReadFile(shot)
-		testenv.Must(t, os.WriteFile(os.Getenv("IOMATRIX_KEEP_SCREENSHOT"), data, 0o644))
+		testenv.Must(t, os.WriteFile(keep+"-"+t.Name()+".png", data, 0o644))
 	}
+	return img
 }
 
 func countNear(img image.Image, r, g, b int) int {
