@@ -124,11 +124,11 @@ func (n *Need) set(key, val string) error {
 func (n *Need) addBound(key, val string) error {
 	m, ok := boundMetrics[key]
 	if !ok {
-		return &NeedError{Field: key, Value: val, Why: "not a latency bound: p50, p99, p99.9 or mean, e.g. p99<2ms"}
+		return &NeedError{Field: key + "<" + val, Why: "not a latency bound: p50, p99, p99.9 or mean, e.g. p99<2ms"}
 	}
 	d, err := time.ParseDuration(strings.ReplaceAll(val, "µs", "us"))
 	if err != nil || d <= 0 {
-		return &NeedError{Field: key, Value: val, Why: "not a duration (e.g. 2ms, 500us)"}
+		return &NeedError{Field: key + "<" + val, Why: "not a duration (e.g. 2ms, 500us)"}
 	}
 	n.Bounds = append(n.Bounds, Bound{Metric: m, Max: d})
 	return nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/results"
@@ -38,8 +39,17 @@ var Metrics = []Metric{IOPS, MiBps, LatMean, LatP50, LatP99, LatP999}
 // ErrBadMetric is returned for unknown metric names.
 var ErrBadMetric = errors.New("unknown metric")
 
-// ParseMetric checks a metric name.
+// ParseMetric checks a metric name: one of Metrics, or a bound metric
+// "iops@p99<2ms" (see Bounded).
 func ParseMetric(s string) (Metric, error) {
+	if rest, ok := strings.CutPrefix(s, "iops@"); ok {
+		key, val, _ := strings.Cut(rest, "<")
+		var n Need
+		if err := n.addBound(key, val); err != nil {
+			return "", fmt.Errorf("%w %q: %w (e.g. iops@p99<2ms)", ErrBadMetric, s, err)
+		}
+		return Metric("iops@" + n.Bounds[0].String()), nil
+	}
 	for _, m := range Metrics {
 		if string(m) == s {
 			return m, nil
@@ -49,11 +59,37 @@ func ParseMetric(s string) (Metric, error) {
 	for i, m := range Metrics {
 		names[i] = string(m)
 	}
-	return "", fmt.Errorf("%w %q (valid: %s)", ErrBadMetric, s, strings.Join(names, ", "))
+	return "", fmt.Errorf("%w %q (valid: %s, iops@p99<DURATION)", ErrBadMetric, s, strings.Join(names, ", "))
+}
+
+// Bounded is the latency bound of a metric "iops@p99<2ms": per row, the
+// highest measured IOPS whose latency figure stays under the bound (see
+// BuildMetric). ok is false for the other metrics.
+func (m Metric) Bounded() (b Bound, ok bool) {
+	rest, ok := strings.CutPrefix(string(m), "iops@")
+	if !ok {
+		return Bound{}, false
+	}
+	key, val, _ := strings.Cut(rest, "<")
+	var n Need
+	if n.addBound(key, val) != nil {
+		return Bound{}, false
+	}
+	return n.Bounds[0], true
+}
+
+// under tells whether a result's latency figure proves the bound: below
+// it, and neither approximate nor resting on too few I/Os.
+func (b Bound) under(r results.Result) bool {
+	v, f := b.Metric.Measure(r)
+	return !f.Has(FlagApprox) && !f.Has(FlagFewIOs) && v < float64(b.Max)/float64(time.Microsecond)
 }
 
 // Unit is the unit of the metric's values.
 func (m Metric) Unit() string {
+	if _, ok := m.Bounded(); ok {
+		return "IOPS"
+	}
 	switch m {
 	case IOPS:
 		return "IOPS"
@@ -65,10 +101,16 @@ func (m Metric) Unit() string {
 
 // LowerIsBetter tells whether smaller values are better: latencies are,
 // rates are not.
-func (m Metric) LowerIsBetter() bool { return m != IOPS && m != MiBps }
+func (m Metric) LowerIsBetter() bool {
+	_, bounded := m.Bounded()
+	return m != IOPS && m != MiBps && !bounded
+}
 
 // Title is the metric's name in table titles.
 func (m Metric) Title() string {
+	if b, ok := m.Bounded(); ok {
+		return "best IOPS with " + b.String()
+	}
 	switch m {
 	case IOPS:
 		return "IOPS"
@@ -109,6 +151,9 @@ func (m Metric) quantile() float64 {
 // converged. It is the one rule by which matrices, compare and the
 // sweep's progress line read a result.
 func (m Metric) Measure(r results.Result) (float64, Flags) {
+	if _, ok := m.Bounded(); ok {
+		return IOPS.Measure(r) // the bound picks the cells (BuildMetric)
+	}
 	if r.Fleet != nil {
 		return fleetMeasure(r.Fleet, m)
 	}
@@ -228,6 +273,9 @@ func Build(rs []results.Result) Matrix { return BuildMetric(rs, IOPS) }
 // Sequential results form one table: rows read %, columns block size × QD
 // (× jobs).
 func BuildMetric(rs []results.Result, m Metric) Matrix {
+	if b, ok := m.Bounded(); ok {
+		return bestUnder(BuildMetric(rs, IOPS), m, b)
+	}
 	mx := Matrix{Metric: m}
 	groups := map[int64][]*results.Result{}
 	var seq []*results.Result
@@ -270,6 +318,30 @@ func BuildMetric(rs []results.Result, m Metric) Matrix {
 		})
 		t.Access = results.Sequential
 		mx.Tables = append(mx.Tables, t)
+	}
+	return mx
+}
+
+// bestUnder reduces each row of an IOPS matrix to its best cell whose
+// latency proves the bound: one column, and no cell where none does
+// (the title says so). A fleet cell is judged on its median member's
+// figures.
+func bestUnder(iops Matrix, m Metric, b Bound) Matrix {
+	mx := Matrix{Metric: m}
+	col := "best with " + b.String()
+	for _, t := range iops.Tables {
+		out := Table{Title: strings.TrimSuffix(t.Title, IOPS.Title()) + m.Title() + " (empty: no cell proves it)",
+			Access: t.Access, BlockSize: t.BlockSize, Rows: t.Rows, Cols: []string{col}}
+		for _, row := range t.Cells {
+			var best *Cell
+			for _, c := range row {
+				if c != nil && b.under(*c.Result) && (best == nil || c.Value > best.Value) {
+					best = c
+				}
+			}
+			out.Cells = append(out.Cells, []*Cell{best})
+		}
+		mx.Tables = append(mx.Tables, out)
 	}
 	return mx
 }

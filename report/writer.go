@@ -179,7 +179,7 @@ func DescribeCap(c *results.Cap) string {
 // they carry information.
 func FormatValue(m Metric, v float64) string {
 	switch {
-	case m == IOPS || v >= 100:
+	case m.Unit() == "IOPS" || v >= 100:
 		return units.Thousands(v, 0)
 	case v >= 10:
 		return units.Thousands(v, 1)
@@ -200,6 +200,17 @@ func cellText(m Metric, c *Cell) string {
 		return ""
 	}
 	s := FormatMeasure(m, c.Value, c.Flags)
+	if _, ok := m.Bounded(); ok {
+		p := c.Result.Pattern
+		s += fmt.Sprintf(" @QD%d", p.QueueDepth)
+		if p.Jobs > 1 {
+			s += fmt.Sprintf("×%d", p.Jobs)
+		}
+		if p.Access == results.Sequential {
+			s += " " + strings.ToUpper(results.ShortSize(p.BlockSize))
+		}
+		return s
+	}
 	if f := c.Result.Fleet; f != nil && len(f.Members) > 1 {
 		sp := f.Metrics[string(m)]
 		s += " (" + FormatValue(m, sp.Min) + "–" + FormatValue(m, sp.Max) + ")"

@@ -109,9 +109,9 @@ type fleetOutput struct {
 
 // newFleetOutput checks --format, --metric and --outlier.
 func newFleetOutput(format, metric, outlier string) (fleetOutput, error) {
-	m, err := report.ParseMetric(metric)
+	m, err := cellMetric(metric)
 	if err != nil {
-		return fleetOutput{}, usagef("--metric: %w", err)
+		return fleetOutput{}, err
 	}
 	if !slices.Contains([]string{"text", "markdown", "csv", "json", "html"}, format) {
 		return fleetOutput{}, usagef("--format: %q is not one of text, markdown, csv, json, html", format)

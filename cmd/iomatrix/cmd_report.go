@@ -60,11 +60,24 @@ by pattern fields, op, target and host (and member, for a fleet).
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Format, "format", "text", "output format: text, markdown, csv, json, html, xlsx, openmetrics")
-	f.StringVar(&o.Metric, "metric", "iops", "cell value: iops, mibps, lat-mean, lat-p50, lat-p99, lat-p99.9")
+	f.StringVar(&o.Metric, "metric", "iops", "cell value: iops, mibps, lat-mean, lat-p50, lat-p99, lat-p99.9, or iops@p99<2ms (per row, the most IOPS whose p99 proves the bound)")
 	f.BoolVar(&o.Wide, "wide", false, "csv: the matrix shape instead of one row per result")
 	f.StringVarP(&o.Out, "out", "o", "", "write to this file instead of stdout (format from its extension)")
 	f.StringVar(&o.Outlier, "outlier", "10%", "fleet documents (iomatrix merge): flag a member this far below the fleet median (above, for latency)")
 	return cmd
+}
+
+// cellMetric parses --metric for the commands that compare cell by cell
+// (compare, merge, k8s): a per-row bound metric is report's alone.
+func cellMetric(s string) (report.Metric, error) {
+	m, err := report.ParseMetric(s)
+	if err != nil {
+		return "", usagef("--metric: %w", err)
+	}
+	if _, bounded := m.Bounded(); bounded {
+		return "", usagef("--metric: %s picks one cell per row, which only iomatrix report shows; compare cells with iops or lat-p99", s)
+	}
+	return m, nil
 }
 
 // loadResults reads a results file for rendering; every problem is bad
@@ -148,9 +161,9 @@ Use it for two volumes, before and after a cap, or two kernels.
 ` + exitStatusHelp,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			metric, err := report.ParseMetric(o.Metric)
+			metric, err := cellMetric(o.Metric)
 			if err != nil {
-				return usagef("--metric: %w", err)
+				return err
 			}
 			if !slices.Contains(report.ComparisonFormats, o.Format) {
 				return usagef("--format: %q is not one of %v", o.Format, report.ComparisonFormats)

@@ -103,7 +103,7 @@ func TestFitBadInput(t *testing.T) {
 		{[]string{doc, "--need", "read=10,bs=4k,qd=0"}, "qd=0"},
 		{[]string{doc, "--need", "read=10,bs=4k,iops=3"}, "iops=3"},
 		{[]string{doc, "--need", "read=10,bs=4k,p98<2ms"}, "p98"},
-		{[]string{doc, "--need", "read=10,bs=4k,p99<soon"}, "p99=soon"},
+		{[]string{doc, "--need", "read=10,bs=4k,p99<soon"}, "p99<soon"},
 		{[]string{doc, "--need", "read=10,read=20,bs=4k"}, "twice"},
 		{[]string{doc, "--need", "read=10,bs=64k"}, "64k"},
 		{[]string{doc}, "--need or --workload"},
