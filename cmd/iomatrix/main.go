@@ -141,6 +141,7 @@ io_uring engine (or a pread/pwrite fallback).
 	root.AddCommand(newMergeCommand(g))
 	root.AddCommand(newK8sCommand(g))
 	root.AddCommand(newFitCommand(g))
+	root.AddCommand(newIsolateCommand(g))
 	root.AddCommand(newCrosscheckCommand(g))
 	root.AddCommand(newChildCommand(g))
 	root.AddCommand(newCapCommand(g))

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// isolate's three phases on a file: the victim alone, beside the
+// aggressor, beside the aggressor capped in its own cgroup. The cap
+// limits reads and writes, so a victim moved into the cgroup by mistake
+// would fall to 500 IOPS; the capped aggressor does the cap's IOPS within
+// 5 % (whole throttle slices); the ratios and the exit status follow from
+// the figures; no cgroup is left.
+func TestIsolatePhases(t *testing.T) {
+	c := capController(t)
+	target := filepath.Join(t.TempDir(), "iso.dat")
+	r := runCounted(t, c, "isolate", target, "--size", "256MiB", "--cap", "riops=500,wiops=500", "--runtime", "1s", "--ramp", "250ms", "--format", "json")
+	var rep isolateReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("exit %d, %v\n%s", r.code, err, r.stderr)
+	}
+	if len(rep.Phases) != 3 || rep.Phases[0].Name != "alone" || rep.Phases[0].Aggressor != nil ||
+		rep.Phases[1].Aggressor == nil || rep.Phases[2].Aggressor == nil {
+		t.Fatalf("phases %+v", rep.Phases)
+	}
+	alone, capped := rep.Phases[0].Victim.Total.IOPS, rep.Phases[2].Victim.Total.IOPS
+	if capped < 1000 {
+		t.Errorf("the victim did %.0f IOPS beside the capped aggressor: it was capped itself", capped)
+	}
+	agg := rep.Phases[2].Aggressor
+	if math.Abs(agg.Total.IOPS/500-1) > 0.05 || rep.CapIOPS != 500 {
+		t.Errorf("capped aggressor %.0f IOPS, cap model %.0f: want 500 within 5 %%", agg.Total.IOPS, rep.CapIOPS)
+	}
+	if rep.Phases[1].Aggressor.Total.IOPS <= 500 {
+		t.Logf("note: the uncapped aggressor did only %.0f IOPS", rep.Phases[1].Aggressor.Total.IOPS)
+	}
+	if math.Abs(rep.Isolation-capped/alone) > 1e-9 || rep.Protected != (rep.Isolation >= 0.9) {
+		t.Errorf("isolation %.4f (protected %v) from %.0f / %.0f", rep.Isolation, rep.Protected, capped, alone)
+	}
+	want := map[bool]int{true: exitOK, false: exitFailure}[rep.Protected]
+	if r.code != want {
+		t.Errorf("exit %d for protected=%v", r.code, rep.Protected)
+	}
+	t.Logf("alone %.0f, uncapped %.0f (aggressor %.0f), capped %.0f (aggressor %.0f): %s", alone, rep.Phases[1].Victim.Total.IOPS,
+		rep.Phases[1].Aggressor.Total.IOPS, capped, agg.Total.IOPS, rep.Verdict)
+}
+
+// Bad input exits 2 with one line naming the flag, before any I/O.
+func TestIsolateBadInput(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "iso.dat")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "--cap"},
+		{[]string{"--cgroup", "/sys/fs/cgroup/x"}, "--cgroup"},
+		{[]string{"--cap", "wiops=5", "--runtime", "auto"}, "--runtime"},
+		{[]string{"--cap", "wiops=5", "--victim", "randread:4k"}, "--victim"},
+		{[]string{"--cap", "wiops=5", "--aggressor", "scribble:4k:1"}, "--aggressor"},
+		{[]string{"--cap", "wiops=5", "--min-isolation", "0"}, "--min-isolation"},
+		{[]string{"--cap", "wiops=5", "--format", "xml"}, "--format"},
+	} {
+		r := runInProcess(append([]string{"isolate", target}, tc.args...)...)
+		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+		if r.code != exitUsage || len(lines) != 1 || !strings.Contains(r.stderr, tc.want) || r.stdout != "" {
+			t.Errorf("isolate %q: exit %d, stderr %q; want exit 2 and one line naming %s", tc.args, r.code, r.stderr, tc.want)
+		}
+	}
+}
