@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -32,20 +33,24 @@ func newIsolateCommand(g *globalOptions) *cobra.Command {
 		Use:   "isolate TARGET --cap LIMITS",
 		Short: "Does a cap shield the neighbours? A victim alone, beside an aggressor, beside the capped aggressor",
 		Long: `Test what a per-system cap is for: that one system cannot take the I/O
-the others need. Three phases of --runtime each (after --ramp), on TARGET:
+the others need. Phases of --runtime each (after --ramp), on TARGET:
 
   1. alone      the victim pattern alone
   2. uncapped   the victim beside the aggressor, nothing capped
   3. capped     the victim beside the aggressor, the aggressor alone in a
                 fresh cgroup under --cap (the victim runs outside it)
+  4. alone      the victim alone again: the baseline is the mean of both
+     again      alone phases, so that a device whose rate drifts during the
+                test does not decide the verdict; a drift larger than the
+                verdict's margin is reported
 
 The victim defaults to 4K random reads at QD1 (a database's latency-bound
 reads), the aggressor to 16K random writes at QD32; --victim and
 --aggressor take RW:BS:QD[:RWMIX[:JOBS]] as crosscheck's --pattern does.
 Each phase reports the victim's IOPS and p50/p99/p99.9 latency and the
 aggressor's IOPS. The isolation is the victim's IOPS beside the capped
-aggressor over its IOPS alone, the p99 inflation its p99 there over
-alone. When the uncapped aggressor did not slow the victim either, the
+aggressor over its IOPS alone (the mean of both alone phases), the p99
+inflation its p99 there over alone. When the uncapped aggressor did not slow the victim either, the
 test cannot show what the cap does, and says so.
 
 --format text (default), json, or html (one offline page, the phases side
@@ -91,6 +96,7 @@ type isolateReport struct {
 	Engine       string             `json:"engine"`
 	Seed         uint64             `json:"seed"`
 	Phases       []isolatePhase     `json:"phases"`
+	Drift        float64            `json:"alone_drift"`          // alone again ÷ alone − 1
 	Isolation    float64            `json:"isolation"`            // capped ÷ alone, victim IOPS
 	Unprotected  float64            `json:"unprotected"`          // uncapped ÷ alone
 	P99Inflation float64            `json:"p99_inflation"`        // capped ÷ alone, victim p99
@@ -177,9 +183,9 @@ func runIsolate(ctx context.Context, g *globalOptions, o *isolateOptions, target
 	phases := []struct {
 		name string
 		agg  runner // nil: the victim alone
-	}{{"alone", nil}, {"uncapped", local}, {"capped", sess.r}}
+	}{{"alone", nil}, {"uncapped", local}, {"capped", sess.r}, {"alone again", nil}}
 	for i, ph := range phases {
-		fmt.Fprintf(g.stderr, "iomatrix: phase %d of 3, %s: %s%s for %s + %s ramp\n", i+1, ph.name, victim.Name(),
+		fmt.Fprintf(g.stderr, "iomatrix: phase %d of %d, %s: %s%s for %s + %s ramp\n", i+1, len(phases), ph.name, victim.Name(),
 			map[bool]string{true: " beside " + aggressor.Name(), false: " alone"}[ph.agg != nil], opts.Runtime, opts.Ramp)
 		p, err := runPhase(ctx, local, victim, opts, ph.agg, aggressor, aggOpts)
 		if err != nil {
@@ -233,11 +239,13 @@ func runPhase(ctx context.Context, vr runner, victim results.Pattern, vo iotest.
 
 // judge computes the ratios and the verdict.
 func (rep *isolateReport) judge(aggressor results.Pattern) {
-	alone, uncapped, capped := rep.Phases[0].Victim, rep.Phases[1].Victim, rep.Phases[2].Victim
-	rep.Isolation = capped.Total.IOPS / alone.Total.IOPS
-	rep.Unprotected = uncapped.Total.IOPS / alone.Total.IOPS
+	before, uncapped, capped, after := rep.Phases[0].Victim, rep.Phases[1].Victim, rep.Phases[2].Victim, rep.Phases[3].Victim
+	alone := (before.Total.IOPS + after.Total.IOPS) / 2
+	rep.Drift = after.Total.IOPS/before.Total.IOPS - 1
+	rep.Isolation = capped.Total.IOPS / alone
+	rep.Unprotected = uncapped.Total.IOPS / alone
 	p99 := func(r results.Result) float64 { v, _ := report.LatP99.Measure(r); return v }
-	if a := p99(alone); a > 0 {
+	if a := (p99(before) + p99(after)) / 2; a > 0 {
 		rep.P99Inflation = p99(capped) / a
 	}
 	rep.Protected = rep.Isolation >= rep.MinIsolation
@@ -265,6 +273,10 @@ func (rep *isolateReport) judge(aggressor results.Pattern) {
 		} else {
 			rep.Notes = append(rep.Notes, "the cap limits nothing the aggressor does (e.g. a read cap on a write aggressor)")
 		}
+	}
+	if margin := math.Abs(rep.Isolation - rep.MinIsolation); math.Abs(rep.Drift)/2 > margin {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the victim alone moved %+.1f %% from the first phase to the last: "+
+			"the device's own drift is larger than the verdict's margin (%.1f points); run again, or longer", 100*rep.Drift, 100*margin))
 	}
 	if rep.NoContention {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("the uncapped aggressor left the victim %.0f %% of its IOPS alone: "+
@@ -311,11 +323,13 @@ func (rep *isolateReport) write(w io.Writer, format string) error {
 	fmt.Fprintf(w, "isolate %s: victim %s, aggressor %s, cap %s, %s + %s ramp per phase, engine %s\n\n",
 		rep.Target.Path, rep.Phases[0].Victim.Name, rep.Phases[1].Aggressor.Name, report.DescribeCap(rep.Cap),
 		time.Duration(rep.RuntimeNS), time.Duration(rep.RampNS), rep.Engine)
-	fmt.Fprintf(w, "%-9s %12s %10s %10s %10s %15s\n", "phase", "victim IOPS", "p50 µs", "p99 µs", "p99.9 µs", "aggressor IOPS")
+	fmt.Fprintf(w, "%-12s %12s %10s %10s %10s %15s\n", "phase", "victim IOPS", "p50 µs", "p99 µs", "p99.9 µs", "aggressor IOPS")
 	for _, r := range rep.rows() {
-		fmt.Fprintf(w, "%-9s %12s %10s %10s %10s %15s\n", r.Phase, r.VictimIOPS, r.P50, r.P99, r.P999, r.AggressorIOPS)
+		fmt.Fprintf(w, "%-12s %12s %10s %10s %10s %15s\n", r.Phase, r.VictimIOPS, r.P50, r.P99, r.P999, r.AggressorIOPS)
 	}
 	fmt.Fprintln(w)
+	fmt.Fprintf(w, "victim alone: %s IOPS before, %s after (%+.1f %%); the baseline is their mean\n",
+		units.Thousands(rep.Phases[0].Victim.Total.IOPS, 0), units.Thousands(rep.Phases[3].Victim.Total.IOPS, 0), 100*rep.Drift)
 	if rep.CapIOPS > 0 {
 		fmt.Fprintf(w, "capped aggressor: %s IOPS against the cap's %s (%+.1f %%)\n",
 			units.Thousands(rep.Phases[2].Aggressor.Total.IOPS, 0), units.Thousands(rep.CapIOPS, 0), rep.AggCappedPct)
