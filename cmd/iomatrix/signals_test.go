@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -49,10 +50,22 @@ func TestSignalsAtRandomMoments(t *testing.T) {
 				out := filepath.Join(dir, fmt.Sprintf("%s-%d.json", name[:3], trial))
 				sig := sigs[rng.IntN(len(sigs))]
 				cmd := iomatrixCmd(t, argv(out)...)
+				up := stderrStarted(t, cmd)
 				if err := cmd.Start(); err != nil {
 					t.Fatal(err)
 				}
-				time.Sleep(time.Duration(150+rng.IntN(1000)) * time.Millisecond)
+				// The moments are those of the command's work: from its first
+				// line on stderr, which it prints once its signal handling is
+				// set up. Before that, the binary is still initializing its
+				// packages (the test binary's take 35 to 65 ms, far more on a
+				// loaded machine), and a signal then kills it like any
+				// process that has not yet asked for it.
+				select {
+				case <-up:
+				case <-time.After(30 * time.Second):
+					t.Fatalf("trial %d: no output from iomatrix after 30s", trial)
+				}
+				time.Sleep(time.Duration(rng.IntN(1000)) * time.Millisecond)
 				cmd.Process.Signal(sig)
 				_ = cmd.Wait() // the exit status is read from ProcessState
 				code := cmd.ProcessState.ExitCode()
@@ -74,6 +87,32 @@ func TestSignalsAtRandomMoments(t *testing.T) {
 			t.Logf("20 trials in %v (seed %d)", time.Since(start).Round(time.Second), seed)
 		})
 	}
+}
+
+// stderrStarted drains cmd's stderr and closes the returned channel at its
+// first byte.
+func stderrStarted(t *testing.T, cmd *exec.Cmd) <-chan struct{} {
+	t.Helper()
+	r, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := make(chan struct{})
+	go func() {
+		buf := make([]byte, 4096)
+		first := true
+		for {
+			n, err := r.Read(buf)
+			if n > 0 && first {
+				close(up)
+				first = false
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return up
 }
 
 // The message names the signal as the exit status table does.
