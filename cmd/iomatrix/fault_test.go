@@ -82,8 +82,11 @@ func TestWriteErrorENOSPC(t *testing.T) {
 		t.Fatalf("--continue-on-error: exit %d: %s", r.code, r.stderr)
 	}
 	doc, err = results.ReadDocument(strings.NewReader(r.stdout))
-	if err != nil || len(doc.Results) != 8 {
-		t.Fatalf("--continue-on-error: %v, %d results", err, len(doc.Results))
+	if err != nil {
+		t.Fatalf("--continue-on-error: %v", err)
+	}
+	if len(doc.Results) != 8 {
+		t.Fatalf("--continue-on-error: %d results", len(doc.Results))
 	}
 	var reads, fails int
 	for _, res := range doc.Results {
@@ -124,7 +127,7 @@ func TestResultsDirTurnsReadOnly(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1200 * time.Millisecond)
+	waitForResults(t, out, 1)
 	if err := unix.Mount("", resdir, "", unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
 		t.Fatalf("remount read-only: %v", err)
 	}
@@ -142,8 +145,11 @@ func TestResultsDirTurnsReadOnly(t *testing.T) {
 		t.Error("the results file changed after the directory became read-only")
 	}
 	doc, err := results.ReadDocumentFile(out)
-	if err != nil || len(doc.Results) == 0 || len(doc.Results) >= 14 {
-		t.Fatalf("last good file: %v, %d results", err, len(doc.Results))
+	if err != nil {
+		t.Fatalf("last good file: %v", err)
+	}
+	if len(doc.Results) == 0 || len(doc.Results) >= 14 {
+		t.Fatalf("last good file: %d results", len(doc.Results))
 	}
 	t.Logf("stopped after %d saved results: %s", len(doc.Results), lines[len(lines)-1])
 }
@@ -245,7 +251,7 @@ func TestFaultsCappedAsUncapped(t *testing.T) {
 			t.Cleanup(func() { testenv.Must(t, unix.Unmount(resdir, unix.MNT_DETACH)) })
 			args := []string{"sweep", target, "--profile", "quick", "--ramp", "250ms", "--runtime", "200ms", "--out", filepath.Join(resdir, "r.json")}
 			return args, func() {
-				time.Sleep(1500 * time.Millisecond)
+				waitForResults(t, filepath.Join(resdir, "r.json"), 1)
 				testenv.Must(t, unix.Mount("", resdir, "", unix.MS_REMOUNT|unix.MS_RDONLY, ""))
 			}
 		}},

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/iomatrix/iomatrix/internal/testenv"
 	"github.com/iomatrix/iomatrix/results"
@@ -59,6 +60,27 @@ func runIomatrix(t *testing.T, cmd *exec.Cmd) cmdResult {
 		}
 	}
 	return r
+}
+
+// waitForResults waits until the results file at path holds at least n
+// results (n = 0: until it exists) and fails the test after a minute. A
+// test that interrupts a run once it has saved something waits for that
+// instead of guessing how long a loaded machine takes to get there (a
+// race-built binary under the suite's load once took more than 1.5 s to
+// start, lay out 64 MiB and save its first document).
+func waitForResults(t *testing.T, path string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		d, err := results.ReadDocumentFile(path)
+		if err == nil && len(d.Results) >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no %d results after a minute: %v", path, n, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func runInProcess(args ...string) cmdResult {

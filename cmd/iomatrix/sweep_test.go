@@ -133,7 +133,9 @@ func TestSweepInterruptAndResume(t *testing.T) {
 	if r := runIomatrix(t, iomatrixCmd(t, "run", target, "--size", "64MiB", "--runtime", "100ms", "--ramp", "0s")); r.code != 0 {
 		t.Fatalf("layout: %s", r.stderr)
 	}
-	for i, at := range []time.Duration{300 * time.Millisecond, 1200 * time.Millisecond, 2500 * time.Millisecond} {
+	// Interrupted at once, in the middle and near the end, counted from the
+	// first save (the sweep's 14 patterns take at least 2.8 s from there).
+	for i, at := range []time.Duration{0, 900 * time.Millisecond, 2200 * time.Millisecond} {
 		out := filepath.Join(dir, "r"+strconv.Itoa(i)+".json")
 		cmd := iomatrixCmd(t, "sweep", target, "--profile", "quick", "--runtime", "200ms", "--ramp", "0s", "--out", out)
 		var stdout, stderr strings.Builder
@@ -141,6 +143,7 @@ func TestSweepInterruptAndResume(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		waitForResults(t, out, 0)
 		time.Sleep(at)
 		cmd.Process.Signal(syscall.SIGINT)
 		err := cmd.Wait()
@@ -210,7 +213,8 @@ func TestSweepSurvivesSIGKILL(t *testing.T) {
 			}
 			close(lines)
 		}()
-		time.Sleep(time.Duration(300+trial*97) * time.Millisecond)
+		waitForResults(t, out, 0)
+		time.Sleep(time.Duration(trial*97) * time.Millisecond)
 		cmd.Process.Kill()
 		_ = cmd.Wait() // the exit status is read from ProcessState
 		last := 0

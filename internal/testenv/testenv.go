@@ -69,6 +69,33 @@ func LoopDevice(t testing.TB, dir string, size int64) (dev, backing string) {
 	return attachLoop(t, backing, size), backing
 }
 
+// RAMDisk attaches a direct-I/O loop device of size bytes over a file in
+// /dev/shm, detached and removed when the test ends: a block device of its
+// own, in memory. A test that asserts a rate measures there, with a cap far
+// below what the device gives, so that nothing else loading the machine's
+// disk (the suite's other packages, the go command's own builds and links,
+// a user's fio) can take the device from under the cap: only a starved CPU
+// could, and the caps the tests use leave it a wide margin.
+func RAMDisk(t testing.TB, size int64) string {
+	t.Helper()
+	Root(t)
+	shm, err := os.MkdirTemp("/dev/shm", "iomatrix-test-")
+	Require(t, err == nil, "no /dev/shm to back a RAM disk")
+	t.Cleanup(func() { os.RemoveAll(shm) })
+	dev, _ := LoopDevice(t, shm, size)
+	return dev
+}
+
+// RAMDir mounts a fresh ext4 filesystem made on a RAMDisk of size bytes and
+// returns its mount point, unmounted when the test ends: files for the
+// tests that assert a rate on a file target. The filesystem is initialized
+// whole by mkfs, so that no lazy initialization writes to the device while
+// a test measures it.
+func RAMDir(t testing.TB, size int64) string {
+	t.Helper()
+	return MountExt4(t, RAMDisk(t, size), "-E", "lazy_itable_init=0,lazy_journal_init=0")
+}
+
 // LoopPartition attaches a zero-filled file of size bytes, created in dir,
 // as a direct-I/O loop device that accepts partitions, and adds partition
 // 1 over sectors [start, start+sectors) with BLKPG (util-linux addpart):
