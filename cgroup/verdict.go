@@ -44,6 +44,10 @@ type Cell struct {
 	// Runtime is the length of the measured window; 0 when unknown (no
 	// carry-over allowance is then given).
 	Runtime time.Duration
+	// OtherLoad and BaselineOtherLoad: another process loaded the device
+	// during the capped window, or during the uncapped one the expectation
+	// rests on (results.DevStats.OtherLoad).
+	OtherLoad, BaselineOtherLoad bool
 }
 
 // Verdict is the judgement of one cell.
@@ -70,7 +74,12 @@ type Verdict struct {
 	Missing    Requests `json:"missing_requests"`
 	CountersOK bool     `json:"counters_ok"`
 	OK         bool     `json:"ok"`
-	Reasons    []string `json:"reasons,omitempty"`
+	// Inconclusive: the rate could not be judged, because another process
+	// loaded the device while the cell or its baseline was measured and
+	// the cell's figure is not the cap model's (see Judge). Such a cell
+	// is neither OK nor failed.
+	Inconclusive bool     `json:"inconclusive,omitempty"`
+	Reasons      []string `json:"reasons,omitempty"`
 }
 
 // Judge decides whether the cap l holds in cell c, with the measured IOPS
@@ -86,7 +95,16 @@ type Verdict struct {
 //     of the cap;
 //   - the kernel's counts for the cgroup must equal iomatrix's requests
 //     within CounterTolerance, direction by direction;
-//   - a cell whose I/O failed does not hold.
+//   - a cell whose I/O failed does not hold;
+//   - a cell whose rate another process may have moved (it loaded the
+//     device during the capped window or the uncapped one) is
+//     inconclusive unless the cap binds and the rate matches its model: a
+//     neighbour can slow a cell, or stall it so that the throttle's saved
+//     budget bursts past the cap, but it cannot make the throttle hand out
+//     exactly its budget. Failing such a cell would report a cap that
+//     holds as failing; passing it would pass on data that moved. The
+//     counters and I/O errors are judged all the same: a neighbour changes
+//     neither.
 func Judge(l Limit, c Cell, tolerancePct float64) Verdict {
 	k := uint64(max(c.RequestsPerIO, 1))
 	share := float64(c.ReadPct) / 100
@@ -100,6 +118,17 @@ func Judge(l Limit, c Cell, tolerancePct float64) Verdict {
 		v.Reasons = append(v.Reasons, "I/O error: "+c.Failed)
 	}
 	v.OK = v.RateOK && v.CountersOK && c.Failed == ""
+	if (c.OtherLoad || c.BaselineOtherLoad) && v.CountersOK && c.Failed == "" && !(v.Binding && v.RateOK) {
+		where := "this cell's window"
+		switch {
+		case c.OtherLoad && c.BaselineOtherLoad:
+			where = "this cell's window and its uncapped one"
+		case c.BaselineOtherLoad:
+			where = "its uncapped window"
+		}
+		v.OK, v.Inconclusive = false, true
+		v.Reasons = append([]string{"another process loaded the device during " + where + ": its rate cannot be told from the cap's, not judged"}, v.Reasons...)
+	}
 	return v
 }
 

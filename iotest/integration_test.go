@@ -504,4 +504,8 @@ func TestOtherLoadOnTheDisk(t *testing.T) {
 	if d.IOs < r.Total.IOs || d.OtherIOs != d.IOs-r.Total.IOs || float64(d.OtherIOs) < 0.2*float64(d.IOs) {
 		t.Errorf("disk %d requests, %d others, the run %d I/Os: the neighbour's writes were not told apart", d.IOs, d.OtherIOs, r.Total.IOs)
 	}
+	// The bytes too: a neighbour's writeback shows there first.
+	if d.Bytes < r.Total.Bytes || d.OtherBytes != d.Bytes-r.Total.Bytes || float64(d.OtherBytes) < 0.2*float64(d.Bytes) || !d.OtherLoad(0, 0) {
+		t.Errorf("disk %d bytes, %d others, the run %d bytes: the neighbour's writes were not told apart", d.Bytes, d.OtherBytes, r.Total.Bytes)
+	}
 }

@@ -418,6 +418,9 @@ func (r *run) result(ctx context.Context) (results.Result, error) {
 		if own := uint64(disk.RequestsPerIO(r.p.BlockSize)) * res.Total.IOs; res.Device.IOs > own {
 			res.Device.OtherIOs = res.Device.IOs - own
 		}
+		if res.Device.Bytes > res.Total.Bytes {
+			res.Device.OtherBytes = res.Device.Bytes - res.Total.Bytes
+		}
 	}
 	if total.err != nil {
 		res.Error = total.err
@@ -554,6 +557,8 @@ func (s snapshot) delta(e snapshot, window time.Duration) (results.CPU, results.
 	var dev results.DevStats
 	if s.diskOK && e.diskOK {
 		dev.IOs = (e.disk.ReadIOs - s.disk.ReadIOs) + (e.disk.WriteIOs - s.disk.WriteIOs)
+		// diskstats counts 512-byte sectors whatever the device's own.
+		dev.Bytes = 512 * ((e.disk.ReadSectors - s.disk.ReadSectors) + (e.disk.WriteSectors - s.disk.WriteSectors))
 		dev.UtilPct = round2(min(100, 100*float64(e.disk.IOTicksMs-s.disk.IOTicksMs)*1e6/wall))
 	}
 	return cpu, dev

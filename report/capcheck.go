@@ -14,8 +14,10 @@ import (
 // --format json` prints and a CI job reads. Its field names are a contract
 // (README, "cap verify --format json"): add fields, never rename.
 type CapVerdict struct {
-	// Verdict is "ok" (every cell holds), "fail" (a cell does not) or
-	// "incomplete" (interrupted or stopped by an I/O error before every
+	// Verdict is "ok" (every cell holds), "fail" (a cell does not),
+	// "inconclusive" (none fails, but another process loaded the device
+	// while some were measured, so that their rate could not be judged)
+	// or "incomplete" (interrupted or stopped by an I/O error before every
 	// pattern was measured; the cells measured so far are listed).
 	Verdict      string             `json:"verdict"`
 	Summary      string             `json:"summary"`
@@ -29,6 +31,7 @@ type CapVerdict struct {
 	Cells        []VerdictCell      `json:"cells"`
 	Passed       int                `json:"passed"`
 	Failed       int                `json:"failed"`
+	Inconclusive int                `json:"inconclusive"`
 }
 
 // VerdictSettings are the run's settings and the verdict's rules.
@@ -42,12 +45,14 @@ type VerdictSettings struct {
 
 // VerdictCell is one pattern's verdict.
 type VerdictCell struct {
-	Name         string          `json:"name"`
-	Pattern      results.Pattern `json:"pattern"`
-	OK           bool            `json:"ok"`
-	MeasuredIOPS float64         `json:"measured_iops"`
-	ExpectedIOPS float64         `json:"expected_iops"`
-	UncappedIOPS float64         `json:"uncapped_iops"`
+	Name    string          `json:"name"`
+	Pattern results.Pattern `json:"pattern"`
+	OK      bool            `json:"ok"`
+	// Inconclusive: neither OK nor failed (results.CapCheck.Inconclusive).
+	Inconclusive bool    `json:"inconclusive,omitempty"`
+	MeasuredIOPS float64 `json:"measured_iops"`
+	ExpectedIOPS float64 `json:"expected_iops"`
+	UncappedIOPS float64 `json:"uncapped_iops"`
 	// ReadShare is the measured window's share of reads, at which the cap
 	// model was taken.
 	ReadShare    float64 `json:"read_share"`
@@ -105,7 +110,7 @@ func BuildCapVerdict(doc *results.Document, run VerdictRun) *CapVerdict {
 			continue
 		}
 		v.Cells = append(v.Cells, VerdictCell{
-			Name: r.Name, Pattern: r.Pattern, OK: k.OK, MeasuredIOPS: r.Total.IOPS,
+			Name: r.Name, Pattern: r.Pattern, OK: k.OK, Inconclusive: k.Inconclusive, MeasuredIOPS: r.Total.IOPS,
 			ExpectedIOPS: k.ExpectedIOPS, UncappedIOPS: k.UncappedIOPS, ReadShare: k.ReadShare, DeviationPct: k.DeviationPct,
 			CarryPct: k.CarryPct, Binding: k.Binding, RateOK: k.RateOK, IOs: r.Completed, RequestsPerIO: k.RequestsPerIO,
 			ExpectedRequests: k.ExpectedRequests, KernelRequests: r.CgroupIOs,
@@ -113,13 +118,20 @@ func BuildCapVerdict(doc *results.Document, run VerdictRun) *CapVerdict {
 			CountersOK: k.CountersOK, Error: r.Error, Reasons: k.Reasons,
 			Stop: r.Stop, Rounds: r.Rounds, CIPct: r.CIPct,
 		})
-		if k.OK {
+		switch {
+		case k.OK:
 			v.Passed++
-		} else {
+		case k.Inconclusive:
+			v.Inconclusive++
+		default:
 			v.Failed++
 		}
 	}
 	n := len(v.Cells)
+	notJudged := ""
+	if v.Inconclusive > 0 {
+		notJudged = fmt.Sprintf("; %d could not be judged: another process loaded the device", v.Inconclusive)
+	}
 	switch {
 	case v.Failed > 0:
 		v.Verdict = "fail"
@@ -127,9 +139,17 @@ func BuildCapVerdict(doc *results.Document, run VerdictRun) *CapVerdict {
 		if !complete {
 			v.Summary += " measured before the run stopped"
 		}
+		v.Summary += notJudged
 	case !complete:
 		v.Verdict = "incomplete"
-		v.Summary = fmt.Sprintf("interrupted: the cap holds in the %s measured", units.Count(n, "cell"))
+		v.Summary = fmt.Sprintf("interrupted: the cap holds in %d of the %s measured", v.Passed, units.Count(n, "cell")) + notJudged
+		if v.Inconclusive == 0 {
+			v.Summary = fmt.Sprintf("interrupted: the cap holds in the %s measured", units.Count(n, "cell"))
+		}
+	case v.Inconclusive > 0:
+		v.Verdict = "inconclusive"
+		v.Summary = fmt.Sprintf("the cap holds in %d of %s", v.Passed, units.Count(n, "cell")) + notJudged +
+			" while they were measured (run again on a quiet device)"
 	default:
 		v.Verdict = "ok"
 		v.Summary = "the cap holds in " + units.Count(n, "cell")
@@ -155,7 +175,10 @@ func WriteCapCheck(w io.Writer, doc *results.Document, v *CapVerdict) error {
 	rate := func(c *Cell) string {
 		k := c.Result.CapCheck
 		verdict := "ok"
-		if !k.RateOK {
+		switch {
+		case k.Inconclusive:
+			verdict = "not judged"
+		case !k.RateOK:
 			verdict = "FAIL"
 		}
 		bind := ""
@@ -204,21 +227,17 @@ func WriteCapCheck(w io.Writer, doc *results.Document, v *CapVerdict) error {
 	}
 	fmt.Fprintf(w, "iomatrix counts its completed I/Os times the requests the block layer makes of each; the two must agree within %g %%\n", v.Settings.CounterTolerancePct)
 	fmt.Fprintf(w, "window: %s\n", v.Settings.Window)
-	if v.Failed > 0 {
-		var lines []string
-		for _, c := range v.Cells {
-			if !c.OK {
-				lines = append(lines, c.Name+": "+strings.Join(c.Reasons, "; "))
-			}
+	var lines []string
+	for _, c := range v.Cells {
+		if !c.OK {
+			lines = append(lines, c.Name+": "+strings.Join(c.Reasons, "; "))
 		}
-		fmt.Fprintf(w, "\nFAIL: %s:\n  %s\n", v.Summary, strings.Join(lines, "\n  "))
-		return nil
 	}
-	if v.Verdict == "ok" {
-		fmt.Fprintf(w, "\nOK: %s\n", v.Summary)
-		return nil
+	list := ""
+	if len(lines) > 0 {
+		list = ":\n  " + strings.Join(lines, "\n  ")
 	}
-	_, err := fmt.Fprintf(w, "\nINCOMPLETE: %s\n", v.Summary)
+	_, err := fmt.Fprintf(w, "\n%s: %s%s\n", strings.ToUpper(v.Verdict), v.Summary, list)
 	return err
 }
 

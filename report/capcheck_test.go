@@ -87,3 +87,30 @@ func TestCapVerdictSummaryPlurals(t *testing.T) {
 		t.Errorf("summary %q", got)
 	}
 }
+
+// A cell another process's load kept from being judged is neither passed
+// nor failed: the verdict is inconclusive when nothing failed, lists the
+// cell with its reason, and a failure elsewhere still fails the whole.
+func TestCapVerdictInconclusive(t *testing.T) {
+	doc := checkedFixture(t, func(string) bool { return true })
+	doc.Results = doc.Results[:3]
+	k := doc.Results[1].CapCheck
+	k.OK, k.RateOK, k.Inconclusive = false, false, true
+	k.Reasons = []string{"another process loaded the device during this cell's window: not judged"}
+	v := BuildCapVerdict(doc, VerdictRun{TolerancePct: 5, Complete: true})
+	if v.Verdict != "inconclusive" || v.Passed != 2 || v.Failed != 0 || v.Inconclusive != 1 || !v.Cells[1].Inconclusive ||
+		v.Summary != "the cap holds in 2 of 3 cells; 1 could not be judged: another process loaded the device while they were measured (run again on a quiet device)" {
+		t.Errorf("verdict %q (%s), passed %d, failed %d, inconclusive %d", v.Verdict, v.Summary, v.Passed, v.Failed, v.Inconclusive)
+	}
+	out := renderCapCheck(t, doc, VerdictRun{TolerancePct: 5, Complete: true})
+	if !strings.Contains(out, "\nINCONCLUSIVE: the cap holds in 2 of 3 cells") || !strings.Contains(out, doc.Results[1].Name+": another process loaded") ||
+		!strings.Contains(out, "not judged") || strings.Contains(out, "FAIL") {
+		t.Errorf("text:\n%s", out)
+	}
+	doc.Results[2].CapCheck.OK = false
+	doc.Results[2].CapCheck.Reasons = []string{"measured 900 IOPS, the cap model expects 1000"}
+	if v := BuildCapVerdict(doc, VerdictRun{Complete: true}); v.Verdict != "fail" || v.Failed != 1 || v.Inconclusive != 1 ||
+		v.Summary != "the cap does not hold in 1 of 3 cells; 1 could not be judged: another process loaded the device" {
+		t.Errorf("with a failure: verdict %q (%s)", v.Verdict, v.Summary)
+	}
+}

@@ -220,6 +220,11 @@ type CapCheck struct {
 	ExpectedRequests Counts `json:"expected_requests"`
 	ForeignRequests  Counts `json:"foreign_requests"`
 	MissingRequests  Counts `json:"missing_requests"`
+	// Inconclusive: another process loaded the device while the cell or
+	// its baseline was measured and the cell's rate is not the cap
+	// model's, so the rate was not judged: the cell is neither OK nor
+	// failed (see cgroup.Judge).
+	Inconclusive bool `json:"inconclusive,omitempty"`
 	// Reasons say why a cell does not hold; empty when it does.
 	Reasons []string `json:"reasons,omitempty"`
 }
@@ -264,6 +269,34 @@ type DevStats struct {
 	// (its I/Os times the requests each makes): another process loading
 	// the device makes the cell's figures suspect.
 	OtherIOs uint64 `json:"other_ios,omitempty"`
+	// Bytes the disk read and wrote in the window, and OtherBytes those
+	// beyond iomatrix's own: a neighbour's writeback comes in few large
+	// requests, so that its load shows in bytes long before it shows in
+	// requests.
+	Bytes      uint64 `json:"bytes,omitempty"`
+	OtherBytes uint64 `json:"other_bytes,omitempty"`
+}
+
+// Thresholds of OtherLoad: the share of the disk's requests or bytes, and
+// the least of each, that make another process's load too large to ignore.
+const (
+	OtherLoadShare    = 0.2
+	OtherLoadMinIOs   = 500
+	OtherLoadMinBytes = 16 << 20
+)
+
+// OtherLoad reports whether another process loaded the disk in the
+// window: beyond the run's own I/O and beyond knownIOs requests and
+// knownBytes bytes that are accounted for elsewhere (an aggressor run
+// beside it on purpose, say), at least a fifth of the disk's requests (and
+// 500) or of its bytes (and 16 MiB) were somebody else's. A figure
+// measured then is the device shared, not the device: a rate below what
+// was expected proves nothing about the rate asked for.
+func (d DevStats) OtherLoad(knownIOs, knownBytes uint64) bool {
+	ios := d.OtherIOs - min(knownIOs, d.OtherIOs)
+	bytes := d.OtherBytes - min(knownBytes, d.OtherBytes)
+	return (ios >= OtherLoadMinIOs && float64(ios) >= OtherLoadShare*float64(d.IOs)) ||
+		(bytes >= OtherLoadMinBytes && float64(bytes) >= OtherLoadShare*float64(d.Bytes))
 }
 
 // Counts are I/Os (or requests) by direction: completed, submitted,

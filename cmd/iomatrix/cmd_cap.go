@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -91,7 +92,17 @@ existing cgroup under the limits configured there.
 settings, cap, and per cell the measured and expected IOPS, the deviation,
 the kernel's and iomatrix's counts, the foreign requests and the verdict.
 
-Exit status 0 when every cell holds, 1 when any fails (listed).
+A cell whose rate another process may have moved is not judged: when the
+device carried somebody else's load (a fifth of its requests or of its
+bytes, at least 500 requests or 16 MiB) during the cell's window or its
+uncapped one, and the cell is not at its binding cap model, it is
+inconclusive, neither passed nor failed. A neighbour can slow a cell, or
+stall it so that the throttle's saved budget bursts past the cap, but it
+cannot make the throttle hand out exactly its budget. The counters are
+judged all the same.
+
+Exit status 0 when every cell holds, 1 when any fails (listed), 3 when
+none fails but some could not be judged (listed).
 
 ` + exitStatusHelp,
 		Example: `  iomatrix cap verify /tmp/iomatrix.dat --cap riops=3000,wiops=3000 --runtime 10s
@@ -153,6 +164,8 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 		return ctx.Err()
 	case v.Failed > 0:
 		return errCheckFailed{v.Summary}
+	case v.Inconclusive > 0:
+		return commandError{code: exitInconclusive, err: errors.New(v.Summary)}
 	}
 	return nil
 }
@@ -163,7 +176,7 @@ type verifySetup struct {
 	plan         *iotest.Plan
 	cp           *capPlan
 	tolerance    float64
-	baseline     map[string]float64 // nil: measured first
+	baseline     map[string]results.Result // by name; nil: measured first
 	baselineFile string
 }
 
@@ -224,7 +237,7 @@ func baselineOut(out string) string { return strings.TrimSuffix(out, ".json") + 
 // another target or size, engine, runtime or ramp (as asked, or as aligned
 // to the throttle), under a cap, or without a pattern of the profile. Its
 // figures would judge the cells against another device or another method.
-func loadBaseline(path string, setup *sweepSetup, plan *iotest.Plan, asked iotest.Options) (map[string]float64, error) {
+func loadBaseline(path string, setup *sweepSetup, plan *iotest.Plan, asked iotest.Options) (map[string]results.Result, error) {
 	d, err := loadResults(path)
 	if err != nil {
 		return nil, err
@@ -249,10 +262,10 @@ func loadBaseline(path string, setup *sweepSetup, plan *iotest.Plan, asked iotes
 	case s.RampNS != int64(asked.Ramp) && s.RampNS != int64(setup.opts.Ramp):
 		return nil, refuse("its ramp %s differs from this run's %s", time.Duration(s.RampNS), setup.opts.Ramp)
 	}
-	baseline := map[string]float64{}
+	baseline := map[string]results.Result{}
 	for _, r := range d.Results {
 		if r.Error == nil {
-			baseline[r.Name] = r.Total.IOPS
+			baseline[r.Name] = r
 		}
 	}
 	var missing []string
@@ -268,8 +281,8 @@ func loadBaseline(path string, setup *sweepSetup, plan *iotest.Plan, asked iotes
 }
 
 // measureBaseline measures every pattern uncapped, saves the results to
-// out and returns their IOPS.
-func measureBaseline(ctx context.Context, g *globalOptions, setup *sweepSetup, t *iotest.Target, out string) (map[string]float64, error) {
+// out and returns them by name.
+func measureBaseline(ctx context.Context, g *globalOptions, setup *sweepSetup, t *iotest.Target, out string) (map[string]results.Result, error) {
 	fmt.Fprintf(g.stderr, "iomatrix: measuring the uncapped baseline first (%s)\n", out)
 	bdoc := setup.newDocument(t)
 	// Saved after every cell, like the capped phase: an interruption keeps
@@ -285,17 +298,18 @@ func measureBaseline(ctx context.Context, g *globalOptions, setup *sweepSetup, t
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	baseline := map[string]float64{}
+	baseline := map[string]results.Result{}
 	for _, res := range bdoc.Results {
-		baseline[res.Name] = res.Total.IOPS
+		baseline[res.Name] = res
 	}
 	return baseline, nil
 }
 
 // cellJudge returns the check cap verify applies to each capped result:
-// cgroup.Judge fed with the result, its baseline and the device's request
+// cgroup.Judge fed with the result, its baseline (its IOPS, and whether
+// another process loaded the device then) and the device's request
 // limits, its verdict recorded in the result.
-func cellJudge(capInfo *results.Cap, tol float64, baseline map[string]float64) func(*results.Result) {
+func cellJudge(capInfo *results.Cap, tol float64, baseline map[string]results.Result) func(*results.Result) {
 	limit := cgroup.LimitOf(capInfo)
 	var disk sysfs.BlockDevice // no limits known: one request per I/O
 	if dev, err := sysfs.ParseDevNum(capInfo.Device); err == nil {
@@ -305,12 +319,14 @@ func cellJudge(capInfo *results.Cap, tol float64, baseline map[string]float64) f
 	}
 	return func(res *results.Result) {
 		p := res.Pattern
+		base := baseline[res.Name]
 		c := cgroup.Cell{
 			ReadPct: p.ReadPct, BlockSize: p.BlockSize, RequestsPerIO: disk.RequestsPerIO(p.BlockSize),
-			UncappedIOPS: baseline[res.Name], MeasuredIOPS: res.Total.IOPS,
-			Window:  cgroup.Requests{Reads: res.Read.IOs, Writes: res.Write.IOs},
-			Issued:  cgroup.Requests{Reads: res.Completed.Reads, Writes: res.Completed.Writes},
-			Runtime: time.Duration(res.DurationNS),
+			UncappedIOPS: base.Total.IOPS, MeasuredIOPS: res.Total.IOPS,
+			Window:    cgroup.Requests{Reads: res.Read.IOs, Writes: res.Write.IOs},
+			Issued:    cgroup.Requests{Reads: res.Completed.Reads, Writes: res.Completed.Writes},
+			Runtime:   time.Duration(res.DurationNS),
+			OtherLoad: res.Device.OtherLoad(0, 0), BaselineOtherLoad: base.Device.OtherLoad(0, 0),
 		}
 		if k := res.CgroupIOs; k != nil {
 			c.Kernel = &cgroup.Requests{Reads: k.Reads, Writes: k.Writes}
@@ -322,7 +338,7 @@ func cellJudge(capInfo *results.Cap, tol float64, baseline map[string]float64) f
 		completed := func(r cgroup.Requests) results.Counts { return results.Counts{Reads: r.Reads, Writes: r.Writes} }
 		res.CapCheck = &results.CapCheck{
 			ExpectedIOPS: math.Round(v.ExpectedIOPS*100) / 100, DeviationPct: math.Round(v.DeviationPct*10000) / 10000,
-			OK: v.OK, Binding: v.Binding, UncappedIOPS: c.UncappedIOPS, ReadShare: math.Round(v.ReadShare*1e6) / 1e6, TolerancePct: tol, CarryPct: math.Round(v.CarryPct*100) / 100,
+			OK: v.OK, Inconclusive: v.Inconclusive, Binding: v.Binding, UncappedIOPS: c.UncappedIOPS, ReadShare: math.Round(v.ReadShare*1e6) / 1e6, TolerancePct: tol, CarryPct: math.Round(v.CarryPct*100) / 100,
 			RateOK: v.RateOK, CountersOK: v.CountersOK, RequestsPerIO: max(c.RequestsPerIO, 1),
 			ExpectedRequests: completed(v.ExpectedRequests), ForeignRequests: completed(v.Foreign), MissingRequests: completed(v.Missing),
 			Reasons: v.Reasons,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/report"
@@ -56,8 +57,16 @@ test cannot show what the cap does, and says so.
 --format text (default), json, or html (one offline page, the phases side
 by side).
 
+The disk's own counters show load that is neither the victim's nor the
+aggressor's: when another process loaded the device during a phase the
+verdict rests on (alone, capped, alone again; a fifth of the disk's
+requests or bytes, at least 500 requests or 16 MiB), the verdict is not
+given, INCONCLUSIVE: a neighbour slows the victim beside the capped
+aggressor into NOT PROTECTED, or the victim alone into PROTECTED.
+
 Exit status: 0 when the isolation is at least --min-isolation (default
-90 %), 1 when it is not, 2 bad input, 4 without root (cgroups).`,
+90 %), 1 when it is not, 2 bad input, 3 inconclusive (another process
+loaded the device), 4 without root (cgroups).`,
 		Example: `  iomatrix isolate /mnt/vol/iomatrix.dat --cap wiops=500
   iomatrix isolate /mnt/vol/iomatrix.dat --cap wiops=2000,wbps=100MiB --aggressor randwrite:64k:16 --runtime 60s
   iomatrix isolate /dev/vdb --allow-destructive --cap riops=1000 --aggressor randread:4k:64 --format html > isolate.html`,
@@ -96,19 +105,24 @@ type isolateReport struct {
 	Engine       string             `json:"engine"`
 	Seed         uint64             `json:"seed"`
 	Phases       []isolatePhase     `json:"phases"`
-	Drift        float64            `json:"alone_drift"`          // alone again ÷ alone − 1
-	Isolation    float64            `json:"isolation"`            // capped ÷ alone, victim IOPS
-	Unprotected  float64            `json:"unprotected"`          // uncapped ÷ alone
-	P99Inflation float64            `json:"p99_inflation"`        // capped ÷ alone, victim p99
-	MinIsolation float64            `json:"min_isolation"`        // the pass mark
-	Protected    bool               `json:"protected"`            // Isolation ≥ MinIsolation
-	NoContention bool               `json:"no_contention"`        // the uncapped aggressor did not hurt either
-	Notes        []string           `json:"notes,omitempty"`      // what to make of it
-	Verdict      string             `json:"verdict"`              // one line
-	FinishedAt   string             `json:"finished_at"`          // RFC 3339
-	StartedAt    string             `json:"started_at"`           // RFC 3339
-	CapIOPS      float64            `json:"cap_model_iops"`       // what the cap allows the aggressor
-	AggCappedPct float64            `json:"aggressor_vs_cap_pct"` // capped aggressor IOPS ÷ model − 1, in %
+	Drift        float64            `json:"alone_drift"`   // alone again ÷ alone − 1
+	Isolation    float64            `json:"isolation"`     // capped ÷ alone, victim IOPS
+	Unprotected  float64            `json:"unprotected"`   // uncapped ÷ alone
+	P99Inflation float64            `json:"p99_inflation"` // capped ÷ alone, victim p99
+	MinIsolation float64            `json:"min_isolation"` // the pass mark
+	Protected    bool               `json:"protected"`     // Isolation ≥ MinIsolation
+	// Inconclusive: another process loaded the device during a phase the
+	// verdict rests on (alone, capped, alone again), so that the verdict
+	// is not given: exit status 3. OtherLoad names those phases.
+	Inconclusive bool     `json:"inconclusive"`
+	OtherLoad    []string `json:"other_load,omitempty"`
+	NoContention bool     `json:"no_contention"`        // the uncapped aggressor did not hurt either
+	Notes        []string `json:"notes,omitempty"`      // what to make of it
+	Verdict      string   `json:"verdict"`              // one line
+	FinishedAt   string   `json:"finished_at"`          // RFC 3339
+	StartedAt    string   `json:"started_at"`           // RFC 3339
+	CapIOPS      float64  `json:"cap_model_iops"`       // what the cap allows the aggressor
+	AggCappedPct float64  `json:"aggressor_vs_cap_pct"` // capped aggressor IOPS ÷ model − 1, in %
 }
 
 func (o *isolateOptions) patterns() (victim, aggressor results.Pattern, err error) {
@@ -199,7 +213,10 @@ func runIsolate(ctx context.Context, g *globalOptions, o *isolateOptions, target
 	if err := rep.write(g.stdout, o.Format); err != nil {
 		return err
 	}
-	if !rep.Protected {
+	switch {
+	case rep.Inconclusive:
+		return commandError{code: exitInconclusive, err: fmt.Errorf("%s", rep.Verdict)}
+	case !rep.Protected:
 		return commandError{code: exitFailure, err: fmt.Errorf("%s", rep.Verdict)}
 	}
 	return nil
@@ -266,6 +283,10 @@ func (rep *isolateReport) judge(aggressor results.Pattern) {
 		if model > 0 {
 			rep.CapIOPS = model
 			rep.AggCappedPct = 100 * (rep.Phases[2].Aggressor.Total.IOPS/model - 1)
+			if agg := rep.Phases[2].Aggressor.Total.IOPS; agg < 0.9*model {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("the capped aggressor did %s IOPS, %.0f %% under the cap's %s: the device or the CPU held it back, "+
+					"not the cap, so the capped phase was lighter than the cap allows", units.Thousands(agg, 0), -rep.AggCappedPct, units.Thousands(model, 0)))
+			}
 			if rep.Phases[1].Aggressor.Total.IOPS < model {
 				rep.Notes = append(rep.Notes, fmt.Sprintf("the uncapped aggressor did %s IOPS, under the cap's %s: the cap never bound it",
 					units.Thousands(rep.Phases[1].Aggressor.Total.IOPS, 0), units.Thousands(model, 0)))
@@ -278,16 +299,53 @@ func (rep *isolateReport) judge(aggressor results.Pattern) {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("the victim alone moved %+.1f %% from the first phase to the last: "+
 			"the device's own drift is larger than the verdict's margin (%.1f points); run again, or longer", 100*rep.Drift, 100*margin))
 	}
+	rep.judgeOtherLoad()
 	if rep.NoContention {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("the uncapped aggressor left the victim %.0f %% of its IOPS alone: "+
 			"this target has room for both, so this test cannot show what the cap does; try a heavier --aggressor", 100*rep.Unprotected))
 	}
 	word := "PROTECTED"
-	if !rep.Protected {
+	switch {
+	case rep.Inconclusive:
+		word = "INCONCLUSIVE (another process loaded the device during " + strings.Join(rep.OtherLoad, ", ") + ")"
+	case !rep.Protected:
 		word = "NOT PROTECTED"
 	}
 	rep.Verdict = fmt.Sprintf("%s: beside the capped aggressor the victim kept %.1f %% of its IOPS alone (%.1f %% uncapped), "+
 		"p99 ×%.2f; %.0f %% needed", word, 100*rep.Isolation, 100*rep.Unprotected, rep.P99Inflation, 100*rep.MinIsolation)
+}
+
+// judgeOtherLoad finds the phases in which the disk carried load that was
+// neither the victim's nor the aggressor's (results.DevStats.OtherLoad,
+// the aggressor's requests and bytes scaled to the victim's window): the
+// victim's figures there are the device shared with somebody else. In a
+// phase the verdict rests on, that makes it inconclusive: a neighbour
+// slows the victim beside the capped aggressor into NOT PROTECTED, or the
+// victim alone into PROTECTED. In the uncapped phase it only makes the
+// unprotected figure suspect.
+func (rep *isolateReport) judgeOtherLoad() {
+	disk := sysfs.BlockDevice{MaxSectorsKB: rep.Target.MaxSectorsKB, MaxSegments: rep.Target.MaxSegments}
+	for i, p := range rep.Phases {
+		var knownIOs, knownBytes uint64
+		if a := p.Aggressor; a != nil && a.DurationNS > 0 {
+			scale := float64(p.Victim.DurationNS) / float64(a.DurationNS)
+			knownIOs = uint64(scale * float64(uint64(disk.RequestsPerIO(a.Pattern.BlockSize))*a.Total.IOs))
+			knownBytes = uint64(scale * float64(a.Total.Bytes))
+		}
+		if !p.Victim.Device.OtherLoad(knownIOs, knownBytes) {
+			continue
+		}
+		if i == 1 {
+			rep.Notes = append(rep.Notes, "another process loaded the device during the uncapped phase: its figures are suspect")
+			continue
+		}
+		rep.Inconclusive = true
+		rep.OtherLoad = append(rep.OtherLoad, p.Name)
+	}
+	if rep.Inconclusive {
+		rep.Notes = append(rep.Notes, "the disk completed requests that were neither the victim's nor the aggressor's during "+
+			strings.Join(rep.OtherLoad, ", ")+": the verdict would rest on a device shared with somebody else; run again on a quiet device")
+	}
 }
 
 // isolateRow is one phase as the text and HTML show it.
@@ -367,7 +425,7 @@ th:first-child, td:first-child { text-align: left; }
 <tr><td>victim p99.9 (µs)</td>{{range .Rows}}<td>{{.P999}}</td>{{end}}</tr>
 <tr><td>aggressor IOPS</td>{{range .Rows}}<td>{{.AggressorIOPS}}</td>{{end}}</tr>
 </table>
-<p class="{{if .R.Protected}}pass{{else}}fail{{end}}">{{.R.Verdict}}</p>
+<p class="{{if .R.Inconclusive}}meta{{else if .R.Protected}}pass{{else}}fail{{end}}">{{.R.Verdict}}</p>
 {{range .R.Notes}}<p class="meta">Note: {{.}}</p>{{end}}
 </body>
 </html>

@@ -25,10 +25,13 @@ import (
 
 // Exit statuses. They are part of the interface: scripts test them.
 const (
-	exitOK        = 0
-	exitFailure   = 1
-	exitUsage     = 2
-	exitPrivilege = 4
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+	// exitInconclusive: a check could be neither passed nor failed on
+	// the data (another process loaded the device while it measured).
+	exitInconclusive = 3
+	exitPrivilege    = 4
 	// exitBrokenPipe is 128 + SIGPIPE: standard output was closed.
 	exitBrokenPipe = 141
 )
@@ -38,6 +41,9 @@ const exitStatusHelp = `Exit status:
   1    failure: an I/O error, or a check that did not hold
   2    bad input: a flag, argument or target that cannot work (nothing was
        created or changed)
+  3    inconclusive (cap verify, isolate): nothing failed, but another
+       process loaded the device while a check measured, so that it could
+       not be judged; run again on a quiet device
   4    insufficient privilege (e.g. opening a device needs root)
   130  interrupted by SIGINT (143 SIGTERM, 129 SIGHUP); finished results kept
   141  standard output was closed (e.g. piped into head); finished results
@@ -221,6 +227,8 @@ func exitKind(code int) string {
 		return "failure"
 	case exitUsage:
 		return "usage"
+	case exitInconclusive:
+		return "inconclusive"
 	case exitPrivilege:
 		return "privilege"
 	}

@@ -149,18 +149,19 @@ func alignToThrottle(g *globalOptions, o *iotest.Options) {
 	}
 }
 
-// noticeOtherLoad warns when the disk completed markedly more requests
-// than iomatrix's own during a cell's window (a fifth of them, and at
-// least a few hundred, were somebody else's): another process was loading
-// the device, and the cell measured the disk shared.
+// noticeOtherLoad warns when the disk carried markedly more than
+// iomatrix's own I/O during a cell's window (results.DevStats.OtherLoad:
+// a fifth of its requests or of its bytes were somebody else's): another
+// process was loading the device, and the cell measured the disk shared.
 func noticeOtherLoad(g *globalOptions, r results.Result, disk string) {
 	d := r.Device
-	if d.OtherIOs < 500 || float64(d.OtherIOs) < 0.2*float64(d.IOs) {
+	if !d.OtherLoad(0, 0) {
 		return
 	}
-	fmt.Fprintf(g.stderr, "iomatrix: %s: disk %s completed %s requests in the measured window, %s of them not iomatrix's: "+
+	fmt.Fprintf(g.stderr, "iomatrix: %s: disk %s completed %s requests (%s) in the measured window, %s of them (%s) not iomatrix's: "+
 		"another process was loading the device, this cell's figures are suspect\n",
-		r.Name, disk, units.Thousands(float64(d.IOs), 0), units.Thousands(float64(d.OtherIOs), 0))
+		r.Name, disk, units.Thousands(float64(d.IOs), 0), units.FormatSize(int64(d.Bytes)),
+		units.Thousands(float64(d.OtherIOs), 0), units.FormatSize(int64(d.OtherBytes)))
 }
 
 // resolveEngine turns --engine into the engine that will run, in the
