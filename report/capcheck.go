@@ -142,9 +142,9 @@ func BuildCapVerdict(doc *results.Document, run VerdictRun) *CapVerdict {
 		v.Summary += notJudged
 	case !complete:
 		v.Verdict = "incomplete"
-		v.Summary = fmt.Sprintf("interrupted: the cap holds in %d of the %s measured", v.Passed, units.Count(n, "cell")) + notJudged
-		if v.Inconclusive == 0 {
-			v.Summary = fmt.Sprintf("interrupted: the cap holds in the %s measured", units.Count(n, "cell"))
+		v.Summary = fmt.Sprintf("interrupted: the cap holds in the %s measured", units.Count(n, "cell"))
+		if v.Inconclusive > 0 {
+			v.Summary = fmt.Sprintf("interrupted: the cap holds in %d of the %s measured", v.Passed, units.Count(n, "cell")) + notJudged
 		}
 	case v.Inconclusive > 0:
 		v.Verdict = "inconclusive"

@@ -722,10 +722,7 @@ func TestRunAutoUnderCap(t *testing.T) {
 func TestSplitIOsChargedPerRequest(t *testing.T) {
 	c := capController(t)
 	t.Parallel()
-	shm, err := os.MkdirTemp("/dev/shm", "iomatrix-split-")
-	testenv.Require(t, err == nil, "no /dev/shm")
-	t.Cleanup(func() { os.RemoveAll(shm) })
-	loop, _ := testenv.LoopDevice(t, shm, 64<<20)
+	loop := testenv.RAMDisk(t, 64<<20)
 	var st syscall.Stat_t
 	testenv.Must(t, syscall.Stat(loop, &st))
 	disk, err := sysfs.Default().BlockDevice(sysfs.DevNumFromDev(st.Rdev))

@@ -569,10 +569,7 @@ func TestCrosscheckRealFio(t *testing.T) {
 	testenv.Command(t, "fio")
 	// A RAM-backed loop device: the shared disk's other users once cut
 	// one tool's 300 ms run to a twentieth of the other's.
-	shm, err := os.MkdirTemp("/dev/shm", "iomatrix-crosscheck-")
-	testenv.Require(t, err == nil, "no /dev/shm")
-	t.Cleanup(func() { os.RemoveAll(shm) })
-	target, _ := testenv.LoopDevice(t, shm, 64<<20)
+	target := testenv.RAMDisk(t, 64<<20)
 	// A ramp at QD8: fio then counts the bytes of I/Os in flight at the
 	// ramp's end but not the I/Os, which the import must accept.
 	r := runIomatrix(t, iomatrixCmd(t, "crosscheck", target, "--pairs", "1", "--runtime", "300ms", "--ramp", "200ms",
