@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/iomatrix/iomatrix/internal/units"
+	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
@@ -92,7 +93,21 @@ func flagError(err error) error {
 			return usagef("%s: %s", name, fe.Msg)
 		}
 	}
-	return err
+	return optionError(err)
+}
+
+// optionError puts a library's bad input in the terms of the command
+// line: the option it names becomes the flag that set it.
+func optionError(err error) error {
+	ie, ok := err.(*fault.InputError)
+	if !ok || ie.Option == "" {
+		return err
+	}
+	name, ok := flagNames[ie.Option]
+	if !ok {
+		name = "--" + ie.Option
+	}
+	return usageError{fmt.Errorf("%s: %w", name, ie.Err)}
 }
 
 // pattern turns the flags into a pattern, checked on its own.

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/results"
@@ -208,7 +209,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if errors.As(err, &st) {
 		return st.code // a throttled command's own status
 	}
-	code, msg := exitCode(err), err.Error()
+	code, msg := exitCode(err), optionError(err).Error()
 	if se, ok := context.Cause(ctx).(signalError); ok && ctx.Err() != nil {
 		code, msg = 128+int(se.sig.(syscall.Signal)), se.Error()
 	}
@@ -245,11 +246,11 @@ func exitCode(err error) int {
 	switch {
 	case errors.As(err, &ce):
 		return ce.code
-	case errors.As(err, &ue), errors.As(err, &fe),
+	case errors.As(err, &ue), errors.As(err, &fe), errors.As(err, new(*fault.InputError)),
 		errors.Is(err, iotest.ErrBadTarget), errors.Is(err, units.ErrBadSize), errors.Is(err, iotest.ErrBadPattern),
 		errors.Is(err, iotest.ErrNoUring):
 		return exitUsage
-	case errors.As(err, new(privilegeError)), errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
+	case errors.As(err, new(privilegeError)), errors.As(err, new(*fault.PrivilegeError)), errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
 		return exitPrivilege
 	}
 	return exitFailure

@@ -1,0 +1,54 @@
+// Package fault marks an error with whose fault it is, so that the
+// command line can give the exit status a script tests: bad input (a
+// value that cannot work, refused before any I/O) or a lack of privilege.
+//
+// Libraries name the option at fault in their own terms ("cap",
+// "pattern", "pods"); they never name a command-line flag. The command
+// line maps an option to the flag that set it.
+package fault
+
+import "fmt"
+
+// InputError is bad input: an option's value that cannot work.
+type InputError struct {
+	// Option is the library's name for what was given ("" when the
+	// message says it all, e.g. a target path).
+	Option string
+	Err    error
+}
+
+func (e *InputError) Error() string {
+	if e.Option == "" {
+		return e.Err.Error()
+	}
+	return e.Option + ": " + e.Err.Error()
+}
+
+func (e *InputError) Unwrap() error { return e.Err }
+
+// Input is an InputError for option, with a message formatted as by
+// fmt.Errorf (so %w wraps).
+func Input(option, format string, args ...any) error {
+	return &InputError{Option: option, Err: fmt.Errorf(format, args...)}
+}
+
+// AsInput marks err as bad input as it stands; nil stays nil.
+func AsInput(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &InputError{Err: err}
+}
+
+// PrivilegeError is a refusal for lack of privilege: the same request
+// would work for root (or with the capability the message names).
+type PrivilegeError struct{ Err error }
+
+func (e *PrivilegeError) Error() string { return e.Err.Error() }
+func (e *PrivilegeError) Unwrap() error { return e.Err }
+
+// Privilege is a PrivilegeError with a message formatted as by
+// fmt.Errorf.
+func Privilege(format string, args ...any) error {
+	return &PrivilegeError{Err: fmt.Errorf(format, args...)}
+}
