@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // Auto is a measured window whose length the cell decides: the window is
@@ -291,4 +293,14 @@ func (s *stopper) add(iops float64, left int) stopAction {
 
 func (s *stopper) converged() bool {
 	return len(s.rounds) >= s.auto.minRounds() && s.last.steady && s.last.ci <= s.auto.Precision
+}
+
+// Settings is the part of a results file's settings that o decides: the
+// runtime and ramp, the engine and seed, and an auto window's bounds.
+func (o Options) Settings() results.Settings {
+	s := results.Settings{Engine: o.Engine, RuntimeNS: int64(o.Runtime), RampNS: int64(o.Ramp), Seed: o.Seed}
+	if a := o.Auto; a != nil {
+		s.Auto = &results.AutoSettings{MinRuntimeNS: int64(a.MinRuntime), MaxRuntimeNS: int64(a.MaxRuntime), PrecisionPct: a.Precision * 100}
+	}
+	return s
 }

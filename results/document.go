@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -430,4 +431,13 @@ func WriteBytesAtomic(path string, data []byte) error {
 		df.Close()
 	}
 	return nil
+}
+
+// RuntimeWords is the runtime setting as the runtime option says it: a
+// duration, or auto.
+func (s Settings) RuntimeWords() string {
+	if s.Auto != nil {
+		return "auto"
+	}
+	return time.Duration(s.RuntimeNS).String()
 }

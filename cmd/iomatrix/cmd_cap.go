@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
+	"github.com/iomatrix/iomatrix/session"
 )
 
 func newCapCommand(g *globalOptions) *cobra.Command {
@@ -130,27 +129,26 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 	}
 	setup := vs.setup
 	fmt.Fprintf(g.stderr, "iomatrix: cap verify %s on %s: %s, results: %s\n", setup.profile.Name, setup.target, units.Count(len(setup.todo), "pattern"), setup.out)
-	sess, err := openSession(ctx, g, vs.cp, vs.plan)
+	sess, err := openSession(ctx, g, &o.measureOptions, vs.cp, vs.plan, anyWrites(setup.todo))
 	if err != nil {
 		return err
 	}
-	defer sess.close(g)
+	defer sess.Close()
 	if vs.baseline == nil {
 		vs.baselineFile = baselineOut(setup.out)
-		if vs.baseline, err = measureBaseline(ctx, g, setup, sess.t, vs.baselineFile); err != nil {
+		if vs.baseline, err = measureBaseline(ctx, g, setup, sess, vs.baselineFile); err != nil {
 			return err
 		}
 	}
-	if err := sess.startRunner(g, &o.measureOptions, vs.plan, anyWrites(setup.todo)); err != nil {
+	if err := sess.Start(); err != nil {
 		return err
 	}
-	doc := setup.newDocument(sess.t)
-	doc.Cap = sess.capInfo
-	fmt.Fprintf(g.stderr, "iomatrix: measuring under %s\n", report.DescribeCap(sess.capInfo))
-	loop := cellLoop{g: g, r: sess.r, opts: setup.opts, prog: newSweepProgress(g, len(setup.todo), 0, setup.opts), doc: doc, out: setup.out,
-		check: cellJudge(sess.capInfo, vs.tolerance, vs.baseline)}
-	_, runErr := loop.run(ctx, setup.todo)
-	complete, err := loop.finish(ctx, runErr)
+	doc := setup.newDocument(sess)
+	fmt.Fprintf(g.stderr, "iomatrix: measuring under %s\n", report.DescribeCap(doc.Cap))
+	loop := session.Loop{Runner: sess.Runner(), Options: setup.opts, Display: newSweepProgress(g, len(setup.todo), 0, setup.opts), Doc: doc, Out: setup.out,
+		Check: cellJudge(doc.Cap, vs.tolerance, vs.baseline), Notice: g.notice}
+	_, runErr := loop.Run(ctx, setup.todo)
+	complete, err := loop.Finish(ctx, runErr)
 	if err != nil {
 		return err
 	}
@@ -174,7 +172,7 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 type verifySetup struct {
 	setup        *sweepSetup
 	plan         *iotest.Plan
-	cp           *capPlan
+	cp           *session.CapPlan
 	tolerance    float64
 	baseline     map[string]results.Result // by name; nil: measured first
 	baselineFile string
@@ -233,63 +231,29 @@ func (vs *verifySetup) printVerdict(g *globalOptions, format string, doc *result
 func baselineOut(out string) string { return strings.TrimSuffix(out, ".json") + "-baseline.json" }
 
 // loadBaseline reads the uncapped IOPS of every pattern of setup from a
-// results file, refusing one measured otherwise than this run measures:
-// another target or size, engine, runtime or ramp (as asked, or as aligned
-// to the throttle), under a cap, or without a pattern of the profile. Its
-// figures would judge the cells against another device or another method.
+// results file (see session.CheckBaseline).
 func loadBaseline(path string, setup *sweepSetup, plan *iotest.Plan, asked iotest.Options) (map[string]results.Result, error) {
 	d, err := loadResults(path)
 	if err != nil {
 		return nil, err
 	}
-	refuse := func(format string, args ...any) error {
-		return usagef("--baseline %s: %s", path, fmt.Sprintf(format, args...))
-	}
-	s := d.Settings
-	switch {
-	case d.Cap != nil:
-		return nil, refuse("measured under a cap (%s); a baseline must be uncapped", report.DescribeCap(d.Cap))
-	case d.Target.Path != plan.Path:
-		return nil, refuse("its target %s differs from this run's %s", d.Target.Path, plan.Path)
-	case d.Target.SizeBytes != plan.Size:
-		return nil, refuse("its target size %s differs from this run's %s", units.FormatSize(d.Target.SizeBytes), units.FormatSize(plan.Size))
-	case s.Engine != setup.opts.Engine:
-		return nil, refuse("its engine %s differs from this run's %s", s.Engine, setup.opts.Engine)
-	case (s.Auto != nil) != (asked.Auto != nil):
-		return nil, refuse("its runtime %s differs from this run's %s", runtimeWords(s), runtimeWords(settingsOf(setup.opts)))
-	case s.RuntimeNS != int64(asked.Runtime) && s.RuntimeNS != int64(setup.opts.Runtime):
-		return nil, refuse("its runtime %s differs from this run's %s", time.Duration(s.RuntimeNS), setup.opts.Runtime)
-	case s.RampNS != int64(asked.Ramp) && s.RampNS != int64(setup.opts.Ramp):
-		return nil, refuse("its ramp %s differs from this run's %s", time.Duration(s.RampNS), setup.opts.Ramp)
-	}
-	baseline := map[string]results.Result{}
-	for _, r := range d.Results {
-		if r.Error == nil {
-			baseline[r.Name] = r
-		}
-	}
-	var missing []string
-	for _, p := range setup.todo {
-		if _, ok := baseline[p.Name()]; !ok {
-			missing = append(missing, p.Name())
-		}
-	}
-	if len(missing) > 0 {
-		return nil, refuse("lacks %d pattern(s) of the profile (or they failed there): %s", len(missing), strings.Join(missing, ", "))
+	baseline, err := session.CheckBaseline(d, session.BaselineFor{Plan: plan, Asked: asked, Options: setup.opts, Patterns: setup.todo})
+	if err != nil {
+		return nil, usagef("--baseline %s: %w", path, err)
 	}
 	return baseline, nil
 }
 
 // measureBaseline measures every pattern uncapped, saves the results to
 // out and returns them by name.
-func measureBaseline(ctx context.Context, g *globalOptions, setup *sweepSetup, t *iotest.Target, out string) (map[string]results.Result, error) {
+func measureBaseline(ctx context.Context, g *globalOptions, setup *sweepSetup, sess *session.Session, out string) (map[string]results.Result, error) {
 	fmt.Fprintf(g.stderr, "iomatrix: measuring the uncapped baseline first (%s)\n", out)
-	bdoc := setup.newDocument(t)
+	bdoc := setup.newDocument(sess)
 	// Saved after every cell, like the capped phase: an interruption keeps
 	// what was measured.
-	loop := cellLoop{g: g, r: localRunner{t}, opts: setup.opts, prog: newSweepProgress(g, len(setup.todo), 0, setup.opts), doc: bdoc, out: out}
-	_, runErr := loop.run(ctx, setup.todo)
-	if _, err := loop.finish(ctx, runErr); err != nil {
+	loop := session.Loop{Runner: sess.Local(), Options: setup.opts, Display: newSweepProgress(g, len(setup.todo), 0, setup.opts), Doc: bdoc, Out: out, Notice: g.notice}
+	_, runErr := loop.Run(ctx, setup.todo)
+	if _, err := loop.Finish(ctx, runErr); err != nil {
 		return nil, err
 	}
 	if runErr != nil {
@@ -305,45 +269,16 @@ func measureBaseline(ctx context.Context, g *globalOptions, setup *sweepSetup, t
 	return baseline, nil
 }
 
-// cellJudge returns the check cap verify applies to each capped result:
-// cgroup.Judge fed with the result, its baseline (its IOPS, and whether
-// another process loaded the device then) and the device's request
-// limits, its verdict recorded in the result.
+// cellJudge returns the check cap verify applies to each capped result
+// (cgroup.Check), its verdict recorded in the result.
 func cellJudge(capInfo *results.Cap, tol float64, baseline map[string]results.Result) func(*results.Result) {
-	limit := cgroup.LimitOf(capInfo)
 	var disk sysfs.BlockDevice // no limits known: one request per I/O
 	if dev, err := sysfs.ParseDevNum(capInfo.Device); err == nil {
 		if bd, err := sysfs.Default().BlockDevice(dev); err == nil {
 			disk = bd
 		}
 	}
-	return func(res *results.Result) {
-		p := res.Pattern
-		base := baseline[res.Name]
-		c := cgroup.Cell{
-			ReadPct: p.ReadPct, BlockSize: p.BlockSize, RequestsPerIO: disk.RequestsPerIO(p.BlockSize),
-			UncappedIOPS: base.Total.IOPS, MeasuredIOPS: res.Total.IOPS,
-			Window:    cgroup.Requests{Reads: res.Read.IOs, Writes: res.Write.IOs},
-			Issued:    cgroup.Requests{Reads: res.Completed.Reads, Writes: res.Completed.Writes},
-			Runtime:   time.Duration(res.DurationNS),
-			OtherLoad: res.Device.OtherLoad(0, 0), BaselineOtherLoad: base.Device.OtherLoad(0, 0),
-		}
-		if k := res.CgroupIOs; k != nil {
-			c.Kernel = &cgroup.Requests{Reads: k.Reads, Writes: k.Writes}
-		}
-		if res.Error != nil {
-			c.Failed = res.Error.Error()
-		}
-		v := cgroup.Judge(limit, c, tol)
-		completed := func(r cgroup.Requests) results.Counts { return results.Counts{Reads: r.Reads, Writes: r.Writes} }
-		res.CapCheck = &results.CapCheck{
-			ExpectedIOPS: math.Round(v.ExpectedIOPS*100) / 100, DeviationPct: math.Round(v.DeviationPct*10000) / 10000,
-			OK: v.OK, Inconclusive: v.Inconclusive, Binding: v.Binding, UncappedIOPS: c.UncappedIOPS, ReadShare: math.Round(v.ReadShare*1e6) / 1e6, TolerancePct: tol, CarryPct: math.Round(v.CarryPct*100) / 100,
-			RateOK: v.RateOK, CountersOK: v.CountersOK, RequestsPerIO: max(c.RequestsPerIO, 1),
-			ExpectedRequests: completed(v.ExpectedRequests), ForeignRequests: completed(v.Foreign), MissingRequests: completed(v.Missing),
-			Reasons: v.Reasons,
-		}
-	}
+	return func(res *results.Result) { res.CapCheck = cgroup.Check(capInfo, *res, baseline[res.Name], disk, tol) }
 }
 
 // errCheckFailed is a verification that did not hold: exit status 1.

@@ -14,11 +14,13 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/iomatrix/iomatrix/cgroup"
+	"github.com/iomatrix/iomatrix/internal/progress"
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/profiles"
 	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
+	"github.com/iomatrix/iomatrix/session"
 )
 
 // profileOptions are the flags of the commands that measure every pattern
@@ -303,7 +305,7 @@ func (o *sweepOptions) adoptSettings(d *results.Document, setup *sweepSetup) err
 func (o *sweepOptions) adoptAuto(s results.Settings) error {
 	a := s.Auto
 	if o.runtimeSet && o.Auto != (a != nil) {
-		return usagef("--resume: --runtime %s differs from the file's runtime %s", runtimeValue{&o.measureOptions}, runtimeWords(s))
+		return usagef("--resume: --runtime %s differs from the file's runtime %s", runtimeValue{&o.measureOptions}, s.RuntimeWords())
 	}
 	if a == nil {
 		return nil // --min-runtime and the others are refused without auto
@@ -347,10 +349,10 @@ func (o *sweepOptions) adoptCap(c *results.Cap) error {
 	case o.Cgroup != "" && (!joined || o.Cgroup != c.Cgroup):
 		return usagef("--resume: --cgroup %s differs from the file's cap (%s in %s)", o.Cgroup, fileCap, c.Cgroup)
 	case o.Cap != "":
-		l, err := cgroup.ParseCap(o.Cap)
-		if err != nil {
-			return usagef("--cap: %w", err)
+		if err := o.capOptions.precheck(); err != nil {
+			return err
 		}
+		l := *o.limit
 		l.Device = cgroup.LimitOf(c).Device
 		if joined || l != cgroup.LimitOf(c) {
 			return usagef("--resume: --cap %s differs from the file's cap %s", o.Cap, fileCap)
@@ -390,24 +392,24 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 	if err != nil {
 		return err
 	}
-	defer sess.close(g)
+	defer sess.Close()
 	doc, err := setup.startDocument(sess)
 	if err != nil {
 		return err
 	}
 	prog := newSweepProgress(g, total, total-len(setup.todo), setup.opts)
 	if o.Frame {
-		prog.frames = g.stdout
+		prog.Frames = g.stdout
 	}
 	if o.Precondition > 0 && len(setup.todo) > 0 {
-		if err := precondition(ctx, sess.t, setup.opts, o.Precondition, prog); err != nil {
+		if err := precondition(ctx, sess.Target(), setup.opts, o.Precondition, prog); err != nil {
 			return err
 		}
 	}
-	loop := cellLoop{g: g, r: sess.r, opts: setup.opts, prog: prog, doc: doc, out: setup.out, keepGoing: o.ContinueOnError}
-	failedCells, runErr := loop.run(ctx, setup.todo)
+	loop := session.Loop{Runner: sess.Runner(), Options: setup.opts, Display: prog, Doc: doc, Out: setup.out, KeepGoing: o.ContinueOnError, Notice: g.notice}
+	failedCells, runErr := loop.Run(ctx, setup.todo)
 
-	complete, err := loop.finish(ctx, runErr)
+	complete, err := loop.Finish(ctx, runErr)
 	if err != nil {
 		return err
 	}
@@ -434,14 +436,14 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 // startDocument is the document a sweep saves to: the resumed one or a
 // new one, saved at once (also clearing the temporary files a killed
 // save left).
-func (setup *sweepSetup) startDocument(sess *session) (*results.Document, error) {
+func (setup *sweepSetup) startDocument(sess *session.Session) (*results.Document, error) {
 	doc := setup.doc
 	if doc == nil {
-		doc = setup.newDocument(sess.t)
+		doc = setup.newDocument(sess)
 	}
 	doc.FinishedAt = ""
-	if sess.capInfo != nil {
-		doc.Cap = sess.capInfo
+	if c := sess.Cap(); c != nil {
+		doc.Cap = c
 	}
 	removeStaleTemps(setup.out)
 	return doc, results.WriteFileAtomic(setup.out, doc)
@@ -449,12 +451,12 @@ func (setup *sweepSetup) startDocument(sess *session) (*results.Document, error)
 
 // precondition brings the target to steady state before the first
 // pattern, shown in the progress.
-func precondition(ctx context.Context, t *iotest.Target, opts iotest.Options, d time.Duration, prog *sweepProgress) error {
+func precondition(ctx context.Context, t *iotest.Target, opts iotest.Options, d time.Duration, prog *progress.Sweep) error {
 	start := time.Now()
-	err := iotest.Precondition(ctx, t, opts.Engine, opts.Seed, d, prog.precondition)
-	prog.preconditioned(time.Since(start))
+	err := iotest.Precondition(ctx, t, opts.Engine, opts.Seed, d, prog.Precondition)
+	prog.Preconditioned(time.Since(start))
 	if err != nil {
-		prog.close()
+		prog.Close()
 	}
 	return err
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/iomatrix/iomatrix/fio"
+	"github.com/iomatrix/iomatrix/internal/progress"
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/results"
 )
@@ -36,7 +37,7 @@ type crosscheck struct {
 	// run runs one tool to its end: runProcess, or a stand-in in tests.
 	run     func(ctx context.Context, argv []string) processRun
 	stderr  io.Writer
-	live    *liveLine
+	live    *progress.Line
 	doc     *crossDocument
 	relayed map[string]bool // tool stderr lines already passed on
 }
@@ -102,13 +103,13 @@ func (c *crosscheck) estimate(pairs int) time.Duration {
 // that fails is recorded as such, with one line on stderr, never fatal.
 func (c *crosscheck) runTool(ctx context.Context, i, pair int, tool string, argv []string, figures func([]byte) (results.Total, error)) crossRun {
 	name := c.patterns[i].Pattern.Name()
-	c.live.printf("%s pair %d: %s, %s after a %s ramp", name, pair, tool, c.runtime, c.ramp)
+	c.live.Printf("%s pair %d: %s, %s after a %s ramp", name, pair, tool, c.runtime, c.ramp)
 	limit := c.runLimit()
 	rctx, cancel := context.WithTimeout(ctx, limit)
 	r := c.run(rctx, argv)
 	hung := errors.Is(rctx.Err(), context.DeadlineExceeded)
 	cancel()
-	c.live.done()
+	c.live.Done()
 	run := crossRun{CPUSeconds: r.cpu.Seconds(), WallSeconds: r.wall.Seconds(), Raw: c.keepRun(i, pair, tool, r)}
 	switch {
 	case ctx.Err() != nil:

@@ -107,6 +107,9 @@ type signalError struct{ sig os.Signal }
 
 func (e signalError) Error() string { return "interrupted by " + signalName(e.sig) }
 
+// Signal is the signal, which a throttled command is passed on.
+func (e signalError) Signal() os.Signal { return e.sig }
+
 // signalName is SIGINT rather than Go's "interrupt".
 func signalName(sig os.Signal) string {
 	if s, ok := sig.(syscall.Signal); ok {
@@ -207,7 +210,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	}
 	var st exitStatus
 	if errors.As(err, &st) {
-		return st.code // a throttled command's own status
+		return st.Code // a throttled command's own status
 	}
 	code, msg := exitCode(err), optionError(err).Error()
 	if se, ok := context.Cause(ctx).(signalError); ok && ctx.Err() != nil {

@@ -10,10 +10,11 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/iomatrix/iomatrix/cgroup"
+	"github.com/iomatrix/iomatrix/internal/progress"
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/results"
+	"github.com/iomatrix/iomatrix/session"
 )
 
 // measureOptions are the flags every measuring command shares: how long,
@@ -59,109 +60,49 @@ func (o *measureOptions) AddFlags(f *pflag.FlagSet) {
 	addFioAlways(f)
 }
 
-// session is what a measuring command holds while it measures: the
-// cgroup of a cap, the open target, and what runs the patterns. close
-// releases them in the order they must go: the child (out of the cgroup),
-// the target, the cgroup.
-type session struct {
-	cp      *capPlan
-	t       *iotest.Target
-	r       runner
-	capInfo *results.Cap // nil when uncapped
+// sessionOptions are the session's options for plan and cap, with the
+// notices, the layout's live line and the child's stderr routed to the
+// terminal.
+func (g *globalOptions) sessionOptions(plan *iotest.Plan, cp *session.CapPlan, writes, allowDestructive bool, line *progress.Line) session.Options {
+	start := time.Now()
+	return session.Options{
+		Plan: plan, Cap: cp, Writes: writes, AllowDestructive: allowDestructive,
+		Notice: g.notice, ChildStderr: unwrapped(g.stderr),
+		Layout: func(done, total int64) {
+			el := time.Since(start).Seconds()
+			line.Printf("layout %s / %s  %.0f MiB/s", units.FormatSize(done), units.FormatSize(total), float64(done)/el/(1<<20))
+		},
+	}
 }
 
-// openSession makes the cap's cgroup first (a tree that refuses it costs
-// no I/O), then lays out and opens the target.
-func openSession(ctx context.Context, g *globalOptions, cp *capPlan, plan *iotest.Plan) (*session, error) {
-	if err := cp.create(); err != nil {
-		return nil, err
-	}
-	t, err := openTarget(ctx, plan, g)
-	if err != nil {
-		cp.release(g)
-		return nil, err
-	}
-	return &session{cp: cp, t: t}, nil
+// openSession makes the cap's cgroup (cp nil: uncapped), and lays out and
+// opens the target, showing the layout's progress.
+func openSession(ctx context.Context, g *globalOptions, o *measureOptions, cp *session.CapPlan, plan *iotest.Plan, writes bool) (*session.Session, error) {
+	line := newLiveLine(g)
+	defer line.Done()
+	return session.Open(ctx, g.sessionOptions(plan, cp, writes, o.AllowDestructive, line))
 }
 
-// startSession opens a session and starts what runs the patterns: for
-// the commands that measure under the cap from the first pattern on.
-func startSession(ctx context.Context, g *globalOptions, o *measureOptions, cp *capPlan, plan *iotest.Plan, writes bool) (*session, error) {
-	sess, err := openSession(ctx, g, cp, plan)
+// startSession opens a session and starts its runner: for the commands
+// that measure under the cap from the first pattern on.
+func startSession(ctx context.Context, g *globalOptions, o *measureOptions, cp *session.CapPlan, plan *iotest.Plan, writes bool) (*session.Session, error) {
+	s, err := openSession(ctx, g, o, cp, plan, writes)
 	if err != nil {
 		return nil, err
 	}
-	if err := sess.startRunner(g, o, plan, writes); err != nil {
-		sess.close(g)
+	if err := s.Start(); err != nil {
+		s.Close()
 		return nil, err
 	}
-	return sess, nil
+	return s, nil
 }
 
-// startRunner chooses what runs the patterns: this process, or, under a
-// cap, a child moved into the cgroup before its first I/O.
-func (s *session) startRunner(g *globalOptions, o *measureOptions, plan *iotest.Plan, writes bool) error {
-	if s.cp == nil {
-		s.r = localRunner{s.t}
-		return nil
-	}
-	ct := childTarget{Path: plan.Path, Size: s.t.Size, Writes: writes, AllowDestructive: o.AllowDestructive}
-	if plan.Action == iotest.ActionReadOnly {
-		ct.Size = 0 // somebody else's file is read at its own size
-	}
-	cs, err := s.cp.start(g, ct)
-	if err != nil {
-		return err
-	}
-	s.r, s.capInfo = cs, cs.info()
-	return nil
-}
-
-func (s *session) close(g *globalOptions) {
-	// How the child ended or the descriptor closed changes nothing now:
-	// every result is saved, and the cgroup goes next.
-	if s.r != nil {
-		_ = s.r.Close()
-	}
-	_ = s.t.Close()
-	s.cp.release(g)
-}
-
-// alignToThrottle sets the ramp and runtime of a capped measurement (see
-// cgroup.AlignWindow), and says so when they differ from what was asked.
-// An auto window's maximum is aligned, and its end falls on a slice.
+// alignToThrottle aligns a capped measurement's window to the kernel's
+// throttle, and says so when it differs from what was asked.
 func alignToThrottle(g *globalOptions, o *iotest.Options) {
-	ramp, runtime := cgroup.AlignWindow(o.Ramp, o.Runtime)
-	if ramp != o.Ramp || runtime != o.Runtime {
-		what := "runtime"
-		if o.Auto != nil {
-			what = "maximum runtime"
-		}
-		fmt.Fprintf(g.stderr, "iomatrix: under a cap: ramp %s, %s %s (asked %s, %s): the kernel's throttle hands out a cap's budget "+
-			"in %s slices, the first at once, so each cell is measured from mid-slice over whole slices after a ramp of at least %s\n",
-			ramp, what, runtime, o.Ramp, o.Runtime, cgroup.ThrottleSlice, cgroup.MinCappedRamp)
+	if msg := session.AlignToThrottle(o); msg != "" {
+		g.notice(msg)
 	}
-	o.Ramp, o.Runtime = ramp, runtime
-	if o.Auto != nil {
-		a := *o.Auto
-		a.MaxRuntime, a.Granule = runtime, cgroup.ThrottleSlice
-		o.Auto = &a
-	}
-}
-
-// noticeOtherLoad warns when the disk carried markedly more than
-// iomatrix's own I/O during a cell's window (results.DevStats.OtherLoad:
-// a fifth of its requests or of its bytes were somebody else's): another
-// process was loading the device, and the cell measured the disk shared.
-func noticeOtherLoad(g *globalOptions, r results.Result, disk string) {
-	d := r.Device
-	if !d.OtherLoad(0, 0) {
-		return
-	}
-	fmt.Fprintf(g.stderr, "iomatrix: %s: disk %s completed %s requests (%s) in the measured window, %s of them (%s) not iomatrix's: "+
-		"another process was loading the device, this cell's figures are suspect\n",
-		r.Name, disk, units.Thousands(float64(d.IOs), 0), units.FormatSize(int64(d.Bytes)),
-		units.Thousands(float64(d.OtherIOs), 0), units.FormatSize(int64(d.OtherBytes)))
 }
 
 // resolveEngine turns --engine into the engine that will run, in the
@@ -224,28 +165,6 @@ func (o *measureOptions) auto() (*iotest.Auto, error) {
 	}
 	a := &iotest.Auto{MinRuntime: o.MinRuntime, MaxRuntime: o.MaxRuntime, Precision: pct / 100}
 	return a, flagError(a.Validate())
-}
-
-// autoSettings records an auto window's settings in a results file.
-func autoSettings(o iotest.Options) *results.AutoSettings {
-	if o.Auto == nil {
-		return nil
-	}
-	return &results.AutoSettings{MinRuntimeNS: int64(o.Auto.MinRuntime), MaxRuntimeNS: int64(o.Auto.MaxRuntime),
-		PrecisionPct: o.Auto.Precision * 100}
-}
-
-// settingsOf is the runtime part of a results file's settings for opts.
-func settingsOf(o iotest.Options) results.Settings {
-	return results.Settings{RuntimeNS: int64(o.Runtime), Auto: autoSettings(o)}
-}
-
-// runtimeWords is a file's runtime setting as the flag would say it.
-func runtimeWords(s results.Settings) string {
-	if s.Auto != nil {
-		return "auto"
-	}
-	return time.Duration(s.RuntimeNS).String()
 }
 
 // runtimeValue is --runtime: a duration (a bare number is seconds) or
@@ -314,19 +233,11 @@ func (o *measureOptions) plan(target string, size int64, pats []results.Pattern,
 	return plan, nil
 }
 
+// openTarget lays out and opens a target planned uncapped.
 func openTarget(ctx context.Context, plan *iotest.Plan, g *globalOptions) (*iotest.Target, error) {
-	switch plan.Action {
-	case iotest.ActionCreate, iotest.ActionRelayout:
-		fmt.Fprintf(g.stderr, "iomatrix: laying out %s (%s of random data; reused by later runs)\n", plan.Path, units.FormatSize(plan.Size))
-	case iotest.ActionReadOnly:
-		fmt.Fprintf(g.stderr, "iomatrix: %s was not created by iomatrix: reading it in place (%s)\n", plan.Path, units.FormatSize(plan.Size))
+	s, err := openSession(ctx, g, &measureOptions{}, nil, plan, false)
+	if err != nil {
+		return nil, err
 	}
-	line := newLiveLine(g)
-	start := time.Now()
-	t, err := plan.Open(ctx, func(done, total int64) {
-		el := time.Since(start).Seconds()
-		line.printf("layout %s / %s  %.0f MiB/s", units.FormatSize(done), units.FormatSize(total), float64(done)/el/(1<<20))
-	})
-	line.done()
-	return t, err
+	return s.Target(), nil
 }

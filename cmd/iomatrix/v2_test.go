@@ -10,6 +10,7 @@ import (
 
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/testenv"
+	"github.com/iomatrix/iomatrix/session"
 )
 
 // The tests below run iomatrix in a cgroup namespace on this machine's
@@ -17,7 +18,7 @@ import (
 // hierarchy does not offer): the kernel enforces the same rules on it.
 func init() {
 	if c := os.Getenv("IOMATRIX_TEST_CGROUP_CONTROLLER"); c != "" {
-		detectCgroups = func() (cgroup.Controller, error) { return cgroup.DetectFor(cgroup.DefaultRoot, c) }
+		session.DetectCgroups = func() (cgroup.Controller, error) { return cgroup.DetectFor(cgroup.DefaultRoot, c) }
 	}
 }
 

@@ -1,4 +1,4 @@
-package main
+package progress
 
 import (
 	"fmt"
@@ -14,11 +14,11 @@ import (
 	"github.com/iomatrix/iomatrix/results"
 )
 
-// sweepProgress shows where a sweep is. With a terminal: a bar over the
+// Sweep shows where a sweep is. With a terminal: a bar over the
 // patterns with the current one, its live IOPS, elapsed time and ETA.
 // Without one: one plain line per finished pattern, no control characters.
-type sweepProgress struct {
-	g       *globalOptions
+type Sweep struct {
+	w       io.Writer
 	total   int
 	done    int
 	per     time.Duration // planned time of one pattern; with auto, its most
@@ -29,15 +29,19 @@ type sweepProgress struct {
 	current results.Pattern
 	patAt   time.Time
 	bar     *progressbar.ProgressBar
-	frames  io.Writer  // where a progress frame goes after each pattern, or nil
-	mu      sync.Mutex // live() runs on the engine's coordinator goroutine
+	// Frames, when set, receives a progress frame after each pattern.
+	Frames io.Writer
+	mu     sync.Mutex // live() runs on the engine's coordinator goroutine
 }
 
-func newSweepProgress(g *globalOptions, total, done int, o iotest.Options) *sweepProgress {
-	prog := &sweepProgress{g: g, total: total, done: done, per: o.Runtime + o.Ramp, auto: o.Auto != nil, started: time.Now()}
-	if g.stderrTTY {
+// NewSweep shows a loop over total patterns, done of them already
+// measured, each in o's window, on w; with a bar when tty (w is a
+// terminal).
+func NewSweep(w io.Writer, tty bool, total, done int, o iotest.Options) *Sweep {
+	prog := &Sweep{w: w, total: total, done: done, per: o.Runtime + o.Ramp, auto: o.Auto != nil, started: time.Now()}
+	if tty {
 		prog.bar = progressbar.NewOptions(total,
-			progressbar.OptionSetWriter(g.stderr),
+			progressbar.OptionSetWriter(w),
 			progressbar.OptionShowCount(),
 			progressbar.OptionSetWidth(20),
 			progressbar.OptionSetPredictTime(false), // our ETA knows the plan
@@ -55,7 +59,7 @@ func newSweepProgress(g *globalOptions, total, done int, o iotest.Options) *swee
 // they take: the remaining ones are expected to take what those done in
 // this session took on average, and up to their maximum before any is
 // done (then upTo is set).
-func (prog *sweepProgress) eta(now time.Time) (left time.Duration, upTo bool) {
+func (prog *Sweep) eta(now time.Time) (left time.Duration, upTo bool) {
 	per := prog.per
 	switch {
 	case prog.ran > 0 && prog.auto:
@@ -68,7 +72,7 @@ func (prog *sweepProgress) eta(now time.Time) (left time.Duration, upTo bool) {
 }
 
 // etaText is eta in words: "3m20s", or "up to 48m" while it is a bound.
-func (prog *sweepProgress) etaText(now time.Time) string {
+func (prog *Sweep) etaText(now time.Time) string {
 	left, upTo := prog.eta(now)
 	if upTo {
 		return "up to " + left.Round(time.Second).String()
@@ -76,7 +80,7 @@ func (prog *sweepProgress) etaText(now time.Time) string {
 	return left.Round(time.Second).String()
 }
 
-func (prog *sweepProgress) start(p results.Pattern) {
+func (prog *Sweep) Start(p results.Pattern) {
 	prog.mu.Lock()
 	defer prog.mu.Unlock()
 	prog.current, prog.patAt = p, time.Now()
@@ -86,7 +90,7 @@ func (prog *sweepProgress) start(p results.Pattern) {
 	prog.describe("starting", 0)
 }
 
-func (prog *sweepProgress) live(p iotest.Progress) {
+func (prog *Sweep) Live(p iotest.Progress) {
 	prog.mu.Lock()
 	defer prog.mu.Unlock()
 	phase := "measuring"
@@ -96,7 +100,7 @@ func (prog *sweepProgress) live(p iotest.Progress) {
 	prog.describe(phase, p.IOPS)
 }
 
-func (prog *sweepProgress) describe(phase string, iops float64) {
+func (prog *Sweep) describe(phase string, iops float64) {
 	if prog.bar == nil {
 		return
 	}
@@ -105,7 +109,7 @@ func (prog *sweepProgress) describe(phase string, iops float64) {
 		units.Thousands(iops, 0), now.Sub(prog.started).Round(time.Second), prog.etaText(now)))
 }
 
-func (prog *sweepProgress) finished(r results.Result) {
+func (prog *Sweep) Finished(r results.Result) {
 	prog.mu.Lock()
 	defer prog.mu.Unlock()
 	prog.done++
@@ -114,8 +118,8 @@ func (prog *sweepProgress) finished(r results.Result) {
 	prog.ranFor = now.Sub(prog.started)
 	// The figures the matrices show for this result, by the same rule.
 	iops, iopsFlags := report.IOPS.Measure(r)
-	if prog.frames != nil {
-		_ = results.WriteProgressFrame(prog.frames, results.FrameProgress{Done: prog.done, Total: prog.total, Pattern: r.Name, IOPS: iops})
+	if prog.Frames != nil {
+		_ = results.WriteProgressFrame(prog.Frames, results.FrameProgress{Done: prog.done, Total: prog.total, Pattern: r.Name, IOPS: iops})
 	}
 	if prog.bar != nil {
 		_ = prog.bar.Set(prog.done)
@@ -126,14 +130,14 @@ func (prog *sweepProgress) finished(r results.Result) {
 	if r.Stop == results.StopConverged || r.Stop == results.StopMaxRuntime {
 		window = fmt.Sprintf(", %s after %s", r.Stop, time.Duration(r.DurationNS).Round(time.Second))
 	}
-	fmt.Fprintf(prog.g.stderr, "[%d/%d] %s: %s IOPS, %s MiB/s, p99 %s µs%s (elapsed %s, ETA %s)\n",
+	fmt.Fprintf(prog.w, "[%d/%d] %s: %s IOPS, %s MiB/s, p99 %s µs%s (elapsed %s, ETA %s)\n",
 		prog.done, prog.total, r.Name, report.FormatMeasure(report.IOPS, iops, iopsFlags), units.Thousands(r.Total.MiBPerS, 1),
 		report.FormatMeasure(report.LatP99, p99, p99Flags), window, now.Sub(prog.started).Round(time.Second), prog.etaText(now))
 }
 
-// precondition shows the steps before the first pattern: on the bar, or
+// Precondition shows the steps before the first pattern: on the bar, or
 // as one line per finished step.
-func (prog *sweepProgress) precondition(st iotest.PreconditionStep) {
+func (prog *Sweep) Precondition(st iotest.PreconditionStep) {
 	prog.mu.Lock()
 	defer prog.mu.Unlock()
 	if prog.bar != nil {
@@ -141,21 +145,22 @@ func (prog *sweepProgress) precondition(st iotest.PreconditionStep) {
 		return
 	}
 	if st.Done >= 1 {
-		fmt.Fprintf(prog.g.stderr, "precondition: %s done, %s IOPS\n", st.Phase, units.Thousands(st.IOPS, 0))
+		fmt.Fprintf(prog.w, "precondition: %s done, %s IOPS\n", st.Phase, units.Thousands(st.IOPS, 0))
 	}
 }
 
-func (prog *sweepProgress) preconditioned(took time.Duration) {
+// Preconditioned shows the end of the preconditioning.
+func (prog *Sweep) Preconditioned(took time.Duration) {
 	prog.mu.Lock()
 	defer prog.mu.Unlock()
 	if prog.bar == nil {
-		fmt.Fprintf(prog.g.stderr, "precondition: finished in %s\n", took.Round(time.Second))
+		fmt.Fprintf(prog.w, "precondition: finished in %s\n", took.Round(time.Second))
 	}
 }
 
-func (prog *sweepProgress) close() {
+func (prog *Sweep) Close() {
 	if prog.bar != nil {
 		_ = prog.bar.Clear()
-		fmt.Fprint(prog.g.stderr, "\r\033[K")
+		fmt.Fprint(prog.w, "\r\033[K")
 	}
 }

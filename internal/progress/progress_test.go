@@ -1,4 +1,4 @@
-package main
+package progress
 
 import (
 	"bytes"
@@ -23,24 +23,42 @@ func TestAppendDurationMatchesString(t *testing.T) {
 // redraw must not allocate, or the heap would creep (issue: soak RSS).
 func TestLiveLineRedrawAllocatesNothing(t *testing.T) {
 	var out bytes.Buffer
-	l := newLiveLine(&globalOptions{stderr: &out, stderrTTY: true})
+	l := NewLine(&out, true)
 	p := iotest.Progress{Pattern: results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 50, QueueDepth: 256, Jobs: 4},
 		Elapsed: 75 * time.Second, IOPS: 123456.7}
 	o := iotest.Options{Runtime: 10 * time.Minute, Ramp: 5 * time.Second}
-	l.pattern(p, o)
+	l.Pattern(p, o)
 	want := "\r\033[Krand-4k-r50-qd256-j4  1m15s / 10m0s  123,457 IOPS"
 	if out.String() != want {
 		t.Fatalf("line %q, want %q", out.String(), want)
 	}
-	l.g.stderr = io.Discard
-	if n := testing.AllocsPerRun(100, func() { l.pattern(p, o) }); n != 0 {
+	l.w = io.Discard
+	if n := testing.AllocsPerRun(100, func() { l.Pattern(p, o) }); n != 0 {
 		t.Errorf("%v allocations per redraw", n)
 	}
 	p.Ramping, p.Elapsed = true, 2*time.Second
 	out.Reset()
-	l.g.stderr = &out
-	l.pattern(p, o)
+	l.w = &out
+	l.Pattern(p, o)
 	if want := "\r\033[Krand-4k-r50-qd256-j4  ramp 2s / 5s  123,457 IOPS"; out.String() != want {
 		t.Errorf("ramp line %q, want %q", out.String(), want)
+	}
+}
+
+// The sweep's ETA: from the plan before any auto pattern ends ("up to"),
+// then from what the patterns really took.
+func TestSweepETAWithAuto(t *testing.T) {
+	start := time.Now()
+	prog := &Sweep{w: io.Discard, total: 10, per: 21 * time.Second, auto: true, started: start, patAt: start}
+	if got := prog.etaText(start); got != "up to 3m30s" {
+		t.Errorf("before any pattern: %s", got)
+	}
+	prog.done, prog.ran, prog.ranFor, prog.patAt = 4, 4, 28*time.Second, start.Add(28*time.Second)
+	if left, upTo := prog.eta(prog.patAt); upTo || left != 6*7*time.Second {
+		t.Errorf("after 4 patterns of 7s: %s (up to %v), want 42s", left, upTo)
+	}
+	prog.auto = false // a fixed runtime never expects less than its plan
+	if left, _ := prog.eta(prog.patAt); left != 6*21*time.Second {
+		t.Errorf("fixed: %s, want 2m6s", left)
 	}
 }

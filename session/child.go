@@ -1,4 +1,4 @@
-package main
+package session
 
 import (
 	"bufio"
@@ -13,8 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/results"
@@ -22,15 +20,19 @@ import (
 
 // The engine runs in a child process when a cap applies, so that the cap
 // throttles the workload and never iomatrix itself (layout, saving results,
-// progress). The child is an `iomatrix __child`. It starts outside the
-// cgroup, opens the target, reads the target's extent map and faults in
-// and locks its own program's pages (lockProgram); only then does the
-// parent move it into the cgroup, before it is sent its first pattern. So
-// the kernel charges the cgroup with iomatrix's I/O and nothing else: no
-// page fault of the child's program and no filesystem metadata read lands
-// on a capped disk that also holds the binary (cap verify checks the
-// kernel's counts against iomatrix's exactly).
-// Requests and replies are JSON lines on its stdin and stdout.
+// progress). The child is this program run with ChildCommand, which calls
+// ServeChild. It starts outside the cgroup, opens the target, reads the
+// target's extent map and faults in and locks its own program's pages
+// (lockProgram); only then does the parent move it into the cgroup, before
+// it is sent its first pattern. So the kernel charges the cgroup with
+// iomatrix's I/O and nothing else: no page fault of the child's program
+// and no filesystem metadata read lands on a capped disk that also holds
+// the binary (cap verify checks the kernel's counts against iomatrix's
+// exactly). Requests and replies are JSON lines on its stdin and stdout.
+
+// ChildCommand is the hidden command of this program that serves a parent
+// as its capped child: the command line must run ServeChild for it.
+const ChildCommand = "__child"
 
 // childTarget tells the child which target to open; the parent has
 // already planned and laid it out.
@@ -68,26 +70,9 @@ type childReady struct {
 	LockError   string `json:"lock_error,omitempty"`
 }
 
-func newChildCommand(g *globalOptions) *cobra.Command {
-	return &cobra.Command{
-		Use:    "__child",
-		Short:  "internal: run patterns for a parent iomatrix inside a cgroup",
-		Hidden: true,
-		Args:   exactArgs(0),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			err := runChild(ctx, os.Stdin, g.stdout)
-			if se, ok := context.Cause(ctx).(signalError); ok && ctx.Err() != nil {
-				// The parent stopped the child and says so itself: one
-				// interruption, one message.
-				return exitStatus{128 + int(se.sig.(syscall.Signal))}
-			}
-			return err
-		},
-	}
-}
-
-func runChild(ctx context.Context, in io.Reader, out io.Writer) error {
+// ServeChild is the child's side: it reads requests from in and answers
+// on out until in ends (nil) or ctx does.
+func ServeChild(ctx context.Context, in io.Reader, out io.Writer) error {
 	enc := json.NewEncoder(out)
 	var mu sync.Mutex
 	send := func(r childReply) {
@@ -169,20 +154,19 @@ func openChildTarget(ctx context.Context, wt *childTarget) (*iotest.Target, erro
 	return t, nil
 }
 
-// runner runs patterns: in this process, or in a child inside a cgroup.
-type runner interface {
+// Runner runs patterns: in this process, or in a child inside a cgroup.
+type Runner interface {
 	Run(ctx context.Context, p results.Pattern, o iotest.Options) (results.Result, error)
-	Close() error
 }
 
-type localRunner struct{ t *iotest.Target }
+// Local runs patterns on t in this process.
+type Local struct{ T *iotest.Target }
 
-func (l localRunner) Run(ctx context.Context, p results.Pattern, o iotest.Options) (results.Result, error) {
-	return iotest.Run(ctx, l.t, p, o)
+func (l Local) Run(ctx context.Context, p results.Pattern, o iotest.Options) (results.Result, error) {
+	return iotest.Run(ctx, l.T, p, o)
 }
-func (l localRunner) Close() error { return nil }
 
-// childRunner drives a child `iomatrix __child`.
+// childRunner drives a child of this program running ServeChild.
 type childRunner struct {
 	cmd *exec.Cmd
 	in  io.WriteCloser
@@ -199,8 +183,8 @@ func startChild(stderr io.Writer, target childTarget, place func(pid int) error,
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, "__child")
-	cmd.Stderr = unwrapped(stderr)
+	cmd := exec.Command(exe, ChildCommand)
+	cmd.Stderr = stderr
 	// Its own process group: a terminal's Ctrl-C reaches the parent, which
 	// stops the child itself, after which the cgroup can go.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -228,7 +212,7 @@ func startChild(stderr io.Writer, target childTarget, place func(pid int) error,
 		}
 		return nil, fmt.Errorf("child: open %s: %w", target.Path, err)
 	}
-	if r.Ready.LockError != "" && notice != nil {
+	if r.Ready.LockError != "" {
 		notice(fmt.Sprintf("the capped child could not lock its program in memory (%s): its page faults may be charged to the cgroup", r.Ready.LockError))
 	}
 	if err := place(cmd.Process.Pid); err != nil {

@@ -1,0 +1,222 @@
+// Package isolate tests what a per-system cap is for: that one system
+// cannot take the I/O the others need. A victim pattern runs alone,
+// beside an aggressor, beside the aggressor capped in a cgroup of its
+// own, and alone again (Run); Judge turns those phases into a verdict, a
+// pure function of the recorded figures.
+package isolate
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+
+	"github.com/iomatrix/iomatrix/cgroup"
+	"github.com/iomatrix/iomatrix/internal/sysfs"
+	"github.com/iomatrix/iomatrix/internal/units"
+	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/report"
+	"github.com/iomatrix/iomatrix/results"
+	"github.com/iomatrix/iomatrix/session"
+)
+
+// The phases, in the order they run.
+var Phases = []string{"alone", "uncapped", "capped", "alone again"}
+
+// Config is what Run measures.
+type Config struct {
+	Victim, Aggressor results.Pattern
+	// Options are the victim's; the aggressor runs with the same window
+	// and its own seed.
+	Options iotest.Options
+	// Local runs in this process, uncapped: the victim in every phase,
+	// the aggressor in the uncapped one. Capped runs the aggressor under
+	// the cap.
+	Local, Capped session.Runner
+	// Started, when set, is told of each phase as it starts.
+	Started func(i int, name string, beside bool)
+}
+
+// Run measures the four phases, each over the same window.
+func Run(ctx context.Context, c Config) ([]results.IsolatePhase, error) {
+	aggOpts := c.Options
+	aggOpts.Seed = c.Options.Seed + 1                           // its own offsets
+	aggressors := []session.Runner{nil, c.Local, c.Capped, nil} // nil: the victim alone
+	var phases []results.IsolatePhase
+	for i, name := range Phases {
+		if c.Started != nil {
+			c.Started(i, name, aggressors[i] != nil)
+		}
+		p, err := runPhase(ctx, c.Local, c.Victim, c.Options, aggressors[i], c.Aggressor, aggOpts)
+		if err != nil {
+			return phases, fmt.Errorf("phase %s: %w", name, err)
+		}
+		p.Name = name
+		phases = append(phases, p)
+	}
+	return phases, nil
+}
+
+// runPhase runs the victim, and beside it the aggressor when there is
+// one, both started together over windows of the same length.
+func runPhase(ctx context.Context, vr session.Runner, victim results.Pattern, vo iotest.Options,
+	ar session.Runner, aggressor results.Pattern, ao iotest.Options) (results.IsolatePhase, error) {
+	var (
+		wg        sync.WaitGroup
+		agg       results.Result
+		aggErr    error
+		phase     results.IsolatePhase
+		victimErr error
+	)
+	if ar != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			agg, aggErr = ar.Run(ctx, aggressor, ao)
+		}()
+	}
+	phase.Victim, victimErr = vr.Run(ctx, victim, vo)
+	wg.Wait()
+	if victimErr != nil {
+		return phase, fmt.Errorf("victim %s: %w", victim.Name(), victimErr)
+	}
+	if ar != nil {
+		if aggErr != nil {
+			return phase, fmt.Errorf("aggressor %s: %w", aggressor.Name(), aggErr)
+		}
+		phase.Aggressor = &agg
+	}
+	return phase, nil
+}
+
+// Judge computes the ratios and the verdict of rep's four phases, for
+// the aggressor pattern, against rep.MinIsolation.
+//
+// The baseline is the mean of both alone phases, so that a device whose
+// rate drifts during the test does not decide the verdict by itself. The
+// verdict is INCONCLUSIVE, never a pass or a failure, when the phases
+// cannot carry it:
+//   - another process loaded the device during a phase the verdict rests
+//     on (judgeOtherLoad);
+//   - the victim alone moved between the first phase and the last by
+//     more than the verdict's margin: half the drift is how far the
+//     baseline may be from the victim's rate alone during the capped
+//     phase, and it could turn the verdict;
+//   - the isolation is above 100 % by more than the pass mark allows
+//     below it: the victim ran much faster beside the capped aggressor
+//     than alone, so the alone phases did not measure its rate alone (a
+//     cache warming, a device changing state).
+func Judge(rep *results.IsolateReport, aggressor results.Pattern) {
+	before, uncapped, capped, after := rep.Phases[0].Victim, rep.Phases[1].Victim, rep.Phases[2].Victim, rep.Phases[3].Victim
+	alone := (before.Total.IOPS + after.Total.IOPS) / 2
+	rep.Drift = after.Total.IOPS/before.Total.IOPS - 1
+	rep.Isolation = capped.Total.IOPS / alone
+	rep.Unprotected = uncapped.Total.IOPS / alone
+	p99 := func(r results.Result) float64 { v, _ := report.LatP99.Measure(r); return v }
+	if a := (p99(before) + p99(after)) / 2; a > 0 {
+		rep.P99Inflation = p99(capped) / a
+	}
+	rep.Protected = rep.Isolation >= rep.MinIsolation
+	rep.NoContention = rep.Unprotected >= rep.MinIsolation
+	if rep.Cap != nil {
+		judgeCap(rep, aggressor)
+	}
+	judgeSteadiness(rep)
+	judgeOtherLoad(rep)
+	if rep.NoContention {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the uncapped aggressor left the victim %.0f %% of its IOPS alone: "+
+			"this target has room for both, so this test cannot show what the cap does; try a heavier aggressor", 100*rep.Unprotected))
+	}
+	var why []string
+	if len(rep.OtherLoad) > 0 {
+		why = append(why, "another process loaded the device during "+strings.Join(rep.OtherLoad, ", "))
+	}
+	if rep.Unsteady != "" {
+		why = append(why, rep.Unsteady)
+	}
+	rep.Inconclusive = len(why) > 0
+	word := "PROTECTED"
+	switch {
+	case rep.Inconclusive:
+		word = "INCONCLUSIVE (" + strings.Join(why, "; ") + ")"
+	case !rep.Protected:
+		word = "NOT PROTECTED"
+	}
+	rep.Verdict = fmt.Sprintf("%s: beside the capped aggressor the victim kept %.1f %% of its IOPS alone (%.1f %% uncapped), "+
+		"p99 ×%.2f; %.0f %% needed", word, 100*rep.Isolation, 100*rep.Unprotected, rep.P99Inflation, 100*rep.MinIsolation)
+}
+
+// judgeCap compares the capped aggressor with what the cap allows it (the
+// cap model, one request per I/O).
+func judgeCap(rep *results.IsolateReport, aggressor results.Pattern) {
+	model, _ := cgroup.Expected(cgroup.LimitOf(rep.Cap), aggressor.ReadPct, aggressor.BlockSize, 1, 0)
+	if math.IsInf(model, 1) {
+		rep.Notes = append(rep.Notes, "the cap limits nothing the aggressor does (e.g. a read cap on a write aggressor)")
+		return
+	}
+	rep.CapIOPS = model
+	agg := rep.Phases[2].Aggressor.Total.IOPS
+	rep.AggCappedPct = 100 * (agg/model - 1)
+	if agg < 0.9*model {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the capped aggressor did %s IOPS, %.0f %% under the cap's %s: the device or the CPU held it back, "+
+			"not the cap, so the capped phase was lighter than the cap allows", units.Thousands(agg, 0), -rep.AggCappedPct, units.Thousands(model, 0)))
+	}
+	if u := rep.Phases[1].Aggressor.Total.IOPS; u < model {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the uncapped aggressor did %s IOPS, under the cap's %s: the cap never bound it",
+			units.Thousands(u, 0), units.Thousands(model, 0)))
+	}
+}
+
+// judgeSteadiness sets rep.Unsteady when the alone phases cannot be the
+// victim's baseline (see Judge).
+func judgeSteadiness(rep *results.IsolateReport) {
+	margin := math.Abs(rep.Isolation - rep.MinIsolation)
+	var why []string
+	if math.Abs(rep.Drift)/2 > margin {
+		why = append(why, fmt.Sprintf("the victim alone moved %+.1f %% from the first phase to the last, "+
+			"more than the verdict's margin of %.1f points", 100*rep.Drift, 100*margin))
+	}
+	if rep.Isolation-1 > 1-rep.MinIsolation {
+		why = append(why, fmt.Sprintf("beside the capped aggressor the victim did %.1f %% of its IOPS alone, "+
+			"more than the %.0f %% the alone phases allow", 100*rep.Isolation, 100*(2-rep.MinIsolation)))
+	}
+	if len(why) == 0 {
+		return
+	}
+	rep.Unsteady = strings.Join(why, "; ")
+	rep.Notes = append(rep.Notes, "the victim alone was not steady enough to judge the cap by: "+
+		"run again with a longer ramp and runtime, on a quieter device")
+}
+
+// judgeOtherLoad finds the phases in which the disk carried load that was
+// neither the victim's nor the aggressor's (results.DevStats.OtherLoad,
+// the aggressor's requests and bytes scaled to the victim's window): the
+// victim's figures there are the device shared with somebody else. In a
+// phase the verdict rests on, that makes it inconclusive: a neighbour
+// slows the victim beside the capped aggressor into NOT PROTECTED, or the
+// victim alone into PROTECTED. In the uncapped phase it only makes the
+// unprotected figure suspect.
+func judgeOtherLoad(rep *results.IsolateReport) {
+	disk := sysfs.BlockDevice{MaxSectorsKB: rep.Target.MaxSectorsKB, MaxSegments: rep.Target.MaxSegments}
+	for i, p := range rep.Phases {
+		var knownIOs, knownBytes uint64
+		if a := p.Aggressor; a != nil && a.DurationNS > 0 {
+			scale := float64(p.Victim.DurationNS) / float64(a.DurationNS)
+			knownIOs = uint64(scale * float64(uint64(disk.RequestsPerIO(a.Pattern.BlockSize))*a.Total.IOs))
+			knownBytes = uint64(scale * float64(a.Total.Bytes))
+		}
+		if !p.Victim.Device.OtherLoad(knownIOs, knownBytes) {
+			continue
+		}
+		if i == 1 {
+			rep.Notes = append(rep.Notes, "another process loaded the device during the uncapped phase: its figures are suspect")
+			continue
+		}
+		rep.OtherLoad = append(rep.OtherLoad, p.Name)
+	}
+	if len(rep.OtherLoad) > 0 {
+		rep.Notes = append(rep.Notes, "the disk completed requests that were neither the victim's nor the aggressor's during "+
+			strings.Join(rep.OtherLoad, ", ")+": the verdict would rest on a device shared with somebody else; run again on a quiet device")
+	}
+}

@@ -1,0 +1,145 @@
+package isolate
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/iomatrix/iomatrix/results"
+)
+
+const mib = 1 << 20
+
+func victim(iops float64, dev results.DevStats) results.Result {
+	return results.Result{Name: "rand-4k-r100-qd1", DurationNS: 1e9, Pattern: results.Pattern{BlockSize: 4096},
+		Total: results.Total{IOs: uint64(iops), Bytes: uint64(iops) * 4096, IOPS: iops}, Device: dev}
+}
+
+func aggressor(iops float64) *results.Result {
+	return &results.Result{Name: "rand-16k-r0-qd32", DurationNS: 1e9, Pattern: results.Pattern{BlockSize: 16 << 10},
+		Total: results.Total{IOs: uint64(iops), Bytes: uint64(iops) * 16 << 10, IOPS: iops}}
+}
+
+// quiet: the disk saw the victim's and the aggressor's requests only.
+func quiet(v, a float64) results.DevStats {
+	return results.DevStats{IOs: uint64(v + a), OtherIOs: uint64(a), Bytes: uint64(v)*4096 + uint64(a)*16<<10, OtherBytes: uint64(a) * 16 << 10}
+}
+
+// storm: and 300 requests of somebody else's writeback, 280 MiB.
+func storm(v, a float64) results.DevStats {
+	d := quiet(v, a)
+	d.IOs, d.OtherIOs, d.Bytes, d.OtherBytes = d.IOs+300, d.OtherIOs+300, d.Bytes+280*mib, d.OtherBytes+280*mib
+	return d
+}
+
+// phases are four recorded phases: the victim's IOPS alone, beside the
+// uncapped aggressor (40,000 IOPS) and beside the capped one (500), and
+// alone again.
+func phases(alone, uncapped, capped, again float64, uncappedDev, cappedDev results.DevStats) []results.IsolatePhase {
+	return []results.IsolatePhase{
+		{Name: "alone", Victim: victim(alone, quiet(alone, 0))},
+		{Name: "uncapped", Victim: victim(uncapped, uncappedDev), Aggressor: aggressor(40000)},
+		{Name: "capped", Victim: victim(capped, cappedDev), Aggressor: aggressor(500)},
+		{Name: "alone again", Victim: victim(again, quiet(again, 0))},
+	}
+}
+
+// The verdict over recorded phases, without root or a device:
+//   - the isolation against the pass mark decides PROTECTED or NOT
+//     PROTECTED, and an aggressor that does not slow the victim uncapped
+//     either is noted as a test that cannot show what the cap does;
+//   - another process loading the device during a phase the verdict rests
+//     on makes it INCONCLUSIVE, during the uncapped phase only a note; the
+//     aggressor's own requests and bytes are not somebody else's;
+//   - so does a victim alone that moved more than the verdict's margin,
+//     or that ran far faster beside the capped aggressor than alone. The
+//     case "alone moved" is a buffered loop device over /dev/shm: 17,120
+//     IOPS alone, 35,973 alone again, an isolation of 172.9 %, once called
+//     PROTECTED.
+func TestJudge(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		phases        []results.IsolatePhase
+		word          string
+		otherLoad     []string
+		unsteady      bool
+		noContention  bool
+		uncappedNoted bool
+		isolation     float64
+	}{
+		{name: "protected", phases: phases(13866, 3000, 13000, 13866, quiet(3000, 40000), quiet(13000, 500)),
+			word: "PROTECTED", isolation: 13000.0 / 13866},
+		{name: "not protected", phases: phases(13866, 3000, 6781, 13866, quiet(3000, 40000), quiet(6781, 500)),
+			word: "NOT PROTECTED", isolation: 6781.0 / 13866},
+		{name: "no contention", phases: phases(13866, 13500, 13600, 13866, quiet(13500, 40000), quiet(13600, 500)),
+			word: "PROTECTED", noContention: true, isolation: 13600.0 / 13866},
+		{name: "a neighbour beside the capped aggressor", phases: phases(13866, 3000, 6781, 13866, quiet(3000, 40000), storm(6781, 500)),
+			word: "INCONCLUSIVE (another process loaded the device during capped)", otherLoad: []string{"capped"}, isolation: 6781.0 / 13866},
+		{name: "a neighbour beside the uncapped aggressor", phases: phases(13866, 3000, 6781, 13866, storm(3000, 40000), quiet(6781, 500)),
+			word: "NOT PROTECTED", uncappedNoted: true, isolation: 6781.0 / 13866},
+		{name: "alone moved", phases: phases(17120, 9000, 45899, 35973, quiet(9000, 40000), quiet(45899, 500)),
+			word: "INCONCLUSIVE (beside the capped aggressor the victim did 172.9 % of its IOPS alone", unsteady: true, isolation: 45899 / ((17120 + 35973) / 2.0)},
+		{name: "alone drifted past the margin", phases: phases(10000, 3000, 9000, 11000, quiet(3000, 40000), quiet(9000, 500)),
+			word: "INCONCLUSIVE (the victim alone moved +10.0 %", unsteady: true, isolation: 9000 / 10500.0},
+		{name: "drift within the margin", phases: phases(10000, 3000, 4000, 11000, quiet(3000, 40000), quiet(4000, 500)),
+			word: "NOT PROTECTED", isolation: 4000 / 10500.0},
+		{name: "far above alone", phases: phases(10000, 3000, 12500, 10000, quiet(3000, 40000), quiet(12500, 500)),
+			word: "INCONCLUSIVE (beside the capped aggressor the victim did 125.0 % of its IOPS alone", unsteady: true, isolation: 1.25},
+		{name: "a little above alone", phases: phases(10000, 3000, 10500, 10000, quiet(3000, 40000), quiet(10500, 500)),
+			word: "PROTECTED", isolation: 1.05},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := &results.IsolateReport{MinIsolation: 0.9, Cap: &results.Cap{WriteIOPS: 500},
+				Target: results.TargetInfo{MaxSectorsKB: 1280, MaxSegments: 128}, Phases: tc.phases}
+			Judge(rep, results.Pattern{BlockSize: 16 << 10, ReadPct: 0})
+			notes := strings.Join(rep.Notes, "\n")
+			if !strings.HasPrefix(rep.Verdict, tc.word) {
+				t.Errorf("verdict %q, want it to start %q (notes: %s)", rep.Verdict, tc.word, notes)
+			}
+			inconclusive := len(tc.otherLoad) > 0 || tc.unsteady
+			if rep.Inconclusive != inconclusive || strings.Join(rep.OtherLoad, ",") != strings.Join(tc.otherLoad, ",") || (rep.Unsteady != "") != tc.unsteady {
+				t.Errorf("inconclusive %v, other load %v, unsteady %q; want %v, %v, %v", rep.Inconclusive, rep.OtherLoad, rep.Unsteady, inconclusive, tc.otherLoad, tc.unsteady)
+			}
+			if rep.Protected != (tc.isolation >= 0.9) || abs(rep.Isolation-tc.isolation) > 1e-9 {
+				t.Errorf("isolation %.4f, protected %v; want %.4f", rep.Isolation, rep.Protected, tc.isolation)
+			}
+			if rep.NoContention != tc.noContention || strings.Contains(notes, "cannot show what the cap does") != tc.noContention {
+				t.Errorf("no contention %v, want %v (notes: %s)", rep.NoContention, tc.noContention, notes)
+			}
+			if got := strings.Contains(notes, "during the uncapped phase"); got != tc.uncappedNoted {
+				t.Errorf("uncapped phase noted %v, want %v", got, tc.uncappedNoted)
+			}
+			if rep.CapIOPS != 500 || abs(rep.AggCappedPct) > 1e-9 {
+				t.Errorf("cap model %.0f IOPS, capped aggressor %+.1f %% of it; want 500, 0", rep.CapIOPS, rep.AggCappedPct)
+			}
+		})
+	}
+}
+
+// The cap model of the aggressor: a read cap limits nothing a write
+// aggressor does; a bandwidth cap counts the aggressor's block size.
+func TestJudgeCapModel(t *testing.T) {
+	for _, tc := range []struct {
+		cap   results.Cap
+		model float64
+		note  string
+	}{
+		{results.Cap{ReadIOPS: 500}, 0, "the cap limits nothing the aggressor does"},
+		{results.Cap{WriteBPS: 8 * mib}, 512, ""}, // the aggressor at 97.7 % of it: no note
+		{results.Cap{WriteIOPS: 2000}, 2000, "the capped aggressor did 500 IOPS, 75 % under the cap's 2,000"},
+	} {
+		rep := &results.IsolateReport{MinIsolation: 0.9, Cap: &tc.cap,
+			Phases: phases(13866, 3000, 13000, 13866, quiet(3000, 40000), quiet(13000, 500))}
+		Judge(rep, results.Pattern{BlockSize: 16 << 10, ReadPct: 0})
+		notes := strings.Join(rep.Notes, "\n")
+		if rep.CapIOPS != tc.model || (tc.note == "" && notes != "") || !strings.Contains(notes, tc.note) {
+			t.Errorf("cap %+v: model %.0f, notes %q; want %.0f and a note %q", tc.cap, rep.CapIOPS, notes, tc.model, tc.note)
+		}
+	}
+}
+
+func abs(v float64) float64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}

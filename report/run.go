@@ -1,0 +1,108 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/iomatrix/iomatrix/internal/units"
+	"github.com/iomatrix/iomatrix/results"
+)
+
+// WriteRunText writes one result of doc as the run command shows it: the
+// pattern and target, a row of IOPS, MiB/s and latency percentiles per
+// direction (and the total of a mix), the window, CPU, the disk's
+// counters and the cap.
+func WriteRunText(w io.Writer, doc *results.Document, r *results.Result) error {
+	p := r.Pattern
+	t := doc.Target
+	var where []string
+	where = append(where, t.Kind)
+	if t.Disk != "" {
+		where = append(where, "on "+t.Disk+" ("+t.Device+")")
+	}
+	if t.Filesystem != "" {
+		where = append(where, t.Filesystem)
+	}
+	where = append(where, units.FormatSize(t.SizeBytes))
+	if t.Scheduler != "" {
+		where = append(where, "scheduler "+t.Scheduler)
+	}
+	jobs := "1 job"
+	if p.Jobs > 1 {
+		jobs = fmt.Sprintf("%d jobs", p.Jobs)
+	}
+	fmt.Fprintf(w, "%s: %s, %s, %d%% reads, QD %d × %s, %s measured after %s ramp, engine %s, seed %d\n",
+		r.Name, p.Access, units.FormatSize(p.BlockSize), p.ReadPct, p.QueueDepth, jobs,
+		time.Duration(r.DurationNS).Round(time.Millisecond), time.Duration(r.RampNS), r.Engine, doc.Settings.Seed)
+	fmt.Fprintf(w, "target: %s (%s)\n\n", t.Path, strings.Join(where, ", "))
+	fmt.Fprintf(w, "%-6s %12s %10s %9s %9s %9s %9s %9s %9s %9s %9s\n", "", "IOPS", "MiB/s", "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max")
+	few := false // a percentile shown rests on too few I/Os
+	row := func(name string, iops, mibps float64, l *results.Latency, ios uint64) {
+		fmt.Fprintf(w, "%-6s %12s %10s", name, units.Thousands(iops, 0), units.Thousands(mibps, 1))
+		if l != nil {
+			tail := func(v uint64, q float64) string {
+				if results.Confident(q, l.Samples(ios)) {
+					return us(float64(v))
+				}
+				few = true
+				return us(float64(v)) + FewIOsMark
+			}
+			fmt.Fprintf(w, " %9s %9s %9s %9s %9s %9s %9s %9s", us(float64(l.Min)), us(l.Mean), us(float64(l.P50)),
+				us(float64(l.P90)), tail(l.P99, 99), tail(l.P999, 99.9), tail(l.P9999, 99.99), us(float64(l.Max)))
+		}
+		fmt.Fprintln(w)
+	}
+	if r.Read.IOs > 0 {
+		row("read", r.Read.IOPS, r.Read.MiBPerS, &r.Read.LatNS, r.Read.IOs)
+	}
+	if r.Write.IOs > 0 {
+		row("write", r.Write.IOPS, r.Write.MiBPerS, &r.Write.LatNS, r.Write.IOs)
+	}
+	// A single direction's row is already the total. The total's latency
+	// is that of every I/O of the mix, which neither row above can give.
+	if r.Read.IOs > 0 && r.Write.IOs > 0 {
+		row("total", r.Total.IOPS, r.Total.MiBPerS, r.Total.LatNS, r.Total.IOs)
+	}
+	fmt.Fprintf(w, "%-6s %12s %10s %9s\n", "", "", "", "(latency in µs)")
+	if few {
+		fmt.Fprintf(w, "\n%s\n", FewIOsNote)
+	}
+	fmt.Fprintf(w, "\nwindow: %s\n", DescribeStop(*r, doc.Settings.Auto))
+	fmt.Fprintf(w, "cpu: user %.1f%%, sys %.1f%% of one core\n", r.CPU.UserPct, r.CPU.SysPct)
+	if t.Disk != "" {
+		fmt.Fprintf(w, "disk %s, all processes: %s requests completed, %.1f%% utilized", t.Disk, units.Thousands(float64(r.Device.IOs), 0), r.Device.UtilPct)
+		if r.Device.OtherIOs > 0 {
+			fmt.Fprintf(w, " (%s of them not iomatrix's)", units.Thousands(float64(r.Device.OtherIOs), 0))
+		}
+		fmt.Fprintln(w)
+	}
+	if c := doc.Cap; c != nil {
+		fmt.Fprintf(w, "capped: %s, cgroup %s\n", DescribeCap(c), c.Cgroup)
+		if k := r.CgroupIOs; k != nil {
+			fmt.Fprintf(w, "cgroup counted %s reads, %s writes; iomatrix completed %s reads, %s writes (ramp and drain included)\n",
+				units.Thousands(float64(k.Reads), 0), units.Thousands(float64(k.Writes), 0),
+				units.Thousands(float64(r.Completed.Reads), 0), units.Thousands(float64(r.Completed.Writes), 0))
+		}
+	}
+	if r.Error != nil {
+		fmt.Fprintf(w, "error: %s\n", r.Error)
+	}
+	return nil
+}
+
+// us is a latency in µs, to three significant digits or whole.
+func us(ns float64) string {
+	v := ns / 1000
+	switch {
+	case v >= 1000:
+		return units.Thousands(v, 0)
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
+	}
+}

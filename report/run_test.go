@@ -1,0 +1,84 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/iomatrix/iomatrix/internal/units"
+	"github.com/iomatrix/iomatrix/results"
+)
+
+func fixtureResult(t *testing.T, doc *results.Document, name string) *results.Result {
+	t.Helper()
+	for i := range doc.Results {
+		if doc.Results[i].Name == name {
+			return &doc.Results[i]
+		}
+	}
+	t.Fatalf("total-lat: no result %s", name)
+	return nil
+}
+
+func TestRunTextTotalRow(t *testing.T) {
+	doc := loadFixture(t, "total-lat")
+	totalRow := func(name string) []string {
+		var b bytes.Buffer
+		WriteRunText(&b, doc, fixtureResult(t, doc, name))
+		for _, line := range strings.Split(b.String(), "\n") {
+			if f := strings.Fields(line); len(f) > 0 && f[0] == "total" {
+				return f
+			}
+		}
+		return nil
+	}
+	r := fixtureResult(t, doc, "rand-4k-r70-qd8")
+	l := r.Total.LatNS
+	// IOPS are counted whole: a decimal would claim a precision the
+	// measurement does not have.
+	// 10,469 I/Os: enough for a p99.9, too few for a p99.99 (marked).
+	want := []string{"total", units.Thousands(r.Total.IOPS, 0), units.Thousands(r.Total.MiBPerS, 1),
+		us(float64(l.Min)), us(l.Mean), us(float64(l.P50)), us(float64(l.P90)), us(float64(l.P99)),
+		us(float64(l.P999)), us(float64(l.P9999)) + FewIOsMark, us(float64(l.Max))}
+	if got := totalRow(r.Name); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("mixed: total row %q, want %q", got, want)
+	}
+	// Without total.lat_ns there is no latency to show: IOPS and MiB/s only.
+	if got := totalRow("rand-4k-r70-qd1"); len(got) != 3 {
+		t.Errorf("mixed without total.lat_ns: total row %q", got)
+	}
+	// A single direction's row is its total.
+	if got := totalRow("rand-4k-r100-qd1"); got != nil {
+		t.Errorf("reads only: total row %q", got)
+	}
+}
+
+// The disk's counters are the whole disk's: the run text says so, counts
+// the requests that were not iomatrix's, says when the run was capped and
+// what the cgroup counted; a cell where another process loaded the disk
+// gets a notice.
+func TestRunTextDiskAndCap(t *testing.T) {
+	doc := loadFixture(t, "total-lat")
+	res := *fixtureResult(t, doc, "rand-4k-r70-qd8")
+	res.Device = results.DevStats{IOs: 85417, UtilPct: 97, OtherIOs: 85417 - 6215}
+	res.Completed = results.Counts{Reads: 4351, Writes: 1864}
+	res.CgroupIOs = &results.Counts{Reads: 4351, Writes: 1864}
+	capped := *doc
+	capped.Cap = &results.Cap{CgroupVersion: 1, Cgroup: "/sys/fs/cgroup/blkio/iomatrix/42-1", Device: "254:0", ReadIOPS: 3000}
+	var b bytes.Buffer
+	WriteRunText(&b, &capped, &res)
+	for _, want := range []string{
+		"disk vda, all processes: 85,417 requests completed, 97.0% utilized (79,202 of them not iomatrix's)",
+		"capped: riops=3000 on 254:0 (cgroup v1), cgroup /sys/fs/cgroup/blkio/iomatrix/42-1",
+		"cgroup counted 4,351 reads, 1,864 writes; iomatrix completed 4,351 reads, 1,864 writes",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("run text lacks %q:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	WriteRunText(&b, doc, &res)
+	if strings.Contains(b.String(), "capped") {
+		t.Errorf("an uncapped run said capped:\n%s", b.String())
+	}
+}
