@@ -13,8 +13,8 @@ import (
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/internal/units"
-	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
+	"github.com/iomatrix/iomatrix/sizing"
 )
 
 type fitOptions struct {
@@ -119,12 +119,12 @@ func runFit(g *globalOptions, o *fitOptions, path string) error {
 		return usagef("--format: %q is not one of text, json", o.Format)
 	}
 	var (
-		need report.Need
-		work *report.Workload
+		need sizing.Need
+		work *sizing.Workload
 		err  error
 	)
 	if o.Need != "" {
-		if need, err = report.ParseNeed(o.Need); err != nil {
+		if need, err = sizing.ParseNeed(o.Need); err != nil {
 			return usagef("--need: %w", err)
 		}
 	} else {
@@ -132,7 +132,7 @@ func runFit(g *globalOptions, o *fitOptions, path string) error {
 		if err != nil {
 			return usagef("--workload: %w", err)
 		}
-		w, err := report.ParseWorkload(o.Workload, data)
+		w, err := sizing.ParseWorkload(o.Workload, data)
 		if err != nil {
 			return usagef("--workload %w", err)
 		}
@@ -142,8 +142,8 @@ func runFit(g *globalOptions, o *fitOptions, path string) error {
 	if err != nil {
 		return err
 	}
-	v, err := report.Fit(doc, need)
-	if errors.Is(err, report.ErrCannotJudge) {
+	v, err := sizing.Judge(doc, need)
+	if errors.Is(err, sizing.ErrCannotJudge) {
 		return usagef("%s: %w", path, err)
 	}
 	if err != nil {
@@ -174,7 +174,7 @@ func deviceOf(doc *results.Document) sysfs.DevNum {
 	return dev
 }
 
-func fitResult(v report.Verdict, work *report.Workload, dev sysfs.DevNum) fitOutput {
+func fitResult(v sizing.Verdict, work *sizing.Workload, dev sysfs.DevNum) fitOutput {
 	out := fitOutput{Fits: v.Fits, Member: v.Member, Cell: v.Cell.Name, Pattern: v.Cell.Pattern, IOPS: v.IOPS,
 		HeadroomPct: 100 * v.Headroom, Why: v.Why, Notes: v.Notes,
 		Need: fitNeed{ReadIOPS: v.Need.ReadIOPS, WriteIOPS: v.Need.WriteIOPS, BlockSize: v.Need.BlockSize, Concurrency: v.Need.Concurrency}}
@@ -201,7 +201,7 @@ func fitResult(v report.Verdict, work *report.Workload, dev sysfs.DevNum) fitOut
 	return out
 }
 
-func writeFitText(w io.Writer, v report.Verdict, out fitOutput) {
+func writeFitText(w io.Writer, v sizing.Verdict, out fitOutput) {
 	need := v.Need
 	verdict := "FITS"
 	if !v.Fits {
