@@ -44,11 +44,11 @@ var ErrBadMetric = errors.New("unknown metric")
 func ParseMetric(s string) (Metric, error) {
 	if rest, ok := strings.CutPrefix(s, "iops@"); ok {
 		key, val, _ := strings.Cut(rest, "<")
-		var n Need
-		if err := n.addBound(key, val); err != nil {
+		b, err := ParseBound(key, val)
+		if err != nil {
 			return "", fmt.Errorf("%w %q: %w (e.g. iops@p99<2ms)", ErrBadMetric, s, err)
 		}
-		return Metric("iops@" + n.Bounds[0].String()), nil
+		return Metric("iops@" + b.String()), nil
 	}
 	for _, m := range Metrics {
 		if string(m) == s {
@@ -71,11 +71,8 @@ func (m Metric) Bounded() (b Bound, ok bool) {
 		return Bound{}, false
 	}
 	key, val, _ := strings.Cut(rest, "<")
-	var n Need
-	if n.addBound(key, val) != nil {
-		return Bound{}, false
-	}
-	return n.Bounds[0], true
+	b, err := ParseBound(key, val)
+	return b, err == nil
 }
 
 // under tells whether a result's latency figure proves the bound: below

@@ -1,20 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/iomatrix/iomatrix/cgroup"
-	"github.com/iomatrix/iomatrix/internal/sysfs"
-	"github.com/iomatrix/iomatrix/internal/units"
-	"github.com/iomatrix/iomatrix/report"
-	"github.com/iomatrix/iomatrix/results"
+	"github.com/iomatrix/iomatrix/sizing"
 )
 
 type fitOptions struct {
@@ -73,44 +66,6 @@ naming the field, or results without a cell that can answer it).`,
 	return cmd
 }
 
-// fitOutput is the JSON form of a verdict.
-type fitOutput struct {
-	Fits        bool            `json:"fits"`
-	Need        fitNeed         `json:"need"`
-	Member      string          `json:"member,omitempty"`
-	Cell        string          `json:"cell"`
-	Pattern     results.Pattern `json:"pattern"`
-	IOPS        float64         `json:"iops"`
-	HeadroomPct float64         `json:"headroom_pct"`
-	Latency     []fitLatency    `json:"latency,omitempty"`
-	Why         string          `json:"why,omitempty"`
-	Notes       []string        `json:"notes,omitempty"`
-	Systems     []fitSystem     `json:"systems,omitempty"`
-}
-
-type fitNeed struct {
-	ReadIOPS    float64  `json:"read_iops"`
-	WriteIOPS   float64  `json:"write_iops"`
-	BlockSize   int64    `json:"block_size"`
-	Concurrency int      `json:"concurrency,omitempty"`
-	Bounds      []string `json:"bounds,omitempty"`
-}
-
-type fitLatency struct {
-	Bound string  `json:"bound"`
-	US    float64 `json:"us"`
-	Holds bool    `json:"holds"`
-}
-
-type fitSystem struct {
-	Name      string   `json:"name"`
-	ReadIOPS  float64  `json:"read_iops"`
-	WriteIOPS float64  `json:"write_iops"`
-	Cap       string   `json:"cap,omitempty"`
-	IOMax     string   `json:"io_max,omitempty"`
-	Blkio     []string `json:"blkio_throttle,omitempty"`
-}
-
 func runFit(g *globalOptions, o *fitOptions, path string) error {
 	if (o.Need == "") == (o.Workload == "") {
 		return usagef("--need or --workload: give one of them")
@@ -118,46 +73,29 @@ func runFit(g *globalOptions, o *fitOptions, path string) error {
 	if o.Format != "text" && o.Format != "json" {
 		return usagef("--format: %q is not one of text, json", o.Format)
 	}
-	var (
-		need report.Need
-		work *report.Workload
-		err  error
-	)
-	if o.Need != "" {
-		if need, err = report.ParseNeed(o.Need); err != nil {
-			return usagef("--need: %w", err)
-		}
-	} else {
-		data, err := os.ReadFile(o.Workload)
-		if err != nil {
-			return usagef("--workload: %w", err)
-		}
-		w, err := report.ParseWorkload(o.Workload, data)
-		if err != nil {
-			return usagef("--workload %w", err)
-		}
-		work, need = &w, w.Sum()
+	need, work, err := o.need()
+	if err != nil {
+		return err
 	}
 	doc, err := loadResults(path)
 	if err != nil {
 		return err
 	}
-	v, err := report.Fit(doc, need)
-	if errors.Is(err, report.ErrCannotJudge) {
+	v, err := sizing.Judge(doc, need)
+	if errors.Is(err, sizing.ErrCannotJudge) {
 		return usagef("%s: %w", path, err)
 	}
 	if err != nil {
 		return err
 	}
-	out := fitResult(v, work, deviceOf(doc))
+	answer := sizing.NewAnswer(doc, v, work)
 	if o.Format == "json" {
-		enc := json.NewEncoder(g.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
-			return err
-		}
+		err = answer.WriteJSON(g.stdout)
 	} else {
-		writeFitText(g.stdout, v, out)
+		err = sizing.WriteText(g.stdout, v, answer)
+	}
+	if err != nil {
+		return err
 	}
 	if !v.Fits {
 		return commandError{code: exitFailure, err: fmt.Errorf("does not fit: %s", v.Why)}
@@ -165,88 +103,22 @@ func runFit(g *globalOptions, o *fitOptions, path string) error {
 	return nil
 }
 
-// deviceOf is the measured device, for the cap lines.
-func deviceOf(doc *results.Document) sysfs.DevNum {
-	dev, _ := sysfs.ParseDevNum(doc.Target.Device)
-	if len(doc.Members) > 0 {
-		dev, _ = sysfs.ParseDevNum(doc.Members[0].Target.Device)
-	}
-	return dev
-}
-
-func fitResult(v report.Verdict, work *report.Workload, dev sysfs.DevNum) fitOutput {
-	out := fitOutput{Fits: v.Fits, Member: v.Member, Cell: v.Cell.Name, Pattern: v.Cell.Pattern, IOPS: v.IOPS,
-		HeadroomPct: 100 * v.Headroom, Why: v.Why, Notes: v.Notes,
-		Need: fitNeed{ReadIOPS: v.Need.ReadIOPS, WriteIOPS: v.Need.WriteIOPS, BlockSize: v.Need.BlockSize, Concurrency: v.Need.Concurrency}}
-	for _, b := range v.Need.Bounds {
-		out.Need.Bounds = append(out.Need.Bounds, b.String())
-	}
-	for _, c := range v.Latency {
-		out.Latency = append(out.Latency, fitLatency{Bound: c.Bound.String(), US: c.Value, Holds: c.Holds})
-	}
-	if work == nil {
-		return out
-	}
-	shares := work.Shares(v)
-	for i, s := range work.Systems {
-		sys := fitSystem{Name: s.Name, ReadIOPS: s.ReadIOPS, WriteIOPS: s.WriteIOPS}
-		if v.Fits {
-			l := cgroup.Limit{Device: dev, ReadIOPS: shares[i].ReadIOPS, WriteIOPS: shares[i].WriteIOPS}
-			sys.Cap = fmt.Sprintf("riops=%d,wiops=%d", l.ReadIOPS, l.WriteIOPS)
-			sys.IOMax = l.String()
-			sys.Blkio = l.V1Lines()
+// need is what --need or --workload asks for; work is nil for --need.
+func (o *fitOptions) need() (sizing.Need, *sizing.Workload, error) {
+	if o.Need != "" {
+		need, err := sizing.ParseNeed(o.Need)
+		if err != nil {
+			return sizing.Need{}, nil, usagef("--need: %w", err)
 		}
-		out.Systems = append(out.Systems, sys)
+		return need, nil, nil
 	}
-	return out
-}
-
-func writeFitText(w io.Writer, v report.Verdict, out fitOutput) {
-	need := v.Need
-	verdict := "FITS"
-	if !v.Fits {
-		verdict = "DOES NOT FIT"
+	data, err := os.ReadFile(o.Workload)
+	if err != nil {
+		return sizing.Need{}, nil, usagef("--workload: %w", err)
 	}
-	var at []string
-	at = append(at, results.ShortSize(need.BlockSize))
-	if need.Concurrency > 0 {
-		at = append(at, fmt.Sprintf("%d in flight", need.Concurrency))
+	w, err := sizing.ParseWorkload(o.Workload, data)
+	if err != nil {
+		return sizing.Need{}, nil, usagef("--workload %w", err)
 	}
-	for _, b := range need.Bounds {
-		at = append(at, b.String())
-	}
-	fmt.Fprintf(w, "%s: %s reads + %s writes = %s IOPS (%.0f %% reads) at %s\n", verdict, units.Thousands(need.ReadIOPS, 0),
-		units.Thousands(need.WriteIOPS, 0), units.Thousands(need.Total(), 0), need.ReadPct(), strings.Join(at, ", "))
-	p := v.Cell.Pattern
-	member := ""
-	if v.Member != "" {
-		member = " of member " + v.Member + " (the fleet's worst)"
-	}
-	fmt.Fprintf(w, "cell: %s%s (%s, %d %% reads, QD%d×%d): %s IOPS", v.Cell.Name, member, results.ShortSize(p.BlockSize), p.ReadPct,
-		p.QueueDepth, max(p.Jobs, 1), units.Thousands(v.IOPS, 0))
-	for _, c := range v.Latency {
-		fmt.Fprintf(w, ", %s %s µs", strings.TrimPrefix(string(c.Bound.Metric), "lat-"), units.Thousands(c.Value, 0))
-	}
-	fmt.Fprintf(w, "\nheadroom: %+.1f %%\n", 100*v.Headroom)
-	if !v.Fits {
-		fmt.Fprintf(w, "why: %s\n", v.Why)
-	}
-	for _, n := range v.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
-	}
-	if len(out.Systems) == 0 {
-		return
-	}
-	fmt.Fprintf(w, "\nsystems:\n")
-	for _, s := range out.Systems {
-		fmt.Fprintf(w, "  %s: %s reads/s, %s writes/s", s.Name, units.Thousands(s.ReadIOPS, 0), units.Thousands(s.WriteIOPS, 0))
-		if s.Cap == "" {
-			fmt.Fprintln(w)
-			continue
-		}
-		fmt.Fprintf(w, "\n    --cap %s\n    io.max: %s\n", s.Cap, s.IOMax)
-		for _, l := range s.Blkio {
-			fmt.Fprintf(w, "    %s\n", l)
-		}
-	}
+	return w.Sum(), &w, nil
 }

@@ -1,10 +1,8 @@
-package report
+package sizing
 
 import (
 	"errors"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/iomatrix/iomatrix/results"
 )
@@ -45,7 +43,7 @@ func TestFitLookupIsConservative(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, err := Fit(doc, n)
+		v, err := Judge(doc, n)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.need, err)
 		}
@@ -55,7 +53,7 @@ func TestFitLookupIsConservative(t *testing.T) {
 	}
 	for _, need := range []string{"read=1,bs=32k", "read=1,write=1000,bs=16k"} {
 		n, _ := ParseNeed(need)
-		if _, err := Fit(doc, n); !errors.Is(err, ErrCannotJudge) {
+		if _, err := Judge(doc, n); !errors.Is(err, ErrCannotJudge) {
 			t.Errorf("%s: %v, want ErrCannotJudge", need, err)
 		}
 	}
@@ -66,76 +64,8 @@ func TestFitFewIOsProveNothing(t *testing.T) {
 	c := fitCell(4096, 100, 1, 10000, 100)
 	c.Total.IOs, c.Total.LatNS.Count = 500, 500
 	n, _ := ParseNeed("read=100,bs=4k,qd=1,p99<10ms")
-	v, err := Fit(&results.Document{Results: []results.Result{c}}, n)
+	v, err := Judge(&results.Document{Results: []results.Result{c}}, n)
 	if err != nil || v.Fits {
 		t.Errorf("fits %v, err %v: a p99 of 500 I/Os proved a bound", v.Fits, err)
-	}
-}
-
-// The workload's sum: IOPS added, the largest block size, concurrencies
-// added (unknown if one is), the tightest bound; shares never exceed the
-// cell and a direction a system does not use is held to 1.
-func TestWorkloadSumAndShares(t *testing.T) {
-	w, err := ParseWorkload("w.yaml", []byte(`systems:
-  - {name: a, reads: 100, writes: 50, block_size: 8k, concurrency: 4, latency: "p99<5ms"}
-  - {name: b, reads: 300, block_size: 16k, concurrency: 2, latency: "p99<2ms"}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := w.Sum()
-	if s.ReadIOPS != 400 || s.WriteIOPS != 50 || s.BlockSize != 16384 || s.Concurrency != 6 ||
-		len(s.Bounds) != 1 || s.Bounds[0].Max != 2*time.Millisecond {
-		t.Errorf("sum %+v", s)
-	}
-	shares := w.Shares(Verdict{IOPS: 900})
-	total := 0.0
-	for _, sh := range shares {
-		total += float64(sh.ReadIOPS + sh.WriteIOPS)
-	}
-	if shares[0].ReadIOPS != 200 || shares[0].WriteIOPS != 100 || shares[1].ReadIOPS != 600 || shares[1].WriteIOPS != 1 || total > 901 {
-		t.Errorf("shares %+v", shares)
-	}
-}
-
-// --metric iops@p99<2ms: per row, the best IOPS among the cells whose
-// p99 proves the bound, computed here from the results directly; a row
-// whose cells cannot prove it (approximate mixed cells) is empty.
-func TestBoundMetricBestPerRow(t *testing.T) {
-	m, err := ParseMetric("iops@p99<2ms")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, fx := range []string{"full-missing", "total-lat"} {
-		doc := loadFixture(t, fx)
-		mx := BuildMetric(doc.Results, m)
-		for _, tb := range mx.Tables {
-			if tb.Access != results.Random {
-				continue
-			}
-			for i, row := range tb.Rows {
-				want := 0.0
-				for _, r := range doc.Results {
-					if r.Pattern.Access != results.Random || r.Pattern.BlockSize != tb.BlockSize || ReadLabel(r.Pattern.ReadPct) != row {
-						continue
-					}
-					p99, f := LatP99.Measure(r)
-					if p99 < 2000 && f&(FlagApprox|FlagFewIOs) == 0 && r.Total.IOPS > want {
-						want = r.Total.IOPS
-					}
-				}
-				c := tb.Cells[i][0]
-				switch {
-				case want == 0 && c != nil:
-					t.Errorf("%s %s %s: %v, want empty", fx, tb.Title, row, c.Value)
-				case want > 0 && (c == nil || c.Value != want):
-					t.Errorf("%s %s %s: %v, want %v", fx, tb.Title, row, c, want)
-				}
-			}
-		}
-	}
-	text := string(render(t, writeText, loadFixture(t, "full-missing"), Options{Metric: m}))
-	if !strings.Contains(text, "121,770 @QD64") || !strings.Contains(text, "best IOPS with p99<2ms") {
-		t.Errorf("text rendering:\n%s", text)
 	}
 }

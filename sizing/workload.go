@@ -1,0 +1,191 @@
+package sizing
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/iomatrix/iomatrix/report"
+)
+
+// Workload is several systems to consolidate on one volume.
+type Workload struct {
+	Systems []Need
+}
+
+// workloadFile is the YAML form:
+//
+//	systems:
+//	  - {name: erp, reads: 4000, writes: 1000, block_size: 8k, concurrency: 16, latency: "p99<2ms"}
+type workloadFile struct {
+	Systems []struct {
+		Name        string  `yaml:"name"`
+		Reads       float64 `yaml:"reads"`
+		Writes      float64 `yaml:"writes"`
+		BlockSize   string  `yaml:"block_size"`
+		Concurrency int     `yaml:"concurrency"`
+		Latency     string  `yaml:"latency"`
+	} `yaml:"systems"`
+}
+
+// ParseWorkload reads a workload file; errors name the file, line and
+// field.
+func ParseWorkload(file string, data []byte) (Workload, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return Workload{}, fmt.Errorf("%s: %w", file, err)
+	}
+	var wf workloadFile
+	dec := yaml.NewDecoder(strings.NewReader(string(data)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&wf); err != nil {
+		return Workload{}, yamlError(file, err)
+	}
+	if len(wf.Systems) == 0 {
+		return Workload{}, fmt.Errorf("%s: no systems (systems: [{name, reads, writes, block_size, concurrency, latency}])", file)
+	}
+	lines := systemLines(&root)
+	var w Workload
+	names := map[string]bool{}
+	for i, s := range wf.Systems {
+		at := fmt.Sprintf("%s:%d: system %d", file, lines[i], i+1)
+		if s.Name == "" {
+			return Workload{}, fmt.Errorf("%s: name: missing", at)
+		}
+		if names[s.Name] {
+			return Workload{}, fmt.Errorf("%s: name: %q given twice", at, s.Name)
+		}
+		names[s.Name] = true
+		spec := fmt.Sprintf("read=%s,write=%s", strconv.FormatFloat(s.Reads, 'f', -1, 64), strconv.FormatFloat(s.Writes, 'f', -1, 64))
+		if s.BlockSize != "" {
+			spec += ",bs=" + s.BlockSize
+		}
+		if s.Concurrency != 0 {
+			spec += ",qd=" + strconv.Itoa(s.Concurrency)
+		}
+		if s.Latency != "" {
+			spec += "," + s.Latency
+		}
+		n, err := ParseNeed(spec)
+		if err != nil {
+			var ne *NeedError
+			if errors.As(err, &ne) {
+				ne.Field = map[string]string{"read": "reads", "write": "writes", "bs": "block_size", "qd": "concurrency"}[ne.Field] + orField(ne.Field)
+			}
+			return Workload{}, fmt.Errorf("%s (%s): %w", at, s.Name, err)
+		}
+		n.Name = s.Name
+		w.Systems = append(w.Systems, n)
+	}
+	return w, nil
+}
+
+// yamlError turns the YAML decoder's message into one line naming the
+// file and line: "systems.yaml:3: `lots` is not a number".
+func yamlError(file string, err error) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) || len(te.Errors) == 0 {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	msg := te.Errors[0]
+	line, rest, ok := strings.Cut(strings.TrimPrefix(msg, "line "), ": ")
+	if !ok {
+		return fmt.Errorf("%s: %s", file, msg)
+	}
+	switch {
+	case strings.HasPrefix(rest, "field "):
+		name, _, _ := strings.Cut(strings.TrimPrefix(rest, "field "), " ")
+		rest = fmt.Sprintf("unknown field %s (name, reads, writes, block_size, concurrency, latency)", name)
+	case strings.HasPrefix(rest, "cannot unmarshal !!str `"):
+		v, _, _ := strings.Cut(strings.TrimPrefix(rest, "cannot unmarshal !!str `"), "`")
+		rest = fmt.Sprintf("%q is not a number", v)
+	}
+	return fmt.Errorf("%s:%s: %s", file, line, rest)
+}
+
+// orField keeps a latency field's own name where the map has none.
+func orField(f string) string {
+	if _, ok := map[string]bool{"read": true, "write": true, "bs": true, "qd": true}[f]; ok {
+		return ""
+	}
+	return "latency: " + f
+}
+
+func systemLines(root *yaml.Node) []int {
+	var lines []int
+	if len(root.Content) == 0 {
+		return lines
+	}
+	m := root.Content[0]
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == "systems" {
+			for _, s := range m.Content[i+1].Content {
+				lines = append(lines, s.Line)
+			}
+		}
+	}
+	return lines
+}
+
+// Sum is what the systems need together on one volume: their IOPS
+// added, at the largest block size among them, at the sum of their
+// concurrencies (unknown if any is), under each bound's tightest limit.
+func (w Workload) Sum() Need {
+	sum := Need{Name: "all systems"}
+	known := true
+	tight := map[report.Metric]time.Duration{}
+	for _, s := range w.Systems {
+		sum.ReadIOPS += s.ReadIOPS
+		sum.WriteIOPS += s.WriteIOPS
+		sum.BlockSize = max(sum.BlockSize, s.BlockSize)
+		if s.Concurrency == 0 {
+			known = false
+		}
+		sum.Concurrency += s.Concurrency
+		for _, b := range s.Bounds {
+			if d, ok := tight[b.Metric]; !ok || b.Max < d {
+				tight[b.Metric] = b.Max
+			}
+		}
+	}
+	if !known {
+		sum.Concurrency = 0
+	}
+	for _, m := range []report.Metric{report.LatP50, report.LatMean, report.LatP99, report.LatP999} {
+		if d, ok := tight[m]; ok {
+			sum.Bounds = append(sum.Bounds, report.Bound{Metric: m, Max: d})
+		}
+	}
+	return sum
+}
+
+// Share is one system's part of the measured capacity: caps that give
+// each system its need scaled by the headroom, rounded down, so that the
+// caps add up to no more than the cell measured.
+type Share struct {
+	System    string
+	ReadIOPS  uint64
+	WriteIOPS uint64
+}
+
+// Shares splits the verdict's IOPS among the systems in proportion to
+// their needs.
+func (w Workload) Shares(v Verdict) []Share {
+	k := v.IOPS / w.Sum().Total()
+	out := make([]Share, len(w.Systems))
+	for i, s := range w.Systems {
+		out[i] = Share{System: s.Name, ReadIOPS: capOf(s.ReadIOPS * k), WriteIOPS: capOf(s.WriteIOPS * k)}
+	}
+	return out
+}
+
+// capOf rounds a share down; a cap of 0 would mean no limit at all, so a
+// system that needs none of a direction is held to 1 I/O per second.
+func capOf(v float64) uint64 {
+	return max(uint64(math.Floor(v)), 1)
+}
