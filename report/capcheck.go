@@ -12,7 +12,7 @@ import (
 
 // CapVerdict is cap verify's answer as one document: what `cap verify
 // --format json` prints and a CI job reads. Its field names are a contract
-// (README, "cap verify --format json"): add fields, never rename.
+// (docs/caps.md, "cap verify --format json"): add fields, never rename.
 type CapVerdict struct {
 	// Verdict is "ok" (every cell holds), "fail" (a cell does not),
 	// "inconclusive" (none fails, but another process loaded the device

@@ -87,7 +87,7 @@ judged and the window holds exactly its share of slices.
 --cap creates a fresh cgroup with those limits; --cgroup PATH measures in an
 existing cgroup under the limits configured there.
 
---format json prints one verdict document on stdout (shape in the README):
+--format json prints one verdict document on stdout (shape in docs/caps.md):
 settings, cap, and per cell the measured and expected IOPS, the deviation,
 the kernel's and iomatrix's counts, the foreign requests and the verdict.
 

@@ -30,7 +30,7 @@ import (
 	"github.com/iomatrix/iomatrix/results"
 )
 
-// defaultImage is what the README's podman build tags.
+// defaultImage is what the podman build of docs/fleets.md tags.
 var defaultImage = "localhost/iomatrix:" + results.Version
 
 // kubeOptions are the flags that reach a cluster.
@@ -86,7 +86,7 @@ and a fleet report (see iomatrix merge).
   k8s manifest  print the same objects as YAML, for GitOps
   k8s collect   gather the results of such a Job once it ran
 
-The pods run the image built from the Containerfile (see the README):
+The pods run the image built from the Containerfile (see docs/fleets.md):
 non-root, no privilege escalation, all capabilities dropped, seccomp
 RuntimeDefault, which passes the PodSecurity restricted profile (a
 --host-path volume does not: hostPath is refused from baseline up).`,

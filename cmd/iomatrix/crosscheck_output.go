@@ -19,8 +19,8 @@ import (
 const cpuAccounting = "rusage: user+sys CPU time of each run's process, its threads and the children it waited for, " +
 	"as the kernel reports it at exit (start-up and ramp included), per million I/Os of the measured window"
 
-// crossDocument is crosscheck's --format json output (described in the
-// README): what was compared, how, and per pattern every pair of runs and
+// crossDocument is crosscheck's --format json output (described in
+// docs/crosscheck.md): what was compared, how, and per pattern every pair of runs and
 // their medians. A figure that could not be had (a failed run) is null.
 type crossDocument struct {
 	StartedAt     string             `json:"started_at"`

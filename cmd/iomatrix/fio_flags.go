@@ -10,7 +10,7 @@ import (
 
 // fioAliases are fio's names of options that mean the same in iomatrix,
 // so a fio command line's options carry over. They are not flags of their
-// own, so --help does not list them; the README does, in one line.
+// own, so --help does not list them; docs/run.md does, in one line.
 var fioAliases = map[string]string{
 	"iodepth":       "qd",
 	"numjobs":       "jobs",

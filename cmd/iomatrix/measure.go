@@ -41,7 +41,7 @@ type measureOptions struct {
 func (o *measureOptions) AddFlags(f *pflag.FlagSet) {
 	o.Runtime = 60 * time.Second
 	f.Var(runtimeValue{o}, "runtime", "measured time per pattern (a bare number is seconds), or auto: each pattern runs until its IOPS are steady "+
-		"and known within --precision, at least --min-runtime and at most --max-runtime (see README, \"--runtime auto\")")
+		"and known within --precision, at least --min-runtime and at most --max-runtime (see docs/sweeps.md, \"--runtime auto\")")
 	durationVar(f, &o.MinRuntime, "min-runtime", iotest.DefaultMinRuntime, "with --runtime auto: the shortest a pattern is measured")
 	durationVar(f, &o.MaxRuntime, "max-runtime", iotest.DefaultMaxRuntime, "with --runtime auto: the longest a pattern is measured; "+
 		"one not steady and precise by then is marked not converged in every report")
