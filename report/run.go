@@ -106,3 +106,17 @@ func us(ns float64) string {
 		return fmt.Sprintf("%.2f", v)
 	}
 }
+
+// WriteSweepText writes a sweep as its command shows it at the end: a
+// header naming the profile, whether every pattern was measured, the
+// target, window and engine and the results file, then the matrices.
+func WriteSweepText(w io.Writer, doc *results.Document, out string, complete bool) error {
+	state := "complete"
+	if !complete {
+		state = "partial"
+	}
+	fmt.Fprintf(w, "iomatrix sweep %s (%s, %s) on %s, %s runtime + %s ramp, engine %s\nresults: %s\n\n",
+		doc.Settings.Profile, state, units.Count(len(doc.Results), "result"), doc.Target.Path, time.Duration(doc.Settings.RuntimeNS),
+		time.Duration(doc.Settings.RampNS), doc.Settings.Engine, out)
+	return WriteText(w, Build(doc.Results))
+}

@@ -441,3 +441,12 @@ func (s Settings) RuntimeWords() string {
 	}
 	return time.Duration(s.RuntimeNS).String()
 }
+
+// RemoveStaleTemps deletes the temporary files that a process killed in
+// the middle of WriteFileAtomic left beside path.
+func RemoveStaleTemps(path string) {
+	matches, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*"))
+	for _, m := range matches {
+		os.Remove(m)
+	}
+}

@@ -12,23 +12,7 @@ import (
 // target's plan, the cap's and the engine, which it records in setup.opts
 // (with the measured window aligned to the kernel's throttle under a cap).
 func (o *profileOptions) resolve(g *globalOptions, setup *sweepSetup, precondition bool) (*iotest.Plan, *session.CapPlan, error) {
-	plan, err := o.plan(setup.target, setup.size, setup.profile.Patterns, precondition)
-	if err != nil {
-		return nil, nil, err
-	}
-	cp, err := o.capOptions.plan(g, setup.target)
-	if err != nil {
-		return nil, nil, err
-	}
-	if cp != nil {
-		alignToThrottle(g, &setup.opts)
-	}
-	engine, err := resolveEngine(setup.opts)
-	if err != nil {
-		return nil, nil, err
-	}
-	setup.opts.Engine = engine
-	return plan, cp, nil
+	return o.measureOptions.resolve(g, setup.target, setup.size, setup.profile.Patterns, precondition, &setup.opts)
 }
 
 // newDocument starts the results of setup measured on t.

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -318,31 +316,7 @@ of PATH (a block device, or a file on it).
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "cgroup v%d I/O controller at %s (%s mode)\n", ctrl.Version, ctrl.Dir, ctrl.Mode)
-			if len(list) == 0 {
-				fmt.Fprintln(g.stdout, "no I/O limits configured")
-				return nil
-			}
-			tw := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "CGROUP\tDEVICE\tRIOPS\tWIOPS\tRBPS\tWBPS")
-			v := func(n uint64, size bool) string {
-				switch {
-				case n == 0:
-					return "-"
-				case size:
-					return units.FormatSize(int64(n)) + "/s"
-				}
-				return strconv.FormatUint(n, 10)
-			}
-			for _, c := range list {
-				name := c.Cgroup
-				if name == "" {
-					name = "/"
-				}
-				l := c.Limit
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, l.Device, v(l.ReadIOPS, false), v(l.WriteIOPS, false), v(l.ReadBPS, true), v(l.WriteBPS, true))
-			}
-			return tw.Flush()
+			return cgroup.WriteConfigured(g.stdout, ctrl, list)
 		},
 	}
 	cmd.Flags().StringVar(&device, "device", "", "only limits on the device of this path")

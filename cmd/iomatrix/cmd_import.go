@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -78,9 +77,7 @@ func runImport(g *globalOptions, files []string, out string) error {
 		return fmt.Errorf("nothing imported from %v: no fio job could be mapped to a pattern", files)
 	}
 	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(doc); err != nil {
+	if err := writeJSONIndented(&buf, doc); err != nil {
 		return err
 	}
 	if out == "" {

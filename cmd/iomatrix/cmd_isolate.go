@@ -127,16 +127,10 @@ func runIsolate(ctx context.Context, g *globalOptions, o *isolateOptions, target
 	if err != nil {
 		return err
 	}
-	plan, err := o.plan(target, size, []results.Pattern{victim, aggressor}, false)
+	// Under the cap (required), the capped phase's window is aligned to
+	// the throttle, and the same for all three.
+	plan, cp, err := o.resolve(g, target, size, []results.Pattern{victim, aggressor}, false, &opts)
 	if err != nil {
-		return err
-	}
-	cp, err := o.capOptions.plan(g, target)
-	if err != nil {
-		return err
-	}
-	alignToThrottle(g, &opts) // the capped phase's window, the same for all three
-	if opts.Engine, err = resolveEngine(opts); err != nil {
 		return err
 	}
 

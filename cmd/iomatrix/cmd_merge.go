@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -132,9 +131,7 @@ func (fo fleetOutput) write(g *globalOptions, doc *results.Document) error {
 	var buf bytes.Buffer
 	var err error
 	if fo.format == "json" {
-		enc := json.NewEncoder(&buf)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(doc)
+		err = writeJSONIndented(&buf, doc)
 	} else {
 		err = fo.writer(&buf, doc, fo.opts)
 	}

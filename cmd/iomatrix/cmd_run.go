@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -210,18 +209,8 @@ func (o *runOptions) prepare(g *globalOptions, target string) (*runSetup, error)
 	if err := checkOutPath("--out", o.Out); err != nil {
 		return nil, err
 	}
-	plan, err := o.plan(target, size, []results.Pattern{p}, false)
+	plan, cp, err := o.resolve(g, target, size, []results.Pattern{p}, false, &opts)
 	if err != nil {
-		return nil, err
-	}
-	cp, err := o.capOptions.plan(g, target)
-	if err != nil {
-		return nil, err
-	}
-	if cp != nil {
-		alignToThrottle(g, &opts)
-	}
-	if opts.Engine, err = resolveEngine(opts); err != nil {
 		return nil, err
 	}
 	return &runSetup{p: p, opts: opts, plan: plan, cp: cp}, nil
@@ -230,9 +219,7 @@ func (o *runOptions) prepare(g *globalOptions, target string) (*runSetup, error)
 // printRun writes the result on stdout in the chosen format.
 func printRun(g *globalOptions, format string, doc *results.Document, res *results.Result) error {
 	if format == "json" {
-		enc := json.NewEncoder(g.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(doc)
+		return writeJSONIndented(g.stdout, doc)
 	}
 	return report.WriteRunText(g.stdout, doc, res)
 }

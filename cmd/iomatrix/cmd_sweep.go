@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -445,7 +444,7 @@ func (setup *sweepSetup) startDocument(sess *session.Session) (*results.Document
 	if c := sess.Cap(); c != nil {
 		doc.Cap = c
 	}
-	removeStaleTemps(setup.out)
+	results.RemoveStaleTemps(setup.out)
 	return doc, results.WriteFileAtomic(setup.out, doc)
 }
 
@@ -463,25 +462,7 @@ func precondition(ctx context.Context, t *iotest.Target, opts iotest.Options, d 
 
 func printSweep(g *globalOptions, format string, doc *results.Document, out string, complete bool) error {
 	if format == "json" {
-		enc := json.NewEncoder(g.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(doc)
+		return writeJSONIndented(g.stdout, doc)
 	}
-	state := "complete"
-	if !complete {
-		state = "partial"
-	}
-	fmt.Fprintf(g.stdout, "iomatrix sweep %s (%s, %s) on %s, %s runtime + %s ramp, engine %s\nresults: %s\n\n",
-		doc.Settings.Profile, state, units.Count(len(doc.Results), "result"), doc.Target.Path, time.Duration(doc.Settings.RuntimeNS),
-		time.Duration(doc.Settings.RampNS), doc.Settings.Engine, out)
-	return report.WriteText(g.stdout, report.Build(doc.Results))
-}
-
-// removeStaleTemps deletes temporary files that an earlier process killed
-// in the middle of a save left beside the results file.
-func removeStaleTemps(out string) {
-	matches, _ := filepath.Glob(filepath.Join(filepath.Dir(out), "."+filepath.Base(out)+".tmp-*"))
-	for _, m := range matches {
-		os.Remove(m)
-	}
+	return report.WriteSweepText(g.stdout, doc, out, complete)
 }

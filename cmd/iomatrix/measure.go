@@ -233,6 +233,28 @@ func (o *measureOptions) plan(target string, size int64, pats []results.Pattern,
 	return plan, nil
 }
 
+// resolve decides what a measurement will do before any I/O: the
+// target's plan for pats (writes: it will be written even if no pattern
+// writes), the cap's, and the engine, which it records in opts, with the
+// measured window aligned to the kernel's throttle under a cap.
+func (o *measureOptions) resolve(g *globalOptions, target string, size int64, pats []results.Pattern, writes bool, opts *iotest.Options) (*iotest.Plan, *session.CapPlan, error) {
+	plan, err := o.plan(target, size, pats, writes)
+	if err != nil {
+		return nil, nil, err
+	}
+	cp, err := o.capOptions.plan(g, target)
+	if err != nil {
+		return nil, nil, err
+	}
+	if cp != nil {
+		alignToThrottle(g, opts)
+	}
+	if opts.Engine, err = resolveEngine(*opts); err != nil {
+		return nil, nil, err
+	}
+	return plan, cp, nil
+}
+
 // openTarget lays out and opens a target planned uncapped.
 func openTarget(ctx context.Context, plan *iotest.Plan, g *globalOptions) (*iotest.Target, error) {
 	s, err := openSession(ctx, g, &measureOptions{}, nil, plan, false)
