@@ -44,7 +44,8 @@ const (
 const UserID = 65532
 
 // Spec is one fleet run: what each pod measures, where, and how the Job
-// retries and cleans up. Callers validate user input; Objects trusts it.
+// retries and cleans up. Options.Spec builds it from user input, checked;
+// Objects trusts it.
 type Spec struct {
 	Name      string // of the Job, and the instance label of everything
 	Namespace string
@@ -250,7 +251,8 @@ func (s *Spec) ephemeralVolume() corev1.Volume {
 }
 
 // sweepArgs is the pod's command line after the binary: a framed JSON
-// sweep of the target, then the caller's flags.
+// sweep of the target, then the caller's flags; a raw block volume is
+// written to.
 func (s *Spec) sweepArgs() []string {
 	target := TestFile
 	if s.Block {
@@ -264,7 +266,11 @@ func (s *Spec) sweepArgs() []string {
 	if s.FileSize != "" && !s.Block {
 		args = append(args, "--size", s.FileSize)
 	}
-	return append(args, s.SweepArgs...)
+	args = append(args, s.SweepArgs...)
+	if s.Block { // the volume is the pod's own, made to be measured
+		args = append(args, "--allow-destructive")
+	}
+	return args
 }
 
 func (s *Spec) podSecurity() *corev1.PodSecurityContext {
