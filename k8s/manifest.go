@@ -63,8 +63,10 @@ type Spec struct {
 	Parallel int // pods at a time
 
 	// Volumes: each pod gets a generic ephemeral volume of this class and
-	// size (StorageClass "" is the cluster's default class).
-	StorageClass string
+	// size. StorageClass nil is the cluster's default class; "" is no
+	// class: the claim binds only to a pre-provisioned PersistentVolume
+	// without one.
+	StorageClass *string
 	VolumeSize   resource.Quantity
 	Block        bool // volumeMode Block: the sweep measures the raw device
 	// FileSize is the test file on a filesystem volume, or "" to leave it
@@ -240,8 +242,8 @@ func (s *Spec) ephemeralVolume() corev1.Volume {
 		VolumeMode:  &mode,
 		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: s.VolumeSize}},
 	}
-	if s.StorageClass != "" {
-		claim.StorageClassName = ptr(s.StorageClass)
+	if s.StorageClass != nil { // "" is kept: Kubernetes reads it as no class
+		claim.StorageClassName = ptr(*s.StorageClass)
 	}
 	return corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
 		VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{

@@ -40,7 +40,8 @@ type Options struct {
 	// share a backend), all for nodes.
 	Parallel int
 
-	// StorageClass is each volume's class; nil: the cluster's default.
+	// StorageClass is each volume's class; nil: the cluster's default;
+	// "": no class (a pre-provisioned volume without one).
 	StorageClass *string
 	// Size is each volume's size, 16GiB or Kubernetes' 16Gi; nil:
 	// DefaultSize. The test file on a filesystem volume fills 90 % of it.
@@ -89,11 +90,8 @@ func (o *Options) Spec(nodes int) (*Spec, error) {
 
 func (o *Options) spec(nodes int) (*Spec, error) {
 	s := &Spec{Name: o.Name, Namespace: o.Namespace, Image: o.Image, Profile: o.Profile, ProfileYAML: o.ProfileYAML,
-		SweepArgs: o.SweepArgs, Block: o.Block, HostPath: o.HostPath, Privileged: o.Privileged,
+		SweepArgs: o.SweepArgs, StorageClass: o.StorageClass, Block: o.Block, HostPath: o.HostPath, Privileged: o.Privileged,
 		BackoffLimitPerIndex: o.BackoffLimitPerIndex, TTL: o.TTL}
-	if o.StorageClass != nil {
-		s.StorageClass = *o.StorageClass
-	}
 	if s.Name == "" {
 		s.Name = "iomatrix-" + time.Now().UTC().Format("20060102-150405")
 	}

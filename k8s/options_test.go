@@ -86,24 +86,26 @@ func TestOptionsRefused(t *testing.T) {
 // their defaults.
 func TestOptionsSpec(t *testing.T) {
 	for _, tc := range []struct {
-		name            string
-		change          func(*Options)
-		nodes           int
-		pods, parallel  int
-		fileSize, class string
-		perNode         bool
-		selector        int // node selector requirements
+		name           string
+		change         func(*Options)
+		nodes          int
+		pods, parallel int
+		fileSize       string
+		class          string // "<none>": the cluster's default
+		perNode        bool
+		selector       int // node selector requirements
 	}{
-		{"defaults: one volume", func(*Options) {}, 0, 1, 1, "14745MiB", "", false, 0},
-		{"explicit zero pods: one volume", func(o *Options) { o.Pods = new(0) }, 0, 1, 1, "14745MiB", "", false, 0},
-		{"volumes one at a time", func(o *Options) { o.Pods = new(3) }, 0, 3, 1, "14745MiB", "", false, 0},
-		{"no more at a time than pods", func(o *Options) { o.Pods, o.Parallel = new(2), 5 }, 0, 2, 2, "14745MiB", "", false, 0},
+		{"defaults: one volume", func(*Options) {}, 0, 1, 1, "14745MiB", "<none>", false, 0},
+		{"explicit zero pods: one volume", func(o *Options) { o.Pods = new(0) }, 0, 1, 1, "14745MiB", "<none>", false, 0},
+		{"volumes one at a time", func(o *Options) { o.Pods = new(3) }, 0, 3, 1, "14745MiB", "<none>", false, 0},
+		{"no more at a time than pods", func(o *Options) { o.Pods, o.Parallel = new(2), 5 }, 0, 2, 2, "14745MiB", "<none>", false, 0},
 		{"Kubernetes' size", func(o *Options) { o.Size, o.StorageClass = new("100Gi"), new("gp3") }, 0, 1, 1, "92160MiB", "gp3", false, 0},
-		{"block: no test file", func(o *Options) { o.Block = true }, 0, 1, 1, "", "", false, 0},
-		{"nodes, as many as given", func(o *Options) { o.Nodes, o.Pods = "all", new(4) }, 0, 4, 4, "14745MiB", "", true, 0},
-		{"nodes, as many as counted", func(o *Options) { o.Nodes, o.HostPath = "zone in (a,b),ssd", "/srv" }, 3, 3, 3, "", "", true, 2},
-		{"nodes, counted and given", func(o *Options) { o.Nodes, o.Pods, o.Parallel = "all", new(3), 1 }, 3, 3, 1, "14745MiB", "", true, 0},
-		{"nodes, not counted yet", func(o *Options) { o.Nodes = "all" }, nodesUnknown, 1, 1, "14745MiB", "", true, 0},
+		{"no class", func(o *Options) { o.StorageClass = new("") }, 0, 1, 1, "14745MiB", "", false, 0},
+		{"block: no test file", func(o *Options) { o.Block = true }, 0, 1, 1, "", "<none>", false, 0},
+		{"nodes, as many as given", func(o *Options) { o.Nodes, o.Pods = "all", new(4) }, 0, 4, 4, "14745MiB", "<none>", true, 0},
+		{"nodes, as many as counted", func(o *Options) { o.Nodes, o.HostPath = "zone in (a,b),ssd", "/srv" }, 3, 3, 3, "", "<none>", true, 2},
+		{"nodes, counted and given", func(o *Options) { o.Nodes, o.Pods, o.Parallel = "all", new(3), 1 }, 3, 3, 1, "14745MiB", "<none>", true, 0},
+		{"nodes, not counted yet", func(o *Options) { o.Nodes = "all" }, nodesUnknown, 1, 1, "14745MiB", "<none>", true, 0},
 	} {
 		o := valid()
 		tc.change(&o)
@@ -112,10 +114,14 @@ func TestOptionsSpec(t *testing.T) {
 			t.Errorf("%s: %v", tc.name, err)
 			continue
 		}
-		if s.Pods != tc.pods || s.Parallel != tc.parallel || s.FileSize != tc.fileSize || s.StorageClass != tc.class ||
+		class := "<none>"
+		if s.StorageClass != nil {
+			class = *s.StorageClass
+		}
+		if s.Pods != tc.pods || s.Parallel != tc.parallel || s.FileSize != tc.fileSize || class != tc.class ||
 			s.PerNode != tc.perNode || len(s.NodeSelector) != tc.selector {
 			t.Errorf("%s: pods %d, parallel %d, file %q, class %q, per node %v, %d requirements; want %d, %d, %q, %q, %v, %d",
-				tc.name, s.Pods, s.Parallel, s.FileSize, s.StorageClass, s.PerNode, len(s.NodeSelector),
+				tc.name, s.Pods, s.Parallel, s.FileSize, class, s.PerNode, len(s.NodeSelector),
 				tc.pods, tc.parallel, tc.fileSize, tc.class, tc.perNode, tc.selector)
 		}
 	}

@@ -59,7 +59,8 @@ func (o *k8sSpecOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringVarP(&o.Profile, "profile", "p", profiles.DefaultName, "built-in profile name, or a YAML file (shipped to the pods in a ConfigMap)")
 	f.IntVar(&o.pods, "pods", 0, "volumes to measure, one pod each (default 1); with --nodes, manifest needs it as the number of nodes")
 	f.IntVar(&o.Parallel, "parallel", 0, "pods at a time (default: 1 for volumes, which may share a backend; all for nodes)")
-	f.StringVar(&o.storageClass, "storage-class", "", "StorageClass of each pod's generic ephemeral volume (default: the cluster's default class)")
+	f.StringVar(&o.storageClass, "storage-class", "", "StorageClass of each pod's generic ephemeral volume; omit the flag for the cluster's default class, while "+
+		"--storage-class '' asks for no class: the claim binds only to a pre-provisioned PersistentVolume without a class")
 	f.StringVar(&o.size, "size", k8s.DefaultSize, "size of each pod's volume (16GiB or 16Gi); the test file fills 90 % of it")
 	f.BoolVar(&o.Block, "block", false, "a raw block volume (volumeMode Block), measured as a device: its data is overwritten")
 	f.StringVar(&o.Nodes, "nodes", "", "one pod per node: all, or a label selector (e.g. node-role.kubernetes.io/storage=true)")
