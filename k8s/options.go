@@ -34,7 +34,7 @@ type Options struct {
 	SweepArgs []string
 
 	// Pods is the number of volumes (nil: one), or of the nodes that
-	// Nodes selects (nil: as many as the cluster has).
+	// Nodes selects (nil: as many as the cluster has); at least one.
 	Pods *int
 	// Parallel is the pods at a time; 0: one for volumes (which may
 	// share a backend), all for nodes.
@@ -115,12 +115,11 @@ func (o *Options) spec(nodes int) (*Spec, error) {
 
 // place decides volumes or nodes, and the pod counts.
 func (o *Options) place(s *Spec, nodes int) error {
-	pods := 0
+	pods := 0 // not given
 	if o.Pods != nil {
-		pods = *o.Pods
-	}
-	if pods < 0 {
-		return fault.Input("pods", "%d must be positive", pods)
+		if pods = *o.Pods; pods <= 0 { // an explicit 0 measures nothing
+			return fault.Input("pods", "%d must be positive", pods)
+		}
 	}
 	if o.Parallel < 0 {
 		return fault.Input("parallel", "%d must be positive", o.Parallel)

@@ -31,6 +31,8 @@ func TestOptionsRefused(t *testing.T) {
 		{"name too long", func(o *Options) { o.Name = strings.Repeat("a", 51) }, 0, "name", "at most 50 characters"},
 		{"no image", func(o *Options) { o.Image = "" }, 0, "image", "empty"},
 		{"negative pods", func(o *Options) { o.Pods = new(-1) }, 0, "pods", "-1 must be positive"},
+		{"no pods", func(o *Options) { o.Pods = new(0) }, nodesUnknown, "pods", "0 must be positive"},
+		{"no pods of the nodes", func(o *Options) { o.Nodes, o.Pods = "all", new(0) }, 3, "pods", "0 must be positive"},
 		{"negative parallel", func(o *Options) { o.Parallel = -1 }, 0, "parallel", "-1 must be positive"},
 		{"small volume", func(o *Options) { o.Size = new("1MiB") }, 0, "size", `"1MiB" is not a volume size of 64MiB or more (e.g. 16GiB)`},
 		{"size not a size", func(o *Options) { o.Size = new("lots") }, 0, "size", `"lots" is not a volume size`},
@@ -96,7 +98,6 @@ func TestOptionsSpec(t *testing.T) {
 		selector       int // node selector requirements
 	}{
 		{"defaults: one volume", func(*Options) {}, 0, 1, 1, "14745MiB", "<none>", false, 0},
-		{"explicit zero pods: one volume", func(o *Options) { o.Pods = new(0) }, 0, 1, 1, "14745MiB", "<none>", false, 0},
 		{"volumes one at a time", func(o *Options) { o.Pods = new(3) }, 0, 3, 1, "14745MiB", "<none>", false, 0},
 		{"no more at a time than pods", func(o *Options) { o.Pods, o.Parallel = new(2), 5 }, 0, 2, 2, "14745MiB", "<none>", false, 0},
 		{"Kubernetes' size", func(o *Options) { o.Size, o.StorageClass = new("100Gi"), new("gp3") }, 0, 1, 1, "92160MiB", "gp3", false, 0},
