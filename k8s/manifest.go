@@ -44,7 +44,8 @@ const (
 const UserID = 65532
 
 // Spec is one fleet run: what each pod measures, where, and how the Job
-// retries and cleans up. Callers validate user input; Objects trusts it.
+// retries and cleans up. Options.Spec builds it from user input, checked;
+// Objects trusts it.
 type Spec struct {
 	Name      string // of the Job, and the instance label of everything
 	Namespace string
@@ -62,8 +63,10 @@ type Spec struct {
 	Parallel int // pods at a time
 
 	// Volumes: each pod gets a generic ephemeral volume of this class and
-	// size (StorageClass "" is the cluster's default class).
-	StorageClass string
+	// size. StorageClass nil is the cluster's default class; "" is no
+	// class: the claim binds only to a pre-provisioned PersistentVolume
+	// without one.
+	StorageClass *string
 	VolumeSize   resource.Quantity
 	Block        bool // volumeMode Block: the sweep measures the raw device
 	// FileSize is the test file on a filesystem volume, or "" to leave it
@@ -239,8 +242,8 @@ func (s *Spec) ephemeralVolume() corev1.Volume {
 		VolumeMode:  &mode,
 		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: s.VolumeSize}},
 	}
-	if s.StorageClass != "" {
-		claim.StorageClassName = ptr(s.StorageClass)
+	if s.StorageClass != nil { // "" is kept: Kubernetes reads it as no class
+		claim.StorageClassName = ptr(*s.StorageClass)
 	}
 	return corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
 		VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{
@@ -250,7 +253,8 @@ func (s *Spec) ephemeralVolume() corev1.Volume {
 }
 
 // sweepArgs is the pod's command line after the binary: a framed JSON
-// sweep of the target, then the caller's flags.
+// sweep of the target, then the caller's flags; a raw block volume is
+// written to.
 func (s *Spec) sweepArgs() []string {
 	target := TestFile
 	if s.Block {
@@ -264,7 +268,11 @@ func (s *Spec) sweepArgs() []string {
 	if s.FileSize != "" && !s.Block {
 		args = append(args, "--size", s.FileSize)
 	}
-	return append(args, s.SweepArgs...)
+	args = append(args, s.SweepArgs...)
+	if s.Block { // the volume is the pod's own, made to be measured
+		args = append(args, "--allow-destructive")
+	}
+	return args
 }
 
 func (s *Spec) podSecurity() *corev1.PodSecurityContext {

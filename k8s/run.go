@@ -54,6 +54,22 @@ func (st Status) Count() string {
 	return fmt.Sprintf("%d pending, %d running, %d done, %d failed", st.Pending, st.Running, st.Succeeded, st.Failed)
 }
 
+// Line is the Job's progress as one line: the counts, each running
+// pod's last finished pattern, and why each pending pod waits.
+func (st Status) Line(job string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "job/%s: %s", job, st.Count())
+	for _, p := range st.Pods {
+		switch {
+		case p.Progress != nil:
+			fmt.Fprintf(&b, "; %d@%s [%d/%d] %s", p.Index, p.Node, p.Progress.Done, p.Progress.Total, p.Progress.Pattern)
+		case p.Phase == corev1.PodPending && p.Waiting != "":
+			fmt.Fprintf(&b, "; %d pending: %s", p.Index, p.Waiting)
+		}
+	}
+	return b.String()
+}
+
 // Watcher follows a Job until it finishes.
 type Watcher struct {
 	Client    kubernetes.Interface
@@ -62,6 +78,9 @@ type Watcher struct {
 	Poll      time.Duration // between looks; 2s when zero
 	// Status, if set, is called after every look.
 	Status func(Status)
+	// Progress, if set, is called with the Status Line of a look that
+	// differs from the one before.
+	Progress func(line string)
 }
 
 // ErrJobGone is returned when the Job disappears while it is followed.
@@ -76,6 +95,7 @@ func (w *Watcher) Wait(ctx context.Context) error {
 	}
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
+	last := ""
 	for {
 		job, err := w.Client.BatchV1().Jobs(w.Namespace).Get(ctx, w.Job, metav1.GetOptions{})
 		switch {
@@ -84,12 +104,20 @@ func (w *Watcher) Wait(ctx context.Context) error {
 		case err != nil:
 			return fmt.Errorf("get job/%s: %w", w.Job, err)
 		}
-		if w.Status != nil {
+		if w.Status != nil || w.Progress != nil {
 			st, err := w.look(ctx)
 			if err != nil {
 				return err
 			}
-			w.Status(st)
+			if w.Status != nil {
+				w.Status(st)
+			}
+			if w.Progress != nil {
+				if line := st.Line(w.Job); line != last {
+					w.Progress(line)
+					last = line
+				}
+			}
 		}
 		if Finished(job) {
 			return nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -136,12 +137,16 @@ func TestWatcherShowsLastPattern(t *testing.T) {
 	if err := Create(ctx, c.Client, spec); err != nil {
 		t.Fatal(err)
 	}
-	var seen []string
-	w := &Watcher{Client: c.Client, Namespace: "default", Job: "w", Poll: 10 * time.Millisecond, Status: func(st Status) {
+	var seen, lines []string
+	w := &Watcher{Client: c.Client, Namespace: "default", Job: "w", Poll: 10 * time.Millisecond, Progress: func(line string) {
+		lines = append(lines, line)
+	}, Status: func(st Status) {
 		for _, p := range st.Pods {
 			if p.Progress != nil {
 				seen = append(seen, fmt.Sprintf("%d/%d %s", p.Progress.Done, p.Progress.Total, p.Progress.Pattern))
-				once.Do(func() { close(release) })
+				if len(seen) == 3 { // three looks at the same state
+					once.Do(func() { close(release) })
+				}
 			}
 		}
 	}}
@@ -150,6 +155,17 @@ func TestWatcherShowsLastPattern(t *testing.T) {
 	}
 	if len(seen) == 0 || seen[0] != "2/3 rand-4k-r100-qd1" {
 		t.Errorf("progress seen %q, want the last frame", strings.Join(seen, ", "))
+	}
+	// One line per change, however many looks saw the same.
+	running := "job/w: 0 pending, 1 running, 0 done, 0 failed; 0@n1 [2/3] rand-4k-r100-qd1"
+	if n := len(slices.DeleteFunc(slices.Clone(lines), func(l string) bool { return l != running })); n != 1 ||
+		lines[len(lines)-1] != "job/w: 0 pending, 0 running, 1 done, 0 failed" {
+		t.Errorf("progress lines, want %q once and the end last:\n%s", running, strings.Join(lines, "\n"))
+	}
+	for i := 1; i < len(lines); i++ {
+		if lines[i] == lines[i-1] {
+			t.Errorf("line %d repeats the one before: %q", i, lines[i])
+		}
 	}
 	if err := Delete(ctx, c.Client, "default", "w", nil); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -196,6 +197,54 @@ func TestK8sManifestAcceptance(t *testing.T) {
 	}
 }
 
+// An empty --storage-class asks for no class: Kubernetes reads an
+// explicit storageClassName "" as static binding to a pre-provisioned
+// volume, while a claim without the field gets the cluster's default
+// class.
+func TestK8sManifestStorageClass(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want *string // nil: no storageClassName
+	}{
+		{[]string{"--storage-class", ""}, new("")},
+		{[]string{"--storage-class=", "--pods", "2"}, new("")},
+		{[]string{"--storage-class", "gp3"}, new("gp3")},
+		{nil, nil},
+	} {
+		r := runInProcess(append([]string{"k8s", "manifest", "--name", "iomatrix-sc"}, tc.args...)...)
+		if r.code != 0 {
+			t.Fatalf("%q: exit %d: %s", tc.args, r.code, r.stderr)
+		}
+		objs := decodeStrict(t, r.stdout)
+		job, ok := objs[len(objs)-1].(*batchv1.Job)
+		if !ok {
+			t.Fatalf("%q: no Job", tc.args)
+		}
+		v := volumeNamed(job, "data")
+		if v == nil || v.Ephemeral == nil || v.Ephemeral.VolumeClaimTemplate == nil {
+			t.Fatalf("%q: no generic ephemeral volume: %+v", tc.args, v)
+		}
+		got := v.Ephemeral.VolumeClaimTemplate.Spec.StorageClassName
+		if (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
+			t.Errorf("%q: storageClassName %v, want %v", tc.args, deref(got), deref(tc.want))
+		}
+		line := "storageClassName: \"\"\n"
+		if tc.want != nil && *tc.want == "" && !strings.Contains(r.stdout, line) {
+			t.Errorf("%q: the YAML does not say %q:\n%s", tc.args, line, r.stdout)
+		}
+		if tc.want == nil && strings.Contains(r.stdout, "storageClassName") {
+			t.Errorf("%q: a storageClassName without --storage-class:\n%s", tc.args, r.stdout)
+		}
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<none>"
+	}
+	return fmt.Sprintf("%q", *s)
+}
+
 func checkJob(t *testing.T, job *batchv1.Job, completions, parallel int32) {
 	t.Helper()
 	s := job.Spec
@@ -280,6 +329,11 @@ func TestK8sBadInput(t *testing.T) {
 		{[]string{"manifest", "--name", "Not_A_Name"}, "--name"},
 		{[]string{"manifest", "--profile", "nope"}, "--profile"},
 		{[]string{"manifest", "--pods", "-1"}, "--pods"},
+		{[]string{"manifest", "--pods", "0"}, "--pods"},
+		{[]string{"manifest", "--pods=0", "--storage-class", "gp3"}, "--pods"},
+		{[]string{"manifest", "--nodes", "all", "--pods", "0"}, "--pods"},
+		{[]string{"run", "--pods", "0"}, "--pods"},
+		{[]string{"run", "--nodes", "all", "--pods", "0"}, "--pods"},
 		{[]string{"manifest", "--ttl", "0s"}, "--ttl"},
 		{[]string{"manifest", "--nodes", "a in (", "--pods", "2"}, "--nodes"},
 		{[]string{"manifest", "--cap", "riops=100"}, "--privileged"},
@@ -288,7 +342,7 @@ func TestK8sBadInput(t *testing.T) {
 		{[]string{"manifest", "--", "--out", "x.json"}, "--out"},
 		{[]string{"manifest", "--", "/dev/sda"}, "/dev/sda"},
 		{[]string{"manifest", "stray"}, "--"},
-		{[]string{"run", "--pods", "0", "--size", "x"}, "--size"},
+		{[]string{"run", "--size", "x"}, "--size"},
 		{[]string{"run", "--out-dir", "/nonexistent/dir"}, "--out-dir"},
 		{[]string{"run", "--format", "xml"}, "--format"},
 		{[]string{"collect"}, "collect"},

@@ -275,6 +275,22 @@ func TestK8sRunCreateRefused(t *testing.T) {
 	}
 }
 
+// Bad input is refused before anything is created: --pods 0 measures
+// nothing, in a volumes run and in a nodes run.
+func TestK8sRunNoPods(t *testing.T) {
+	cluster := k8stest.New([]string{"node-a"}, func(context.Context, *corev1.Pod, *k8stest.Log) int { return 0 })
+	t.Cleanup(cluster.Stop)
+	for _, args := range [][]string{{"--pods", "0"}, {"--nodes", "all", "--pods", "0"}} {
+		r := runK8s(testCtx(t), cluster.Client, append([]string{"k8s", "run", "--out-dir", t.TempDir()}, args...)...)
+		if r.code != exitUsage || r.stderr != "iomatrix: --pods: 0 must be positive\n" {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and --pods refused", args, r.code, r.stderr)
+		}
+	}
+	if left := cluster.Objects(); len(left) > 0 {
+		t.Errorf("created: %v", left)
+	}
+}
+
 // A Job applied from k8s manifest (decoded from its YAML, as kubectl
 // apply does) is followed and collected by k8s collect, which reports a
 // per-node fleet and, with --delete, leaves nothing.

@@ -1,0 +1,268 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/iomatrix/iomatrix/internal/units"
+	"github.com/iomatrix/iomatrix/k8s"
+	"github.com/iomatrix/iomatrix/report"
+	"github.com/iomatrix/iomatrix/results"
+)
+
+// kubeOptions are the flags that reach a cluster.
+type kubeOptions struct {
+	Kubeconfig string
+	Context    string
+	Namespace  string
+}
+
+func (o *kubeOptions) AddFlags(f *pflag.FlagSet) {
+	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the pod's service account inside a cluster)")
+	f.StringVar(&o.Context, "context", "", "kubeconfig context (default: the current one)")
+	f.StringVarP(&o.Namespace, "namespace", "n", "", "namespace (default: the context's, else default)")
+}
+
+// kubeClient connects as kubectl would: kubeconfig, else in-cluster. It
+// returns the client and the namespace to use.
+func kubeClient(o kubeOptions) (kubernetes.Interface, string, error) {
+	c, ns, err := k8s.Connect(o.Kubeconfig, o.Context, o.Namespace)
+	return c, ns, optionError(err)
+}
+
+// k8sOutput is how run and collect save and show what they collected.
+type k8sOutput struct {
+	OutDir  string
+	Format  string
+	Metric  string
+	Outlier string
+}
+
+func (o *k8sOutput) AddFlags(f *pflag.FlagSet) {
+	f.StringVar(&o.OutDir, "out-dir", ".", "where to save each pod's results (JOB-INDEX.json) and the fleet document (JOB-fleet.json)")
+	f.StringVar(&o.Format, "format", "text", "fleet report on stdout: text, markdown, csv, json, html")
+	f.StringVar(&o.Metric, "metric", "iops", "cell value and deviation: iops, mibps, lat-mean, lat-p50, lat-p99, lat-p99.9")
+	f.StringVar(&o.Outlier, "outlier", "10%", "flag a member whose figures are this far below the fleet median (above, for latency)")
+}
+
+func (o *k8sOutput) check() (fleetOutput, error) {
+	if fi, err := os.Stat(o.OutDir); err != nil || !fi.IsDir() {
+		return fleetOutput{}, usagef("--out-dir: %s is not a directory", o.OutDir)
+	}
+	return newFleetOutput(o.Format, o.Metric, o.Outlier)
+}
+
+func newK8sRunCommand(g *globalOptions) *cobra.Command {
+	var (
+		kube kubeOptions
+		spec k8sSpecOptions
+		out  k8sOutput
+	)
+	cmd := &cobra.Command{
+		Use:   "run [flags] [-- SWEEP FLAGS]",
+		Short: "Sweep every volume of a StorageClass or every node, and report the fleet",
+		Long: `Create one Indexed Job whose pods each run iomatrix sweep with the given
+profile, follow it (pods pending, running, done, and each pod's last
+finished pattern), read each pod's results document from its log, save
+one results file per pod and a fleet document, delete everything it
+created (Job, pods, the PVCs of their volumes, the profile's ConfigMap) —
+on success, failure and Ctrl-C — and print the fleet report.
+
+Volumes (--storage-class, --size, --pods N): each pod gets its own
+generic ephemeral volume, so its PVC lives and dies with the pod. They run
+one at a time unless --parallel says otherwise: volumes of one class often
+share a backend (a SAN, a Ceph pool, a cloud account's throughput), and
+pods measured together would measure each other.
+
+Nodes (--nodes all|SELECTOR): one pod per schedulable node, each on its
+own node (required pod anti-affinity and a topology spread on the host
+name), measuring an ephemeral volume or --host-path. They run all at once:
+nodes share nothing, and with fewer at a time the one-per-node placement
+rests on the scheduler counting finished pods.
+
+Flags after -- go to iomatrix sweep in every pod (e.g. -- --runtime 30s).
+The container runtimes' default seccomp profiles block io_uring, so under
+the restricted profile the pods measure with the psync engine (recorded
+in each result).
+A pod that fails is retried --backoff-limit-per-index times, then
+reported with its node and reason; the other pods' results are kept and
+the exit status is 1.
+
+` + exitStatusHelp,
+		Example: `  iomatrix k8s run --image registry.example.com/iomatrix:0.1.0 --storage-class gp3 --pods 3 --profile quick
+  iomatrix k8s run --nodes all --host-path /var/lib/iomatrix --profile quick -- --runtime auto
+  iomatrix k8s run --nodes node-role.kubernetes.io/storage --storage-class local-path --out-dir results/`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runK8sRun(cmd.Context(), g, cmd, kube, &spec, &out, args)
+		},
+	}
+	kube.AddFlags(cmd.Flags())
+	spec.AddFlags(cmd.Flags())
+	out.AddFlags(cmd.Flags())
+	return cmd
+}
+
+func runK8sRun(ctx context.Context, g *globalOptions, cmd *cobra.Command, kube kubeOptions, o *k8sSpecOptions, out *k8sOutput, args []string) error {
+	sweepArgs, err := argsAfterDash(cmd, args)
+	if err != nil {
+		return err
+	}
+	ko, err := o.options(g, cmd.Flags(), sweepArgs)
+	if err != nil {
+		return err
+	}
+	if err := ko.Validate(); err != nil { // the flags, before any contact
+		return k8sError(err)
+	}
+	fo, err := out.check()
+	if err != nil {
+		return err
+	}
+	client, ns, err := g.kube(kube)
+	if err != nil {
+		return err
+	}
+	nodes := 0
+	if o.Nodes != "" {
+		count, err := k8s.CountNodes(ctx, client, o.Nodes)
+		if len(count.Skipped) > 0 {
+			fmt.Fprintf(g.stderr, "iomatrix: not measured: %s\n", strings.Join(count.Skipped, ", "))
+		}
+		if err != nil {
+			return optionError(err)
+		}
+		nodes = count.Schedulable
+	}
+	ko.Namespace = ns
+	s, err := ko.Spec(nodes)
+	if err != nil {
+		return k8sError(err)
+	}
+	fmt.Fprintf(g.stderr, "iomatrix: creating %s: %s of %s, %d at a time\n", s, units.Count(s.Pods, "pod"), s.Image, s.Parallel)
+	defer func() {
+		// Whatever happened, and after Ctrl-C too: delete what was created.
+		if deleteJob(ctx, g, client, ns, s.Name) {
+			fmt.Fprintf(g.stderr, "iomatrix: deleted %s and everything it created\n", s)
+		}
+	}()
+	if err := k8s.Create(ctx, client, s); err != nil {
+		return err
+	}
+	return gather(ctx, g, client, ns, s.Name, k8s.Found{Indexes: s.Pods, PerNode: s.PerNode}, true, fo, out.OutDir)
+}
+
+// deleteJob deletes a Job and what it created, even once ctx is
+// cancelled, and says whether it did.
+func deleteJob(ctx context.Context, g *globalOptions, c kubernetes.Interface, ns, job string) bool {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	if err := k8s.Delete(dctx, c, ns, job, g.stderr); err != nil {
+		fmt.Fprintf(g.stderr, "iomatrix: %v\n", err)
+		return false
+	}
+	return true
+}
+
+// gather waits for the Job, showing its pods, when wait is set; then it
+// saves what each index gave and prints the report. Failed indexes are
+// named with their node and reason, and make the exit status 1.
+func gather(ctx context.Context, g *globalOptions, c kubernetes.Interface, ns, job string, found k8s.Found, wait bool,
+	fo fleetOutput, outDir string) error {
+	note := func(msg string) { fmt.Fprintf(g.stderr, "iomatrix: %s\n", msg) }
+	if wait {
+		w := &k8s.Watcher{Client: c, Namespace: ns, Job: job, Poll: g.kubePoll, Progress: note}
+		if err := w.Wait(ctx); err != nil {
+			return err
+		}
+	}
+	members, err := k8s.Collect(ctx, c, ns, job, found.Indexes)
+	if err != nil {
+		return err
+	}
+	saved, err := k8s.Save(outDir, job, members, found.PerNode, note)
+	if err != nil {
+		return err
+	}
+	failed := k8s.Failed(job, members)
+	switch len(saved) {
+	case 0:
+		return failed
+	case 1:
+		err = fo.write(g, saved[0].Document)
+	default:
+		in := make([]report.MemberInput, len(saved))
+		for i, m := range saved {
+			in[i] = report.MemberInput{Doc: m.Document, Source: m.Path, Label: m.Label}
+		}
+		var fleet *results.Document
+		if fleet, err = report.Merge(in); err != nil {
+			return err
+		}
+		path := k8s.FleetFile(outDir, job)
+		if err := results.WriteFileAtomic(path, fleet); err != nil {
+			return err
+		}
+		note(fmt.Sprintf("fleet of %s saved to %s", units.Count(len(in), "member"), path))
+		err = fo.write(g, fleet)
+	}
+	if err != nil {
+		return err
+	}
+	return failed
+}
+
+func newK8sCollectCommand(g *globalOptions) *cobra.Command {
+	var (
+		kube   kubeOptions
+		out    k8sOutput
+		noWait bool
+		del    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "collect JOB",
+		Short: "Gather the results of an iomatrix Job applied from k8s manifest",
+		Long: `Wait for an iomatrix Job (from iomatrix k8s manifest, applied any way) to
+finish, read each pod's results document from its log, save one results
+file per index and a fleet document, and print the fleet report. Pod logs
+go when their pods go: collect before ttlSecondsAfterFinished deletes the
+Job. --delete then deletes the Job and what it created.
+
+` + exitStatusHelp,
+		Example: `  kubectl apply -f job.yaml && iomatrix k8s collect disks -n bench --delete`,
+		Args:    exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runK8sCollect(cmd.Context(), g, kube, &out, args[0], !noWait, del)
+		},
+	}
+	kube.AddFlags(cmd.Flags())
+	out.AddFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&noWait, "no-wait", false, "collect what is finished now instead of waiting for the Job to end")
+	cmd.Flags().BoolVar(&del, "delete", false, "then delete the Job, its pods, their PVCs and the profile ConfigMap")
+	return cmd
+}
+
+func runK8sCollect(ctx context.Context, g *globalOptions, kube kubeOptions, out *k8sOutput, job string, wait, del bool) error {
+	fo, err := out.check()
+	if err != nil {
+		return err
+	}
+	client, ns, err := g.kube(kube)
+	if err != nil {
+		return err
+	}
+	found, err := k8s.Find(ctx, client, ns, job)
+	if err != nil {
+		return err
+	}
+	if del {
+		defer deleteJob(ctx, g, client, ns, job)
+	}
+	return gather(ctx, g, client, ns, job, found, wait, fo, out.OutDir)
+}
