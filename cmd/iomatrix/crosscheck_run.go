@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/iomatrix/iomatrix/fio"
-	"github.com/iomatrix/iomatrix/internal/progress"
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/progress"
 	"github.com/iomatrix/iomatrix/results"
 )
 

@@ -6,8 +6,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/iomatrix/iomatrix/internal/progress"
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/progress"
 )
 
 // newLiveLine is a status line on standard error, drawn on a terminal.

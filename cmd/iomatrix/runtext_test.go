@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iomatrix/iomatrix/internal/progress"
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/progress"
 	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
 )
