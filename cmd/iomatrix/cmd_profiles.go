@@ -1,13 +1,10 @@
 package main
 
 import (
-	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/profiles"
 )
 
@@ -64,29 +61,9 @@ A profile file has this form:
 }
 
 func listProfiles(g *globalOptions, o *profilesOptions) error {
-	tw := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "PROFILE\tPATTERNS\tDURATION\tDESCRIPTION\n")
-	for _, name := range profiles.Names() {
-		p, err := profiles.Builtin(name)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", p.Name, len(p.Patterns), p.Estimate(o.Runtime, o.Ramp), p.Description)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintf(g.stdout, "\ndurations at %s runtime + %s ramp per pattern; `iomatrix profiles NAME` lists the patterns\n", o.Runtime, o.Ramp)
-	return err
+	return profiles.WriteList(g.stdout, o.Runtime, o.Ramp)
 }
 
 func showProfile(g *globalOptions, o *profilesOptions, p *profiles.Profile) error {
-	fmt.Fprintf(g.stdout, "%s: %s (%s)\n%s, %s at %s runtime + %s ramp each\n\n",
-		p.Name, p.Description, p.Source, units.Count(len(p.Patterns), "pattern"), p.Estimate(o.Runtime, o.Ramp), o.Runtime, o.Ramp)
-	tw := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "NAME\tACCESS\tBLOCK\tREAD %%\tQD\tJOBS\t\n")
-	for _, pat := range p.Patterns {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t\n", pat.Name(), pat.Access, units.FormatSize(pat.BlockSize), pat.ReadPct, pat.QueueDepth, pat.Jobs)
-	}
-	return tw.Flush()
+	return p.WriteTable(g.stdout, o.Runtime, o.Ramp)
 }

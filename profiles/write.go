@@ -1,0 +1,42 @@
+package profiles
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/iomatrix/iomatrix/internal/units"
+)
+
+// WriteList writes the built-in profiles as a table: name, patterns, the
+// time a sweep of each takes at runtime + ramp per pattern, description.
+func WriteList(w io.Writer, runtime, ramp time.Duration) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "PROFILE\tPATTERNS\tDURATION\tDESCRIPTION\n")
+	for _, name := range Names() {
+		p, err := Builtin(name)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", p.Name, len(p.Patterns), p.Estimate(runtime, ramp), p.Description)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\ndurations at %s runtime + %s ramp per pattern; `iomatrix profiles NAME` lists the patterns\n", runtime, ramp)
+	return err
+}
+
+// WriteTable writes p and its patterns as a table, with the time a sweep
+// takes at runtime + ramp per pattern.
+func (p *Profile) WriteTable(w io.Writer, runtime, ramp time.Duration) error {
+	fmt.Fprintf(w, "%s: %s (%s)\n%s, %s at %s runtime + %s ramp each\n\n",
+		p.Name, p.Description, p.Source, units.Count(len(p.Patterns), "pattern"), p.Estimate(runtime, ramp), runtime, ramp)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "NAME\tACCESS\tBLOCK\tREAD %%\tQD\tJOBS\t\n")
+	for _, pat := range p.Patterns {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t\n", pat.Name(), pat.Access, units.FormatSize(pat.BlockSize), pat.ReadPct, pat.QueueDepth, pat.Jobs)
+	}
+	return tw.Flush()
+}
