@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -322,42 +321,14 @@ func parseCrossPatterns(specs []string) ([]crossPattern, error) {
 	return pats, nil
 }
 
-// specTerms words the run command's flag errors in the SPEC's field names.
-var specTerms = strings.NewReplacer("--rwmix", "RWMIX", "--rw", "RW", "--bs", "BS", "--qd", "QD", "--jobs", "JOBS")
-
-// parseCrossPattern reads RW:BS:QD[:RWMIX[:JOBS]], whose fields mean what
-// run's --rw, --bs, --qd, --rwmix and --jobs do.
+// parseCrossPattern reads a pattern SPEC (iotest.ParsePatternSpec) given
+// to --pattern; isolate's --victim and --aggressor take the same.
 func parseCrossPattern(spec string) (crossPattern, error) {
-	bad := func(format string, args ...any) (crossPattern, error) {
-		return crossPattern{}, usagef("--pattern %q: %s", spec, fmt.Sprintf(format, args...))
-	}
-	f := strings.Split(spec, ":")
-	if len(f) < 3 || len(f) > 5 {
-		return bad("want RW:BS:QD[:RWMIX[:JOBS]], e.g. randread:4k:32 or randrw:16k:8:70")
-	}
-	f = append(f, "", "")[:5]
-	if f[2] == "" {
-		return bad("QD is missing")
-	}
-	o := runOptions{RW: f[0], BlockSize: f[1], ReadMix: 50, Jobs: 1, rwmixSet: f[3] != ""}
-	for _, fd := range []struct {
-		name, text string
-		into       *int
-	}{{"QD", f[2], &o.QueueDepth}, {"RWMIX", f[3], &o.ReadMix}, {"JOBS", f[4], &o.Jobs}} {
-		if fd.text == "" {
-			continue // the default
-		}
-		n, err := strconv.Atoi(fd.text)
-		if err != nil {
-			return bad("%s %q is not a whole number", fd.name, fd.text)
-		}
-		*fd.into = n
-	}
-	p, err := o.pattern()
+	ps, err := iotest.ParsePatternSpec(spec)
 	if err != nil {
-		return bad("%s", specTerms.Replace(err.Error()))
+		return crossPattern{}, usagef("--pattern %w", err)
 	}
-	return crossPattern{Spec: spec, RW: o.RW, Pattern: p}, nil
+	return crossPattern(ps), nil
 }
 
 // fioControlled are the fio options crosscheck sets itself, with what

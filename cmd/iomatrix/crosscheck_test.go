@@ -24,59 +24,27 @@ import (
 	"github.com/iomatrix/iomatrix/results"
 )
 
+// A pattern SPEC's error names --pattern, or the flag isolate took it
+// from, with the spec; it is bad input.
 func TestParseCrossPattern(t *testing.T) {
-	rand := func(bs int64, read, qd, jobs int) results.Pattern {
-		return results.Pattern{Access: results.Random, BlockSize: bs, ReadPct: read, QueueDepth: qd, Jobs: jobs}
+	if ps, err := parseCrossPattern("randrw:16k:8:70"); err != nil || ps.RW != "randrw" || ps.Pattern.ReadPct != 70 {
+		t.Errorf("%+v, %v", ps, err)
 	}
 	for _, c := range []struct {
-		spec string
-		rw   string
-		want results.Pattern
+		args []string
+		says string
 	}{
-		{"randread:4k:1", "randread", rand(4096, 100, 1, 1)},
-		{"randwrite:4k:32", "randwrite", rand(4096, 0, 32, 1)},
-		{"randrw:16k:8", "randrw", rand(16384, 50, 8, 1)},
-		{"randrw:16k:8:70", "randrw", rand(16384, 70, 8, 1)},
-		{"randrw:8k:4:0:2", "randrw", rand(8192, 0, 4, 2)},
-		{"randread:4k:32::4", "randread", rand(4096, 100, 32, 4)},
-		{"randread:4096:2", "randread", rand(4096, 100, 2, 1)},
-		{"read:1m:2", "read", results.Pattern{Access: results.Sequential, BlockSize: 1 << 20, ReadPct: 100, QueueDepth: 2, Jobs: 1}},
-		{"write:128k:1", "write", results.Pattern{Access: results.Sequential, BlockSize: 128 << 10, ReadPct: 0, QueueDepth: 1, Jobs: 1}},
+		{[]string{"crosscheck", "--pattern", "randread:4k:0"}, `iomatrix: --pattern "randread:4k:0": QD: 0 is outside 1..256` + "\n"},
+		{[]string{"crosscheck", "--pattern", "randread:4k:1", "--pattern", "randread:4096:1"},
+			`iomatrix: --pattern "randread:4096:1": the same pattern as "randread:4k:1" (rand-4k-r100-qd1)` + "\n"},
+		{[]string{"isolate", "--cap", "wiops=500", "--victim", "randread:4k"},
+			`iomatrix: --victim "randread:4k": want RW:BS:QD[:RWMIX[:JOBS]], e.g. randread:4k:32 or randrw:16k:8:70` + "\n"},
 	} {
-		cp, err := parseCrossPattern(c.spec)
-		if err != nil || cp.RW != c.rw || cp.Pattern != c.want || cp.Spec != c.spec {
-			t.Errorf("%s: %+v, %v; want %s %+v", c.spec, cp, err, c.rw, c.want)
+		target := filepath.Join(t.TempDir(), "t.dat")
+		r := runInProcess(append([]string{c.args[0], target}, c.args[1:]...)...)
+		if r.code != exitUsage || r.stderr != c.says {
+			t.Errorf("%q: exit %d, stderr %q; want 2, %q", c.args, r.code, r.stderr, c.says)
 		}
-	}
-	for _, c := range []struct {
-		spec, says string
-	}{
-		{"randread:4k", "want RW:BS:QD[:RWMIX[:JOBS]]"},
-		{"randread:4k:1:50:1:9", "want RW:BS:QD[:RWMIX[:JOBS]]"},
-		{"randread:4k:", "QD is missing"},
-		{"randread:4k:x", `QD "x" is not a whole number`},
-		{"randrw:4k:1:half", `RWMIX "half" is not a whole number`},
-		{"randread:4k:1::two", `JOBS "two" is not a whole number`},
-		{"trim:4k:1", "RW:"},
-		{"randread:4q:1", "BS:"},
-		{"randread:3000:1", "BS: 3000 bytes is not a multiple of 512"},
-		{"randread:4k:0", "QD: 0 is outside 1..256"},
-		{"randread:4k:257", "QD:"},
-		{"randread:4k:1::0", "JOBS:"},
-		{"randrw:4k:1:101", "RWMIX:"},
-		{"randread:4k:1:70", "RWMIX: only applies to RW randrw"},
-	} {
-		_, err := parseCrossPattern(c.spec)
-		if err == nil || exitCode(err) != exitUsage || !strings.Contains(err.Error(), `--pattern "`+c.spec+`": `+c.says) {
-			t.Errorf("%s: %v, want a usage error saying %q", c.spec, err, c.says)
-		}
-	}
-	pats, err := parseCrossPatterns(nil)
-	if err != nil || len(pats) != 4 || pats[3].Spec != "randrw:16k:8:50" {
-		t.Errorf("default set %+v, %v", pats, err)
-	}
-	if _, err := parseCrossPatterns([]string{"randread:4k:1", "randread:4096:1"}); err == nil || !strings.Contains(err.Error(), "same pattern") {
-		t.Errorf("the same pattern twice: %v", err)
 	}
 }
 
