@@ -6,56 +6,40 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"golang.org/x/sys/unix"
 
+	"github.com/iomatrix/iomatrix/crosscheck"
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
-	"github.com/iomatrix/iomatrix/results"
 )
 
-// crosscheckOptions are the flags of `iomatrix crosscheck`.
+// crosscheckOptions are the flags of `iomatrix crosscheck`; the comparison
+// itself is package crosscheck's.
 type crosscheckOptions struct {
-	Patterns         []string
-	Pairs            int
-	Runtime          time.Duration
-	Ramp             time.Duration
-	Size             string
-	Engine           string
-	FioExtra         string
-	FioDefaults      bool
-	Keep             string
-	Format           string
-	Force            bool
-	AllowDestructive bool
+	Patterns                []string
+	Pairs                   int
+	Runtime, Ramp           time.Duration
+	Size, Engine, FioExtra  string
+	FioDefaults             bool
+	Keep, Format            string
+	Force, AllowDestructive bool
 
 	sizeSet bool
 }
 
-// defaultCrossPatterns are compared when no --pattern is given: 4k random
-// reads at QD1 and QD32, 4k random writes at QD32 and a 16k half mix.
-var defaultCrossPatterns = []string{"randread:4k:1", "randread:4k:32", "randwrite:4k:32", "randrw:16k:8:50"}
-
-// crossDefaultSize is the size of a new file target: large enough to
-// reach past the disk's caches, small enough to lay out in a minute.
-const crossDefaultSize = 4 << 30
-
 func (o *crosscheckOptions) AddFlags(f *pflag.FlagSet) {
-	f.StringArrayVar(&o.Patterns, "pattern", nil, "pattern to compare, repeatable: `SPEC` = RW:BS:QD[:RWMIX[:JOBS]] (default "+strings.Join(defaultCrossPatterns, ", ")+")")
+	f.StringArrayVar(&o.Patterns, "pattern", nil, "pattern to compare, repeatable: `SPEC` = RW:BS:QD[:RWMIX[:JOBS]] (default "+strings.Join(crosscheck.DefaultPatterns, ", ")+")")
 	f.IntVar(&o.Pairs, "pairs", 3, "fio/iomatrix run pairs per pattern")
 	durationVar(f, &o.Runtime, "runtime", 10*time.Second, "measured time of each run (a bare number is seconds)")
 	durationVar(f, &o.Ramp, "ramp", time.Second, "warm-up of each run, left out of the figures by both tools (a bare number is seconds)")
 	f.StringVar(&o.Size, "size", "", "the extent both tools measure: a new file is laid out at `SIZE` (default 4GiB), a file iomatrix laid out keeps its size "+
 		"unless this is given, a block device is measured to its first SIZE bytes (default: whole); powers of two: 4g = 4GiB")
 	f.StringVar(&o.Engine, "engine", iotest.EngineUring, "uring (fio --ioengine=io_uring --iodepth=QD --numjobs=JOBS) or psync (fio --ioengine=psync --iodepth=1 --numjobs=QD×JOBS)")
-	f.BoolVar(&o.FioDefaults, "fio-defaults", false, "run fio's io_uring engine with its defaults instead of its peak-IOPS options ("+strings.Join(fioTuned, " ")+")")
+	f.BoolVar(&o.FioDefaults, "fio-defaults", false, "run fio's io_uring engine with its defaults instead of its peak-IOPS options ("+strings.Join(crosscheck.FioTuned, " ")+")")
 	f.StringVar(&o.FioExtra, "fio-extra", "", "more options for every fio run, split on whitespace, given last (so they override the peak-IOPS options; e.g. \"--hipri\")")
 	f.StringVar(&o.Keep, "keep", "", "keep every run's raw JSON output and stderr, and this comparison as crosscheck.json, in `DIR`")
 	f.StringVar(&o.Format, "format", "text", "output on stdout: text (a table) or json (one document)")
@@ -145,137 +129,105 @@ func runCrosscheck(ctx context.Context, o *crosscheckOptions, g *globalOptions, 
 		return err
 	}
 	_ = t.Close() // each run opens it on its own; nothing was written through it
-	c.doc.Target = t.Info
-	c.doc.Target.SizeBytes = t.Size
-	c.size = t.Size
+	info, npat := t.Info, len(c.Options().Patterns)
+	info.SizeBytes = t.Size
 	fmt.Fprintf(g.stderr, "iomatrix: crosscheck: %s × %s × 2 tools, about %s\n",
-		units.Count(len(c.patterns), "pattern"), units.Count(o.Pairs, "pair"), c.estimate(o.Pairs).Round(time.Second))
-
-	var text *crossText
+		units.Count(npat, "pattern"), units.Count(o.Pairs, "pair"), c.Estimate().Round(time.Second))
+	var sink crosscheck.Sink
 	if o.Format != "json" {
-		text = newCrossText(g.stdout, c.patterns)
-		text.header(c.doc, plan.Action)
+		sink = c.Text(g.stdout)
 	}
-	runErr := c.compare(ctx, o.Pairs, text)
-	c.finish(runErr == nil)
-	if o.Keep != "" {
-		if err := c.keepDocument(); err != nil {
-			fmt.Fprintf(g.stderr, "iomatrix: --keep: %v\n", err)
+	doc, err := c.Run(ctx, info, sink)
+	if sink == nil {
+		if jerr := doc.WriteJSON(g.stdout); jerr != nil {
+			return jerr
 		}
 	}
-	if text != nil {
-		text.summary(c.doc)
-	} else if err := writeJSON(g.stdout, c.doc); err != nil {
+	if err != nil || doc.FailedRuns == 0 {
 		return err
 	}
-	if runErr != nil {
-		return runErr
+	kept := ", or re-run with --keep DIR for their raw output"
+	if o.Keep != "" {
+		kept = " and their raw output in " + o.Keep
 	}
-	if n := c.doc.FailedRuns; n > 0 {
-		return fmt.Errorf("%s of %d failed, their figures left out: see the lines above%s", units.Count(n, "run"), 2*o.Pairs*len(c.patterns), keptIn(o.Keep))
-	}
-	return nil
-}
-
-func keptIn(dir string) string {
-	if dir == "" {
-		return ", or re-run with --keep DIR for their raw output"
-	}
-	return " and their raw output in " + dir
+	return fmt.Errorf("%s of %d failed, their figures left out: see the lines above%s", units.Count(doc.FailedRuns, "run"), 2*o.Pairs*npat, kept)
 }
 
 // prepare checks every flag, the tools and the target, touching nothing:
 // bad input is refused before any I/O.
-func (o *crosscheckOptions) prepare(ctx context.Context, g *globalOptions, target string) (*crosscheck, *iotest.Plan, error) {
-	if o.Pairs < 1 {
-		return nil, nil, usagef("--pairs: %d must be at least 1", o.Pairs)
+func (o *crosscheckOptions) prepare(ctx context.Context, g *globalOptions, target string) (*crosscheck.Comparison, *iotest.Plan, error) {
+	engine, err := engineName(o.Engine)
+	if err == nil {
+		err = checkFormat(o.Format)
 	}
-	if err := (iotest.Options{Runtime: o.Runtime, Ramp: o.Ramp}).Validate(); err != nil {
-		return nil, nil, flagError(err)
-	}
-	for _, d := range []struct {
-		flag string
-		d    time.Duration
-	}{{"--runtime", o.Runtime}, {"--ramp", o.Ramp}} {
-		if d.d%time.Millisecond != 0 {
-			return nil, nil, usagef("%s: %s is not a whole number of milliseconds, the finest time fio takes", d.flag, d.d)
-		}
-	}
-	engine, err := o.engine(g)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := checkFormat(o.Format); err != nil {
+	pats, err := crosscheck.ParsePatterns(o.Patterns)
+	if err != nil {
+		return nil, nil, usagef("--pattern %w", err)
+	}
+	live := newLiveLine(g)
+	co := crosscheck.Options{Engine: engine, Runtime: o.Runtime, Ramp: o.Ramp, FioDefaults: o.FioDefaults,
+		FioExtra: strings.Fields(o.FioExtra), AllowDestructive: o.AllowDestructive, Keep: o.Keep, Patterns: pats, Pairs: o.Pairs,
+		Status:     func(s string) { live.Printf("%s", s) }, // "" leaves the line cleared
+		Notice:     func(s string) { fmt.Fprintf(g.stderr, "iomatrix: crosscheck: %s\n", s) },
+		KeepFailed: func(err error) { fmt.Fprintf(g.stderr, "iomatrix: --keep: %v\n", err) },
+	}
+	if err := co.Validate(); err != nil {
+		return nil, nil, crossError(err)
+	}
+	notice := func(s string) { fmt.Fprintf(g.stderr, "iomatrix: %s\n", s) }
+	if co.Engine, err = resolveEngine(iotest.Options{Engine: engine, Notice: notice}); err != nil {
 		return nil, nil, err
 	}
-	pats, err := parseCrossPatterns(o.Patterns)
-	if err != nil {
-		return nil, nil, err
-	}
-	size, err := o.sizeBytes(target)
-	if err != nil {
-		return nil, nil, err
-	}
-	extra, err := parseFioExtra(o.FioExtra)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := checkKeepDir(o.Keep); err != nil {
-		return nil, nil, err
-	}
-	fioPath, err := exec.LookPath("fio")
-	if err != nil {
-		return nil, nil, usagef("fio not found on PATH: install it (e.g. apt-get install fio)")
-	}
-	exe, err := os.Executable()
-	if err != nil {
+	if co.Iomatrix, err = os.Executable(); err != nil {
 		return nil, nil, fmt.Errorf("find the iomatrix binary to run: %w", err)
 	}
-	plan, err := o.plan(target, size, pats)
+	plan, err := o.plan(target, pats)
 	if err != nil {
 		return nil, nil, err
 	}
-	c := &crosscheck{
-		fio: fioPath, exe: exe, target: plan.Path, size: plan.Size,
-		sizeArg: plan.Action != iotest.ActionReadOnly, engine: engine,
-		runtime: o.Runtime, ramp: o.Ramp, fioTuned: o.fioTuning(engine), fioExtra: extra, allowDestructive: o.AllowDestructive,
-		keep: o.Keep, patterns: pats, run: runProcess, stderr: g.stderr, live: newLiveLine(g),
-	}
-	if err := c.checkFio(ctx); err != nil {
-		return nil, nil, err
-	}
-	c.doc = c.newDocument(o.Pairs)
-	return c, plan, nil
+	co.Target, co.Size, co.ReadInPlace = plan.Path, plan.Size, plan.Action == iotest.ActionReadOnly
+	c, err := crosscheck.New(ctx, co)
+	return c, plan, crossError(err)
 }
 
-// engine is --engine, checked to be one that fio and iomatrix both have
-// and that works here.
-func (o *crosscheckOptions) engine(g *globalOptions) (string, error) {
-	engine, err := engineName(o.Engine)
-	if err != nil {
-		return "", err
+// crossError words crosscheck's bad input in the flags' terms.
+func crossError(err error) error {
+	var set *crosscheck.ControlledError
+	var refused *crosscheck.RefusedError
+	switch {
+	case errors.As(err, &set) && set.Option == "target":
+		return usagef("--fio-extra: %s is set by TARGET", set.Arg)
+	case errors.As(err, &set) && set.Option != "":
+		return usagef("--fio-extra: %s is set by --%s", set.Arg, set.Option)
+	case errors.As(err, &refused) && refused.Extra:
+		return usagef("--fio-extra: fio refuses the command for --pattern %s: %s", refused.Spec, refused.Why)
+	case errors.As(err, &refused):
+		return usagef("fio refuses the command for --pattern %s: %s", refused.Spec, refused.Why)
 	}
-	if engine != iotest.EngineUring && engine != iotest.EnginePsync {
-		return "", usagef("--engine: %q is not one of uring, psync", o.Engine)
-	}
-	return resolveEngine(iotest.Options{Engine: engine, Notice: func(s string) { fmt.Fprintf(g.stderr, "iomatrix: %s\n", s) }})
+	return flagError(err)
 }
 
 // plan decides what happens to the target, touching nothing, and checks
 // every pattern against it.
-func (o *crosscheckOptions) plan(target string, size int64, pats []crossPattern) (*iotest.Plan, error) {
-	writes := false
-	for _, cp := range pats {
-		writes = writes || cp.Pattern.Writes()
-	}
-	mo := measureOptions{Force: o.Force, AllowDestructive: o.AllowDestructive}
-	plan, err := mo.plan(target, size, nil, writes)
+func (o *crosscheckOptions) plan(target string, pats []iotest.PatternSpec) (*iotest.Plan, error) {
+	size, err := o.sizeBytes(target)
 	if err != nil {
 		return nil, err
 	}
-	for _, cp := range pats {
-		if err := iotest.ValidatePatternFor(cp.Pattern, plan.Align, plan.Size); err != nil {
-			return nil, usagef("--pattern %q: %s: %w", cp.Spec, target, err)
+	writes := false
+	for _, ps := range pats {
+		writes = writes || ps.Pattern.Writes()
+	}
+	plan, err := (&measureOptions{Force: o.Force, AllowDestructive: o.AllowDestructive}).plan(target, size, nil, writes)
+	if err != nil {
+		return nil, err
+	}
+	for _, ps := range pats {
+		if err := iotest.ValidatePatternFor(ps.Pattern, plan.Align, plan.Size); err != nil {
+			return nil, usagef("--pattern %q: %s: %w", ps.Spec, target, err)
 		}
 	}
 	return plan, nil
@@ -284,147 +236,18 @@ func (o *crosscheckOptions) plan(target string, size int64, pats []crossPattern)
 // sizeBytes is --size in bytes; without it, a new file's size, or 0 for
 // a target whose size iomatrix's layout rules decide.
 func (o *crosscheckOptions) sizeBytes(target string) (int64, error) {
-	if o.sizeSet {
-		return (&measureOptions{Size: o.Size, sizeSet: true}).size()
+	if _, err := os.Stat(target); !o.sizeSet && errors.Is(err, fs.ErrNotExist) {
+		return crosscheck.NewFileSize, nil
 	}
-	if _, err := os.Stat(target); errors.Is(err, fs.ErrNotExist) {
-		return crossDefaultSize, nil
-	}
-	return 0, nil
+	return (&measureOptions{Size: o.Size, sizeSet: o.sizeSet}).size()
 }
 
-// crossPattern is one pattern of the comparison: as the user wrote it,
-// and as both tools run it.
-type crossPattern struct {
-	Spec    string
-	RW      string // fio's --rw, which is iomatrix's too
-	Pattern results.Pattern
-}
-
-func parseCrossPatterns(specs []string) ([]crossPattern, error) {
-	if len(specs) == 0 {
-		specs = defaultCrossPatterns
-	}
-	var pats []crossPattern
-	seen := map[string]string{}
-	for _, spec := range specs {
-		cp, err := parseCrossPattern(spec)
-		if err != nil {
-			return nil, err
-		}
-		name := cp.Pattern.Name()
-		if first, dup := seen[name]; dup {
-			return nil, usagef("--pattern %q: the same pattern as %q (%s)", spec, first, name)
-		}
-		seen[name] = spec
-		pats = append(pats, cp)
-	}
-	return pats, nil
-}
-
-// specTerms words the run command's flag errors in the SPEC's field names.
-var specTerms = strings.NewReplacer("--rwmix", "RWMIX", "--rw", "RW", "--bs", "BS", "--qd", "QD", "--jobs", "JOBS")
-
-// parseCrossPattern reads RW:BS:QD[:RWMIX[:JOBS]], whose fields mean what
-// run's --rw, --bs, --qd, --rwmix and --jobs do.
-func parseCrossPattern(spec string) (crossPattern, error) {
-	bad := func(format string, args ...any) (crossPattern, error) {
-		return crossPattern{}, usagef("--pattern %q: %s", spec, fmt.Sprintf(format, args...))
-	}
-	f := strings.Split(spec, ":")
-	if len(f) < 3 || len(f) > 5 {
-		return bad("want RW:BS:QD[:RWMIX[:JOBS]], e.g. randread:4k:32 or randrw:16k:8:70")
-	}
-	f = append(f, "", "")[:5]
-	if f[2] == "" {
-		return bad("QD is missing")
-	}
-	o := runOptions{RW: f[0], BlockSize: f[1], ReadMix: 50, Jobs: 1, rwmixSet: f[3] != ""}
-	for _, fd := range []struct {
-		name, text string
-		into       *int
-	}{{"QD", f[2], &o.QueueDepth}, {"RWMIX", f[3], &o.ReadMix}, {"JOBS", f[4], &o.Jobs}} {
-		if fd.text == "" {
-			continue // the default
-		}
-		n, err := strconv.Atoi(fd.text)
-		if err != nil {
-			return bad("%s %q is not a whole number", fd.name, fd.text)
-		}
-		*fd.into = n
-	}
-	p, err := o.pattern()
+// parseCrossPattern reads a pattern SPEC (iotest.ParsePatternSpec) given
+// to --pattern; isolate's --victim and --aggressor take the same.
+func parseCrossPattern(spec string) (iotest.PatternSpec, error) {
+	ps, err := iotest.ParsePatternSpec(spec)
 	if err != nil {
-		return bad("%s", specTerms.Replace(err.Error()))
+		return ps, usagef("--pattern %w", err)
 	}
-	return crossPattern{Spec: spec, RW: o.RW, Pattern: p}, nil
-}
-
-// fioControlled are the fio options crosscheck sets itself, with what
-// sets them: --fio-extra may not change them, or the two tools would no
-// longer measure the same thing.
-var fioControlled = map[string]string{
-	"name": "crosscheck", "filename": "TARGET", "directory": "TARGET", "filename_format": "TARGET",
-	"size": "--size", "filesize": "--size", "io_size": "--size", "offset": "--size", "offset_increment": "--size",
-	"rw": "--pattern", "readwrite": "--pattern", "bs": "--pattern", "blocksize": "--pattern",
-	"rwmixread": "--pattern", "rwmixwrite": "--pattern", "iodepth": "--pattern", "numjobs": "--pattern",
-	"ioengine": "--engine", "runtime": "--runtime", "time_based": "--runtime", "ramp_time": "--ramp",
-	"direct": "crosscheck (always 1)", "buffered": "crosscheck (never)", "group_reporting": "crosscheck",
-	"output-format": "crosscheck (json)", "output": "crosscheck", "randrepeat": "crosscheck", "norandommap": "crosscheck",
-}
-
-// fioTuned are the options fio's documentation recommends for peak IOPS
-// from its io_uring engine (iomatrix registers its file and buffers too);
-// crosscheck always adds --randrepeat=0 --norandommap.
-var fioTuned = []string{"--fixedbufs=1", "--registerfiles=1"}
-
-// fioTuning is what fio is given beyond the pattern: fioTuned for the
-// io_uring engine unless --fio-defaults.
-func (o *crosscheckOptions) fioTuning(engine string) []string {
-	if o.FioDefaults || engine != iotest.EngineUring {
-		return nil
-	}
-	return append([]string(nil), fioTuned...)
-}
-
-// parseFioExtra splits --fio-extra into fio options, refusing anything
-// else and the options crosscheck sets.
-func parseFioExtra(s string) ([]string, error) {
-	extra := strings.Fields(s)
-	for _, arg := range extra {
-		name, ok := strings.CutPrefix(arg, "--")
-		if !ok || name == "" {
-			return nil, usagef("--fio-extra: %q is not a fio option (--name or --name=value)", arg)
-		}
-		name, _, _ = strings.Cut(name, "=")
-		if by, ok := fioControlled[name]; ok {
-			return nil, usagef("--fio-extra: %s is set by %s", arg, by)
-		}
-	}
-	return extra, nil
-}
-
-// checkKeepDir refuses, before any I/O, a --keep directory that could not
-// take the files.
-func checkKeepDir(dir string) error {
-	if dir == "" {
-		return nil
-	}
-	fi, err := os.Stat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		parent := filepath.Dir(filepath.Clean(dir))
-		if pfi, err := os.Stat(parent); err != nil || !pfi.IsDir() {
-			return usagef("--keep: neither %s nor its parent %s exists", dir, parent)
-		}
-		dir = parent // where it will be made
-	case err != nil:
-		return usagef("--keep: %w", err)
-	case !fi.IsDir():
-		return usagef("--keep: %s is not a directory", dir)
-	}
-	if err := unix.Access(dir, unix.W_OK|unix.X_OK); err != nil {
-		return usagef("--keep: cannot create files in %s: %w", dir, err)
-	}
-	return nil
+	return ps, nil
 }

@@ -1,0 +1,110 @@
+package crosscheck
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/iomatrix/iomatrix/fio"
+	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
+)
+
+// fioFilename escapes what fio would otherwise read as a list of files.
+func fioFilename(path string) string {
+	return strings.ReplaceAll(path, ":", `\:`)
+}
+
+// fioDuration is d in fio's syntax: seconds, or milliseconds when d is not
+// whole seconds (New refuses anything finer).
+func fioDuration(d time.Duration) string {
+	if d%time.Second == 0 {
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	}
+	return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
+}
+
+// fioShape is the engine, queue depth and job count fio is given: a
+// synchronous engine has one I/O in flight per job, so psync's QD comes
+// from jobs, as iomatrix's psync engine gets it from threads.
+func (c *Comparison) fioShape(p results.Pattern) (engine string, depth, jobs int) {
+	if c.o.Engine == iotest.EnginePsync {
+		return "psync", 1, p.QueueDepth * p.Jobs
+	}
+	return "io_uring", p.QueueDepth, p.Jobs
+}
+
+// fioArgv is the fio command of one run: the pattern on exactly the
+// extent iomatrix measures, in bytes, so that no unit can differ.
+func (c *Comparison) fioArgv(ps iotest.PatternSpec) []string {
+	p := ps.Pattern
+	engine, depth, jobs := c.fioShape(p)
+	argv := []string{c.o.Fio, "--name=" + p.Name(), "--filename=" + fioFilename(c.o.Target),
+		"--size=" + strconv.FormatInt(c.o.Size, 10), "--direct=1", "--ioengine=" + engine,
+		"--rw=" + ps.RW, "--bs=" + strconv.FormatInt(p.BlockSize, 10)}
+	if ps.RW == "randrw" {
+		argv = append(argv, "--rwmixread="+strconv.Itoa(p.ReadPct))
+	}
+	argv = append(argv, "--iodepth="+strconv.Itoa(depth), "--numjobs="+strconv.Itoa(jobs),
+		"--group_reporting", "--time_based", "--runtime="+fioDuration(c.o.Runtime), "--ramp_time="+fioDuration(c.o.Ramp),
+		"--randrepeat=0", "--norandommap", "--output-format=json")
+	argv = append(argv, c.fioTuned...)
+	return append(argv, c.o.FioExtra...)
+}
+
+// iomatrixArgv is the iomatrix command of one run, the same pattern as
+// fioArgv's.
+func (c *Comparison) iomatrixArgv(ps iotest.PatternSpec) []string {
+	p := ps.Pattern
+	argv := []string{c.o.Iomatrix, "run", c.o.Target, "--rw", ps.RW, "--bs", strconv.FormatInt(p.BlockSize, 10)}
+	if ps.RW == "randrw" {
+		argv = append(argv, "--rwmix", strconv.Itoa(p.ReadPct))
+	}
+	argv = append(argv, "--qd", strconv.Itoa(p.QueueDepth), "--jobs", strconv.Itoa(p.Jobs),
+		"--runtime", c.o.Runtime.String(), "--ramp", c.o.Ramp.String(), "--engine", c.o.Engine, "--format", "json")
+	if !c.o.ReadInPlace {
+		argv = append(argv, "--size", strconv.FormatInt(c.o.Size, 10))
+	}
+	if c.o.AllowDestructive {
+		argv = append(argv, "--allow-destructive")
+	}
+	return argv
+}
+
+// fioFigures reads a fio report of ps with the import code, and checks
+// that fio measured the pattern it was asked to.
+func (c *Comparison) fioFigures(ps iotest.PatternSpec) func([]byte) (results.Total, error) {
+	want := ps.Pattern
+	_, want.QueueDepth, want.Jobs = c.fioShape(want)
+	return func(out []byte) (results.Total, error) {
+		doc, problems, err := fio.Import("fio's report", bytes.NewReader(out))
+		if err != nil {
+			return results.Total{}, err
+		}
+		if len(problems) > 0 {
+			return results.Total{}, errors.New(problems[0].String())
+		}
+		if len(doc.Results) != 1 {
+			return results.Total{}, fmt.Errorf("fio's report holds %d patterns, not 1", len(doc.Results))
+		}
+		if got := doc.Results[0].Pattern; got != want {
+			return results.Total{}, fmt.Errorf("fio measured %s, not %s", got.Name(), want.Name())
+		}
+		return doc.Results[0].Total, nil
+	}
+}
+
+// iomatrixFigures reads the results document of an iomatrix run.
+func iomatrixFigures(out []byte) (results.Total, error) {
+	doc, err := results.ReadDocument(bytes.NewReader(out))
+	if err != nil {
+		return results.Total{}, fmt.Errorf("iomatrix's output: %w", err)
+	}
+	if len(doc.Results) != 1 {
+		return results.Total{}, fmt.Errorf("iomatrix's output holds %d results, not 1", len(doc.Results))
+	}
+	return doc.Results[0].Total, nil
+}

@@ -1,0 +1,104 @@
+package iotest
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/iomatrix/iomatrix/internal/units"
+	"github.com/iomatrix/iomatrix/results"
+)
+
+// PatternSpec is a pattern written in one word, RW:BS:QD[:RWMIX[:JOBS]]:
+// RW is randread, randwrite, randrw, read or write, BS a block size (4k =
+// 4096), QD the queue depth per job, RWMIX the read percentage of randrw
+// (default 50, may be left empty) and JOBS the number of jobs (default 1):
+// the fields of run's --rw, --bs, --qd, --rwmix and --jobs, and fio's
+// words for them.
+type PatternSpec struct {
+	Spec    string // as written
+	RW      string // fio's --rw, which is run's too
+	Pattern results.Pattern
+}
+
+// SpecError is a pattern spec that does not parse, or whose pattern cannot
+// run. Its message names the spec's fields (RW, BS, QD, RWMIX, JOBS).
+type SpecError struct {
+	Spec string
+	Msg  string
+}
+
+func (e *SpecError) Error() string { return strconv.Quote(e.Spec) + ": " + e.Msg }
+func (e *SpecError) Unwrap() error { return ErrBadPattern }
+
+// rwWords are the RW words with the access and read share they stand for;
+// randrw's share is RWMIX.
+var rwWords = map[string]struct {
+	access  results.Access
+	readPct int
+}{
+	"randread": {results.Random, 100}, "randwrite": {results.Random, 0}, "randrw": {results.Random, 50},
+	"read": {results.Sequential, 100}, "write": {results.Sequential, 0},
+}
+
+// specFields are a spec's names for the fields FieldError names.
+var specFields = map[string]string{"access": "RW", "block_size": "BS", "read_pct": "RWMIX", "queue_depth": "QD", "jobs": "JOBS"}
+
+// ParsePatternSpec reads RW:BS:QD[:RWMIX[:JOBS]] and checks the pattern on
+// its own (ValidatePattern); errors are SpecErrors.
+func ParsePatternSpec(spec string) (PatternSpec, error) {
+	bad := func(format string, args ...any) (PatternSpec, error) {
+		return PatternSpec{}, &SpecError{Spec: spec, Msg: fmt.Sprintf(format, args...)}
+	}
+	f := strings.Split(spec, ":")
+	if len(f) < 3 || len(f) > 5 {
+		return bad("want RW:BS:QD[:RWMIX[:JOBS]], e.g. randread:4k:32 or randrw:16k:8:70")
+	}
+	f = append(f, "", "")[:5]
+	if f[2] == "" {
+		return bad("QD is missing")
+	}
+	p := results.Pattern{Jobs: 1}
+	readMix := 50
+	for _, fd := range []struct {
+		name, text string
+		into       *int
+	}{{"QD", f[2], &p.QueueDepth}, {"RWMIX", f[3], &readMix}, {"JOBS", f[4], &p.Jobs}} {
+		if fd.text == "" {
+			continue // the default
+		}
+		n, err := strconv.Atoi(fd.text)
+		if err != nil {
+			return bad("%s %q is not a whole number", fd.name, fd.text)
+		}
+		*fd.into = n
+	}
+	rw, ok := rwWords[f[0]]
+	if !ok {
+		return bad("RW: %q is not one of randread, randwrite, randrw, read, write", f[0])
+	}
+	p.Access, p.ReadPct = rw.access, rw.readPct
+	switch {
+	case f[0] == "randrw":
+		p.ReadPct = readMix
+	case f[3] != "":
+		return bad("RWMIX: only applies to RW randrw (got RW %s)", f[0])
+	}
+	if readMix < 0 || readMix > 100 {
+		return bad("RWMIX: %d is outside 0..100", readMix)
+	}
+	bs, err := units.ParseSize(f[1])
+	if err != nil {
+		return bad("BS: %v", err)
+	}
+	p.BlockSize = bs
+	if err := ValidatePattern(p); err != nil {
+		var fe *FieldError
+		if errors.As(err, &fe) {
+			return bad("%s: %s", specFields[fe.Field], fe.Msg)
+		}
+		return bad("%v", err)
+	}
+	return PatternSpec{Spec: spec, RW: f[0], Pattern: p}, nil
+}

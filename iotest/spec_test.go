@@ -1,0 +1,63 @@
+package iotest
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/iomatrix/iomatrix/results"
+)
+
+func TestParsePatternSpec(t *testing.T) {
+	rand := func(bs int64, read, qd, jobs int) results.Pattern {
+		return results.Pattern{Access: results.Random, BlockSize: bs, ReadPct: read, QueueDepth: qd, Jobs: jobs}
+	}
+	for _, c := range []struct {
+		spec string
+		rw   string
+		want results.Pattern
+	}{
+		{"randread:4k:1", "randread", rand(4096, 100, 1, 1)},
+		{"randwrite:4k:32", "randwrite", rand(4096, 0, 32, 1)},
+		{"randrw:16k:8", "randrw", rand(16384, 50, 8, 1)},
+		{"randrw:16k:8:70", "randrw", rand(16384, 70, 8, 1)},
+		{"randrw:8k:4:0:2", "randrw", rand(8192, 0, 4, 2)},
+		{"randrw:8k:4:100", "randrw", rand(8192, 100, 4, 1)},
+		{"randread:4k:32::4", "randread", rand(4096, 100, 32, 4)},
+		{"randread:4096:2", "randread", rand(4096, 100, 2, 1)},
+		{"read:1m:2", "read", results.Pattern{Access: results.Sequential, BlockSize: 1 << 20, ReadPct: 100, QueueDepth: 2, Jobs: 1}},
+		{"write:128k:1", "write", results.Pattern{Access: results.Sequential, BlockSize: 128 << 10, ReadPct: 0, QueueDepth: 1, Jobs: 1}},
+	} {
+		ps, err := ParsePatternSpec(c.spec)
+		if err != nil || ps.RW != c.rw || ps.Pattern != c.want || ps.Spec != c.spec {
+			t.Errorf("%s: %+v, %v; want %s %+v", c.spec, ps, err, c.rw, c.want)
+		}
+	}
+	for _, c := range []struct {
+		spec, says string
+	}{
+		{"randread:4k", "want RW:BS:QD[:RWMIX[:JOBS]], e.g. randread:4k:32 or randrw:16k:8:70"},
+		{"randread:4k:1:50:1:9", "want RW:BS:QD[:RWMIX[:JOBS]], e.g. randread:4k:32 or randrw:16k:8:70"},
+		{"randread:4k:", "QD is missing"},
+		{"randread:4k:x", `QD "x" is not a whole number`},
+		{"randrw:4k:1:half", `RWMIX "half" is not a whole number`},
+		{"randread:4k:1::two", `JOBS "two" is not a whole number`},
+		{"trim:4k:1", `RW: "trim" is not one of randread, randwrite, randrw, read, write`},
+		{"randread:4q:1", `BS: not a size: "4q" has unknown unit "q" (use k, m, g, t, KiB, MiB, GiB, TiB)`},
+		{"randread::1", "BS: not a size: empty"},
+		{"randread:3000:1", "BS: 3000 bytes is not a multiple of 512"},
+		{"randread:64m:256::64", "BS: jobs × queue depth × block size = 1TiB of I/O buffers, more than 4GiB"},
+		{"randread:4k:0", "QD: 0 is outside 1..256"},
+		{"randread:4k:257", "QD: 257 is outside 1..256"},
+		{"randread:4k:1::0", "JOBS: 0 is outside 1..64"},
+		{"randrw:4k:1:101", "RWMIX: 101 is outside 0..100"},
+		{"randrw:4k:1:-1", "RWMIX: -1 is outside 0..100"},
+		{"randread:4k:1:70", "RWMIX: only applies to RW randrw (got RW randread)"},
+	} {
+		_, err := ParsePatternSpec(c.spec)
+		var se *SpecError
+		if !errors.As(err, &se) || !errors.Is(err, ErrBadPattern) || se.Spec != c.spec || se.Msg != c.says ||
+			err.Error() != `"`+c.spec+`": `+c.says {
+			t.Errorf("%s: %v, want a SpecError saying %q", c.spec, err, c.says)
+		}
+	}
+}
