@@ -241,13 +241,3 @@ func (o *crosscheckOptions) sizeBytes(target string) (int64, error) {
 	}
 	return (&measureOptions{Size: o.Size, sizeSet: o.sizeSet}).size()
 }
-
-// parseCrossPattern reads a pattern SPEC (iotest.ParsePatternSpec) given
-// to --pattern; isolate's --victim and --aggressor take the same.
-func parseCrossPattern(spec string) (iotest.PatternSpec, error) {
-	ps, err := iotest.ParsePatternSpec(spec)
-	if err != nil {
-		return ps, usagef("--pattern %w", err)
-	}
-	return ps, nil
-}

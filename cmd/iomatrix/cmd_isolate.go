@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/isolate"
 	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
@@ -87,11 +87,11 @@ func (o *isolateOptions) patterns() (victim, aggressor results.Pattern, err erro
 		flag, spec string
 		into       *results.Pattern
 	}{{"--victim", o.Victim, &victim}, {"--aggressor", o.Aggressor, &aggressor}} {
-		cp, err := parseCrossPattern(x.spec)
+		ps, err := iotest.ParsePatternSpec(x.spec)
 		if err != nil {
-			return victim, aggressor, usagef("%s %s", x.flag, strings.TrimPrefix(err.Error(), "--pattern "))
+			return victim, aggressor, usagef("%s %w", x.flag, err)
 		}
-		*x.into = cp.Pattern
+		*x.into = ps.Pattern
 	}
 	return victim, aggressor, nil
 }
