@@ -38,6 +38,8 @@ func TestReportBadInput(t *testing.T) {
 		{"missing file", []string{"report", filepath.Join(dir, "none.json")}, "none.json"},
 		{"unknown format", []string{"report", fixture, "--format", "pdf"}, "--format"},
 		{"unknown metric", []string{"report", fixture, "--metric", "lat-p42"}, "--metric"},
+		{"openmetrics bound metric", []string{"report", fixture, "--format", "openmetrics", "--metric", "iops@p99<2ms"}, "--metric: iops@p99<2ms"},
+		{"prom bound metric", []string{"report", fixture, "-o", filepath.Join(dir, "x.prom"), "--metric", "iops@p99<2ms"}, "--metric: iops@p99<2ms"},
 		{"unknown extension", []string{"report", fixture, "-o", filepath.Join(dir, "x.pdf")}, "x.pdf"},
 		{"out dir missing", []string{"report", fixture, "-o", filepath.Join(dir, "no", "x.md")}, "--out"},
 		{"compare future", []string{"compare", fixture, future}, "schema_version 2"},
