@@ -115,6 +115,11 @@ func TestUsageMessages(t *testing.T) {
 		{"unknown command", []string{"nosuch"}, `unknown command "nosuch"`, "Did you mean"},
 		{"misspelt command", []string{"sweeep"}, "did you mean sweep?", "\t"},
 		{"unknown flag", []string{"run", target, "--no-such-flag"}, "unknown flag: --no-such-flag", ""},
+		{"help on no command", []string{"help", "nosuch"}, `unknown command "nosuch" (see iomatrix --help)`, "Usage"},
+		{"help misspelt", []string{"help", "sweeep"}, "did you mean sweep?", "Usage"},
+		{"help on no subcommand", []string{"help", "k8s", "nosuch"}, `unknown command "nosuch" (see iomatrix k8s --help)`, "Usage"},
+		{"help misspelt subcommand", []string{"help", "k8s", "manfest"}, "did you mean manifest? (see iomatrix k8s --help)", "Usage"},
+		{"help past a command", []string{"help", "run", "extra"}, `unknown command "extra" (see iomatrix run --help)`, "Usage"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -127,6 +132,12 @@ func TestUsageMessages(t *testing.T) {
 	}
 	if _, err := os.Stat(target); !os.IsNotExist(err) {
 		t.Error("a refused run created its target")
+	}
+	for _, args := range [][]string{{"help"}, {"help", "sweep"}, {"help", "k8s", "manifest"}} {
+		r := runInProcess(args...)
+		if want := "Usage:\n  iomatrix " + strings.Join(args[1:], " "); r.code != 0 || r.stderr != "" || !strings.Contains(r.stdout, want) {
+			t.Errorf("%v: exit %d, stderr %q, stdout lacks %q:\n%s", args, r.code, r.stderr, want, r.stdout)
+		}
 	}
 }
 
