@@ -59,6 +59,8 @@ func TestFioFlags(t *testing.T) {
 		{"max-runtime below the window", run("--runtime", "auto", "--max-runtime", "4s"), "--max-runtime: 4s is shorter than the 5 one-second rounds"},
 		{"min above max", sweep("--runtime", "auto", "--min-runtime", "30s", "--max-runtime", "20s"), "--min-runtime: 30s is longer than the maximum runtime 20s"},
 		{"precision junk", run("--runtime", "auto", "--precision", "tight"), `--precision: "tight" is not a percentage`},
+		{"precision NaN", run("--runtime", "auto", "--precision", "NaN"), `--precision: "NaN" is not a percentage`},
+		{"precision spaced", run("--runtime", "auto", "--precision", "1 %"), accepted},
 		{"precision zero", run("--runtime", "auto", "--precision", "0%"), "--precision: 0 % is not between 0 and 50 %"},
 		{"precision huge", run("--runtime", "auto", "--precision", "80"), "--precision: 80 % is not between 0 and 50 %"},
 		{"max-runtime without auto", run("--max-runtime", "20s"), "--max-runtime: only applies with --runtime auto (got --runtime 1m0s)"},

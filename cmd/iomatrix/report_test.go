@@ -40,6 +40,7 @@ func TestReportBadInput(t *testing.T) {
 		{"unknown metric", []string{"report", fixture, "--metric", "lat-p42"}, "--metric"},
 		{"openmetrics bound metric", []string{"report", fixture, "--format", "openmetrics", "--metric", "iops@p99<2ms"}, "--metric: iops@p99<2ms"},
 		{"prom bound metric", []string{"report", fixture, "-o", filepath.Join(dir, "x.prom"), "--metric", "iops@p99<2ms"}, "--metric: iops@p99<2ms"},
+		{"outlier not a number", []string{"report", fixture, "--outlier", "NaN"}, `--outlier: "NaN" is not a percentage between 0 and 100`},
 		{"unknown extension", []string{"report", fixture, "-o", filepath.Join(dir, "x.pdf")}, "x.pdf"},
 		{"out dir missing", []string{"report", fixture, "-o", filepath.Join(dir, "no", "x.md")}, "--out"},
 		{"compare future", []string{"compare", fixture, future}, "schema_version 2"},
