@@ -44,6 +44,11 @@ type Cell struct {
 	// Runtime is the length of the measured window; 0 when unknown (no
 	// carry-over allowance is then given).
 	Runtime time.Duration
+	// Slice is blk-throttle's slice on the cell's disk when known; 0 is
+	// ThrottleSlice, the slice of every disk on most kernels and the
+	// longer one, which allows the more carry-over. The disk's kind alone
+	// does not tell: see ShortSlice.
+	Slice time.Duration
 	// OtherLoad and BaselineOtherLoad: another process loaded the device
 	// during the capped window, or during the uncapped one the expectation
 	// rests on (results.DevStats.OtherLoad).
@@ -111,7 +116,7 @@ func Judge(l Limit, c Cell, tolerancePct float64) Verdict {
 	if n := c.Window.Reads + c.Window.Writes; n > 0 {
 		share = float64(c.Window.Reads) / float64(n)
 	}
-	v := Verdict{ReadShare: share, CarryPct: CarryAllowance(l, share, c.Runtime) * 100}
+	v := Verdict{ReadShare: share, CarryPct: CarryAllowance(l, share, c.Runtime, c.Slice) * 100}
 	v.judgeRate(l, c, k, tolerancePct)
 	v.judgeCounters(c, k)
 	if c.Failed != "" {
@@ -220,8 +225,9 @@ func counterReason(dir string, want, got, k uint64) string {
 
 // CarryAllowance is the fraction of the cap model by which a window of
 // length runtime may deviate beyond the tolerance, for read share r under
-// l: ThrottleSlice/runtime when the pattern both reads and writes and a
-// direction it uses is capped, else 0.
+// l on a disk whose throttle slice is slice (0: ThrottleSlice):
+// slice/runtime when the pattern both reads and writes and a direction it
+// uses is capped, else 0.
 //
 // blk-throttle keeps what a direction did not use of its budget for a
 // slice after the one it belongs to. In a pattern that mixes directions, a
@@ -231,15 +237,19 @@ func counterReason(dir string, want, got, k uint64) string {
 // times the window, and the cell's IOPS follow (measured: 423 reads in a
 // 1 s window under riops=400, at 50 % reads and QD1). A pattern in one
 // direction never waits on the other and gets no allowance; the carry-over
-// is bounded, so a longer window shrinks it (1 % at 10 s).
-func CarryAllowance(l Limit, r float64, runtime time.Duration) float64 {
+// is bounded, so a longer window shrinks it (1 % at 10 s; 0.2 % there
+// with ShortSlice).
+func CarryAllowance(l Limit, r float64, runtime, slice time.Duration) float64 {
 	if runtime <= 0 || r <= 0 || r >= 1 {
 		return 0
 	}
 	if l.ReadIOPS == 0 && l.ReadBPS == 0 && l.WriteIOPS == 0 && l.WriteBPS == 0 {
 		return 0
 	}
-	return float64(ThrottleSlice) / float64(runtime)
+	if slice <= 0 {
+		slice = ThrottleSlice
+	}
+	return float64(slice) / float64(runtime)
 }
 
 func deviation(measured, expected float64) float64 {
@@ -250,10 +260,10 @@ func deviation(measured, expected float64) float64 {
 }
 
 // Throttle timing. blk-throttle (behind v1 blkio.throttle.* and v2 io.max)
-// hands out a cap's budget a slice at a time: 100 ms on a rotational disk,
-// 20 ms on others (HZ/10 and HZ/50 jiffies). The whole budget of a slice is
-// available at its start, so a capped workload completes its I/O in bursts
-// at slice boundaries. Two consequences for a measurement:
+// hands out a cap's budget a slice at a time: 100 ms (HZ/10 jiffies), or
+// ShortSlice on some kernels' non-rotational disks. The whole budget of a
+// slice is available at its start, so a capped workload completes its I/O
+// in bursts at slice boundaries. Two consequences for a measurement:
 //
 //   - a window whose edges sit at slice boundaries counts one burst more or
 //     less depending on a few milliseconds of timer jitter (±5 % of a 2 s
@@ -268,7 +278,17 @@ func deviation(measured, expected float64) float64 {
 // ThrottleQuiet (a fresh slice begins with its first I/O), and its ramp is
 // at least MinCappedRamp and ends half a slice into one (AlignWindow).
 const (
-	ThrottleSlice = 100 * time.Millisecond // a multiple of both slice lengths
+	// ThrottleSlice is the slice of every disk on most kernels, and the
+	// grid windows are aligned to: a multiple of ShortSlice too, so a
+	// window aligned to it is aligned whichever slice the disk has.
+	ThrottleSlice = 100 * time.Millisecond
+	// ShortSlice (HZ/50) is the slice of non-rotational disks on kernels
+	// built with CONFIG_BLK_DEV_THROTTLING_LOW, and on those from its
+	// removal (6.9) until a fix of late 2025 restored 100 ms for every
+	// disk. A 6.18 kernel slices a non-rotational loop device by 100 ms
+	// (measured: under riops=500, 50 reads complete every 100 ms), so a
+	// cell's slice is the kernel's, not the disk kind's.
+	ShortSlice    = 20 * time.Millisecond
 	ThrottleQuiet = 300 * time.Millisecond // more than two slices: the last one has expired
 	MinCappedRamp = 250 * time.Millisecond
 )

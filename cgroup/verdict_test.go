@@ -52,6 +52,19 @@ func TestJudge(t *testing.T) {
 			c: Cell{ReadPct: 50, BlockSize: 16 << 10, UncappedIOPS: 4377, MeasuredIOPS: 814, Window: Requests{Reads: 4300, Writes: 3840},
 				Issued: Requests{Reads: 4400, Writes: 3940}, Kernel: rw(4400, 3940), Runtime: 10 * time.Second},
 			reason: "+7.5 %, tolerance 5 % + 1.0 % throttle carry-over)"},
+		// Where blk-throttle's slice is 20 ms (some kernels' non-rotational
+		// disks) the carry-over is a fifth of 100 ms's: 2 % of a 1 s window.
+		{name: "a mixed window beyond a 20 ms slice's carry-over", l: Limit{ReadIOPS: 400, WriteIOPS: 400}, tol: 5, ok: false, expected: 772.09, binding: true,
+			c: Cell{ReadPct: 50, BlockSize: 16 << 10, UncappedIOPS: 20000, MeasuredIOPS: 830, Window: Requests{Reads: 430, Writes: 400},
+				Issued: Requests{Reads: 530, Writes: 500}, Kernel: rw(530, 500), Runtime: time.Second, Slice: ShortSlice},
+			reason: "+7.5 %, tolerance 5 % + 2.0 % throttle carry-over)"},
+		{name: "the same window under 100 ms slices", l: Limit{ReadIOPS: 400, WriteIOPS: 400}, tol: 5, ok: true, expected: 772.09, binding: true,
+			c: Cell{ReadPct: 50, BlockSize: 16 << 10, UncappedIOPS: 20000, MeasuredIOPS: 830, Window: Requests{Reads: 430, Writes: 400},
+				Issued: Requests{Reads: 530, Writes: 500}, Kernel: rw(530, 500), Runtime: time.Second, Slice: ThrottleSlice}},
+		// A slice not known is taken as the longer one.
+		{name: "the same window where the slice is not known", l: Limit{ReadIOPS: 400, WriteIOPS: 400}, tol: 5, ok: true, expected: 772.09, binding: true,
+			c: Cell{ReadPct: 50, BlockSize: 16 << 10, UncappedIOPS: 20000, MeasuredIOPS: 830, Window: Requests{Reads: 430, Writes: 400},
+				Issued: Requests{Reads: 530, Writes: 500}, Kernel: rw(530, 500), Runtime: time.Second}},
 		{name: "split requests", l: wcap, tol: 5, ok: true, expected: 500, binding: true,
 			c: Cell{ReadPct: 0, BlockSize: 1 << 20, RequestsPerIO: 2, UncappedIOPS: 2356, MeasuredIOPS: 500, Issued: Requests{Writes: 1542}, Kernel: writes(3084)}},
 		{name: "split ignored by the kernel", l: wcap, tol: 5, ok: false, expected: 500, binding: true,

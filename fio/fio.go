@@ -67,6 +67,10 @@ func (p Problem) String() string {
 //     seconds.
 //   - disk_util covers the whole fio run, so device counters are filled in
 //     only when the file holds a single result.
+//   - Bytes and MiB/s are those of the measured window: with ramp_time,
+//     fio's io_bytes and bw_bytes also count the bytes of the I/Os in
+//     flight when the ramp ended, which its I/O count and IOPS leave out,
+//     so bytes = I/Os × block size = IOPS × runtime × block size.
 //   - queue_depth is fio's iodepth, except for synchronous engines (psync,
 //     sync, pvsync, pvsync2, vsync), where fio itself caps the depth at 1:
 //     the result records the depth that was measured, not the one asked for.
@@ -424,8 +428,8 @@ func (g *fioJobGroup) result(sameGroup []*fioJobGroup) (results.Result, string) 
 		res.CPU.SysPct += j.SysCPU * float64(threadsPerEntry)
 	}
 	res.DurationNS = durationMS * int64(time.Millisecond)
-	res.Read = fioSumDir(reads)
-	res.Write = fioSumDir(writes)
+	res.Read = fioSumDir(reads, uint64(p.BlockSize))
+	res.Write = fioSumDir(writes, uint64(p.BlockSize))
 	res.Total = results.Total{
 		IOs:     res.Read.IOs + res.Write.IOs,
 		Bytes:   res.Read.Bytes + res.Write.Bytes,
@@ -640,21 +644,32 @@ func fioRuntime(d *fioDir) int64 {
 	return d.Runtime
 }
 
-func fioSumDir(dirs []*fioDir) results.DirStats {
+// fioSumDir sums a direction's entries. Bytes and bandwidth are those of
+// the measured window, as fio's I/O count and IOPS are: fio's io_bytes,
+// io_kbytes and bw_bytes also hold the bytes of the I/Os in flight when a
+// ramp_time ended (fioCheckEntry bounds them), which are not in its count.
+func fioSumDir(dirs []*fioDir, bs uint64) results.DirStats {
 	var s results.DirStats
 	var clats []*fioClat
 	for _, d := range dirs {
 		if d == nil {
 			continue
 		}
-		s.IOs += d.TotalIOs
-		s.Bytes += d.IOBytes
-		s.IOPS += d.IOPS
-		if d.BWBytes != nil {
-			s.MiBPerS += float64(*d.BWBytes) / (1 << 20)
-		} else {
-			s.MiBPerS += float64(d.BW) / 1024
+		window := d.IOBytes
+		if counted := d.TotalIOs * bs; d.ShortIOs == 0 && counted <= d.IOBytes {
+			window = counted // short I/Os aside, every counted I/O moved bs
 		}
+		s.IOs += d.TotalIOs
+		s.Bytes += window
+		s.IOPS += d.IOPS
+		bw := float64(d.BW) * 1024 // KiB/s before fio 3
+		if d.BWBytes != nil {
+			bw = float64(*d.BWBytes)
+		}
+		if d.IOBytes > 0 {
+			bw *= float64(window) / float64(d.IOBytes)
+		}
+		s.MiBPerS += bw / (1 << 20)
 		if d.Clat != nil && d.Clat.N > 0 {
 			clats = append(clats, d.Clat)
 		}

@@ -25,6 +25,23 @@ func TestImportFioRampCarry(t *testing.T) {
 	if got := doc.Results[0].Total; got.IOs != uint64(ios) || got.IOPS != read["iops"].(float64) {
 		t.Errorf("total %+v, want fio's %v I/Os at %v IOPS", got, ios, read["iops"])
 	}
+	// Bytes and bandwidth are the measured window's, as the I/Os and IOPS
+	// are: io_bytes and bw_bytes also hold the carried I/Os' bytes.
+	r := doc.Results[0]
+	iops, runtime := read["iops"].(float64), read["runtime"].(float64)/1000
+	for what, got := range map[string]uint64{"read": r.Read.Bytes, "total": r.Total.Bytes} {
+		if want := uint64(ios) * 4096; got != want {
+			t.Errorf("%s bytes %d, want %d for %v I/Os of 4 KiB (fio's io_bytes %v)", what, got, want, ios, ioBytes)
+		}
+		if !closeRel(float64(got), iops*runtime*4096, 1e-6) {
+			t.Errorf("%s bytes %d, IOPS × runtime × bs = %v", what, got, iops*runtime*4096)
+		}
+	}
+	for what, got := range map[string]float64{"read": r.Read.MiBPerS, "total": r.Total.MiBPerS} {
+		if want := iops * 4096 / (1 << 20); !closeRel(got, want, 1e-6) {
+			t.Errorf("%s MiB/s %v, want IOPS × bs = %v", what, got, want)
+		}
+	}
 
 	noRamp := editFioFixture(t, file, func(m map[string]any) {
 		delete(fioRawJobs(m)[0]["job options"].(map[string]any), "ramp_time")

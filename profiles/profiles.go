@@ -129,7 +129,7 @@ func isPath(s string) bool {
 //
 //	name: mine                      # required
 //	description: what it is for     # optional
-//	defaults: {runtime: 30s, ramp: 2s, size: 8GiB}
+//	defaults: {runtime: 30s, ramp: 2s, size: 8GiB}  # a bare number is seconds
 //	patterns:                       # explicit patterns, run first
 //	  - {access: sequential, block_size: 1m, read_pct: 100, queue_depth: 8, jobs: 1}
 //	matrix:                         # cartesian products, run after, in order
@@ -262,12 +262,14 @@ func (p *parser) integer(n *yaml.Node, field string, lo, hi int) (int, error) {
 	return i, nil
 }
 
+// duration reads a duration as the flags do: a bare number is seconds
+// (runtime: 30), anything else Go's syntax (1m30s, 500ms).
 func (p *parser) duration(n *yaml.Node, field string) (time.Duration, error) {
 	v, err := p.scalar(n, field)
 	if err != nil {
 		return 0, err
 	}
-	d, err := time.ParseDuration(strings.TrimSpace(v))
+	d, err := units.ParseDuration(v)
 	if err != nil || d < 0 {
 		return 0, p.errf(n, field, "%q is not a duration (e.g. 60s, 2m)", v)
 	}

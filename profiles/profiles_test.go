@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/iomatrix/iomatrix/results"
 )
@@ -235,5 +236,38 @@ func TestEstimate(t *testing.T) {
 	p := &Profile{Patterns: make([]results.Pattern, 137)}
 	if got := p.Estimate(60e9, 5e9); got.Minutes() != 137*65.0/60 {
 		t.Errorf("estimate %v", got)
+	}
+}
+
+// A bare number in a duration field is seconds, as on the flags
+// (--runtime 30); an error still names the file and the line.
+func TestDurationsInSeconds(t *testing.T) {
+	const pats = "patterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1}\n"
+	for _, c := range []struct {
+		defaults      string
+		runtime, ramp time.Duration
+		err           string
+	}{
+		{defaults: "{runtime: 30, ramp: 1.5}", runtime: 30 * time.Second, ramp: 1500 * time.Millisecond},
+		{defaults: "{runtime: 90, ramp: 0}", runtime: 90 * time.Second},
+		{defaults: "{runtime: 1m30s, ramp: 500ms}", runtime: 90 * time.Second, ramp: 500 * time.Millisecond},
+		{defaults: "\n  runtime: 0\n", err: "d.yaml:3: runtime: must be positive"},
+		{defaults: "\n  runtime: 30\n  ramp: -1\n", err: `d.yaml:4: ramp: "-1" is not a duration`},
+		{defaults: "\n  runtime: 2x\n", err: `d.yaml:3: runtime: "2x" is not a duration`},
+	} {
+		p, err := Parse("d.yaml", []byte("name: x\ndefaults: "+c.defaults+"\n"+pats))
+		if c.err != "" {
+			if err == nil || !strings.HasPrefix(err.Error(), c.err) {
+				t.Errorf("defaults %q: error %v, want %q", c.defaults, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("defaults %q: %v", c.defaults, err)
+			continue
+		}
+		if d := p.Defaults; d.Runtime != c.runtime || d.Ramp != c.ramp || !d.RampSet {
+			t.Errorf("defaults %q: %+v, want runtime %v ramp %v", c.defaults, d, c.runtime, c.ramp)
+		}
 	}
 }

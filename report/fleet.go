@@ -127,7 +127,9 @@ func memberLabels(in []MemberInput) ([]string, error) {
 }
 
 // fleetCells is, per pattern in the order first met, the spread of every
-// metric across the members that measured it without error.
+// metric across the members that measured it without error; a latency
+// only across the members that have one (Metric.Absent), and none where
+// no member has.
 func fleetCells(members []results.Member) []results.Result {
 	var cells []results.Result
 	index := map[string]int{}
@@ -158,11 +160,17 @@ func fleetCells(members []results.Member) []results.Result {
 			var vals []float64
 			var sp results.Spread
 			for _, r := range of[i] {
+				if m.Absent(*r) {
+					continue
+				}
 				v, flags := m.Measure(*r)
 				vals = append(vals, v)
 				sp.Approx = sp.Approx || flags.Has(FlagApprox)
 				sp.FewIOs = sp.FewIOs || flags.Has(FlagFewIOs)
 				sp.Unsettled = sp.Unsettled || flags.Has(FlagUnsettled)
+			}
+			if len(vals) == 0 {
+				continue
 			}
 			sp.Min, sp.Median, sp.Max = slices.Min(vals), median(vals), slices.Max(vals)
 			f.Metrics[string(m)] = sp

@@ -75,11 +75,27 @@ func (m Metric) Bounded() (b Bound, ok bool) {
 	return b, err == nil
 }
 
-// under tells whether a result's latency figure proves the bound: below
-// it, and neither approximate nor resting on too few I/Os.
+// under tells whether a result's latency figure proves the bound: there,
+// below it, and neither approximate nor resting on too few I/Os.
 func (b Bound) under(r results.Result) bool {
 	v, f := b.Metric.Measure(r)
-	return !f.Has(FlagApprox) && !f.Has(FlagFewIOs) && v < float64(b.Max)/float64(time.Microsecond)
+	return !b.Metric.Absent(r) && !f.Has(FlagApprox) && !f.Has(FlagFewIOs) && v < float64(b.Max)/float64(time.Microsecond)
+}
+
+// Absent tells whether a result has no figure of the metric: the latency
+// of a result that completed no I/O (an empty sample has no latency, and
+// 0 µs would read as one), or of a fleet cell where no member did. Its
+// IOPS and MiB/s are measured zeros, never absent.
+func (m Metric) Absent(r results.Result) bool {
+	if !m.LowerIsBetter() {
+		return false
+	}
+	if r.Fleet != nil {
+		_, ok := r.Fleet.Metrics[string(m)]
+		return !ok
+	}
+	_, samples, _ := m.latency(r)
+	return samples == 0
 }
 
 // Unit is the unit of the metric's values.
@@ -213,8 +229,8 @@ type Matrix struct {
 	Tables []Table
 }
 
-// Table has rows and columns of cells; a nil cell was not measured (never
-// shown as 0).
+// Table has rows and columns of cells; a nil cell was not measured, or
+// has no figure of the metric (Metric.Absent): never shown as 0.
 type Table struct {
 	Title     string
 	Access    results.Access
@@ -396,6 +412,9 @@ func pivot(title string, rs []*results.Result, m Metric, key func(results.Patter
 		t.Cells[i] = make([]*Cell, len(cols))
 	}
 	for _, r := range rs {
+		if m.Absent(*r) {
+			continue
+		}
 		v, flags := m.Measure(*r)
 		t.Cells[slices.Index(reads, r.Pattern.ReadPct)][slices.Index(cols, key(r.Pattern))] = &Cell{
 			Value: v, Result: r, CDM: isCDM(r.Pattern), Flags: flags,

@@ -19,8 +19,12 @@ import (
 // (results.Confident) is left out rather than published as one; a
 // failed result publishes nothing. Series are labelled by the pattern's
 // fields, the direction (op: read, write, total), target and host, and
-// in a fleet by member.
-func writeOpenMetrics(w io.Writer, doc *results.Document, _ Options) error {
+// in a fleet by member. Every metric is there, so o.Metric selects
+// nothing; a bound metric, which would pick cells, is refused.
+func writeOpenMetrics(w io.Writer, doc *results.Document, o Options) error {
+	if err := CheckMetric("openmetrics", o.Metric); err != nil {
+		return err
+	}
 	bw := bufio.NewWriter(w)
 	sources := omSources(doc)
 	for _, f := range omFamilies {
@@ -37,7 +41,10 @@ func writeOpenMetrics(w io.Writer, doc *results.Document, _ Options) error {
 	return bw.Flush()
 }
 
-func init() { Register("openmetrics", writeOpenMetrics) }
+func init() {
+	Register("openmetrics", writeOpenMetrics)
+	everyFigure["openmetrics"] = true
+}
 
 // omSource is one document's results with the labels they share.
 type omSource struct {

@@ -2,10 +2,12 @@ package report
 
 import (
 	"bytes"
+	"errors"
 	"os/exec"
 	"strings"
 	"testing"
 
+	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/testenv"
 	"github.com/iomatrix/iomatrix/results"
 )
@@ -64,5 +66,38 @@ func TestOpenMetricsPromtool(t *testing.T) {
 		if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
 			t.Errorf("%s: promtool check metrics: %v\n%s", name, err, out)
 		}
+	}
+}
+
+// OpenMetrics carries every figure of every result whatever the metric;
+// a metric that picks one cell per row has nothing to pick there and is
+// refused, naming the option, while the formats that draw matrices take it.
+func TestCheckMetric(t *testing.T) {
+	bound, err := ParseMetric("iops@p99<2ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range Formats() {
+		for _, m := range append(append([]Metric(nil), Metrics...), bound) {
+			err := CheckMetric(format, m)
+			_, bounded := m.Bounded()
+			if refuse := bounded && format == "openmetrics"; !refuse {
+				if err != nil {
+					t.Errorf("%s, %s: %v", format, m, err)
+				}
+				continue
+			}
+			var ie *fault.InputError
+			if !errors.As(err, &ie) || ie.Option != "metric" || !strings.Contains(err.Error(), string(m)) {
+				t.Errorf("%s, %s: %v, want bad input naming the metric option and %s", format, m, err, m)
+			}
+		}
+	}
+	if _, err := Lookup("openmetrics"); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := writeOpenMetrics(&buf, loadFixture(t, "full-missing"), Options{Metric: bound}); err == nil {
+		t.Error("the writer took a metric it cannot show")
 	}
 }

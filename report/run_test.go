@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iomatrix/iomatrix/internal/testenv"
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/results"
 )
@@ -24,7 +25,7 @@ func TestRunTextTotalRow(t *testing.T) {
 	doc := loadFixture(t, "total-lat")
 	totalRow := func(name string) []string {
 		var b bytes.Buffer
-		WriteRunText(&b, doc, fixtureResult(t, doc, name))
+		testenv.Must(t, WriteRunText(&b, doc, fixtureResult(t, doc, name)))
 		for _, line := range strings.Split(b.String(), "\n") {
 			if f := strings.Fields(line); len(f) > 0 && f[0] == "total" {
 				return f
@@ -66,7 +67,7 @@ func TestRunTextDiskAndCap(t *testing.T) {
 	capped := *doc
 	capped.Cap = &results.Cap{CgroupVersion: 1, Cgroup: "/sys/fs/cgroup/blkio/iomatrix/42-1", Device: "254:0", ReadIOPS: 3000}
 	var b bytes.Buffer
-	WriteRunText(&b, &capped, &res)
+	testenv.Must(t, WriteRunText(&b, &capped, &res))
 	for _, want := range []string{
 		"disk vda, all processes: 85,417 requests completed, 97.0% utilized (79,202 of them not iomatrix's)",
 		"capped: riops=3000 on 254:0 (cgroup v1), cgroup /sys/fs/cgroup/blkio/iomatrix/42-1",
@@ -77,7 +78,7 @@ func TestRunTextDiskAndCap(t *testing.T) {
 		}
 	}
 	b.Reset()
-	WriteRunText(&b, doc, &res)
+	testenv.Must(t, WriteRunText(&b, doc, &res))
 	if strings.Contains(b.String(), "capped") {
 		t.Errorf("an uncapped run said capped:\n%s", b.String())
 	}

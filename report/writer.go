@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/results"
 )
@@ -43,6 +44,21 @@ var writers = map[string]WriteFunc{
 	"markdown": writeMarkdown,
 	"csv":      writeCSV,
 	"json":     writeJSON,
+}
+
+// everyFigure names the formats that carry every figure of every result
+// rather than one metric's matrices.
+var everyFigure = map[string]bool{}
+
+// CheckMetric tells whether a format can show a metric. Every format
+// shows the plain metrics; one that carries every figure (openmetrics)
+// has no cell to pick for a bound metric, which is refused rather than
+// ignored.
+func CheckMetric(format string, m Metric) error {
+	if _, bounded := m.Bounded(); bounded && everyFigure[format] {
+		return fault.Input("metric", "%s picks one cell per row, which %s cannot show: it carries every figure of every result (use text, markdown, csv, html or xlsx)", m, format)
+	}
+	return nil
 }
 
 // extensions maps file extensions to format names for -o.

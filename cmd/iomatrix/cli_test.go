@@ -26,23 +26,30 @@ func TestFioFlags(t *testing.T) {
 		args    []string
 		mention string
 	}{
-		{"iodepth is --qd", run("--iodepth", "300"), "--qd: 300 is outside 1..256"},
+		{"iodepth is --qd", run("--iodepth", "300"), "--iodepth: 300 is outside 1..256"},
+		{"iodepth junk", run("--iodepth", "many"), `--iodepth: "many" must be an integer`},
+		{"the last spelling named", run("--qd", "4", "--iodepth", "300"), "--iodepth: 300"},
+		{"qd after iodepth", run("--iodepth", "4", "--qd", "300"), "--qd: 300"},
+		{"qd itself", run("--qd", "300"), "--qd: 300"},
 		{"iodepth accepted", run("--iodepth=8"), accepted},
-		{"numjobs is --jobs", run("--numjobs", "65"), "--jobs"},
+		{"numjobs is --jobs", run("--numjobs", "65"), "--numjobs: 65 is outside 1..64"},
 		{"numjobs accepted", run("--numjobs", "4"), accepted},
-		{"rwmixread is --rwmix", run("--rw", "randrw", "--rwmixread", "101"), "--rwmix: 101"},
+		{"rwmixread is --rwmix", run("--rw", "randrw", "--rwmixread", "101"), "--rwmixread: 101"},
+		{"rwmixread without randrw", run("--rwmixread", "70"), "--rwmixread: only applies to --rw randrw"},
 		{"rwmixread accepted", run("--rw", "randrw", "--rwmixread=70"), accepted},
-		{"ramp_time is --ramp, in seconds", run("--ramp_time", "-1"), "--ramp: -1s must not be negative"},
-		{"blocksize is --bs", run("--blocksize", "3000"), "--bs"},
-		{"readwrite is --rw", run("--readwrite", "trim"), "--rw"},
+		{"ramp_time is --ramp, in seconds", run("--ramp_time", "-1"), "--ramp_time: -1s must not be negative"},
+		{"blocksize is --bs", run("--blocksize", "3000"), "--blocksize: 3000 bytes is not a multiple of 512"},
+		{"blocksize junk", run("--blocksize=4q"), `--blocksize: not a size: "4q"`},
+		{"readwrite is --rw", run("--readwrite", "trim"), `--readwrite: "trim" is not one of`},
+		{"rw itself", run("--rw", "trim"), `--rw: "trim" is not one of`},
 		{"ioengine io_uring", run("--ioengine", "io_uring"), accepted},
 		{"engine io_uring", run("--engine", "io_uring"), accepted},
 		{"ioengine psync", run("--ioengine=psync"), accepted},
-		{"ioengine libaio", run("--ioengine", "libaio"), "use uring"},
+		{"ioengine libaio", run("--ioengine", "libaio"), "--ioengine: libaio is not an iomatrix engine; use uring"},
 		{"ioengine sync", run("--ioengine", "sync"), "use psync"},
 		{"output-format normal", run("--output-format", "normal"), accepted},
-		{"output-format yaml", run("--output-format", "yaml"), "--format"},
-		{"output-format json+", run("--output-format=json+"), "use --format json"},
+		{"output-format yaml", run("--output-format", "yaml"), `--output-format: "yaml" is not one of`},
+		{"output-format json+", run("--output-format=json+"), "--output-format: json+ is fio's; iomatrix's json already holds the latency percentiles: use --format json"},
 		{"runtime in seconds", run("--runtime", "0"), "--runtime: 0s must be positive"},
 		{"runtime 2 accepted", run("--runtime", "2"), accepted},
 		{"runtime not a duration", run("--runtime", "2x"), `--runtime: not a duration: "2x" (give seconds, e.g. 30, or a duration such as 1m30s or 500ms), or auto`},
@@ -52,6 +59,8 @@ func TestFioFlags(t *testing.T) {
 		{"max-runtime below the window", run("--runtime", "auto", "--max-runtime", "4s"), "--max-runtime: 4s is shorter than the 5 one-second rounds"},
 		{"min above max", sweep("--runtime", "auto", "--min-runtime", "30s", "--max-runtime", "20s"), "--min-runtime: 30s is longer than the maximum runtime 20s"},
 		{"precision junk", run("--runtime", "auto", "--precision", "tight"), `--precision: "tight" is not a percentage`},
+		{"precision NaN", run("--runtime", "auto", "--precision", "NaN"), `--precision: "NaN" is not a percentage`},
+		{"precision spaced", run("--runtime", "auto", "--precision", "1 %"), accepted},
 		{"precision zero", run("--runtime", "auto", "--precision", "0%"), "--precision: 0 % is not between 0 and 50 %"},
 		{"precision huge", run("--runtime", "auto", "--precision", "80"), "--precision: 80 % is not between 0 and 50 %"},
 		{"max-runtime without auto", run("--max-runtime", "20s"), "--max-runtime: only applies with --runtime auto (got --runtime 1m0s)"},
@@ -65,7 +74,7 @@ func TestFioFlags(t *testing.T) {
 		{"name", run("--name=job1"), "--name: iomatrix names each pattern"},
 		{"output", run("--output=x.json"), "--out FILE"},
 		{"rwmixwrite", run("--rwmixwrite=30"), "--rwmix 100-N"},
-		{"sweep ramp_time", sweep("--ramp_time", "-2"), "--ramp: -2s"},
+		{"sweep ramp_time", sweep("--ramp_time", "-2"), "--ramp_time: -2s"},
 		{"sweep precondition in seconds", sweep("--precondition", "-5"), "--precondition: -5s must not be negative"},
 		{"sweep filename", sweep("--filename", "x"), "iomatrix sweep /path"},
 		{"sweep ioengine", sweep("--ioengine", "io_uring"), accepted},
@@ -115,6 +124,11 @@ func TestUsageMessages(t *testing.T) {
 		{"unknown command", []string{"nosuch"}, `unknown command "nosuch"`, "Did you mean"},
 		{"misspelt command", []string{"sweeep"}, "did you mean sweep?", "\t"},
 		{"unknown flag", []string{"run", target, "--no-such-flag"}, "unknown flag: --no-such-flag", ""},
+		{"help on no command", []string{"help", "nosuch"}, `unknown command "nosuch" (see iomatrix --help)`, "Usage"},
+		{"help misspelt", []string{"help", "sweeep"}, "did you mean sweep?", "Usage"},
+		{"help on no subcommand", []string{"help", "k8s", "nosuch"}, `unknown command "nosuch" (see iomatrix k8s --help)`, "Usage"},
+		{"help misspelt subcommand", []string{"help", "k8s", "manfest"}, "did you mean manifest? (see iomatrix k8s --help)", "Usage"},
+		{"help past a command", []string{"help", "run", "extra"}, `unknown command "extra" (see iomatrix run --help)`, "Usage"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -127,6 +141,12 @@ func TestUsageMessages(t *testing.T) {
 	}
 	if _, err := os.Stat(target); !os.IsNotExist(err) {
 		t.Error("a refused run created its target")
+	}
+	for _, args := range [][]string{{"help"}, {"help", "sweep"}, {"help", "k8s", "manifest"}} {
+		r := runInProcess(args...)
+		if want := "Usage:\n  iomatrix " + strings.Join(args[1:], " "); r.code != 0 || r.stderr != "" || !strings.Contains(r.stdout, want) {
+			t.Errorf("%v: exit %d, stderr %q, stdout lacks %q:\n%s", args, r.code, r.stderr, want, r.stdout)
+		}
 	}
 }
 

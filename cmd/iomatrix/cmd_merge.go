@@ -143,11 +143,11 @@ func (fo fleetOutput) write(g *globalOptions, doc *results.Document) error {
 }
 
 // parsePercentFlag reads a percentage flag ("10%" or "10") as a fraction,
-// strictly between 0 and 100 %.
+// strictly between 0 and 100 % (units.ParseFraction).
 func parsePercentFlag(flag, s string) (float64, error) {
-	v, err := parsePercent(s)
-	if err != nil || v <= 0 || v >= 100 {
+	v, err := units.ParseFraction(s)
+	if err != nil {
 		return 0, usagef("%s: %q is not a percentage between 0 and 100 (e.g. 10%%)", flag, s)
 	}
-	return v / 100, nil
+	return v, nil
 }

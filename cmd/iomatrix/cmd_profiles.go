@@ -26,7 +26,7 @@ A profile file has this form:
 
   name: mine                      # required
   description: what it is for
-  defaults: {runtime: 30s, ramp: 2s, size: 8GiB}
+  defaults: {runtime: 30s, ramp: 2s, size: 8GiB}  # a bare number is seconds
   patterns:                       # explicit patterns, run first
     - {access: sequential, block_size: 1m, read_pct: 100, queue_depth: 8}
   matrix:                         # cartesian products, run after

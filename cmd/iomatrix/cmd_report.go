@@ -47,7 +47,9 @@ Prometheus also reads) for node_exporter's textfile collector or a
 Pushgateway: iomatrix_iops, iomatrix_bandwidth_bytes_per_second,
 iomatrix_latency_seconds{quantile=...} (a summary; percentiles resting on
 too few I/Os are left out) and iomatrix_run_timestamp_seconds, labelled
-by pattern fields, op, target and host (and member, for a fleet).
+by pattern fields, op, target and host (and member, for a fleet). It
+carries every metric whatever --metric says, and refuses a per-row pick
+(iops@p99<2ms), which it cannot show.
 
 ` + exitStatusHelp,
 		Example: `  iomatrix report run.json
@@ -109,6 +111,9 @@ func runReport(g *globalOptions, o *reportOptions, path string, formatSet bool) 
 	write, err := report.Lookup(format)
 	if err != nil {
 		return usagef("--format: %w", err)
+	}
+	if err := report.CheckMetric(format, metric); err != nil {
+		return err
 	}
 	if o.Out == "" && report.Binary(format) && g.stdoutTTY {
 		return usagef("--format %s is binary: write it to a file with -o FILE.%s", format, format)

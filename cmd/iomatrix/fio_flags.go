@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -28,6 +29,41 @@ func fioNames(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 		return pflag.NormalizedName(n)
 	}
 	return pflag.NormalizedName(name)
+}
+
+// typedSpellings scans a command line for the flags given by one of fio's
+// names: for each, by iomatrix's name, the spelling whose value stands
+// (the last given, when both were). Errors name a flag by iomatrix's
+// name; nameTyped puts back the one the user typed.
+func typedSpellings(args []string) map[string]string {
+	typed := map[string]string{}
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		name, ok := strings.CutPrefix(a, "--")
+		if !ok {
+			continue
+		}
+		name, _, _ = strings.Cut(name, "=")
+		if own, alias := fioAliases[name]; alias {
+			typed[own] = name
+		} else {
+			delete(typed, name) // iomatrix's own name, given after fio's
+		}
+	}
+	return typed
+}
+
+// nameTyped rewrites an error line that begins with a flag's iomatrix
+// name ("--qd: ...") to begin with the spelling typed ("--iodepth: ...").
+func nameTyped(msg string, typed map[string]string) string {
+	for own, alias := range typed {
+		if rest, ok := strings.CutPrefix(msg, "--"+own+":"); ok {
+			return "--" + alias + ":" + rest
+		}
+	}
+	return msg
 }
 
 // fioHint says what to do instead of a fio option that iomatrix does not

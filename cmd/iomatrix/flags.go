@@ -80,7 +80,5 @@ func invalidValue(e *pflag.InvalidValueError) string {
 }
 
 // parsePercent reads a percentage as given to --tolerance, --precision and
-// --outlier: "5%" or "5" (percent either way).
-func parsePercent(s string) (float64, error) {
-	return strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(s), "%"), 64)
-}
+// --outlier: "5%" or "5" (percent either way; see units.ParsePercent).
+func parsePercent(s string) (float64, error) { return units.ParsePercent(s) }

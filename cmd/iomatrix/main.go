@@ -158,19 +158,48 @@ io_uring engine (or a pread/pwrite fallback).
 	root.AddCommand(newThrottleCommand(g))
 	root.AddCommand(newExecCommand())
 	root.SetGlobalNormalizationFunc(fioNames)
+	strictHelp(root)
 	return root
 }
 
-// unknownCommand refuses arguments that name no command, with cobra's
-// suggestion when there is one.
+// strictHelp makes `iomatrix help WORDS` refuse words that name no
+// command, as the root does, instead of showing the nearest command's
+// help with exit status 0. Cobra's help command keeps its completion
+// and its rendering.
+func strictHelp(root *cobra.Command) {
+	root.InitDefaultHelpCmd()
+	for _, help := range root.Commands() {
+		if help.Name() != "help" || help.Run == nil {
+			continue
+		}
+		show := help.Run
+		help.RunE = func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil {
+				return usageError{err}
+			}
+			if len(rest) > 0 {
+				return unknownCommand(cmd, rest)
+			}
+			show(c, args)
+			return nil
+		}
+	}
+}
+
+// unknownCommand refuses arguments that name no command of cmd, with
+// cobra's suggestion when there is one.
 func unknownCommand(cmd *cobra.Command, args []string) error {
 	if len(args) == 0 {
 		return nil
 	}
-	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
-		return usagef("unknown command %q: did you mean %s? (see iomatrix --help)", args[0], strings.Join(s, ", "))
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = cmd.Root().SuggestionsMinimumDistance
 	}
-	return usagef("unknown command %q (see iomatrix --help)", args[0])
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		return usagef("unknown command %q: did you mean %s? (see %s --help)", args[0], strings.Join(s, ", "), cmd.CommandPath())
+	}
+	return usagef("unknown command %q (see %s --help)", args[0], cmd.CommandPath())
 }
 
 func main() {
@@ -212,7 +241,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if errors.As(err, &st) {
 		return st.Code // a throttled command's own status
 	}
-	code, msg := exitCode(err), optionError(err).Error()
+	code, msg := exitCode(err), nameTyped(optionError(err).Error(), typedSpellings(args))
 	if se, ok := context.Cause(ctx).(signalError); ok && ctx.Err() != nil {
 		code, msg = 128+int(se.sig.(syscall.Signal)), se.Error()
 	}
