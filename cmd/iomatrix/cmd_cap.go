@@ -22,14 +22,7 @@ func newCapCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cap",
 		Short: "Verify, list and clean up cgroup I/O caps",
-		Long: `Work with cgroup I/O caps (v1 blkio.throttle.*, v2 io.max).
-
-  cap verify   measure every pattern of a profile under a cap and check each
-               cell against the cap model
-  cap show     list the I/O limits configured on this host
-  cap cleanup  remove cgroups left behind by a killed iomatrix
-
-` + exitStatusHelp,
+		Long: longHelp("cap"),
 	}
 	cmd.AddCommand(newCapVerifyCommand(g), newCapShowCommand(g), newCapCleanupCommand(g))
 	return cmd
@@ -47,61 +40,7 @@ func newCapVerifyCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify [TARGET] --cap riops=N,... | --cgroup PATH",
 		Short: "Check that a cgroup cap holds, cell by cell",
-		Long: `Measure every pattern of a profile (default quick) under a cap and check
-each cell against the cap model. For read share r and block size b under
-caps R, W (IOPS) and Rb, Wb (bytes/s) the expected total IOPS is
-
-    min(U, R/(r·k), W/((1-r)·k), Rb/(r·b), Wb/((1-r)·b))
-
-where U is the pattern's uncapped IOPS and k the number of requests the
-block layer splits one I/O into (the device's max_sectors_kb and
-max_segments; the kernel throttles requests). U comes from --baseline
-FILE.json or, by default, is measured just before the capped run (saved
-beside the results file as ...-baseline.json for reuse).
-
-A cell holds when all of these do:
-  - where the cap binds (model < 90 % of U), the measured IOPS match the
-    model within --tolerance;
-  - where it does not bind, the cap neither throttles the pattern (at least
-    U less the tolerance) nor is exceeded (at most the model plus the
-    tolerance);
-  - a pattern that both reads and writes is allowed, beyond the tolerance,
-    the throttle's carry-over: a direction that waited on the other one's
-    cap spends the budget it saved, up to one 100 ms slice of it (10 % of
-    a 1s runtime, 1 % of 10s);
-  - the cgroup's own I/O counters equal iomatrix's requests within 0.5 %,
-    direction by direction. The capped child reads the target's metadata
-    and locks its own program in memory before it joins the cgroup, so
-    nothing else is charged there; requests that are not iomatrix's are
-    shown as foreign and fail the cell, never absorbed.
-
-The kernel's throttle hands out a cap's budget in slices of 100 ms (20 ms
-on non-rotational disks), the first one at once. Under a cap each cell
-therefore starts after the cgroup was quiet for 300 ms, its ramp is at
-least 250 ms and ends mid-slice, and its runtime is whole slices (a notice
-says when --ramp or --runtime were adjusted): the start-up burst is never
-judged and the window holds exactly its share of slices.
-
---cap creates a fresh cgroup with those limits; --cgroup PATH measures in an
-existing cgroup under the limits configured there.
-
---format json prints one verdict document on stdout (shape in docs/caps.md):
-settings, cap, and per cell the measured and expected IOPS, the deviation,
-the kernel's and iomatrix's counts, the foreign requests and the verdict.
-
-A cell whose rate another process may have moved is not judged: when the
-device carried somebody else's load (a fifth of its requests or of its
-bytes, at least 500 requests or 16 MiB) during the cell's window or its
-uncapped one, and the cell is not at its binding cap model, it is
-inconclusive, neither passed nor failed. A neighbour can slow a cell, or
-stall it so that the throttle's saved budget bursts past the cap, but it
-cannot make the throttle hand out exactly its budget. The counters are
-judged all the same.
-
-Exit status 0 when every cell holds, 1 when any fails (listed), 3 when
-none fails but some could not be judged (listed).
-
-` + exitStatusHelp,
+		Long: longHelp("cap-verify"),
 		Example: `  iomatrix cap verify /tmp/iomatrix.dat --cap riops=3000,wiops=3000 --runtime 10s
   iomatrix cap verify /mnt/vol/x.dat --cgroup /sys/fs/cgroup/blkio/docker/ID --format json > verdict.json`,
 		Args: maxArgs(1),
@@ -289,12 +228,7 @@ func newCapShowCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show [--device PATH]",
 		Short: "List the I/O limits configured on this host",
-		Long: `List every I/O limit configured in the cgroup tree (v1 blkio.throttle.*
-files or v2 io.max), whoever set it (docker, kubernetes, systemd, an
-operator): cgroup, device and limits. --device keeps those on the device
-of PATH (a block device, or a file on it).
-
-` + exitStatusHelp,
+		Long: longHelp("cap-show"),
 		Args: maxArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctrl, err := cgroup.Detect(cgroup.DefaultRoot)
@@ -327,11 +261,7 @@ func newCapCleanupCommand(g *globalOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "cleanup",
 		Short: "Remove cgroups left by an iomatrix that was killed",
-		Long: `Remove the cgroups under iomatrix/ whose owning process is gone (an
-iomatrix killed with SIGKILL cannot remove its own). Groups of running
-iomatrix processes are left alone.
-
-` + exitStatusHelp,
+		Long: longHelp("cap-cleanup"),
 		Args: maxArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if os.Geteuid() != 0 {

@@ -52,53 +52,7 @@ func newCrosscheckCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "crosscheck [TARGET]",
 		Short: "Compare iomatrix with fio on the same target, run for run",
-		Long: `Run fio and iomatrix alternately on the same target and the same extent,
-pattern by pattern (fio, iomatrix, then iomatrix, fio, ... for --pairs
-pairs: the tool that goes first alternates, so that a device whose speed
-drifts during the session favours neither),
-and print each run's IOPS, the median iomatrix/fio IOPS ratio and the
-median CPU seconds per million I/Os of each tool. Alternating runs in one
-session makes the ratio meaningful on a machine shared with others.
-
-TARGET (default iomatrix.dat) is laid out once by iomatrix, as run does: a
-new file gets --size (default 4GiB), a file iomatrix laid out keeps its
-size unless --size is given, a file iomatrix did not create is only read
-in place (write patterns need --force, which lays it out), and a block
-device is measured whole or to --size (write patterns need
---allow-destructive). fio is then given that exact extent, in bytes:
---filename=TARGET --size=BYTES.
-
-Every run is a child process. fio, found on PATH, runs with
-  --direct=1 --rw --bs --rwmixread --group_reporting --time_based
-  --runtime --ramp_time --randrepeat=0 --norandommap --output-format=json
-  --ioengine=io_uring --iodepth=QD --numjobs=JOBS        (--engine uring)
-      --fixedbufs=1 --registerfiles=1        (unless --fio-defaults)
-  --ioengine=psync --iodepth=1 --numjobs=QD×JOBS        (--engine psync)
-and then --fio-extra; its report is read by the same code as import. The
-io_uring job is fio at its best, as its documentation recommends for peak
-IOPS: registered buffers and file, no random map, no repeatable seed; the
-header names every option fio was given. --fio-defaults compares with
-fio's plain io_uring job instead (fio then pins no memory: use it when
-RLIMIT_MEMLOCK is too small for --fixedbufs).
-iomatrix runs as this binary's "run TARGET --format json" with the same
-pattern, engine, runtime and ramp.
-
-CPU accounting: the user+sys time the kernel charged to each run's process
-(its threads and the children it waited for), as reported when it exits
-(wait4's rusage): the same measure for both tools. It includes start-up
-and the ramp, and is divided by the I/Os of the measured window, so
-compare the two tools' figures with each other rather than read them as
-the cost of one I/O.
-
-A pattern SPEC is RW:BS:QD[:RWMIX[:JOBS]]: RW is randread, randwrite,
-randrw, read or write; BS a block size (4k = 4096); QD the queue depth per
-job; RWMIX the read percentage of randrw (default 50); JOBS the number of
-jobs (default 1). RWMIX may be left empty: randread:4k:32::4.
-
-` + exitStatusHelp + `
-
-A run that fails is shown as n/a and the others go on; the exit status is
-then 1.`,
+		Long: longHelp("crosscheck"),
 		Example: `  iomatrix crosscheck /mnt/vol/iomatrix.dat
   iomatrix crosscheck /mnt/vol/iomatrix.dat --pattern randread:4k:32 --pattern randrw:16k:8:70:2 --pairs 5
   iomatrix crosscheck /dev/nvme1n1 --pattern randread:4k:128::4 --fio-extra "--hipri"

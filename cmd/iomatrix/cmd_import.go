@@ -18,18 +18,7 @@ func newImportCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "import FIO.json...",
 		Short: "Convert fio's JSON output into an iomatrix results file",
-		Long: `Read fio's --output-format=json or json+ output (fio 3.x; one or many jobs
-per file, with or without group_reporting, notice lines before the JSON
-tolerated) and write one iomatrix results document, so that report and
-compare work on fio data exactly as on native data.
-
-Each fio job becomes a pattern from its options (rw, bs, rwmixread,
-iodepth, numjobs); the threads of one job are summed. IOPS, bandwidth,
-completion-latency percentiles (clat_ns) and CPU are taken from fio.
-A job that cannot be mapped (trim, bssplit, bs ranges, buffered I/O, rate
-limits, ...) is reported on stderr, never guessed; the others are kept.
-
-` + exitStatusHelp,
+		Long: longHelp("import"),
 		Example: `  fio jobs.fio --output-format=json --output=fio.json
   iomatrix import fio.json -o results.json && iomatrix report results.json`,
 		Args: func(cmd *cobra.Command, args []string) error {

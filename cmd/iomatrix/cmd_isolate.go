@@ -28,40 +28,7 @@ func newIsolateCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "isolate TARGET --cap LIMITS",
 		Short: "Does a cap shield the neighbours? A victim alone, beside an aggressor, beside the capped aggressor",
-		Long: `Test what a per-system cap is for: that one system cannot take the I/O
-the others need. Phases of --runtime each (after --ramp), on TARGET:
-
-  1. alone      the victim pattern alone
-  2. uncapped   the victim beside the aggressor, nothing capped
-  3. capped     the victim beside the aggressor, the aggressor alone in a
-                fresh cgroup under --cap (the victim runs outside it)
-  4. alone      the victim alone again: the baseline is the mean of both
-     again      alone phases, so that a device whose rate drifts during the
-                test does not decide the verdict; a drift larger than the
-                verdict's margin is reported
-
-The victim defaults to 4K random reads at QD1 (a database's latency-bound
-reads), the aggressor to 16K random writes at QD32; --victim and
---aggressor take RW:BS:QD[:RWMIX[:JOBS]] as crosscheck's --pattern does.
-Each phase reports the victim's IOPS and p50/p99/p99.9 latency and the
-aggressor's IOPS. The isolation is the victim's IOPS beside the capped
-aggressor over its IOPS alone (the mean of both alone phases), the p99
-inflation its p99 there over alone. When the uncapped aggressor did not slow the victim either, the
-test cannot show what the cap does, and says so.
-
---format text (default), json, or html (one offline page, the phases side
-by side).
-
-The disk's own counters show load that is neither the victim's nor the
-aggressor's: when another process loaded the device during a phase the
-verdict rests on (alone, capped, alone again; a fifth of the disk's
-requests or bytes, at least 500 requests or 16 MiB), the verdict is not
-given, INCONCLUSIVE: a neighbour slows the victim beside the capped
-aggressor into NOT PROTECTED, or the victim alone into PROTECTED.
-
-Exit status: 0 when the isolation is at least --min-isolation (default
-90 %), 1 when it is not, 2 bad input, 3 inconclusive (another process
-loaded the device), 4 without root (cgroups).`,
+		Long: longHelp("isolate"),
 		Example: `  iomatrix isolate /mnt/vol/iomatrix.dat --cap wiops=500
   iomatrix isolate /mnt/vol/iomatrix.dat --cap wiops=2000,wbps=100MiB --aggressor randwrite:64k:16 --runtime 60s
   iomatrix isolate /dev/vdb --allow-destructive --cap riops=1000 --aggressor randread:4k:64 --format html > isolate.html`,

@@ -23,18 +23,7 @@ func newK8sCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "k8s",
 		Short: "Sweep every volume of a StorageClass, or every node, as a Kubernetes Job",
-		Long: `Run sweeps on Kubernetes: one Indexed Job whose pods each run
-iomatrix sweep on their own volume or node, then one results file per pod
-and a fleet report (see iomatrix merge).
-
-  k8s run       create the Job, follow it, collect, report, delete it
-  k8s manifest  print the same objects as YAML, for GitOps
-  k8s collect   gather the results of such a Job once it ran
-
-The pods run the image built from the Containerfile (see docs/fleets.md):
-non-root, no privilege escalation, all capabilities dropped, seccomp
-RuntimeDefault, which passes the PodSecurity restricted profile (a
---host-path volume does not: hostPath is refused from baseline up).`,
+		Long: longHelp("k8s"),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
@@ -167,13 +156,7 @@ func newK8sManifestCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "manifest [flags] [-- SWEEP FLAGS]",
 		Short: "Print the Job that k8s run would create, as YAML",
-		Long: `Print the objects that iomatrix k8s run would create, as YAML for kubectl
-apply or a GitOps repository: the Indexed Job, and the ConfigMap holding a
-profile file. It contacts no cluster, so --nodes needs --pods, the number
-of nodes it selects. Gather the results with iomatrix k8s collect JOB once
-the Job ran; ttlSecondsAfterFinished (--ttl) leaves that much time.
-
-` + exitStatusHelp,
+		Long: longHelp("k8s-manifest"),
 		Example: `  iomatrix k8s manifest --storage-class standard --pods 3 --profile quick
   iomatrix k8s manifest --nodes all --pods 12 --host-path /var/lib/iomatrix --name disks -n bench > job.yaml`,
 		RunE: func(cmd *cobra.Command, args []string) error {

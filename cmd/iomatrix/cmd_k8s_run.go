@@ -68,34 +68,7 @@ func newK8sRunCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [flags] [-- SWEEP FLAGS]",
 		Short: "Sweep every volume of a StorageClass or every node, and report the fleet",
-		Long: `Create one Indexed Job whose pods each run iomatrix sweep with the given
-profile, follow it (pods pending, running, done, and each pod's last
-finished pattern), read each pod's results document from its log, save
-one results file per pod and a fleet document, delete everything it
-created (Job, pods, the PVCs of their volumes, the profile's ConfigMap) —
-on success, failure and Ctrl-C — and print the fleet report.
-
-Volumes (--storage-class, --size, --pods N): each pod gets its own
-generic ephemeral volume, so its PVC lives and dies with the pod. They run
-one at a time unless --parallel says otherwise: volumes of one class often
-share a backend (a SAN, a Ceph pool, a cloud account's throughput), and
-pods measured together would measure each other.
-
-Nodes (--nodes all|SELECTOR): one pod per schedulable node, each on its
-own node (required pod anti-affinity and a topology spread on the host
-name), measuring an ephemeral volume or --host-path. They run all at once:
-nodes share nothing, and with fewer at a time the one-per-node placement
-rests on the scheduler counting finished pods.
-
-Flags after -- go to iomatrix sweep in every pod (e.g. -- --runtime 30s).
-The container runtimes' default seccomp profiles block io_uring, so under
-the restricted profile the pods measure with the psync engine (recorded
-in each result).
-A pod that fails is retried --backoff-limit-per-index times, then
-reported with its node and reason; the other pods' results are kept and
-the exit status is 1.
-
-` + exitStatusHelp,
+		Long: longHelp("k8s-run"),
 		Example: `  iomatrix k8s run --image registry.example.com/iomatrix:0.1.0 --storage-class gp3 --pods 3 --profile quick
   iomatrix k8s run --nodes all --host-path /var/lib/iomatrix --profile quick -- --runtime auto
   iomatrix k8s run --nodes node-role.kubernetes.io/storage --storage-class local-path --out-dir results/`,
@@ -228,13 +201,7 @@ func newK8sCollectCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "collect JOB",
 		Short: "Gather the results of an iomatrix Job applied from k8s manifest",
-		Long: `Wait for an iomatrix Job (from iomatrix k8s manifest, applied any way) to
-finish, read each pod's results document from its log, save one results
-file per index and a fleet document, and print the fleet report. Pod logs
-go when their pods go: collect before ttlSecondsAfterFinished deletes the
-Job. --delete then deletes the Job and what it created.
-
-` + exitStatusHelp,
+		Long: longHelp("k8s-collect"),
 		Example: `  kubectl apply -f job.yaml && iomatrix k8s collect disks -n bench --delete`,
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

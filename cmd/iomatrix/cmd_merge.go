@@ -26,18 +26,7 @@ func newMergeCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "merge A.json B.json...",
 		Short: "Merge the results of several machines or volumes into one fleet document",
-		Long: `Merge results files gathered any way (Ansible, SSH, several volumes of one
-host) into one fleet document and print the fleet report: per cell the
-median member's figure with the range across members, and a members table
-with each member's deviation from the fleet median (the geometric mean
-over the cells others measured too); a member more than --outlier below
-the median (for latency metrics: above it) is flagged OUTLIER.
-
-Members are labelled by host, by host and target where a host appears
-twice, or by --label, given once per file in order. report and compare
-read fleet documents like any results file.
-
-` + exitStatusHelp,
+		Long: longHelp("merge"),
 		Example: `  iomatrix merge node1.json node2.json node3.json -o fleet.json
   iomatrix merge a.json b.json --label gp3 --label io2 --format markdown
   iomatrix report fleet.json --format html -o fleet.html`,

@@ -18,25 +18,7 @@ func newProfilesCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "profiles [NAME|FILE]",
 		Short: "List the sweep profiles, or show the patterns of one",
-		Long: `Without an argument, list the built-in profiles with their pattern counts
-and the time a sweep takes at --runtime and --ramp per pattern (layout not
-included). With a profile name or a YAML file, print its expanded patterns.
-
-A profile file has this form:
-
-  name: mine                      # required
-  description: what it is for
-  defaults: {runtime: 30s, ramp: 2s, size: 8GiB}  # a bare number is seconds
-  patterns:                       # explicit patterns, run first
-    - {access: sequential, block_size: 1m, read_pct: 100, queue_depth: 8}
-  matrix:                         # cartesian products, run after
-    - access: random              # or sequential; default random
-      block_sizes: [4k, 16k]
-      read_pcts: [100, 70, 0]
-      queue_depths: [1, 32]
-      jobs: [1]                   # optional, default [1]
-
-` + exitStatusHelp,
+		Long: longHelp("profiles"),
 		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.Runtime <= 0 {

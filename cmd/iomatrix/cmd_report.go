@@ -25,33 +25,7 @@ func newReportCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report FILE.json",
 		Short: "Render a results file as text, Markdown, CSV, JSON, HTML or XLSX",
-		Long: `Render the matrices of a results file (from run, sweep or import) for a
-sizing document: one table per block size for random I/O (rows = read %,
-columns = queue depth; QD×jobs when jobs vary) and one for sequential I/O.
-Cells that were not measured stay empty.
-
-Metrics: iops (default), mibps, lat-mean, lat-p50, lat-p99, lat-p99.9
-(latency in µs, of all the I/Os of a pattern: total.lat_ns). A mixed cell
-from a file without total.lat_ns (an older iomatrix, a fio import) shows the
-I/O-weighted mean of the read and write figures instead, marked "~". A
-p99 or p99.9 resting on too few I/Os (under 1,000 or 10,000) is marked
-"?", and every cell of a --runtime auto window that never converged "*".
-Each sign shown is explained under the tables; a wide CSV keeps numbers in
-the cells and adds a flag table of the same shape.
-
-Output goes to stdout, or to -o FILE, whose extension picks the format
-unless --format is given (.txt .md .csv .json .html .xlsx .prom).
-
---format openmetrics prints the figures as OpenMetrics text (which
-Prometheus also reads) for node_exporter's textfile collector or a
-Pushgateway: iomatrix_iops, iomatrix_bandwidth_bytes_per_second,
-iomatrix_latency_seconds{quantile=...} (a summary; percentiles resting on
-too few I/Os are left out) and iomatrix_run_timestamp_seconds, labelled
-by pattern fields, op, target and host (and member, for a fleet). It
-carries every metric whatever --metric says, and refuses a per-row pick
-(iops@p99<2ms), which it cannot show.
-
-` + exitStatusHelp,
+		Long: longHelp("report"),
 		Example: `  iomatrix report run.json
   iomatrix report run.json --format markdown --metric lat-p99
   iomatrix report run.json -o sizing.xlsx`,
@@ -150,20 +124,7 @@ func newCompareCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "compare BASE.json NEW.json",
 		Short: "Compare two results files cell by cell",
-		Long: `Compare two runs pattern by pattern: the matrices of NEW with each cell as
-"new (±x %)" against BASE, and a summary: the geometric-mean ratio over
-every pattern measured in both, and the worst and best cell (for latency
-metrics, lower is better). Patterns present in only one file are listed;
-with no pattern in common there is no ratio, and compare exits 1.
-The header names every setting in which the runs differ (target, size,
-engine, runtime, cap, host…); JSON has them as "differences", and with
---format csv they are a note on stderr, the CSV holding cells only.
-A cell is marked "~", "?" or "*" when either file's figure is (see
-iomatrix report --help).
-
-Use it for two volumes, before and after a cap, or two kernels.
-
-` + exitStatusHelp,
+		Long: longHelp("compare"),
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			metric, err := cellMetric(o.Metric)

@@ -46,20 +46,7 @@ func newRunCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [TARGET]",
 		Short: "Measure one pattern",
-		Long: `Run one I/O pattern against TARGET and print IOPS, bandwidth, completion
-latency percentiles and CPU use.
-
-TARGET is a file (created and laid out with random data to --size before
-the first I/O, then reused by later runs) or a block device. The default is
-iomatrix.dat in the current directory. Every I/O uses O_DIRECT: a target
-that cannot do direct I/O (tmpfs) is refused, never run buffered.
-
-A file that iomatrix did not create is only read in place, and only by
-read patterns; --force lets iomatrix lay it out (destroying it). A block
-device is read freely; write patterns need --allow-destructive and are
-refused while the device or one of its partitions is mounted or held.
-
-` + exitStatusHelp,
+		Long: longHelp("run"),
 		Example: `  iomatrix run /mnt/vol/iomatrix.dat --rw randread --bs 4k --qd 32
   iomatrix run /mnt/vol/iomatrix.dat --rw randrw --rwmix 70 --bs 16k --qd 8 --runtime 30s
   iomatrix run /mnt/vol/iomatrix.dat --rw randread --qd 1 --runtime auto --precision 1%

@@ -83,29 +83,7 @@ func newSweepCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sweep [TARGET]",
 		Short: "Run every pattern of a profile and print the IOPS matrix",
-		Long: `Run every pattern of a profile (default: full, 137 patterns) against TARGET
-and print the matrix: one table per block size, rows = read %, columns =
-queue depth.
-
-TARGET is laid out once (see ` + "`iomatrix run --help`" + `) and every pattern runs
-on it. The results file is rewritten atomically after every pattern, so a
-crash, a lost SSH session or kill -9 never loses a finished pattern and
-never leaves a corrupt file; its path is printed at the start.
-
-SIGINT or SIGTERM stops at once: the running pattern is discarded, the
-finished ones are saved and the partial matrix is printed. --resume FILE
-continues where the file stops; the target, profile, size, runtime and
-ramp must match the file's (they are taken from it when not given).
-
-Runtime, ramp and size come from the flags, else from the profile's
-defaults, else 60s, 5s and 16GiB. --runtime auto lets each pattern stop
-when its IOPS are steady and within --precision (between --min-runtime
-and --max-runtime); a pattern that never is gets marked "not converged"
-(*) in every report. With a terminal, progress (pattern,
-live IOPS, patterns done, elapsed, ETA) is drawn on stderr; without one,
-one plain line per finished pattern.
-
-` + exitStatusHelp,
+		Long: longHelp("sweep"),
 		Example: `  iomatrix sweep /mnt/vol/iomatrix.dat
   iomatrix sweep /mnt/vol/iomatrix.dat --profile quick --runtime 10s
   iomatrix sweep /mnt/vol/iomatrix.dat --runtime auto --max-runtime 30s --precision 3%

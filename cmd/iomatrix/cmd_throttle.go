@@ -69,20 +69,7 @@ func newThrottleCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "throttle --cap riops=N,... [--device PATH] (-- COMMAND [ARGS] | --pid PID)",
 		Short: "Run a command (or cap a running process) under a cgroup I/O cap",
-		Long: `Run COMMAND inside a fresh cgroup with the given I/O limits on the device
-of PATH (default: the current directory's), and remove the cgroup when it
-exits; iomatrix exits with the command's status. With --pid, move a
-running process into the capped cgroup until Ctrl-C (or until it exits),
-then move it back and remove the cgroup.
-
-On cgroup v1, blkio throttling governs direct I/O only: buffered writes
-reach the disk later from the kernel's writeback threads and are not
-limited. Use O_DIRECT (e.g. dd oflag=direct) or cgroup v2 to cap writes.
-
-` + exitStatusHelp + `
-
-With a COMMAND, the exit status is the command's; 127 when COMMAND is not
-found and 126 when it cannot be executed, as in a shell.`,
+		Long: longHelp("throttle"),
 		Example: `  iomatrix throttle --cap wiops=500 -- dd if=/dev/zero of=/tmp/x bs=4k count=1000 oflag=direct
   iomatrix throttle --cap riops=2000,rbps=50MiB --device /dev/nvme0n1 --pid 4242`,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -124,12 +124,7 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "iomatrix",
 		Short: "Characterize disk IOPS with O_DIRECT I/O",
-		Long: `iomatrix measures what a disk, a volume or a file on it really delivers:
-IOPS, bandwidth and completion latency of O_DIRECT random and sequential
-I/O at any block size, read/write mix and queue depth, with its own
-io_uring engine (or a pread/pwrite fallback).
-
-` + exitStatusHelp,
+		Long: longHelp("iomatrix"),
 		Version:       results.Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
