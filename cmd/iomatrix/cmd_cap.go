@@ -22,7 +22,7 @@ func newCapCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cap",
 		Short: "Verify, list and clean up cgroup I/O caps",
-		Long: longHelp("cap"),
+		Long:  longHelp("cap"),
 	}
 	cmd.AddCommand(newCapVerifyCommand(g), newCapShowCommand(g), newCapCleanupCommand(g))
 	return cmd
@@ -40,7 +40,7 @@ func newCapVerifyCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify [TARGET] --cap riops=N,... | --cgroup PATH",
 		Short: "Check that a cgroup cap holds, cell by cell",
-		Long: longHelp("cap-verify"),
+		Long:  longHelp("cap-verify"),
 		Example: `  iomatrix cap verify /tmp/iomatrix.dat --cap riops=3000,wiops=3000 --runtime 10s
   iomatrix cap verify /mnt/vol/x.dat --cgroup /sys/fs/cgroup/blkio/docker/ID --format json > verdict.json`,
 		Args: maxArgs(1),
@@ -228,8 +228,8 @@ func newCapShowCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show [--device PATH]",
 		Short: "List the I/O limits configured on this host",
-		Long: longHelp("cap-show"),
-		Args: maxArgs(0),
+		Long:  longHelp("cap-show"),
+		Args:  maxArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctrl, err := cgroup.Detect(cgroup.DefaultRoot)
 			if err != nil {
@@ -261,8 +261,8 @@ func newCapCleanupCommand(g *globalOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "cleanup",
 		Short: "Remove cgroups left by an iomatrix that was killed",
-		Long: longHelp("cap-cleanup"),
-		Args: maxArgs(0),
+		Long:  longHelp("cap-cleanup"),
+		Args:  maxArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if os.Geteuid() != 0 {
 				return privilegeError{"cap cleanup needs root or CAP_SYS_ADMIN"}

@@ -52,7 +52,7 @@ func newCrosscheckCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "crosscheck [TARGET]",
 		Short: "Compare iomatrix with fio on the same target, run for run",
-		Long: longHelp("crosscheck"),
+		Long:  longHelp("crosscheck"),
 		Example: `  iomatrix crosscheck /mnt/vol/iomatrix.dat
   iomatrix crosscheck /mnt/vol/iomatrix.dat --pattern randread:4k:32 --pattern randrw:16k:8:70:2 --pairs 5
   iomatrix crosscheck /dev/nvme1n1 --pattern randread:4k:128::4 --fio-extra "--hipri"

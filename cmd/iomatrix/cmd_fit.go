@@ -21,7 +21,7 @@ func newFitCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "fit RESULTS.json (--need SPEC | --workload FILE)",
 		Short: "Does this volume carry this workload? A verdict from measured cells",
-		Long: longHelp("fit"),
+		Long:  longHelp("fit"),
 		Example: `  iomatrix fit results.json --need 'read=8000,write=2000,bs=16k,qd=32,p99<2ms'
   iomatrix fit results.json --need read=20000,bs=4k
   iomatrix fit fleet.json --workload systems.yaml --format json`,

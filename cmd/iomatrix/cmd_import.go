@@ -18,7 +18,7 @@ func newImportCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "import FIO.json...",
 		Short: "Convert fio's JSON output into an iomatrix results file",
-		Long: longHelp("import"),
+		Long:  longHelp("import"),
 		Example: `  fio jobs.fio --output-format=json --output=fio.json
   iomatrix import fio.json -o results.json && iomatrix report results.json`,
 		Args: func(cmd *cobra.Command, args []string) error {

@@ -28,7 +28,7 @@ func newIsolateCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "isolate TARGET --cap LIMITS",
 		Short: "Does a cap shield the neighbours? A victim alone, beside an aggressor, beside the capped aggressor",
-		Long: longHelp("isolate"),
+		Long:  longHelp("isolate"),
 		Example: `  iomatrix isolate /mnt/vol/iomatrix.dat --cap wiops=500
   iomatrix isolate /mnt/vol/iomatrix.dat --cap wiops=2000,wbps=100MiB --aggressor randwrite:64k:16 --runtime 60s
   iomatrix isolate /dev/vdb --allow-destructive --cap riops=1000 --aggressor randread:4k:64 --format html > isolate.html`,

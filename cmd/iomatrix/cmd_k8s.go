@@ -23,9 +23,9 @@ func newK8sCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "k8s",
 		Short: "Sweep every volume of a StorageClass, or every node, as a Kubernetes Job",
-		Long: longHelp("k8s"),
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+		Long:  longHelp("k8s"),
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newK8sRunCommand(g), newK8sManifestCommand(g), newK8sCollectCommand(g))
 	return cmd
@@ -156,7 +156,7 @@ func newK8sManifestCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "manifest [flags] [-- SWEEP FLAGS]",
 		Short: "Print the Job that k8s run would create, as YAML",
-		Long: longHelp("k8s-manifest"),
+		Long:  longHelp("k8s-manifest"),
 		Example: `  iomatrix k8s manifest --storage-class standard --pods 3 --profile quick
   iomatrix k8s manifest --nodes all --pods 12 --host-path /var/lib/iomatrix --name disks -n bench > job.yaml`,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -26,7 +26,7 @@ func newMergeCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "merge A.json B.json...",
 		Short: "Merge the results of several machines or volumes into one fleet document",
-		Long: longHelp("merge"),
+		Long:  longHelp("merge"),
 		Example: `  iomatrix merge node1.json node2.json node3.json -o fleet.json
   iomatrix merge a.json b.json --label gp3 --label io2 --format markdown
   iomatrix report fleet.json --format html -o fleet.html`,

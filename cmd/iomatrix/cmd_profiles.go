@@ -18,8 +18,8 @@ func newProfilesCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "profiles [NAME|FILE]",
 		Short: "List the sweep profiles, or show the patterns of one",
-		Long: longHelp("profiles"),
-		Args: maxArgs(1),
+		Long:  longHelp("profiles"),
+		Args:  maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.Runtime <= 0 {
 				return usagef("--runtime: must be positive")

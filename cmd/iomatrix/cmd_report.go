@@ -25,7 +25,7 @@ func newReportCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report FILE.json",
 		Short: "Render a results file as text, Markdown, CSV, JSON, HTML or XLSX",
-		Long: longHelp("report"),
+		Long:  longHelp("report"),
 		Example: `  iomatrix report run.json
   iomatrix report run.json --format markdown --metric lat-p99
   iomatrix report run.json -o sizing.xlsx`,
@@ -124,8 +124,8 @@ func newCompareCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "compare BASE.json NEW.json",
 		Short: "Compare two results files cell by cell",
-		Long: longHelp("compare"),
-		Args: exactArgs(2),
+		Long:  longHelp("compare"),
+		Args:  exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			metric, err := cellMetric(o.Metric)
 			if err != nil {

@@ -46,7 +46,7 @@ func newRunCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [TARGET]",
 		Short: "Measure one pattern",
-		Long: longHelp("run"),
+		Long:  longHelp("run"),
 		Example: `  iomatrix run /mnt/vol/iomatrix.dat --rw randread --bs 4k --qd 32
   iomatrix run /mnt/vol/iomatrix.dat --rw randrw --rwmix 70 --bs 16k --qd 8 --runtime 30s
   iomatrix run /mnt/vol/iomatrix.dat --rw randread --qd 1 --runtime auto --precision 1%

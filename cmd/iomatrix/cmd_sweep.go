@@ -83,7 +83,7 @@ func newSweepCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sweep [TARGET]",
 		Short: "Run every pattern of a profile and print the IOPS matrix",
-		Long: longHelp("sweep"),
+		Long:  longHelp("sweep"),
 		Example: `  iomatrix sweep /mnt/vol/iomatrix.dat
   iomatrix sweep /mnt/vol/iomatrix.dat --profile quick --runtime 10s
   iomatrix sweep /mnt/vol/iomatrix.dat --runtime auto --max-runtime 30s --precision 3%

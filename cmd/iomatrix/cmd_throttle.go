@@ -69,7 +69,7 @@ func newThrottleCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "throttle --cap riops=N,... [--device PATH] (-- COMMAND [ARGS] | --pid PID)",
 		Short: "Run a command (or cap a running process) under a cgroup I/O cap",
-		Long: longHelp("throttle"),
+		Long:  longHelp("throttle"),
 		Example: `  iomatrix throttle --cap wiops=500 -- dd if=/dev/zero of=/tmp/x bs=4k count=1000 oflag=direct
   iomatrix throttle --cap riops=2000,rbps=50MiB --device /dev/nvme0n1 --pid 4242`,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -122,9 +122,9 @@ func signalName(sig os.Signal) string {
 
 func newRootCommand(g *globalOptions) *cobra.Command {
 	root := &cobra.Command{
-		Use:   "iomatrix",
-		Short: "Characterize disk IOPS with O_DIRECT I/O",
-		Long: longHelp("iomatrix"),
+		Use:           "iomatrix",
+		Short:         "Characterize disk IOPS with O_DIRECT I/O",
+		Long:          longHelp("iomatrix"),
 		Version:       results.Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
