@@ -2,17 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/profiles"
@@ -215,127 +214,84 @@ func (o *profileOptions) prepare(g *globalOptions, setup *sweepSetup, outPattern
 	return nil
 }
 
-// adoptSettings takes the sweep's settings from a results file being
-// resumed, refusing flags that contradict it: a sweep whose cells were
-// measured differently would be a matrix of incomparable numbers.
+// adoptSettings takes the sweep's settings from the results file being
+// resumed, refusing flags that contradict it (session.Resume): a sweep
+// whose cells were measured differently would be a matrix of
+// incomparable numbers.
 func (o *sweepOptions) adoptSettings(d *results.Document, setup *sweepSetup) error {
-	s := d.Settings
-	if setup.target != "" {
-		abs, _ := filepath.Abs(setup.target)
-		if abs != d.Target.Path {
-			return usagef("--resume: target %s differs from the file's target %s", abs, d.Target.Path)
-		}
-	}
-	setup.target = d.Target.Path
+	a := session.Asked{Target: setup.target, Auto: o.runtimeSet && o.Auto, Cap: o.limit, CapText: o.Cap, Cgroup: o.Cgroup}
 	if o.profileSet {
 		p, err := profiles.Load(o.Profile)
 		if err != nil {
 			return usagef("--profile: %w", err)
 		}
-		if p.Name != s.Profile {
-			return usagef("--resume: profile %s differs from the file's profile %s", p.Name, s.Profile)
-		}
-		setup.profile = p
-	} else {
-		src := s.Profile
-		if s.ProfileFile != "" {
-			src = s.ProfileFile
-		}
-		p, err := profiles.Load(src)
+		a.Profile = p
+	}
+	if o.runtimeSet && !o.Auto {
+		a.Runtime = &o.Runtime
+	}
+	a.MinRuntime, a.MaxRuntime, a.Ramp = given(o.minSet, &o.MinRuntime), given(o.maxSet, &o.MaxRuntime), given(o.rampSet, &o.Ramp)
+	if o.precisionSet {
+		pct, err := parsePercent(o.Precision)
 		if err != nil {
-			return usagef("--resume: the file's profile: %w", err)
+			pct = math.NaN() // differs from any file's
 		}
-		setup.profile = p
-	}
-	if err := o.adoptAuto(s); err != nil {
-		return err
-	}
-	if o.runtimeSet && !o.Auto && int64(o.Runtime) != s.RuntimeNS {
-		return usagef("--resume: --runtime %s differs from the file's runtime %s", o.Runtime, time.Duration(s.RuntimeNS))
-	}
-	if o.rampSet && int64(o.Ramp) != s.RampNS {
-		return usagef("--resume: --ramp %s differs from the file's ramp %s", o.Ramp, time.Duration(s.RampNS))
+		a.Precision = new(pct / 100)
 	}
 	if o.sizeSet {
 		size, err := o.size()
 		if err != nil {
 			return err
 		}
-		if size != s.SizeBytes {
-			return usagef("--resume: --size %s differs from the file's size %s", units.FormatSize(size), units.FormatSize(s.SizeBytes))
-		}
+		a.Size = &size
 	}
-	if o.outSet && o.Out != o.Resume {
+	r, err := session.Resume(d, a)
+	var c *session.Conflict
+	if o.outSet && o.Out != o.Resume && (err == nil || errors.As(err, &c) && (c.Setting == "cap" || c.Setting == "cgroup")) {
 		return usagef("--out: a resumed sweep is saved to the file it resumes (%s)", o.Resume)
 	}
-	if err := o.adoptCap(d.Cap); err != nil {
-		return err
+	if err != nil {
+		return resumeError(err)
 	}
-	o.Runtime, o.Ramp = time.Duration(s.RuntimeNS), time.Duration(s.RampNS)
-	o.runtimeSet, o.rampSet = true, true
+	setup.target, setup.profile = r.Target, r.Profile
+	o.Runtime, o.Ramp, o.runtimeSet, o.rampSet = r.Runtime, r.Ramp, true, true
+	if f := r.Auto; f != nil {
+		o.Auto, o.MinRuntime, o.MaxRuntime = true, time.Duration(f.MinRuntimeNS), time.Duration(f.MaxRuntimeNS)
+		o.Precision = strconv.FormatFloat(f.PrecisionPct, 'f', -1, 64) + "%"
+	}
+	if r.Join != "" {
+		o.Cgroup = r.Join
+	} else if r.Cap != nil {
+		o.Cap = r.CapSpec // parsed by precheck, as if given
+	}
 	return nil
 }
 
-// adoptAuto takes a resumed sweep's --runtime auto settings from its
-// file, refusing flags that contradict them: a fixed runtime for an auto
-// sweep or the reverse, or other bounds or precision.
-func (o *sweepOptions) adoptAuto(s results.Settings) error {
-	a := s.Auto
-	if o.runtimeSet && o.Auto != (a != nil) {
-		return usagef("--resume: --runtime %s differs from the file's runtime %s", runtimeValue{&o.measureOptions}, s.RuntimeWords())
+// given is p when the flag was given, else nil.
+func given[T any](set bool, p *T) *T {
+	if set {
+		return p
 	}
-	if a == nil {
-		return nil // --min-runtime and the others are refused without auto
-	}
-	pct := strconv.FormatFloat(a.PrecisionPct, 'f', -1, 64) + "%"
-	for _, f := range []struct {
-		name      string
-		set, same bool
-		file      string
-	}{
-		{"--min-runtime", o.minSet, int64(o.MinRuntime) == a.MinRuntimeNS, time.Duration(a.MinRuntimeNS).String()},
-		{"--max-runtime", o.maxSet, int64(o.MaxRuntime) == a.MaxRuntimeNS, time.Duration(a.MaxRuntimeNS).String()},
-		{"--precision", o.precisionSet, o.Precision == pct || o.Precision == strings.TrimSuffix(pct, "%"), pct},
-	} {
-		if f.set && !f.same {
-			return usagef("--resume: %s differs from the file's %s", f.name, f.file)
-		}
-	}
-	o.Auto, o.MinRuntime, o.MaxRuntime, o.Precision = true, time.Duration(a.MinRuntimeNS), time.Duration(a.MaxRuntimeNS), pct
 	return nil
 }
 
-// adoptCap keeps a resumed sweep under the cap its first part ran under:
-// without cap flags the file's cap is applied again, and flags that differ
-// from it are refused, so no matrix mixes capped and uncapped cells.
-func (o *sweepOptions) adoptCap(c *results.Cap) error {
-	fileCap := ""
-	if c != nil {
-		fileCap = report.CapSpec(c)
-	}
-	joined := c != nil && !strings.Contains(c.Cgroup, "/"+cgroup.Parent+"/")
+// resumeError words a setting given on resuming that differs from the
+// file's in the flags' terms.
+func resumeError(err error) error {
+	var c *session.Conflict
 	switch {
-	case !o.capOptions.enabled() && c == nil:
-		return nil
-	case !o.capOptions.enabled() && joined:
-		o.Cgroup = c.Cgroup
-	case !o.capOptions.enabled():
-		o.Cap = fileCap
-	case c == nil:
+	case !errors.As(err, &c):
+		return usagef("--resume: %w", err)
+	case c.Setting == "target" || c.Setting == "profile":
+		return usagef("--resume: %s %s differs from the file's %s %s", c.Setting, c.Asked, c.Setting, c.File)
+	case c.Setting == "min-runtime" || c.Setting == "max-runtime" || c.Setting == "precision":
+		return usagef("--resume: --%s differs from the file's %s", c.Setting, c.File)
+	case c.File == "":
 		return usagef("--resume: the file was measured without a cap; resume it without --cap/--cgroup")
-	case o.Cgroup != "" && (!joined || o.Cgroup != c.Cgroup):
-		return usagef("--resume: --cgroup %s differs from the file's cap (%s in %s)", o.Cgroup, fileCap, c.Cgroup)
-	case o.Cap != "":
-		if err := o.capOptions.precheck(); err != nil {
-			return err
-		}
-		l := *o.limit
-		l.Device = cgroup.LimitOf(c).Device
-		if joined || l != cgroup.LimitOf(c) {
-			return usagef("--resume: --cap %s differs from the file's cap %s", o.Cap, fileCap)
-		}
+	case c.Setting == "cap" || c.Setting == "cgroup":
+		return usagef("--resume: --%s %s differs from the file's %s", c.Setting, c.Asked, c.File)
 	}
-	return nil
+	return usagef("--resume: --%s %s differs from the file's %s %s", c.Setting, c.Asked, c.Setting, c.File)
 }
 
 func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target string) error {

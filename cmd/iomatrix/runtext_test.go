@@ -55,9 +55,9 @@ func TestSweepProgressLineShowsTotalP99(t *testing.T) {
 func TestResumeAdoptsAuto(t *testing.T) {
 	o := &sweepOptions{}
 	o.measureOptions.Precision = "2%"
-	s := results.Settings{RuntimeNS: int64(20 * time.Second), RampNS: int64(time.Second),
+	s := results.Settings{Profile: "quick", RuntimeNS: int64(20 * time.Second), RampNS: int64(time.Second),
 		Auto: &results.AutoSettings{MinRuntimeNS: int64(4 * time.Second), MaxRuntimeNS: int64(20 * time.Second), PrecisionPct: 2.5}}
-	if err := o.adoptAuto(s); err != nil {
+	if err := o.adoptSettings(&results.Document{Settings: s, Target: results.TargetInfo{Path: "/x"}}, &sweepSetup{}); err != nil {
 		t.Fatal(err)
 	}
 	opts, err := o.options(&globalOptions{stderr: &bytes.Buffer{}})
