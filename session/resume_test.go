@@ -55,7 +55,9 @@ func TestResume(t *testing.T) {
 		{"another ramp", d(false, nil), Asked{Ramp: dur(2 * time.Second)}, Conflict{"ramp", "2s", "1s"}, nil},
 		{"another size", d(false, nil), Asked{Size: new(int64(2 << 30))}, Conflict{"size", "2GiB", "1GiB"}, nil},
 		{"a cap of an uncapped file", d(false, nil), Asked{Cap: &cgroup.Limit{ReadIOPS: 500}, CapText: "riops=500"}, Conflict{Setting: "cap", Asked: "riops=500"}, nil},
-		{"our cap again", d(false, ours), Asked{}, Conflict{}, func(r *Resumed) bool { return r.Cap != nil && r.Cap.ReadIOPS == 500 && r.CapSpec == "riops=500" && r.Join == "" }},
+		{"our cap again", d(false, ours), Asked{}, Conflict{}, func(r *Resumed) bool {
+			return r.Cap != nil && r.Cap.ReadIOPS == 500 && r.CapSpec == "riops=500" && r.Join == ""
+		}},
 		{"the same cap asked", d(false, ours), Asked{Cap: &cgroup.Limit{ReadIOPS: 500}, CapText: "riops=500"}, Conflict{}, nil},
 		{"another cap", d(false, ours), Asked{Cap: &cgroup.Limit{ReadIOPS: 600}, CapText: "riops=600"}, Conflict{"cap", "riops=600", "cap riops=500"}, nil},
 		{"their cgroup joined again", d(false, theirs), Asked{}, Conflict{}, func(r *Resumed) bool { return r.Join == theirs.Cgroup && r.Cap == nil }},
