@@ -102,3 +102,11 @@ func ParsePatternSpec(spec string) (PatternSpec, error) {
 	}
 	return PatternSpec{Spec: spec, RW: f[0], Pattern: p}, nil
 }
+
+// ParseRW is the access and read share of an RW word (fio's rw=):
+// randread, randwrite, randrw (whose share is the caller's RWMIX, 50 by
+// default), read or write; ok is false for any other word.
+func ParseRW(word string) (access results.Access, readPct int, ok bool) {
+	rw, ok := rwWords[word]
+	return rw.access, rw.readPct, ok
+}

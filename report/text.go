@@ -132,8 +132,12 @@ func writeNotes(w io.Writer, shown Flags) error {
 	return err
 }
 
-func writeJSON(w io.Writer, doc *results.Document, _ Options) error {
+func writeJSON(w io.Writer, doc *results.Document, _ Options) error { return WriteJSON(w, doc) }
+
+// WriteJSON writes v as indented JSON: the machine output of every
+// command.
+func WriteJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(doc)
+	return enc.Encode(v)
 }

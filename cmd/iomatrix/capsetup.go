@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/iomatrix/iomatrix/cgroup"
+	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/session"
 )
 
@@ -28,11 +29,6 @@ func (o *capOptions) AddFlags(f *pflag.FlagSet) {
 }
 
 func (o *capOptions) enabled() bool { return o.Cap != "" || o.Cgroup != "" }
-
-// privilegeError marks a refusal for lack of privilege: exit status 4.
-type privilegeError struct{ msg string }
-
-func (e privilegeError) Error() string { return e.msg }
 
 // precheck validates the flags, parsing the cap into a cgroup.Limit (the
 // one place the cap string is read), and the privilege, before anything
@@ -56,7 +52,7 @@ func (o *capOptions) precheck() error {
 		if o.Cap == "" {
 			flag = "--cgroup"
 		}
-		return privilegeError{flag + " needs root or CAP_SYS_ADMIN (cgroups are created and joined through cgroupfs)"}
+		return fault.Privilege("%s needs root or CAP_SYS_ADMIN (cgroups are created and joined through cgroupfs)", flag)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/iomatrix/iomatrix/cgroup"
+	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
@@ -265,7 +266,7 @@ func newCapCleanupCommand(g *globalOptions) *cobra.Command {
 		Args:  maxArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if os.Geteuid() != 0 {
-				return privilegeError{"cap cleanup needs root or CAP_SYS_ADMIN"}
+				return fault.Privilege("cap cleanup needs root or CAP_SYS_ADMIN")
 			}
 			ctrl, err := cgroup.Detect(cgroup.DefaultRoot)
 			if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/iomatrix/iomatrix/fio"
 	"github.com/iomatrix/iomatrix/internal/units"
+	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -66,7 +67,7 @@ func runImport(g *globalOptions, files []string, out string) error {
 		return fmt.Errorf("nothing imported from %v: no fio job could be mapped to a pattern", files)
 	}
 	var buf bytes.Buffer
-	if err := writeJSONIndented(&buf, doc); err != nil {
+	if err := report.WriteJSON(&buf, doc); err != nil {
 		return err
 	}
 	if out == "" {

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -121,7 +119,7 @@ func runIsolate(ctx context.Context, g *globalOptions, o *isolateOptions, target
 	isolate.Judge(rep, aggressor)
 	switch o.Format {
 	case "json":
-		err = writeJSONIndented(g.stdout, rep)
+		err = report.WriteJSON(g.stdout, rep)
 	case "html":
 		err = report.WriteIsolateHTML(g.stdout, rep)
 	default:
@@ -137,12 +135,4 @@ func runIsolate(ctx context.Context, g *globalOptions, o *isolateOptions, target
 		return commandError{code: exitFailure, err: fmt.Errorf("%s", rep.Verdict)}
 	}
 	return nil
-}
-
-// writeJSONIndented writes v as indented JSON: the machine output of the
-// commands whose document is not a results file.
-func writeJSONIndented(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

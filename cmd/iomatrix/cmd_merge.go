@@ -90,7 +90,6 @@ func runMerge(g *globalOptions, o *mergeOptions, files []string) error {
 
 // fleetOutput is the report that merge and k8s print on stdout.
 type fleetOutput struct {
-	format string
 	writer report.WriteFunc
 	opts   report.Options
 }
@@ -112,22 +111,16 @@ func newFleetOutput(format, metric, outlier string) (fleetOutput, error) {
 	if err != nil {
 		return fleetOutput{}, err
 	}
-	return fleetOutput{format: format, writer: write, opts: report.Options{Metric: m, Outlier: out}}, nil
+	return fleetOutput{writer: write, opts: report.Options{Metric: m, Outlier: out}}, nil
 }
 
 // write prints the report of doc (a fleet or one results document).
 func (fo fleetOutput) write(g *globalOptions, doc *results.Document) error {
 	var buf bytes.Buffer
-	var err error
-	if fo.format == "json" {
-		err = writeJSONIndented(&buf, doc)
-	} else {
-		err = fo.writer(&buf, doc, fo.opts)
-	}
-	if err != nil {
+	if err := fo.writer(&buf, doc, fo.opts); err != nil {
 		return err
 	}
-	_, err = g.stdout.Write(buf.Bytes())
+	_, err := g.stdout.Write(buf.Bytes())
 	return err
 }
 

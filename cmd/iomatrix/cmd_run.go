@@ -98,19 +98,12 @@ func optionError(err error) error {
 // pattern turns the flags into a pattern, checked on its own.
 func (o *runOptions) pattern() (results.Pattern, error) {
 	p := results.Pattern{QueueDepth: o.QueueDepth, Jobs: o.Jobs}
-	switch o.RW {
-	case "randread":
-		p.Access, p.ReadPct = results.Random, 100
-	case "randwrite":
-		p.Access, p.ReadPct = results.Random, 0
-	case "randrw":
-		p.Access, p.ReadPct = results.Random, o.ReadMix
-	case "read":
-		p.Access, p.ReadPct = results.Sequential, 100
-	case "write":
-		p.Access, p.ReadPct = results.Sequential, 0
-	default:
+	var ok bool
+	if p.Access, p.ReadPct, ok = iotest.ParseRW(o.RW); !ok {
 		return p, usagef("--rw: %q is not one of randread, randwrite, randrw, read, write", o.RW)
+	}
+	if o.RW == "randrw" {
+		p.ReadPct = o.ReadMix
 	}
 	if o.rwmixSet && o.RW != "randrw" {
 		return p, usagef("--rwmix: only applies to --rw randrw (got --rw %s)", o.RW)
@@ -206,7 +199,7 @@ func (o *runOptions) prepare(g *globalOptions, target string) (*runSetup, error)
 // printRun writes the result on stdout in the chosen format.
 func printRun(g *globalOptions, format string, doc *results.Document, res *results.Result) error {
 	if format == "json" {
-		return writeJSONIndented(g.stdout, doc)
+		return report.WriteJSON(g.stdout, doc)
 	}
 	return report.WriteRunText(g.stdout, doc, res)
 }

@@ -396,7 +396,7 @@ func precondition(ctx context.Context, t *iotest.Target, opts iotest.Options, d 
 
 func printSweep(g *globalOptions, format string, doc *results.Document, out string, complete bool) error {
 	if format == "json" {
-		return writeJSONIndented(g.stdout, doc)
+		return report.WriteJSON(g.stdout, doc)
 	}
 	return report.WriteSweepText(g.stdout, doc, out, complete)
 }

@@ -116,7 +116,7 @@ func runThrottle(ctx context.Context, g *globalOptions, o *throttleOptions, args
 		return o.deviceError(err)
 	}
 	if os.Geteuid() != 0 {
-		return privilegeError{"throttle needs root or CAP_SYS_ADMIN (cgroups are created through cgroupfs)"}
+		return fault.Privilege("throttle needs root or CAP_SYS_ADMIN (cgroups are created through cgroupfs)")
 	}
 	ctrl, err := session.Controller()
 	if err != nil {

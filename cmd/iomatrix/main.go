@@ -277,7 +277,7 @@ func exitCode(err error) int {
 		errors.Is(err, iotest.ErrBadTarget), errors.Is(err, units.ErrBadSize), errors.Is(err, iotest.ErrBadPattern),
 		errors.Is(err, iotest.ErrNoUring):
 		return exitUsage
-	case errors.As(err, new(privilegeError)), errors.As(err, new(*fault.PrivilegeError)), errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
+	case errors.As(err, new(*fault.PrivilegeError)), errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
 		return exitPrivilege
 	}
 	return exitFailure
