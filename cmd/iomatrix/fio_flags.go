@@ -7,25 +7,13 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-)
 
-// fioAliases are fio's names of options that mean the same in iomatrix,
-// so a fio command line's options carry over. They are not flags of their
-// own, so --help does not list them; docs/run.md does, in one line.
-var fioAliases = map[string]string{
-	"iodepth":       "qd",
-	"numjobs":       "jobs",
-	"rwmixread":     "rwmix",
-	"ramp_time":     "ramp",
-	"output-format": "format",
-	"ioengine":      "engine",
-	"blocksize":     "bs",
-	"readwrite":     "rw",
-}
+	"github.com/iomatrix/iomatrix/fio"
+)
 
 // fioNames is the flag-name normalization that makes fio's names aliases.
 func fioNames(_ *pflag.FlagSet, name string) pflag.NormalizedName {
-	if n, ok := fioAliases[name]; ok {
+	if n, ok := fio.Aliases[name]; ok {
 		return pflag.NormalizedName(n)
 	}
 	return pflag.NormalizedName(name)
@@ -46,7 +34,7 @@ func typedSpellings(args []string) map[string]string {
 			continue
 		}
 		name, _, _ = strings.Cut(name, "=")
-		if own, alias := fioAliases[name]; alias {
+		if own, alias := fio.Aliases[name]; alias {
 			typed[own] = name
 		} else {
 			delete(typed, name) // iomatrix's own name, given after fio's
@@ -85,19 +73,10 @@ func fioHint(cmd *cobra.Command, name string) string {
 	return ""
 }
 
-// engineName maps fio's engine names to iomatrix's: io_uring is uring;
-// the other asynchronous and synchronous engines get the nearest one
-// suggested rather than silently substituted.
+// engineName maps fio's engine names to iomatrix's (fio.Engine).
 func engineName(engine string) (string, error) {
-	switch engine {
-	case "io_uring":
-		return "uring", nil
-	case "libaio", "posixaio":
-		return "", usagef("--engine: %s is not an iomatrix engine; use uring (io_uring, asynchronous as well)", engine)
-	case "sync", "pvsync", "pvsync2":
-		return "", usagef("--engine: %s is not an iomatrix engine; use psync (pread/pwrite)", engine)
-	}
-	return engine, nil
+	name, err := fio.Engine(engine)
+	return name, optionError(err)
 }
 
 // fioAlways is a fio option for what iomatrix always does: accepted when it
@@ -107,11 +86,7 @@ type fioAlways struct{ opposite string }
 // addFioAlways registers fio's no-op options on a measuring command,
 // hidden from --help.
 func addFioAlways(f *pflag.FlagSet) {
-	for name, opposite := range map[string]string{
-		"direct":          "iomatrix measures O_DIRECT I/O only (buffered I/O would measure the page cache)",
-		"time_based":      "iomatrix always runs each pattern for --runtime",
-		"group_reporting": "iomatrix always reports the jobs of a pattern together",
-	} {
+	for name, opposite := range fio.Always {
 		f.Var(fioAlways{opposite}, name, "fio's option: iomatrix always does this")
 		f.Lookup(name).NoOptDefVal = "1"
 		_ = f.MarkHidden(name) // fails only for a flag not defined just above

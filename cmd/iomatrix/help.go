@@ -17,9 +17,13 @@ var helpFiles embed.FS
 // defect of the build, caught by every test that builds the command
 // tree.
 func longHelp(name string) string {
+	return strings.ReplaceAll(readHelp(name), "{{exit status}}", exitStatusHelp)
+}
+
+func readHelp(name string) string {
 	b, err := helpFiles.ReadFile("help/" + name + ".txt")
 	if err != nil {
 		panic("iomatrix: no help text for " + name + ": " + err.Error())
 	}
-	return strings.ReplaceAll(strings.TrimSuffix(string(b), "\n"), "{{exit status}}", exitStatusHelp)
+	return strings.TrimSuffix(string(b), "\n")
 }

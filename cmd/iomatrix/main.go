@@ -37,18 +37,9 @@ const (
 	exitBrokenPipe = 141
 )
 
-const exitStatusHelp = `Exit status:
-  0    success
-  1    failure: an I/O error, or a check that did not hold
-  2    bad input: a flag, argument or target that cannot work (nothing was
-       created or changed)
-  3    inconclusive (cap verify, isolate): nothing failed, but another
-       process loaded the device while a check measured, so that it could
-       not be judged; run again on a quiet device
-  4    insufficient privilege (e.g. opening a device needs root)
-  130  interrupted by SIGINT (143 SIGTERM, 129 SIGHUP); finished results kept
-  141  standard output was closed (e.g. piped into head); finished results
-       kept, cgroups removed`
+// exitStatusHelp is the exit status table that ends most commands' long
+// help (help/exit-status.txt).
+var exitStatusHelp = readHelp("exit-status")
 
 // globalOptions are shared by every command.
 type globalOptions struct {
