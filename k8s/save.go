@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -104,4 +105,57 @@ func orUnknown(s string) string {
 		return "unknown"
 	}
 	return s
+}
+
+// Gathering is what Gather collects: a Job's members and where they go.
+type Gathering struct {
+	Namespace, Job string
+	Found          Found
+	// Wait watches the Job until it ends first, telling each new status
+	// line to Notice (Poll between looks).
+	Wait   bool
+	Poll   time.Duration
+	OutDir string
+	// Merge makes the fleet of more than one saved member.
+	Merge  func([]Saved) (*results.Document, error)
+	Notice func(string)
+}
+
+// Gather waits for the Job when asked, then saves what each index gave
+// (Save) and, for more than one, their fleet (Merge, saved to
+// FleetFile). It returns the document to report (the one member's, or
+// the fleet; nil when none was saved) and the failure of the indexes
+// that gave nothing (Failed).
+func Gather(ctx context.Context, c kubernetes.Interface, g Gathering) (doc *results.Document, failed, err error) {
+	if g.Wait {
+		w := &Watcher{Client: c, Namespace: g.Namespace, Job: g.Job, Poll: g.Poll, Progress: g.Notice}
+		if err := w.Wait(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
+	members, err := Collect(ctx, c, g.Namespace, g.Job, g.Found.Indexes)
+	if err != nil {
+		return nil, nil, err
+	}
+	saved, err := Save(g.OutDir, g.Job, members, g.Found.PerNode, g.Notice)
+	if err != nil {
+		return nil, nil, err
+	}
+	failed = Failed(g.Job, members)
+	switch len(saved) {
+	case 0:
+		return nil, failed, nil
+	case 1:
+		return saved[0].Document, failed, nil
+	}
+	fleet, err := g.Merge(saved)
+	if err != nil {
+		return nil, nil, err
+	}
+	path := FleetFile(g.OutDir, g.Job)
+	if err := results.WriteFileAtomic(path, fleet); err != nil {
+		return nil, nil, err
+	}
+	g.Notice(fmt.Sprintf("fleet of %s saved to %s", units.Count(len(saved), "member"), path))
+	return fleet, failed, nil
 }

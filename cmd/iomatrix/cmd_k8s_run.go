@@ -144,46 +144,20 @@ func deleteJob(ctx context.Context, g *globalOptions, c kubernetes.Interface, ns
 }
 
 // gather waits for the Job, showing its pods, when wait is set; then it
-// saves what each index gave and prints the report. Failed indexes are
-// named with their node and reason, and make the exit status 1.
+// saves what each index gave and prints the report (k8s.Gather). Failed
+// indexes are named with their node and reason, and make the exit status 1.
 func gather(ctx context.Context, g *globalOptions, c kubernetes.Interface, ns, job string, found k8s.Found, wait bool,
 	fo fleetOutput, outDir string) error {
-	note := func(msg string) { fmt.Fprintf(g.stderr, "iomatrix: %s\n", msg) }
-	if wait {
-		w := &k8s.Watcher{Client: c, Namespace: ns, Job: job, Poll: g.kubePoll, Progress: note}
-		if err := w.Wait(ctx); err != nil {
-			return err
-		}
-	}
-	members, err := k8s.Collect(ctx, c, ns, job, found.Indexes)
-	if err != nil {
-		return err
-	}
-	saved, err := k8s.Save(outDir, job, members, found.PerNode, note)
-	if err != nil {
-		return err
-	}
-	failed := k8s.Failed(job, members)
-	switch len(saved) {
-	case 0:
-		return failed
-	case 1:
-		err = fo.write(g, saved[0].Document)
-	default:
-		in := make([]report.MemberInput, len(saved))
-		for i, m := range saved {
-			in[i] = report.MemberInput{Doc: m.Document, Source: m.Path, Label: m.Label}
-		}
-		var fleet *results.Document
-		if fleet, err = report.Merge(in); err != nil {
-			return err
-		}
-		path := k8s.FleetFile(outDir, job)
-		if err := results.WriteFileAtomic(path, fleet); err != nil {
-			return err
-		}
-		note(fmt.Sprintf("fleet of %s saved to %s", units.Count(len(in), "member"), path))
-		err = fo.write(g, fleet)
+	doc, failed, err := k8s.Gather(ctx, c, k8s.Gathering{Namespace: ns, Job: job, Found: found, Wait: wait, Poll: g.kubePoll, OutDir: outDir,
+		Notice: g.notice, Merge: func(saved []k8s.Saved) (*results.Document, error) {
+			in := make([]report.MemberInput, len(saved))
+			for i, m := range saved {
+				in[i] = report.MemberInput{Doc: m.Document, Source: m.Path, Label: m.Label}
+			}
+			return report.Merge(in)
+		}})
+	if err == nil && doc != nil {
+		err = fo.write(g, doc)
 	}
 	if err != nil {
 		return err
