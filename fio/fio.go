@@ -8,12 +8,14 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/results"
 )
@@ -812,4 +814,32 @@ func fioOptionStrings(m map[string]any) map[string]string {
 		}
 	}
 	return out
+}
+
+// ImportFiles imports fio's JSON output from each file and merges the
+// results (Import, Merge), telling notice of each job that could not be
+// imported. Bad input (a file that cannot be opened, is not fio's output,
+// or whose patterns clash with another's) is a fault.InputError.
+func ImportFiles(names []string, notice func(file string, p Problem)) (*results.Document, error) {
+	var docs []*results.Document
+	for _, name := range names {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, fault.AsInput(err)
+		}
+		doc, problems, err := Import(name, f)
+		f.Close()
+		if errors.Is(err, ErrNotFio) {
+			return nil, fault.AsInput(err)
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range problems {
+			notice(name, p)
+		}
+		docs = append(docs, doc)
+	}
+	doc, err := Merge(docs)
+	return doc, fault.AsInput(err)
 }

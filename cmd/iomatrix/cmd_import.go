@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -40,28 +38,11 @@ func runImport(g *globalOptions, files []string, out string) error {
 	if err := checkOutPath("--out", out); err != nil {
 		return err
 	}
-	var docs []*results.Document
-	for _, name := range files {
-		f, err := os.Open(name)
-		if err != nil {
-			return usageError{err}
-		}
-		doc, problems, err := fio.Import(name, f)
-		f.Close()
-		if err != nil {
-			if errors.Is(err, fio.ErrNotFio) {
-				return usageError{err}
-			}
-			return err
-		}
-		for _, p := range problems {
-			fmt.Fprintf(g.stderr, "iomatrix: %s: not imported: %s\n", name, p)
-		}
-		docs = append(docs, doc)
-	}
-	doc, err := fio.Merge(docs)
+	doc, err := fio.ImportFiles(files, func(name string, p fio.Problem) {
+		fmt.Fprintf(g.stderr, "iomatrix: %s: not imported: %s\n", name, p)
+	})
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	if len(doc.Results) == 0 {
 		return fmt.Errorf("nothing imported from %v: no fio job could be mapped to a pattern", files)
