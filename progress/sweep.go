@@ -3,6 +3,7 @@ package progress
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 	"time"
 
@@ -163,4 +164,17 @@ func (prog *Sweep) Close() {
 		_ = prog.bar.Clear()
 		fmt.Fprint(prog.w, "\r\033[K")
 	}
+}
+
+// Plan is the line that starts a sweep of profile: how many of its total
+// patterns are still to run, and how long that takes at o's window
+// (estimate; with auto, at most that).
+func Plan(profile string, todo, total int, o iotest.Options, estimate time.Duration) string {
+	if a := o.Auto; a != nil {
+		return fmt.Sprintf("sweep %s: %d of %s to run, up to %s: each runs until its IOPS are steady and within ±%s %%, "+
+			"%s to %s, + %s ramp", profile, todo, units.Count(total, "pattern"), estimate,
+			strconv.FormatFloat(a.Precision*100, 'f', -1, 64), a.MinRuntime, a.MaxRuntime, o.Ramp)
+	}
+	return fmt.Sprintf("sweep %s: %d of %s to run, about %s at %s + %s ramp each",
+		profile, todo, units.Count(total, "pattern"), estimate, o.Runtime, o.Ramp)
 }

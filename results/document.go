@@ -481,3 +481,21 @@ func CheckSavable(path string) error {
 	}
 	return nil
 }
+
+// Remaining are the patterns of pats that d has no result of, in order:
+// all of them for a nil d.
+func (d *Document) Remaining(pats []Pattern) []Pattern {
+	done := map[string]bool{}
+	if d != nil {
+		for _, r := range d.Results {
+			done[r.Name] = true
+		}
+	}
+	var todo []Pattern
+	for _, p := range pats {
+		if !done[p.Name()] {
+			todo = append(todo, p)
+		}
+	}
+	return todo
+}

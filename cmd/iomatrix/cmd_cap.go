@@ -39,13 +39,12 @@ type verifyOptions struct {
 func newCapVerifyCommand(g *globalOptions) *cobra.Command {
 	o := &verifyOptions{}
 	cmd := &cobra.Command{
-		Use:   "verify [TARGET] --cap riops=N,... | --cgroup PATH",
-		Short: "Check that a cgroup cap holds, cell by cell",
-		Long:  longHelp("cap-verify"),
-		Example: `  iomatrix cap verify /tmp/iomatrix.dat --cap riops=3000,wiops=3000 --runtime 10s
-  iomatrix cap verify /mnt/vol/x.dat --cgroup /sys/fs/cgroup/blkio/docker/ID --format json > verdict.json`,
-		Args: maxArgs(1),
-		RunE: o.runE(func(ctx context.Context, target string) error { return runVerify(ctx, o, g, target) }),
+		Use:     "verify [TARGET] --cap riops=N,... | --cgroup PATH",
+		Short:   "Check that a cgroup cap holds, cell by cell",
+		Long:    longHelp("cap-verify"),
+		Example: examples("cap-verify"),
+		Args:    maxArgs(1),
+		RunE:    o.runE(func(ctx context.Context, target string) error { return runVerify(ctx, o, g, target) }),
 	}
 	f := cmd.Flags()
 	o.profileOptions.AddFlags(f, "quick", "iomatrix-verify-TIMESTAMP.json")

@@ -50,15 +50,11 @@ func (o *crosscheckOptions) AddFlags(f *pflag.FlagSet) {
 func newCrosscheckCommand(g *globalOptions) *cobra.Command {
 	o := &crosscheckOptions{}
 	cmd := &cobra.Command{
-		Use:   "crosscheck [TARGET]",
-		Short: "Compare iomatrix with fio on the same target, run for run",
-		Long:  longHelp("crosscheck"),
-		Example: `  iomatrix crosscheck /mnt/vol/iomatrix.dat
-  iomatrix crosscheck /mnt/vol/iomatrix.dat --pattern randread:4k:32 --pattern randrw:16k:8:70:2 --pairs 5
-  iomatrix crosscheck /dev/nvme1n1 --pattern randread:4k:128::4 --fio-extra "--hipri"
-  iomatrix crosscheck /dev/zram0 --pattern randread:4k:32 --fio-defaults
-  iomatrix crosscheck /mnt/vol/iomatrix.dat --format json --keep /tmp/crosscheck > crosscheck.json`,
-		Args: maxArgs(1),
+		Use:     "crosscheck [TARGET]",
+		Short:   "Compare iomatrix with fio on the same target, run for run",
+		Long:    longHelp("crosscheck"),
+		Example: examples("crosscheck"),
+		Args:    maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.sizeSet = cmd.Flags().Changed("size")
 			return runCrosscheck(cmd.Context(), o, g, targetArg(args))

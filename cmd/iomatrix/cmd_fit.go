@@ -19,14 +19,12 @@ type fitOptions struct {
 func newFitCommand(g *globalOptions) *cobra.Command {
 	o := &fitOptions{}
 	cmd := &cobra.Command{
-		Use:   "fit RESULTS.json (--need SPEC | --workload FILE)",
-		Short: "Does this volume carry this workload? A verdict from measured cells",
-		Long:  longHelp("fit"),
-		Example: `  iomatrix fit results.json --need 'read=8000,write=2000,bs=16k,qd=32,p99<2ms'
-  iomatrix fit results.json --need read=20000,bs=4k
-  iomatrix fit fleet.json --workload systems.yaml --format json`,
-		Args: exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return runFit(g, o, args[0]) },
+		Use:     "fit RESULTS.json (--need SPEC | --workload FILE)",
+		Short:   "Does this volume carry this workload? A verdict from measured cells",
+		Long:    longHelp("fit"),
+		Example: examples("fit"),
+		Args:    exactArgs(1),
+		RunE:    func(cmd *cobra.Command, args []string) error { return runFit(g, o, args[0]) },
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Need, "need", "", "one workload: read=N,write=N,bs=SIZE[,qd=N][,p99<DURATION]")

@@ -15,11 +15,10 @@ import (
 func newImportCommand(g *globalOptions) *cobra.Command {
 	var out string
 	cmd := &cobra.Command{
-		Use:   "import FIO.json...",
-		Short: "Convert fio's JSON output into an iomatrix results file",
-		Long:  longHelp("import"),
-		Example: `  fio jobs.fio --output-format=json --output=fio.json
-  iomatrix import fio.json -o results.json && iomatrix report results.json`,
+		Use:     "import FIO.json...",
+		Short:   "Convert fio's JSON output into an iomatrix results file",
+		Long:    longHelp("import"),
+		Example: examples("import"),
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usagef("%s needs at least one fio JSON file", cmd.CommandPath())

@@ -24,13 +24,11 @@ type isolateOptions struct {
 func newIsolateCommand(g *globalOptions) *cobra.Command {
 	o := &isolateOptions{}
 	cmd := &cobra.Command{
-		Use:   "isolate TARGET --cap LIMITS",
-		Short: "Does a cap shield the neighbours? A victim alone, beside an aggressor, beside the capped aggressor",
-		Long:  longHelp("isolate"),
-		Example: `  iomatrix isolate /mnt/vol/iomatrix.dat --cap wiops=500
-  iomatrix isolate /mnt/vol/iomatrix.dat --cap wiops=2000,wbps=100MiB --aggressor randwrite:64k:16 --runtime 60s
-  iomatrix isolate /dev/vdb --allow-destructive --cap riops=1000 --aggressor randread:4k:64 --format html > isolate.html`,
-		Args: exactArgs(1),
+		Use:     "isolate TARGET --cap LIMITS",
+		Short:   "Does a cap shield the neighbours? A victim alone, beside an aggressor, beside the capped aggressor",
+		Long:    longHelp("isolate"),
+		Example: examples("isolate"),
+		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.changed(cmd.Flags())
 			return runIsolate(cmd.Context(), g, o, args[0])

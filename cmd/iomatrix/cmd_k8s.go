@@ -154,11 +154,10 @@ func argsAfterDash(cmd *cobra.Command, args []string) ([]string, error) {
 func newK8sManifestCommand(g *globalOptions) *cobra.Command {
 	var spec k8sSpecOptions
 	cmd := &cobra.Command{
-		Use:   "manifest [flags] [-- SWEEP FLAGS]",
-		Short: "Print the Job that k8s run would create, as YAML",
-		Long:  longHelp("k8s-manifest"),
-		Example: `  iomatrix k8s manifest --storage-class standard --pods 3 --profile quick
-  iomatrix k8s manifest --nodes all --pods 12 --host-path /var/lib/iomatrix --name disks -n bench > job.yaml`,
+		Use:     "manifest [flags] [-- SWEEP FLAGS]",
+		Short:   "Print the Job that k8s run would create, as YAML",
+		Long:    longHelp("k8s-manifest"),
+		Example: examples("k8s-manifest"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			sweepArgs, err := argsAfterDash(cmd, args)
 			if err != nil {

@@ -66,12 +66,10 @@ func newK8sRunCommand(g *globalOptions) *cobra.Command {
 		out  k8sOutput
 	)
 	cmd := &cobra.Command{
-		Use:   "run [flags] [-- SWEEP FLAGS]",
-		Short: "Sweep every volume of a StorageClass or every node, and report the fleet",
-		Long:  longHelp("k8s-run"),
-		Example: `  iomatrix k8s run --image registry.example.com/iomatrix:0.1.0 --storage-class gp3 --pods 3 --profile quick
-  iomatrix k8s run --nodes all --host-path /var/lib/iomatrix --profile quick -- --runtime auto
-  iomatrix k8s run --nodes node-role.kubernetes.io/storage --storage-class local-path --out-dir results/`,
+		Use:     "run [flags] [-- SWEEP FLAGS]",
+		Short:   "Sweep every volume of a StorageClass or every node, and report the fleet",
+		Long:    longHelp("k8s-run"),
+		Example: examples("k8s-run"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runK8sRun(cmd.Context(), g, cmd, kube, &spec, &out, args)
 		},
@@ -176,7 +174,7 @@ func newK8sCollectCommand(g *globalOptions) *cobra.Command {
 		Use:     "collect JOB",
 		Short:   "Gather the results of an iomatrix Job applied from k8s manifest",
 		Long:    longHelp("k8s-collect"),
-		Example: `  kubectl apply -f job.yaml && iomatrix k8s collect disks -n bench --delete`,
+		Example: examples("k8s-collect"),
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runK8sCollect(cmd.Context(), g, kube, &out, args[0], !noWait, del)

@@ -24,12 +24,10 @@ type mergeOptions struct {
 func newMergeCommand(g *globalOptions) *cobra.Command {
 	o := &mergeOptions{}
 	cmd := &cobra.Command{
-		Use:   "merge A.json B.json...",
-		Short: "Merge the results of several machines or volumes into one fleet document",
-		Long:  longHelp("merge"),
-		Example: `  iomatrix merge node1.json node2.json node3.json -o fleet.json
-  iomatrix merge a.json b.json --label gp3 --label io2 --format markdown
-  iomatrix report fleet.json --format html -o fleet.html`,
+		Use:     "merge A.json B.json...",
+		Short:   "Merge the results of several machines or volumes into one fleet document",
+		Long:    longHelp("merge"),
+		Example: examples("merge"),
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 2 {
 				return usagef("%s needs two results files or more (got %d)", cmd.CommandPath(), len(args))

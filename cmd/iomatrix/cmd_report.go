@@ -23,13 +23,11 @@ type reportOptions struct {
 func newReportCommand(g *globalOptions) *cobra.Command {
 	o := &reportOptions{}
 	cmd := &cobra.Command{
-		Use:   "report FILE.json",
-		Short: "Render a results file as text, Markdown, CSV, JSON, HTML or XLSX",
-		Long:  longHelp("report"),
-		Example: `  iomatrix report run.json
-  iomatrix report run.json --format markdown --metric lat-p99
-  iomatrix report run.json -o sizing.xlsx`,
-		Args: exactArgs(1),
+		Use:     "report FILE.json",
+		Short:   "Render a results file as text, Markdown, CSV, JSON, HTML or XLSX",
+		Long:    longHelp("report"),
+		Example: examples("report"),
+		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runReport(g, o, args[0], cmd.Flags().Changed("format"))
 		},

@@ -44,14 +44,11 @@ func (o *runOptions) AddFlags(f *pflag.FlagSet) {
 func newRunCommand(g *globalOptions) *cobra.Command {
 	o := &runOptions{}
 	cmd := &cobra.Command{
-		Use:   "run [TARGET]",
-		Short: "Measure one pattern",
-		Long:  longHelp("run"),
-		Example: `  iomatrix run /mnt/vol/iomatrix.dat --rw randread --bs 4k --qd 32
-  iomatrix run /mnt/vol/iomatrix.dat --rw randrw --rwmix 70 --bs 16k --qd 8 --runtime 30s
-  iomatrix run /mnt/vol/iomatrix.dat --rw randread --qd 1 --runtime auto --precision 1%
-  iomatrix run /dev/nvme1n1 --rw randread --qd 128 --jobs 4 --format json > nvme.json`,
-		Args: maxArgs(1),
+		Use:     "run [TARGET]",
+		Short:   "Measure one pattern",
+		Long:    longHelp("run"),
+		Example: examples("run"),
+		Args:    maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f := cmd.Flags()
 			o.changed(f)

@@ -80,15 +80,12 @@ func (o *sweepOptions) AddFlags(f *pflag.FlagSet) {
 func newSweepCommand(g *globalOptions) *cobra.Command {
 	o := &sweepOptions{}
 	cmd := &cobra.Command{
-		Use:   "sweep [TARGET]",
-		Short: "Run every pattern of a profile and print the IOPS matrix",
-		Long:  longHelp("sweep"),
-		Example: `  iomatrix sweep /mnt/vol/iomatrix.dat
-  iomatrix sweep /mnt/vol/iomatrix.dat --profile quick --runtime 10s
-  iomatrix sweep /mnt/vol/iomatrix.dat --runtime auto --max-runtime 30s --precision 3%
-  iomatrix sweep --resume iomatrix-full-20261129-230000.json`,
-		Args: maxArgs(1),
-		RunE: o.runE(func(ctx context.Context, target string) error { return runSweep(ctx, o, g, target) }),
+		Use:     "sweep [TARGET]",
+		Short:   "Run every pattern of a profile and print the IOPS matrix",
+		Long:    longHelp("sweep"),
+		Example: examples("sweep"),
+		Args:    maxArgs(1),
+		RunE:    o.runE(func(ctx context.Context, target string) error { return runSweep(ctx, o, g, target) }),
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd
@@ -200,17 +197,7 @@ func (o *profileOptions) prepare(g *globalOptions, setup *sweepSetup, outPattern
 			return usagef("--out: %s exists; choose another file", setup.out)
 		}
 	}
-	done := map[string]bool{}
-	if prev != nil {
-		for _, r := range prev.Results {
-			done[r.Name] = true
-		}
-	}
-	for _, p := range setup.profile.Patterns {
-		if !done[p.Name()] {
-			setup.todo = append(setup.todo, p)
-		}
-	}
+	setup.todo = prev.Remaining(setup.profile.Patterns)
 	return nil
 }
 
@@ -311,15 +298,8 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 	}
 	total := len(setup.profile.Patterns)
 	estimate := setup.profile.Estimate(setup.opts.Runtime, setup.opts.Ramp) * time.Duration(len(setup.todo)) / time.Duration(total)
-	if a := setup.opts.Auto; a != nil {
-		fmt.Fprintf(g.stderr, "iomatrix: sweep %s: %d of %s to run, up to %s: each runs until its IOPS are steady and within ±%s %%, "+
-			"%s to %s, + %s ramp\n", setup.profile.Name, len(setup.todo), units.Count(total, "pattern"), estimate,
-			strconv.FormatFloat(a.Precision*100, 'f', -1, 64), a.MinRuntime, a.MaxRuntime, setup.opts.Ramp)
-	} else {
-		fmt.Fprintf(g.stderr, "iomatrix: sweep %s: %d of %s to run, about %s at %s + %s ramp each\n",
-			setup.profile.Name, len(setup.todo), units.Count(total, "pattern"), estimate, setup.opts.Runtime, setup.opts.Ramp)
-	}
-	fmt.Fprintf(g.stderr, "iomatrix: results: %s\n", setup.out)
+	g.notice(progress.Plan(setup.profile.Name, len(setup.todo), total, setup.opts, estimate))
+	g.notice("results: " + setup.out)
 
 	sess, err := startSession(ctx, g, &o.measureOptions, cp, plan, anyWrites(setup.profile.Patterns))
 	if err != nil {

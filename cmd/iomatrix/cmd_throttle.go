@@ -67,11 +67,10 @@ type throttleOptions struct {
 func newThrottleCommand(g *globalOptions) *cobra.Command {
 	o := &throttleOptions{}
 	cmd := &cobra.Command{
-		Use:   "throttle --cap riops=N,... [--device PATH] (-- COMMAND [ARGS] | --pid PID)",
-		Short: "Run a command (or cap a running process) under a cgroup I/O cap",
-		Long:  longHelp("throttle"),
-		Example: `  iomatrix throttle --cap wiops=500 -- dd if=/dev/zero of=/tmp/x bs=4k count=1000 oflag=direct
-  iomatrix throttle --cap riops=2000,rbps=50MiB --device /dev/nvme0n1 --pid 4242`,
+		Use:     "throttle --cap riops=N,... [--device PATH] (-- COMMAND [ARGS] | --pid PID)",
+		Short:   "Run a command (or cap a running process) under a cgroup I/O cap",
+		Long:    longHelp("throttle"),
+		Example: examples("throttle"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.deviceSet = cmd.Flags().Changed("device")
 			return runThrottle(cmd.Context(), g, o, args)

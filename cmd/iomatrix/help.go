@@ -8,7 +8,8 @@ import (
 // The long help of each command is prose in help/NAME.txt (NAME is the
 // command's path below iomatrix, joined by '-': cap-verify), where it can
 // be written and reviewed as text; the man pages in docs/man are made
-// from it. A line {{exit status}} stands for exitStatusHelp.
+// from it. A line {{exit status}} stands for exitStatusHelp; the lines
+// after a line {{examples}} are the command's examples.
 //
 //go:embed help/*.txt
 var helpFiles embed.FS
@@ -17,7 +18,14 @@ var helpFiles embed.FS
 // defect of the build, caught by every test that builds the command
 // tree.
 func longHelp(name string) string {
-	return strings.ReplaceAll(readHelp(name), "{{exit status}}", exitStatusHelp)
+	long, _, _ := strings.Cut(readHelp(name), "\n{{examples}}\n")
+	return strings.ReplaceAll(long, "{{exit status}}", exitStatusHelp)
+}
+
+// examples are the examples of the command NAME, from its help file.
+func examples(name string) string {
+	_, ex, _ := strings.Cut(readHelp(name), "\n{{examples}}\n")
+	return ex
 }
 
 func readHelp(name string) string {
