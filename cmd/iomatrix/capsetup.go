@@ -67,19 +67,6 @@ func parseCapFlag(s string) (*cgroup.Limit, error) {
 	return &l, nil
 }
 
-// plan checks the cap flags against the target and the cgroup tree,
-// touching nothing (see session.PlanCap); nil when uncapped.
-func (o *capOptions) plan(g *globalOptions, target string) (*session.CapPlan, error) {
-	if !o.enabled() {
-		return nil, nil
-	}
-	if err := o.precheck(); err != nil {
-		return nil, err
-	}
-	cp, err := session.PlanCap(session.CapRequest{Limit: o.limit, Join: o.Cgroup}, target, g.notice)
-	return cp, flagError(err)
-}
-
 // notice tells the user something on standard error.
 func (g *globalOptions) notice(msg string) { fmt.Fprintf(g.stderr, "iomatrix: %s\n", msg) }
 

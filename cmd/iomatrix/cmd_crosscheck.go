@@ -171,9 +171,9 @@ func (o *crosscheckOptions) plan(target string, pats []iotest.PatternSpec) (*iot
 	for _, ps := range pats {
 		writes = writes || ps.Pattern.Writes()
 	}
-	plan, err := (&measureOptions{Force: o.Force, AllowDestructive: o.AllowDestructive}).plan(target, size, nil, writes)
+	plan, err := iotest.PlanTarget(target, iotest.TargetOptions{Size: size, Writes: writes, Force: o.Force, AllowDestructive: o.AllowDestructive})
 	if err != nil {
-		return nil, err
+		return nil, flagError(err)
 	}
 	for _, ps := range pats {
 		if err := iotest.ValidatePatternFor(ps.Pattern, plan.Align, plan.Size); err != nil {

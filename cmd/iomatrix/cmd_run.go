@@ -70,7 +70,7 @@ var flagNames = map[string]string{
 
 func flagError(err error) error {
 	var fe *iotest.FieldError
-	if errors.As(err, &fe) {
+	if _, named := err.(*fault.InputError); !named && errors.As(err, &fe) {
 		if name, ok := flagNames[fe.Field]; ok {
 			return usagef("%s: %s", name, fe.Msg)
 		}

@@ -97,14 +97,6 @@ func startSession(ctx context.Context, g *globalOptions, o *measureOptions, cp *
 	return s, nil
 }
 
-// alignToThrottle aligns a capped measurement's window to the kernel's
-// throttle, and says so when it differs from what was asked.
-func alignToThrottle(g *globalOptions, o *iotest.Options) {
-	if msg := session.AlignToThrottle(o); msg != "" {
-		g.notice(msg)
-	}
-}
-
 // resolveEngine turns --engine into the engine that will run, in the
 // flag's terms when it cannot.
 func resolveEngine(o iotest.Options) (string, error) {
@@ -210,49 +202,26 @@ func (o *measureOptions) size() (int64, error) {
 	return size, nil
 }
 
-// plan decides what happens to the target, touching nothing, and checks
-// every pattern against it.
-func (o *measureOptions) plan(target string, size int64, pats []results.Pattern, writes bool) (*iotest.Plan, error) {
-	for _, p := range pats {
-		writes = writes || p.Writes()
-	}
-	plan, err := iotest.PlanTarget(target, iotest.TargetOptions{
-		Size: size, Writes: writes, Force: o.Force, AllowDestructive: o.AllowDestructive,
-	})
-	if err != nil {
-		return nil, flagError(err)
-	}
-	for _, p := range pats {
-		if err := iotest.ValidatePatternFor(p, plan.Align, plan.Size); err != nil {
-			if len(pats) == 1 {
-				return nil, flagError(err) // names the flag that set it
-			}
-			return nil, usagef("%s: pattern %s: %w", target, p.Name(), err)
-		}
-	}
-	return plan, nil
-}
-
-// resolve decides what a measurement will do before any I/O: the
-// target's plan for pats (writes: it will be written even if no pattern
-// writes), the cap's, and the engine, which it records in opts, with the
-// measured window aligned to the kernel's throttle under a cap.
+// resolve decides what a measurement will do before any I/O
+// (session.Prepare): the target's plan for pats (writes: it will be
+// written even if no pattern writes), the cap's, and the engine, which it
+// records in opts, with the measured window aligned to the kernel's
+// throttle under a cap.
 func (o *measureOptions) resolve(g *globalOptions, target string, size int64, pats []results.Pattern, writes bool, opts *iotest.Options) (*iotest.Plan, *session.CapPlan, error) {
-	plan, err := o.plan(target, size, pats, writes)
-	if err != nil {
-		return nil, nil, err
+	r := session.Request{Target: target, Size: size, Patterns: pats, Writes: writes, Force: o.Force, AllowDestructive: o.AllowDestructive,
+		Options: opts, Notice: g.notice}
+	if o.enabled() {
+		if err := o.precheck(); err != nil {
+			return nil, nil, err
+		}
+		r.Cap = &session.CapRequest{Limit: o.limit, Join: o.Cgroup}
 	}
-	cp, err := o.capOptions.plan(g, target)
-	if err != nil {
-		return nil, nil, err
+	engine := opts.Engine
+	plan, cp, err := session.Prepare(r)
+	if errors.Is(err, iotest.ErrNoUring) {
+		return nil, nil, usagef("--engine %s: %w", engine, err)
 	}
-	if cp != nil {
-		alignToThrottle(g, opts)
-	}
-	if opts.Engine, err = resolveEngine(*opts); err != nil {
-		return nil, nil, err
-	}
-	return plan, cp, nil
+	return plan, cp, flagError(err)
 }
 
 // openTarget lays out and opens a target planned uncapped.

@@ -42,6 +42,10 @@ func TestSweepBadInput(t *testing.T) {
 		{"bad format", []string{"--format", "yaml"}, []string{"--format"}},
 		{"bad runtime", []string{"--runtime", "0s"}, []string{"--runtime"}},
 		{"negative precondition", []string{"--precondition", "-1s"}, []string{"--precondition"}},
+		// The profile's patterns are checked against the target: the one at
+		// fault is named, with its field (the size is not the flag's fault).
+		{"target too small for a pattern", []string{"--profile", "quick", "--size", "64k"},
+			[]string{target + ": pattern seq-read-1m-qd8: block_size: target of 64KiB is smaller than 1MiB needed"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,0 +1,61 @@
+package session
+
+import (
+	"github.com/iomatrix/iomatrix/internal/fault"
+	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
+)
+
+// Request is what a measuring command asks for, checked by Prepare
+// before any I/O.
+type Request struct {
+	Target   string
+	Size     int64 // 0: the target's own, or the default of a new file
+	Patterns []results.Pattern
+	// Writes says the target is written even if no pattern writes
+	// (preconditioning).
+	Writes                  bool
+	Force, AllowDestructive bool
+	// Cap is the cap to measure under; nil measures uncapped.
+	Cap *CapRequest
+	// Options are the engine's options: Prepare aligns their window to
+	// the throttle under a cap, and resolves their engine.
+	Options *iotest.Options
+	Notice  func(string)
+}
+
+// Prepare decides what a measurement will do, touching nothing: the
+// target's plan (every pattern checked against it), the cap's plan, and
+// in r.Options the engine and, under a cap, the window aligned to the
+// kernel's throttle (told to Notice when it differs from what was
+// asked). A pattern field at fault is an iotest.FieldError when there is
+// one pattern, which names it.
+func Prepare(r Request) (*iotest.Plan, *CapPlan, error) {
+	writes := r.Writes
+	for _, p := range r.Patterns {
+		writes = writes || p.Writes()
+	}
+	plan, err := iotest.PlanTarget(r.Target, iotest.TargetOptions{Size: r.Size, Writes: writes, Force: r.Force, AllowDestructive: r.AllowDestructive})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, p := range r.Patterns {
+		if err := iotest.ValidatePatternFor(p, plan.Align, plan.Size); err != nil {
+			if len(r.Patterns) == 1 {
+				return nil, nil, err
+			}
+			return nil, nil, fault.Input("", "%s: pattern %s: %w", r.Target, p.Name(), err)
+		}
+	}
+	var cp *CapPlan
+	if r.Cap != nil {
+		if cp, err = PlanCap(*r.Cap, r.Target, r.Notice); err != nil {
+			return nil, nil, err
+		}
+		if msg := AlignToThrottle(r.Options); msg != "" {
+			r.Notice(msg)
+		}
+	}
+	r.Options.Engine, err = iotest.ResolveEngine(r.Options.Engine, r.Options.Notice)
+	return plan, cp, err
+}
