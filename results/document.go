@@ -499,3 +499,12 @@ func (d *Document) Remaining(pats []Pattern) []Pattern {
 	}
 	return todo
 }
+
+// ByName are d's results by name.
+func (d *Document) ByName() map[string]Result {
+	m := make(map[string]Result, len(d.Results))
+	for _, r := range d.Results {
+		m[r.Name] = r
+	}
+	return m
+}

@@ -98,3 +98,16 @@ func (c *Loop) Finish(ctx context.Context, runErr error) (complete bool, err err
 	}
 	return true, results.WriteFileAtomic(c.Out, c.Doc)
 }
+
+// Measure runs todo and finishes the document: the error of the loop, of
+// the last save, or of ctx when it was interrupted.
+func (c *Loop) Measure(ctx context.Context, todo []results.Pattern) error {
+	_, runErr := c.Run(ctx, todo)
+	if _, err := c.Finish(ctx, runErr); err != nil {
+		return err
+	}
+	if runErr != nil {
+		return runErr
+	}
+	return ctx.Err()
+}

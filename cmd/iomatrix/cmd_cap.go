@@ -189,21 +189,10 @@ func measureBaseline(ctx context.Context, g *globalOptions, setup *sweepSetup, s
 	// Saved after every cell, like the capped phase: an interruption keeps
 	// what was measured.
 	loop := session.Loop{Runner: sess.Local(), Options: setup.opts, Display: newSweepProgress(g, len(setup.todo), 0, setup.opts), Doc: bdoc, Out: out, Notice: g.notice}
-	_, runErr := loop.Run(ctx, setup.todo)
-	if _, err := loop.Finish(ctx, runErr); err != nil {
+	if err := loop.Measure(ctx, setup.todo); err != nil {
 		return nil, err
 	}
-	if runErr != nil {
-		return nil, runErr
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	baseline := map[string]results.Result{}
-	for _, res := range bdoc.Results {
-		baseline[res.Name] = res
-	}
-	return baseline, nil
+	return bdoc.ByName(), nil
 }
 
 // cellJudge returns the check cap verify applies to each capped result

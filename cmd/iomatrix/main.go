@@ -240,16 +240,12 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
+// exitKinds name the exit statuses in a JSON error.
+var exitKinds = map[int]string{exitFailure: "failure", exitUsage: "usage", exitInconclusive: "inconclusive", exitPrivilege: "privilege"}
+
 func exitKind(code int) string {
-	switch code {
-	case exitFailure:
-		return "failure"
-	case exitUsage:
-		return "usage"
-	case exitInconclusive:
-		return "inconclusive"
-	case exitPrivilege:
-		return "privilege"
+	if k, ok := exitKinds[code]; ok {
+		return k
 	}
 	if code > 128 {
 		return "interrupted"
