@@ -20,12 +20,13 @@ import (
 // pattern's name are kept), so a run left on a terminal for hours keeps a
 // flat heap.
 type Line struct {
-	w     io.Writer
-	tty   bool
-	drawn bool
-	buf   []byte
-	named results.Pattern // the pattern whose name is in name
-	name  string
+	w      io.Writer
+	tty    bool
+	drawn  bool
+	layout time.Time // when the layout Layout shows began
+	buf    []byte
+	named  results.Pattern // the pattern whose name is in name
+	name   string
 }
 
 // NewLine is a status line on w, drawn only when tty (w is a terminal).
@@ -96,4 +97,14 @@ func (l *Line) Done() {
 		fmt.Fprint(l.w, "\r\033[K")
 		l.drawn = false
 	}
+}
+
+// Layout redraws the line with the progress of laying out a target: done
+// of total bytes, and the rate since the first call.
+func (l *Line) Layout(done, total int64) {
+	if l.layout.IsZero() {
+		l.layout = time.Now()
+	}
+	el := time.Since(l.layout).Seconds()
+	l.Printf("layout %s / %s  %.0f MiB/s", units.FormatSize(done), units.FormatSize(total), float64(done)/el/(1<<20))
 }

@@ -30,6 +30,43 @@ type ExitStatus struct{ Code int }
 
 func (e ExitStatus) Error() string { return fmt.Sprintf("command exited with status %d", e.Code) }
 
+// CommandError is an error with the exit status it gives.
+type CommandError struct {
+	Code int
+	Err  error
+}
+
+func (e *CommandError) Error() string { return e.Err.Error() }
+func (e *CommandError) Unwrap() error { return e.Err }
+
+// LookCommand finds a command as the shell would, before anything is
+// created: its path, or a CommandError with the status a shell gives,
+// 127 when it is not found, 126 when it cannot be executed, so that a
+// script sees the same status with and without throttle.
+func LookCommand(name string) (string, error) {
+	path, err := exec.LookPath(name)
+	switch {
+	case err == nil:
+		return path, nil
+	case errors.Is(err, exec.ErrDot):
+		return path, nil // found through "." in $PATH: a shell runs it too
+	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
+		return "", &CommandError{127, fmt.Errorf("%s: command not found", name)}
+	}
+	// Found but not runnable: no execute permission, a directory. The
+	// cause is the bare errno, so that the name is said once, first.
+	cause := err
+	var ee *exec.Error
+	if errors.As(cause, &ee) {
+		cause = ee.Err
+	}
+	var pe *fs.PathError
+	if errors.As(cause, &pe) {
+		cause = pe.Err
+	}
+	return "", &CommandError{126, fmt.Errorf("%s: cannot execute: %w", name, cause)}
+}
+
 // Throttle is a fresh cgroup with a limit, made to cap a command or a
 // running process.
 type Throttle struct {

@@ -98,9 +98,9 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case v.Failed > 0:
-		return errCheckFailed{v.Summary}
+		return &commandError{Code: exitFailure, Err: errors.New(v.Summary)}
 	case v.Inconclusive > 0:
-		return commandError{code: exitInconclusive, err: errors.New(v.Summary)}
+		return &commandError{Code: exitInconclusive, Err: errors.New(v.Summary)}
 	}
 	return nil
 }
@@ -206,11 +206,6 @@ func cellJudge(capInfo *results.Cap, tol float64, baseline map[string]results.Re
 	}
 	return func(res *results.Result) { res.CapCheck = cgroup.Check(capInfo, *res, baseline[res.Name], disk, tol) }
 }
-
-// errCheckFailed is a verification that did not hold: exit status 1.
-type errCheckFailed struct{ msg string }
-
-func (e errCheckFailed) Error() string { return e.msg }
 
 func newCapShowCommand(g *globalOptions) *cobra.Command {
 	var device string

@@ -65,7 +65,7 @@ func runFit(g *globalOptions, o *fitOptions, path string) error {
 		return err
 	}
 	if !v.Fits {
-		return commandError{code: exitFailure, err: fmt.Errorf("does not fit: %s", v.Why)}
+		return &commandError{Code: exitFailure, Err: fmt.Errorf("does not fit: %s", v.Why)}
 	}
 	return nil
 }

@@ -128,9 +128,9 @@ func runIsolate(ctx context.Context, g *globalOptions, o *isolateOptions, target
 	}
 	switch {
 	case rep.Inconclusive:
-		return commandError{code: exitInconclusive, err: fmt.Errorf("%s", rep.Verdict)}
+		return &commandError{Code: exitInconclusive, Err: fmt.Errorf("%s", rep.Verdict)}
 	case !rep.Protected:
-		return commandError{code: exitFailure, err: fmt.Errorf("%s", rep.Verdict)}
+		return &commandError{Code: exitFailure, Err: fmt.Errorf("%s", rep.Verdict)}
 	}
 	return nil
 }

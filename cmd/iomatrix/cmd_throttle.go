@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"os/exec"
 
 	"github.com/spf13/cobra"
 
@@ -20,41 +18,9 @@ import (
 // exitStatus passes a command's exit status through as iomatrix's own.
 type exitStatus = session.ExitStatus
 
-// commandError is a COMMAND that cannot be run at all, with the status a
-// shell gives: 127 when it is not found, 126 when it cannot be executed,
-// so a script sees the same status with and without throttle.
-type commandError struct {
-	code int
-	err  error
-}
-
-func (e commandError) Error() string { return e.err.Error() }
-func (e commandError) Unwrap() error { return e.err }
-
-// lookCommand finds COMMAND as the shell would, before anything is created.
-func lookCommand(name string) (string, error) {
-	path, err := exec.LookPath(name)
-	switch {
-	case err == nil:
-		return path, nil
-	case errors.Is(err, exec.ErrDot):
-		return path, nil // found through "." in $PATH: a shell runs it too
-	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
-		return "", commandError{127, fmt.Errorf("%s: command not found", name)}
-	}
-	// Found but not runnable: no execute permission, a directory. The
-	// cause is the bare errno, so that the name is said once, first.
-	cause := err
-	var ee *exec.Error
-	if errors.As(cause, &ee) {
-		cause = ee.Err
-	}
-	var pe *fs.PathError
-	if errors.As(cause, &pe) {
-		cause = pe.Err
-	}
-	return "", commandError{126, fmt.Errorf("%s: cannot execute: %w", name, cause)}
-}
+// commandError is an error with the exit status it gives: a check that
+// did not hold, or a COMMAND that cannot be run at all (session.CommandError).
+type commandError = session.CommandError
 
 type throttleOptions struct {
 	Cap    string
@@ -106,7 +72,7 @@ func runThrottle(ctx context.Context, g *globalOptions, o *throttleOptions, args
 	}
 	var command string
 	if len(args) > 0 {
-		if command, err = lookCommand(args[0]); err != nil {
+		if command, err = session.LookCommand(args[0]); err != nil {
 			return err
 		}
 	}

@@ -256,10 +256,10 @@ func exitKind(code int) string {
 func exitCode(err error) int {
 	var ue usageError
 	var fe *iotest.FieldError
-	var ce commandError
+	var ce *commandError
 	switch {
 	case errors.As(err, &ce):
-		return ce.code
+		return ce.Code
 	case errors.As(err, &ue), errors.As(err, &fe), errors.As(err, new(*fault.InputError)),
 		errors.Is(err, iotest.ErrBadTarget), errors.Is(err, units.ErrBadSize), errors.Is(err, iotest.ErrBadPattern),
 		errors.Is(err, iotest.ErrNoUring):

@@ -12,7 +12,6 @@ import (
 
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
-	"github.com/iomatrix/iomatrix/progress"
 	"github.com/iomatrix/iomatrix/results"
 	"github.com/iomatrix/iomatrix/session"
 )
@@ -60,27 +59,14 @@ func (o *measureOptions) AddFlags(f *pflag.FlagSet) {
 	addFioAlways(f)
 }
 
-// sessionOptions are the session's options for plan and cap, with the
-// notices, the layout's live line and the child's stderr routed to the
-// terminal.
-func (g *globalOptions) sessionOptions(plan *iotest.Plan, cp *session.CapPlan, writes, allowDestructive bool, line *progress.Line) session.Options {
-	start := time.Now()
-	return session.Options{
-		Plan: plan, Cap: cp, Writes: writes, AllowDestructive: allowDestructive,
-		Notice: g.notice, ChildStderr: unwrapped(g.stderr),
-		Layout: func(done, total int64) {
-			el := time.Since(start).Seconds()
-			line.Printf("layout %s / %s  %.0f MiB/s", units.FormatSize(done), units.FormatSize(total), float64(done)/el/(1<<20))
-		},
-	}
-}
-
 // openSession makes the cap's cgroup (cp nil: uncapped), and lays out and
 // opens the target, showing the layout's progress.
 func openSession(ctx context.Context, g *globalOptions, o *measureOptions, cp *session.CapPlan, plan *iotest.Plan, writes bool) (*session.Session, error) {
 	line := newLiveLine(g)
-	defer line.Done()
-	return session.Open(ctx, g.sessionOptions(plan, cp, writes, o.AllowDestructive, line))
+	s, err := session.Open(ctx, session.Options{Plan: plan, Cap: cp, Writes: writes, AllowDestructive: o.AllowDestructive,
+		Notice: g.notice, ChildStderr: unwrapped(g.stderr), Layout: line.Layout})
+	line.Done()
+	return s, err
 }
 
 // startSession opens a session and starts its runner: for the commands
