@@ -55,7 +55,8 @@ type Resumed struct {
 }
 
 // Conflict is a setting asked on resuming that differs from the file's.
-// Asked and File are the two values as a user writes them; File is ""
+// Asked is the value asked as a user writes it ("" for one not worth
+// repeating), File what the file says, named ("runtime 20s"); File is ""
 // for a cap asked of a file measured uncapped.
 type Conflict struct {
 	Setting     string // target, profile, runtime, min-runtime, max-runtime, precision, ramp, size, cap, cgroup
@@ -63,8 +64,11 @@ type Conflict struct {
 }
 
 func (c *Conflict) Error() string {
-	if c.File == "" {
+	switch {
+	case c.File == "":
 		return fmt.Sprintf("%s %s: the file was measured without a cap", c.Setting, c.Asked)
+	case c.Asked == "":
+		return c.Setting + " differs from the file's " + c.File
 	}
 	return fmt.Sprintf("%s %s differs from the file's %s", c.Setting, c.Asked, c.File)
 }
@@ -76,11 +80,11 @@ func Resume(d *results.Document, a Asked) (*Resumed, error) {
 	r := &Resumed{Target: d.Target.Path, Profile: a.Profile, Runtime: time.Duration(s.RuntimeNS), Ramp: time.Duration(s.RampNS), Auto: s.Auto}
 	if a.Target != "" {
 		if abs, _ := filepath.Abs(a.Target); abs != d.Target.Path {
-			return nil, &Conflict{"target", abs, d.Target.Path}
+			return nil, &Conflict{"target", abs, "target " + d.Target.Path}
 		}
 	}
 	if a.Profile != nil && a.Profile.Name != s.Profile {
-		return nil, &Conflict{"profile", a.Profile.Name, s.Profile}
+		return nil, &Conflict{"profile", a.Profile.Name, "profile " + s.Profile}
 	}
 	if a.Profile == nil {
 		src := s.Profile
@@ -97,10 +101,10 @@ func Resume(d *results.Document, a Asked) (*Resumed, error) {
 		return nil, err
 	}
 	if a.Ramp != nil && int64(*a.Ramp) != s.RampNS {
-		return nil, &Conflict{"ramp", a.Ramp.String(), time.Duration(s.RampNS).String()}
+		return nil, &Conflict{"ramp", a.Ramp.String(), "ramp " + time.Duration(s.RampNS).String()}
 	}
 	if a.Size != nil && *a.Size != s.SizeBytes {
-		return nil, &Conflict{"size", units.FormatSize(*a.Size), units.FormatSize(s.SizeBytes)}
+		return nil, &Conflict{"size", units.FormatSize(*a.Size), "size " + units.FormatSize(s.SizeBytes)}
 	}
 	return r, resumeCap(d.Cap, a, r)
 }
@@ -118,11 +122,11 @@ func resumeWindow(s results.Settings, a Asked) error {
 	}
 	f := s.Auto
 	if asked != "" && a.Auto != (f != nil) {
-		return &Conflict{"runtime", asked, s.RuntimeWords()}
+		return &Conflict{"runtime", asked, "runtime " + s.RuntimeWords()}
 	}
 	if f == nil {
 		if a.Runtime != nil && int64(*a.Runtime) != s.RuntimeNS {
-			return &Conflict{"runtime", asked, s.RuntimeWords()}
+			return &Conflict{"runtime", asked, "runtime " + s.RuntimeWords()}
 		}
 		return nil // the auto bounds are refused without auto
 	}

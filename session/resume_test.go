@@ -44,16 +44,16 @@ func TestResume(t *testing.T) {
 			return r.Target == "/mnt/v/iomatrix.dat" && r.Profile.Name == "quick" && r.Runtime == 20*time.Second && r.Ramp == time.Second && r.Auto == nil
 		}},
 		{"the same asked", d(false, nil), Asked{Target: "/mnt/v/iomatrix.dat", Profile: quick, Runtime: dur(20 * time.Second), Ramp: dur(time.Second), Size: new(int64(1 << 30))}, Conflict{}, nil},
-		{"another target", d(false, nil), Asked{Target: "/mnt/w/iomatrix.dat"}, Conflict{"target", "/mnt/w/iomatrix.dat", "/mnt/v/iomatrix.dat"}, nil},
-		{"another profile", d(false, nil), Asked{Profile: full}, Conflict{"profile", "full", "quick"}, nil},
-		{"another runtime", d(false, nil), Asked{Runtime: dur(10 * time.Second)}, Conflict{"runtime", "10s", "20s"}, nil},
-		{"auto for fixed", d(false, nil), Asked{Auto: true}, Conflict{"runtime", "auto", "20s"}, nil},
-		{"fixed for auto", d(true, nil), Asked{Runtime: dur(20 * time.Second)}, Conflict{"runtime", "20s", "auto"}, nil},
+		{"another target", d(false, nil), Asked{Target: "/mnt/w/iomatrix.dat"}, Conflict{"target", "/mnt/w/iomatrix.dat", "target /mnt/v/iomatrix.dat"}, nil},
+		{"another profile", d(false, nil), Asked{Profile: full}, Conflict{"profile", "full", "profile quick"}, nil},
+		{"another runtime", d(false, nil), Asked{Runtime: dur(10 * time.Second)}, Conflict{"runtime", "10s", "runtime 20s"}, nil},
+		{"auto for fixed", d(false, nil), Asked{Auto: true}, Conflict{"runtime", "auto", "runtime 20s"}, nil},
+		{"fixed for auto", d(true, nil), Asked{Runtime: dur(20 * time.Second)}, Conflict{"runtime", "20s", "runtime auto"}, nil},
 		{"auto kept", d(true, nil), Asked{Auto: true, Precision: new(0.025)}, Conflict{}, func(r *Resumed) bool { return r.Auto != nil && r.Auto.PrecisionPct == 2.5 }},
 		{"other maximum", d(true, nil), Asked{MaxRuntime: dur(30 * time.Second)}, Conflict{Setting: "max-runtime", File: "20s"}, nil},
 		{"other precision", d(true, nil), Asked{Precision: new(0.01)}, Conflict{Setting: "precision", File: "2.5%"}, nil},
-		{"another ramp", d(false, nil), Asked{Ramp: dur(2 * time.Second)}, Conflict{"ramp", "2s", "1s"}, nil},
-		{"another size", d(false, nil), Asked{Size: new(int64(2 << 30))}, Conflict{"size", "2GiB", "1GiB"}, nil},
+		{"another ramp", d(false, nil), Asked{Ramp: dur(2 * time.Second)}, Conflict{"ramp", "2s", "ramp 1s"}, nil},
+		{"another size", d(false, nil), Asked{Size: new(int64(2 << 30))}, Conflict{"size", "2GiB", "size 1GiB"}, nil},
 		{"a cap of an uncapped file", d(false, nil), Asked{Cap: &cgroup.Limit{ReadIOPS: 500}, CapText: "riops=500"}, Conflict{Setting: "cap", Asked: "riops=500"}, nil},
 		{"our cap again", d(false, ours), Asked{}, Conflict{}, func(r *Resumed) bool {
 			return r.Cap != nil && r.Cap.ReadIOPS == 500 && r.CapSpec == "riops=500" && r.Join == ""

@@ -263,22 +263,17 @@ func given[T any](set bool, p *T) *T {
 }
 
 // resumeError words a setting given on resuming that differs from the
-// file's in the flags' terms.
+// file's in the flags' terms (the target is no flag, and names the
+// profile by its name).
 func resumeError(err error) error {
 	var c *session.Conflict
 	switch {
-	case !errors.As(err, &c):
+	case !errors.As(err, &c) || c.Setting == "target" || c.Setting == "profile":
 		return usagef("--resume: %w", err)
-	case c.Setting == "target" || c.Setting == "profile":
-		return usagef("--resume: %s %s differs from the file's %s %s", c.Setting, c.Asked, c.Setting, c.File)
-	case c.Setting == "min-runtime" || c.Setting == "max-runtime" || c.Setting == "precision":
-		return usagef("--resume: --%s differs from the file's %s", c.Setting, c.File)
 	case c.File == "":
 		return usagef("--resume: the file was measured without a cap; resume it without --cap/--cgroup")
-	case c.Setting == "cap" || c.Setting == "cgroup":
-		return usagef("--resume: --%s %s differs from the file's %s", c.Setting, c.Asked, c.File)
 	}
-	return usagef("--resume: --%s %s differs from the file's %s %s", c.Setting, c.Asked, c.Setting, c.File)
+	return usagef("--resume: --%w", err)
 }
 
 func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target string) error {

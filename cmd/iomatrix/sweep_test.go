@@ -83,11 +83,11 @@ func TestSweepResumeRefusesOtherSettings(t *testing.T) {
 		args    []string
 		mention string
 	}{
-		"target":            {[]string{"sweep", other, "--resume", out}, "target"},
-		"profile":           {[]string{"sweep", "--resume", out, "--profile", "quick"}, "profile"},
-		"size":              {[]string{"sweep", "--resume", out, "--size", "64MiB"}, "--size"},
-		"runtime":           {[]string{"sweep", "--resume", out, "--runtime", "1s"}, "--runtime"},
-		"ramp":              {[]string{"sweep", "--resume", out, "--ramp", "1s"}, "--ramp"},
+		"target":            {[]string{"sweep", other, "--resume", out}, "--resume: target " + other + " differs from the file's target " + target},
+		"profile":           {[]string{"sweep", "--resume", out, "--profile", "quick"}, "--resume: profile quick differs from the file's profile cdm"},
+		"size":              {[]string{"sweep", "--resume", out, "--size", "64MiB"}, "--resume: --size 64MiB differs from the file's size 32MiB"},
+		"runtime":           {[]string{"sweep", "--resume", out, "--runtime", "1s"}, "--resume: --runtime 1s differs from the file's runtime 100ms"},
+		"ramp":              {[]string{"sweep", "--resume", out, "--ramp", "1s"}, "--resume: --ramp 1s differs from the file's ramp 0s"},
 		"auto for fixed":    {[]string{"sweep", "--resume", out, "--runtime", "auto"}, "--resume: --runtime auto differs from the file's runtime 100ms"},
 		"fixed for auto":    {[]string{"sweep", "--resume", auto, "--runtime", "20s"}, "--resume: --runtime 20s differs from the file's runtime auto"},
 		"other maximum":     {[]string{"sweep", "--resume", auto, "--max-runtime", "30s"}, "--resume: --max-runtime differs from the file's 20s"},
