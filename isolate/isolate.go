@@ -11,6 +11,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
@@ -30,32 +31,42 @@ type Config struct {
 	// Options are the victim's; the aggressor runs with the same window
 	// and its own seed.
 	Options iotest.Options
-	// Local runs in this process, uncapped: the victim in every phase,
-	// the aggressor in the uncapped one. Capped runs the aggressor under
-	// the cap.
-	Local, Capped session.Runner
-	// Started, when set, is told of each phase as it starts.
-	Started func(i int, name string, beside bool)
+	// MinIsolation is the isolation that passes (0.9 for 90 %).
+	MinIsolation float64
+	// Session runs the victim in this process, uncapped, in every phase,
+	// the aggressor uncapped beside it and then under its cap; it must
+	// have been started under the cap.
+	Session *session.Session
+	// Notice is told of each phase as it starts.
+	Notice func(string)
 }
 
-// Run measures the four phases, each over the same window.
-func Run(ctx context.Context, c Config) ([]results.IsolatePhase, error) {
-	aggOpts := c.Options
-	aggOpts.Seed = c.Options.Seed + 1                           // its own offsets
-	aggressors := []session.Runner{nil, c.Local, c.Capped, nil} // nil: the victim alone
-	var phases []results.IsolatePhase
+// Run measures the four phases, each over the same window, and judges
+// them (Judge).
+func Run(ctx context.Context, c Config) (*results.IsolateReport, error) {
+	o, s := c.Options, c.Session
+	rep := &results.IsolateReport{Tool: results.Tool{Name: "iomatrix", Version: results.Version}, Host: results.HostInfo(),
+		Target: s.Target().Info, Cap: s.Cap(), RuntimeNS: int64(o.Runtime), RampNS: int64(o.Ramp), Engine: o.Engine,
+		Seed: o.Seed, MinIsolation: c.MinIsolation, StartedAt: time.Now().UTC().Format(time.RFC3339)}
+	aggOpts := o
+	aggOpts.Seed = o.Seed + 1                                       // its own offsets
+	aggressors := []session.Runner{nil, s.Local(), s.Runner(), nil} // nil: the victim alone
 	for i, name := range Phases {
-		if c.Started != nil {
-			c.Started(i, name, aggressors[i] != nil)
+		beside := " alone"
+		if aggressors[i] != nil {
+			beside = " beside " + c.Aggressor.Name()
 		}
-		p, err := runPhase(ctx, c.Local, c.Victim, c.Options, aggressors[i], c.Aggressor, aggOpts)
+		c.Notice(fmt.Sprintf("phase %d of %d, %s: %s%s for %s + %s ramp", i+1, len(Phases), name, c.Victim.Name(), beside, o.Runtime, o.Ramp))
+		p, err := runPhase(ctx, s.Local(), c.Victim, o, aggressors[i], c.Aggressor, aggOpts)
 		if err != nil {
-			return phases, fmt.Errorf("phase %s: %w", name, err)
+			return nil, fmt.Errorf("phase %s: %w", name, err)
 		}
 		p.Name = name
-		phases = append(phases, p)
+		rep.Phases = append(rep.Phases, p)
 	}
-	return phases, nil
+	rep.FinishedAt = time.Now().UTC().Format(time.RFC3339)
+	Judge(rep, c.Aggressor)
+	return rep, nil
 }
 
 // runPhase runs the victim, and beside it the aggressor when there is

@@ -18,6 +18,7 @@ import (
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
+	"github.com/iomatrix/iomatrix/report"
 )
 
 // ExecCommand is the hidden command of this program that starts a
@@ -70,19 +71,46 @@ func LookCommand(name string) (string, error) {
 // Throttle is a fresh cgroup with a limit, made to cap a command or a
 // running process.
 type Throttle struct {
-	Group   *cgroup.Group
-	version int
+	Group *cgroup.Group
+	// pid is the running process to cap (0: a command), orig its cgroup.
+	pid     int
+	orig    string
+	capText string
 	notice  func(string)
 }
 
+// ProcessError is about the running process PID.
+type ProcessError struct {
+	PID int
+	Err error
+}
+
+func (e *ProcessError) Error() string { return fmt.Sprintf("%d: %v", e.PID, e.Err) }
+func (e *ProcessError) Unwrap() error { return e.Err }
+
 // NewThrottle makes the cgroup of limit (its device set) under the
-// host's I/O controller. Close must follow.
-func NewThrottle(ctrl cgroup.Controller, limit cgroup.Limit, notice func(string)) (*Throttle, error) {
-	grp, err := cgroup.Create(ctrl, limit)
+// host's I/O controller, for the running process pid (0: for a command,
+// Command), and warns on notice when buffered writes escape the cap.
+// Close must follow. What keeps pid from being capped is a ProcessError.
+func NewThrottle(limit cgroup.Limit, pid int, notice func(string)) (*Throttle, error) {
+	ctrl, err := Controller()
 	if err != nil {
+		return nil, err
+	}
+	t := &Throttle{pid: pid, notice: notice}
+	if pid != 0 {
+		if t.orig, err = OwnCgroup(ctrl, pid); err != nil {
+			return nil, err
+		}
+	}
+	if t.Group, err = cgroup.Create(ctrl, limit); err != nil {
 		return nil, cgroupError(err)
 	}
-	return &Throttle{Group: grp, version: ctrl.Version, notice: notice}, nil
+	t.capText = report.DescribeCap(limit.Record(ctrl.Version, t.Group.Path))
+	if w := writebackWarning(ctrl.Version, t.Group.Enabled()); w != "" {
+		notice("warning: " + w)
+	}
+	return t, nil
 }
 
 // Close deletes the cgroup; a command that left children behind leaves
@@ -93,15 +121,11 @@ func (t *Throttle) Close() {
 	}
 }
 
-// WritebackWarning says when buffered writes escape the cap ("" when
+// writebackWarning says when buffered writes escape the cap ("" when
 // they do not). Writeback is done later by the kernel's flusher threads:
 // cgroup v1 never charges it to the cgroup that dirtied the pages; cgroup
 // v2 does when the cgroup has both the memory and the io controllers
 // (iomatrix enables memory where the hierarchy offers it).
-func (t *Throttle) WritebackWarning() string {
-	return writebackWarning(t.version, t.Group.Enabled())
-}
-
 func writebackWarning(version int, enabled []string) string {
 	switch {
 	case version == 1:
@@ -128,7 +152,7 @@ type Signaled interface{ Signal() os.Signal }
 // cgroup, then execs the command: so its first I/O is already capped, on
 // v1 as on v2. A signal that ends ctx (its cause a Signaled) is passed on;
 // the command decides.
-func (t *Throttle) Command(ctx context.Context, path string, args []string, stdio Stdio, capText string) error {
+func (t *Throttle) Command(ctx context.Context, path string, args []string, stdio Stdio) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -152,7 +176,7 @@ func (t *Throttle) Command(ctx context.Context, path string, args []string, stdi
 		_ = cmd.Wait() // it was killed before it ran the command
 		return err
 	}
-	t.notice(fmt.Sprintf("running %s under %s (cgroup %s)", args[0], capText, t.Group.Path))
+	t.notice(fmt.Sprintf("running %s under %s (cgroup %s)", args[0], t.capText, t.Group.Path))
 	// A shim that cannot read the go-ahead refuses to run the command, and
 	// its exit status says so: nothing to add here.
 	_, _ = release.Write([]byte{1})
@@ -197,12 +221,12 @@ func ServeExec(args []string) error {
 // exits, then puts it back where it was (orig, see OwnCgroup), or, were
 // that cgroup gone meanwhile, in its nearest ancestor: the process never
 // stays capped when iomatrix ends.
-func (t *Throttle) Process(ctx context.Context, pid int, orig, capText string) error {
-	grp := t.Group
+func (t *Throttle) Process(ctx context.Context) error {
+	grp, pid, orig := t.Group, t.pid, t.orig
 	if err := grp.AddProc(pid); err != nil {
 		return cgroupError(err)
 	}
-	t.notice(fmt.Sprintf("pid %d capped at %s until Ctrl-C (cgroup %s)", pid, capText, grp.Path))
+	t.notice(fmt.Sprintf("pid %d capped at %s until Ctrl-C (cgroup %s)", pid, t.capText, grp.Path))
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -243,14 +267,13 @@ func moveBack(pid int, dir, top string) (string, error) {
 }
 
 // OwnCgroup is the directory of pid's cgroup in the controller's
-// hierarchy (errors other than bad input do not name pid: the caller
-// does). A process in a systemd unit is refused on v2: moving it out
+// hierarchy; its errors are ProcessErrors. A process in a systemd unit is refused on v2: moving it out
 // would take it out of its unit and of the limits systemd sets there.
 func OwnCgroup(ctrl cgroup.Controller, pid int) (string, error) {
 	sys := sysfs.Default()
 	entries, err := sys.Cgroups(pid)
 	if err != nil {
-		return "", err
+		return "", &ProcessError{pid, err}
 	}
 	for _, e := range entries {
 		v1 := ctrl.Version == 1 && slices.Contains(e.Controllers, "blkio")
@@ -259,12 +282,12 @@ func OwnCgroup(ctrl cgroup.Controller, pid int) (string, error) {
 			continue
 		}
 		if unit := cgroup.SystemdUnit(e.Path); v2 && unit != "" && sys.ProcessName(1) == "systemd" {
-			return "", fault.Input("pid", "%d: the process runs in systemd unit %s, which keeps it in its own cgroup: moving it out would drop the unit's own limits. "+
-				"Cap the unit instead (systemctl set-property %s IOReadIOPSMax=… IOWriteIOPSMax=…), or run the command under iomatrix throttle -- COMMAND", pid, unit, unit)
+			return "", fault.AsInput(&ProcessError{pid, fmt.Errorf("the process runs in systemd unit %s, which keeps it in its own cgroup: moving it out would drop the unit's own limits. "+
+				"Cap the unit instead (systemctl set-property %s IOReadIOPSMax=… IOWriteIOPSMax=…), or run the command under iomatrix throttle -- COMMAND", unit, unit)})
 		}
 		return filepath.Join(ctrl.Dir, e.Path), nil
 	}
-	return "", errors.New("no cgroup in the I/O controller's hierarchy")
+	return "", &ProcessError{pid, errors.New("no cgroup in the I/O controller's hierarchy")}
 }
 
 // Controller finds the host's I/O controller (DetectCgroups), a refusal

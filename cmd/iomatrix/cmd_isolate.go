@@ -102,19 +102,10 @@ func runIsolate(ctx context.Context, g *globalOptions, o *isolateOptions, target
 		return err
 	}
 	defer sess.Close()
-	rep := &results.IsolateReport{Tool: results.Tool{Name: "iomatrix", Version: results.Version}, Host: results.HostInfo(),
-		Target: sess.Target().Info, Cap: sess.Cap(), RuntimeNS: int64(opts.Runtime), RampNS: int64(opts.Ramp), Engine: opts.Engine,
-		Seed: opts.Seed, MinIsolation: minIso, StartedAt: time.Now().UTC().Format(time.RFC3339)}
-	rep.Phases, err = isolate.Run(ctx, isolate.Config{Victim: victim, Aggressor: aggressor, Options: opts, Local: sess.Local(), Capped: sess.Runner(),
-		Started: func(i int, name string, beside bool) {
-			fmt.Fprintf(g.stderr, "iomatrix: phase %d of %d, %s: %s%s for %s + %s ramp\n", i+1, len(isolate.Phases), name, victim.Name(),
-				map[bool]string{true: " beside " + aggressor.Name(), false: " alone"}[beside], opts.Runtime, opts.Ramp)
-		}})
+	rep, err := isolate.Run(ctx, isolate.Config{Victim: victim, Aggressor: aggressor, Options: opts, MinIsolation: minIso, Session: sess, Notice: g.notice})
 	if err != nil {
 		return err
 	}
-	rep.FinishedAt = time.Now().UTC().Format(time.RFC3339)
-	isolate.Judge(rep, aggressor)
 	switch o.Format {
 	case "json":
 		err = report.WriteJSON(g.stdout, rep)

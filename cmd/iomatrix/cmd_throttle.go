@@ -11,7 +11,6 @@ import (
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
-	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/session"
 )
 
@@ -83,36 +82,22 @@ func runThrottle(ctx context.Context, g *globalOptions, o *throttleOptions, args
 	if os.Geteuid() != 0 {
 		return fault.Privilege("throttle needs root or CAP_SYS_ADMIN (cgroups are created through cgroupfs)")
 	}
-	ctrl, err := session.Controller()
-	if err != nil {
-		return err
-	}
-	var orig string
-	if o.PID != 0 {
-		if orig, err = session.OwnCgroup(ctrl, o.PID); err != nil {
-			if _, input := err.(*fault.InputError); input {
-				return optionError(err)
-			}
-			return fmt.Errorf("--pid %d: %w", o.PID, err)
-		}
-	}
 	if notice != "" {
 		g.notice(notice)
 	}
 	l.Device = dev
-	th, err := session.NewThrottle(ctrl, *l, g.notice)
+	th, err := session.NewThrottle(*l, o.PID, g.notice)
+	if errors.As(err, new(*session.ProcessError)) {
+		err = fmt.Errorf("--pid %w", err) // bad input still, when it was
+	}
 	if err != nil {
 		return err
 	}
 	defer th.Close()
-	capText := report.DescribeCap(l.Record(ctrl.Version, th.Group.Path))
-	if w := th.WritebackWarning(); w != "" {
-		g.notice("warning: " + w)
-	}
 	if o.PID != 0 {
-		return th.Process(ctx, o.PID, orig, capText)
+		return th.Process(ctx)
 	}
-	return th.Command(ctx, command, args, session.Stdio{In: os.Stdin, Out: unwrapped(g.stdout), Err: unwrapped(g.stderr)}, capText)
+	return th.Command(ctx, command, args, session.Stdio{In: os.Stdin, Out: unwrapped(g.stdout), Err: unwrapped(g.stderr)})
 }
 
 // deviceError words a device that cannot be capped: the user's --device,
