@@ -58,3 +58,13 @@ func ShortSize(n int64) string {
 		return fmt.Sprintf("%db", n)
 	}
 }
+
+// AnyWrites tells whether a pattern of pats writes.
+func AnyWrites(pats []Pattern) bool {
+	for _, p := range pats {
+		if p.Writes() {
+			return true
+		}
+	}
+	return false
+}

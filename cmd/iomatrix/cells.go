@@ -23,13 +23,3 @@ func (setup *sweepSetup) newDocument(sess *session.Session) *results.Document {
 	}
 	return doc
 }
-
-// anyWrites tells whether a pattern of pats writes.
-func anyWrites(pats []results.Pattern) bool {
-	for _, p := range pats {
-		if p.Writes() {
-			return true
-		}
-	}
-	return false
-}

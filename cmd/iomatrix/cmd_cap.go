@@ -66,7 +66,7 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 	}
 	setup := vs.setup
 	fmt.Fprintf(g.stderr, "iomatrix: cap verify %s on %s: %s, results: %s\n", setup.profile.Name, setup.target, units.Count(len(setup.todo), "pattern"), setup.out)
-	sess, err := openSession(ctx, g, &o.measureOptions, vs.cp, vs.plan, anyWrites(setup.todo))
+	sess, err := openSession(ctx, g, &o.measureOptions, vs.cp, vs.plan, results.AnyWrites(setup.todo))
 	if err != nil {
 		return err
 	}

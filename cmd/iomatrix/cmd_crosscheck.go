@@ -74,11 +74,12 @@ func runCrosscheck(ctx context.Context, o *crosscheckOptions, g *globalOptions, 
 			return fmt.Errorf("--keep: %w", err)
 		}
 	}
-	t, err := openTarget(ctx, plan, g)
+	sess, err := openSession(ctx, g, &measureOptions{}, nil, plan, false)
 	if err != nil {
 		return err
 	}
-	_ = t.Close() // each run opens it on its own; nothing was written through it
+	t := sess.Target()
+	sess.Close() // each run opens it on its own; nothing was written through it
 	info, npat := t.Info, len(c.Options().Patterns)
 	info.SizeBytes = t.Size
 	fmt.Fprintf(g.stderr, "iomatrix: crosscheck: %s × %s × 2 tools, about %s\n",

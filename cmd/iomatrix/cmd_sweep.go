@@ -219,7 +219,7 @@ func (o *sweepOptions) adoptSettings(d *results.Document, setup *sweepSetup) err
 	}
 	a.MinRuntime, a.MaxRuntime, a.Ramp = given(o.minSet, &o.MinRuntime), given(o.maxSet, &o.MaxRuntime), given(o.rampSet, &o.Ramp)
 	if o.precisionSet {
-		pct, err := parsePercent(o.Precision)
+		pct, err := units.ParsePercent(o.Precision)
 		if err != nil {
 			pct = math.NaN() // differs from any file's
 		}
@@ -296,7 +296,7 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 	g.notice(progress.Plan(setup.profile.Name, len(setup.todo), total, setup.opts, estimate))
 	g.notice("results: " + setup.out)
 
-	sess, err := startSession(ctx, g, &o.measureOptions, cp, plan, anyWrites(setup.profile.Patterns))
+	sess, err := startSession(ctx, g, &o.measureOptions, cp, plan, results.AnyWrites(setup.profile.Patterns))
 	if err != nil {
 		return err
 	}

@@ -78,7 +78,3 @@ func invalidValue(e *pflag.InvalidValueError) string {
 	}
 	return strconv.Quote(e.GetValue()) + " must be a number"
 }
-
-// parsePercent reads a percentage as given to --tolerance, --precision and
-// --outlier: "5%" or "5" (percent either way; see units.ParsePercent).
-func parsePercent(s string) (float64, error) { return units.ParsePercent(s) }

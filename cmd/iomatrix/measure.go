@@ -137,7 +137,7 @@ func (o *measureOptions) auto() (*iotest.Auto, error) {
 		}
 		return nil, nil
 	}
-	pct, err := parsePercent(o.Precision)
+	pct, err := units.ParsePercent(o.Precision)
 	if err != nil {
 		return nil, usagef("--precision: %q is not a percentage (e.g. 2%%)", o.Precision)
 	}
@@ -208,13 +208,4 @@ func (o *measureOptions) resolve(g *globalOptions, target string, size int64, pa
 		return nil, nil, usagef("--engine %s: %w", engine, err)
 	}
 	return plan, cp, flagError(err)
-}
-
-// openTarget lays out and opens a target planned uncapped.
-func openTarget(ctx context.Context, plan *iotest.Plan, g *globalOptions) (*iotest.Target, error) {
-	s, err := openSession(ctx, g, &measureOptions{}, nil, plan, false)
-	if err != nil {
-		return nil, err
-	}
-	return s.Target(), nil
 }
