@@ -71,8 +71,22 @@ type childReady struct {
 }
 
 // ServeChild is the child's side: it reads requests from in and answers
-// on out until in ends (nil) or ctx does.
+// on out until in ends (nil) or ctx does. Stopped by a signal (the cause
+// of ctx a Signaled), it ends with ExitStatus 128 + the signal and no
+// message of its own: the parent stopped it and says so itself, one
+// interruption, one message.
 func ServeChild(ctx context.Context, in io.Reader, out io.Writer) error {
+	err := serveChild(ctx, in, out)
+	var s Signaled
+	if ctx.Err() != nil && errors.As(context.Cause(ctx), &s) {
+		if sig, ok := s.Signal().(syscall.Signal); ok {
+			return ExitStatus{Code: 128 + int(sig)}
+		}
+	}
+	return err
+}
+
+func serveChild(ctx context.Context, in io.Reader, out io.Writer) error {
 	enc := json.NewEncoder(out)
 	var mu sync.Mutex
 	send := func(r childReply) {

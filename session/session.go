@@ -174,3 +174,35 @@ func (s *Session) NewDocument(profile string, o iotest.Options) *results.Documen
 	doc.Cap = s.cap
 	return doc
 }
+
+// StartSaving makes doc, a document resumed or new, the one the session saves
+// to out: unfinished, under the session's cap, and saved at once (after
+// clearing the temporary files a killed save left).
+func (s *Session) StartSaving(doc *results.Document, out string) error {
+	doc.FinishedAt = ""
+	if s.cap != nil {
+		doc.Cap = s.cap
+	}
+	results.RemoveStaleTemps(out)
+	return results.WriteFileAtomic(out, doc)
+}
+
+// PreconditionDisplay shows preconditioning: each step, and its end.
+type PreconditionDisplay interface {
+	Precondition(iotest.PreconditionStep)
+	Preconditioned(took time.Duration)
+	Close()
+}
+
+// Precondition brings the target to steady state for d with o's engine
+// and seed before the first pattern (iotest.Precondition), shown on show,
+// which is closed when it fails.
+func (s *Session) Precondition(ctx context.Context, o iotest.Options, d time.Duration, show PreconditionDisplay) error {
+	start := time.Now()
+	err := iotest.Precondition(ctx, s.t, o.Engine, o.Seed, d, show.Precondition)
+	show.Preconditioned(time.Since(start))
+	if err != nil {
+		show.Close()
+	}
+	return err
+}

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -79,14 +77,7 @@ func newChildCommand(g *globalOptions) *cobra.Command {
 		Hidden: true,
 		Args:   exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			err := session.ServeChild(ctx, os.Stdin, g.stdout)
-			if se, ok := context.Cause(ctx).(signalError); ok && ctx.Err() != nil {
-				// The parent stopped the child and says so itself: one
-				// interruption, one message.
-				return exitStatus{Code: 128 + int(se.sig.(syscall.Signal))}
-			}
-			return err
+			return session.ServeChild(cmd.Context(), os.Stdin, g.stdout)
 		},
 	}
 }

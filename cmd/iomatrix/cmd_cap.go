@@ -141,7 +141,7 @@ func (o *verifyOptions) prepareVerify(g *globalOptions, target string) (*verifyS
 		}
 	}
 	asked := vs.setup.opts // before the window is aligned to the throttle
-	if vs.plan, vs.cp, err = o.resolve(g, vs.setup, false); err != nil {
+	if vs.plan, vs.cp, err = o.resolve(g, vs.setup.target, vs.setup.size, vs.setup.profile.Patterns, false, &vs.setup.opts); err != nil {
 		return nil, err
 	}
 	if o.Baseline != "" {

@@ -287,7 +287,7 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 	if o.Precondition < 0 {
 		return usagef("--precondition: %s must not be negative", o.Precondition)
 	}
-	plan, cp, err := o.resolve(g, setup, o.Precondition > 0)
+	plan, cp, err := o.resolve(g, setup.target, setup.size, setup.profile.Patterns, o.Precondition > 0, &setup.opts)
 	if err != nil {
 		return err
 	}
@@ -301,8 +301,11 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 		return err
 	}
 	defer sess.Close()
-	doc, err := setup.startDocument(sess)
-	if err != nil {
+	doc := setup.doc
+	if doc == nil {
+		doc = setup.newDocument(sess)
+	}
+	if err := sess.StartSaving(doc, setup.out); err != nil {
 		return err
 	}
 	prog := newSweepProgress(g, total, total-len(setup.todo), setup.opts)
@@ -310,7 +313,7 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 		prog.Frames = g.stdout
 	}
 	if o.Precondition > 0 && len(setup.todo) > 0 {
-		if err := precondition(ctx, sess.Target(), setup.opts, o.Precondition, prog); err != nil {
+		if err := sess.Precondition(ctx, setup.opts, o.Precondition, prog); err != nil {
 			return err
 		}
 	}
@@ -339,34 +342,6 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 		return fmt.Errorf("%d of %s failed with I/O errors (recorded in %s)", failedCells, units.Count(len(setup.todo), "pattern"), setup.out)
 	}
 	return nil
-}
-
-// startDocument is the document a sweep saves to: the resumed one or a
-// new one, saved at once (also clearing the temporary files a killed
-// save left).
-func (setup *sweepSetup) startDocument(sess *session.Session) (*results.Document, error) {
-	doc := setup.doc
-	if doc == nil {
-		doc = setup.newDocument(sess)
-	}
-	doc.FinishedAt = ""
-	if c := sess.Cap(); c != nil {
-		doc.Cap = c
-	}
-	results.RemoveStaleTemps(setup.out)
-	return doc, results.WriteFileAtomic(setup.out, doc)
-}
-
-// precondition brings the target to steady state before the first
-// pattern, shown in the progress.
-func precondition(ctx context.Context, t *iotest.Target, opts iotest.Options, d time.Duration, prog *progress.Sweep) error {
-	start := time.Now()
-	err := iotest.Precondition(ctx, t, opts.Engine, opts.Seed, d, prog.Precondition)
-	prog.Preconditioned(time.Since(start))
-	if err != nil {
-		prog.Close()
-	}
-	return err
 }
 
 func printSweep(g *globalOptions, format string, doc *results.Document, out string, complete bool) error {

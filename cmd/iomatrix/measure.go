@@ -87,10 +87,16 @@ func startSession(ctx context.Context, g *globalOptions, o *measureOptions, cp *
 // flag's terms when it cannot.
 func resolveEngine(o iotest.Options) (string, error) {
 	engine, err := iotest.ResolveEngine(o.Engine, o.Notice)
+	return engine, engineError(o.Engine, err)
+}
+
+// engineError words an engine that cannot run (asked as engine) as bad
+// input of --engine.
+func engineError(engine string, err error) error {
 	if errors.Is(err, iotest.ErrNoUring) {
-		return "", usagef("--engine %s: %w", o.Engine, err)
+		return usagef("--engine %s: %w", engine, err)
 	}
-	return engine, flagError(err)
+	return flagError(err)
 }
 
 // changed records which flags the user gave, after parsing.
@@ -204,8 +210,5 @@ func (o *measureOptions) resolve(g *globalOptions, target string, size int64, pa
 	}
 	engine := opts.Engine
 	plan, cp, err := session.Prepare(r)
-	if errors.Is(err, iotest.ErrNoUring) {
-		return nil, nil, usagef("--engine %s: %w", engine, err)
-	}
-	return plan, cp, flagError(err)
+	return plan, cp, engineError(engine, err)
 }
