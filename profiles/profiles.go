@@ -477,3 +477,13 @@ func yamlErrorLine(err error) int {
 	}
 	return 0
 }
+
+// File is the absolute path of the file p was read from, "" for a
+// built-in profile.
+func (p *Profile) File() string {
+	if p.Source == "built-in" {
+		return ""
+	}
+	abs, _ := filepath.Abs(p.Source)
+	return abs
+}

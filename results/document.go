@@ -508,3 +508,13 @@ func (d *Document) ByName() map[string]Result {
 	}
 	return m
 }
+
+// ReadResultsFile reads a results file that has results: the input of
+// every report. An empty one is an error that names it.
+func ReadResultsFile(path string) (*Document, error) {
+	d, err := ReadDocumentFile(path)
+	if err == nil && len(d.Results) == 0 {
+		return nil, fmt.Errorf("%s: the results list is empty: nothing to report", path)
+	}
+	return d, err
+}

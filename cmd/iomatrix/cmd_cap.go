@@ -54,11 +54,6 @@ func newCapVerifyCommand(g *globalOptions) *cobra.Command {
 	return cmd
 }
 
-func parseTolerance(s string) (float64, error) {
-	v, err := parsePercentFlag("--tolerance", s)
-	return v * 100, err
-}
-
 func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target string) error {
 	vs, err := o.prepareVerify(g, target)
 	if err != nil {
@@ -121,10 +116,11 @@ func (o *verifyOptions) prepareVerify(g *globalOptions, target string) (*verifyS
 	if err := o.capOptions.precheck(); err != nil {
 		return nil, err
 	}
-	tol, err := parseTolerance(o.Tolerance)
+	tol, err := parsePercentFlag("--tolerance", o.Tolerance)
 	if err != nil {
 		return nil, err
 	}
+	tol *= 100
 	if !o.capOptions.enabled() {
 		return nil, usagef("cap verify needs --cap riops=N,... or --cgroup PATH")
 	}

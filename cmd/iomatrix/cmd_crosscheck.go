@@ -129,8 +129,8 @@ func (o *crosscheckOptions) prepare(ctx context.Context, g *globalOptions, targe
 		return nil, nil, crossError(err)
 	}
 	notice := func(s string) { fmt.Fprintf(g.stderr, "iomatrix: %s\n", s) }
-	if co.Engine, err = resolveEngine(iotest.Options{Engine: engine, Notice: notice}); err != nil {
-		return nil, nil, err
+	if co.Engine, err = iotest.ResolveEngine(engine, notice); err != nil {
+		return nil, nil, engineError(engine, err)
 	}
 	if co.Iomatrix, err = os.Executable(); err != nil {
 		return nil, nil, fmt.Errorf("find the iomatrix binary to run: %w", err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
@@ -71,7 +72,7 @@ func runMerge(g *globalOptions, o *mergeOptions, files []string) error {
 	}
 	fleet, err := report.Merge(in)
 	if errors.Is(err, report.ErrMerge) {
-		return usageError{err}
+		return fault.AsInput(err)
 	}
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/profiles"
 )
 
@@ -32,7 +33,7 @@ func newProfilesCommand(g *globalOptions) *cobra.Command {
 			}
 			p, err := profiles.Load(args[0])
 			if err != nil {
-				return usageError{err}
+				return fault.AsInput(err)
 			}
 			return showProfile(g, o, p)
 		},

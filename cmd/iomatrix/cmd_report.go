@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
 )
@@ -57,14 +58,8 @@ func cellMetric(s string) (report.Metric, error) {
 // loadResults reads a results file for rendering; every problem is bad
 // input naming the file.
 func loadResults(path string) (*results.Document, error) {
-	d, err := results.ReadDocumentFile(path)
-	if err != nil {
-		return nil, usageError{err}
-	}
-	if len(d.Results) == 0 {
-		return nil, usagef("%s: the results list is empty: nothing to report", path)
-	}
-	return d, nil
+	d, err := results.ReadResultsFile(path)
+	return d, fault.AsInput(err)
 }
 
 func runReport(g *globalOptions, o *reportOptions, path string, formatSet bool) error {

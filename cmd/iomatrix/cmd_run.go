@@ -89,7 +89,7 @@ func optionError(err error) error {
 	if !ok {
 		name = "--" + ie.Option
 	}
-	return usageError{fmt.Errorf("%s: %w", name, ie.Err)}
+	return fault.AsInput(fmt.Errorf("%s: %w", name, ie.Err))
 }
 
 // pattern turns the flags into a pattern, checked on its own.

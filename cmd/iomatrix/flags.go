@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/units"
 )
 
@@ -56,7 +57,7 @@ func flagParseError(cmd *cobra.Command, err error) error {
 	if errors.As(err, &bad) {
 		return usagef("--%s: %s", bad.GetFlag().Name, invalidValue(bad))
 	}
-	return usageError{err}
+	return fault.AsInput(err)
 }
 
 // invalidValue says why a flag's value was refused.

@@ -52,15 +52,8 @@ type globalOptions struct {
 	kubePoll time.Duration
 }
 
-// usageError marks bad input: exit status 2.
-type usageError struct{ err error }
-
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
-
-func usagef(format string, args ...any) error {
-	return usageError{fmt.Errorf(format, args...)}
-}
+// usagef is bad input (exit status 2), worded in the flags' terms.
+func usagef(format string, args ...any) error { return fault.Input("", format, args...) }
 
 // maxArgs is cobra.MaximumNArgs with a usage error.
 func maxArgs(n int) cobra.PositionalArgs {
@@ -162,7 +155,7 @@ func strictHelp(root *cobra.Command) {
 		help.RunE = func(c *cobra.Command, args []string) error {
 			cmd, rest, err := c.Root().Find(args)
 			if err != nil {
-				return usageError{err}
+				return fault.AsInput(err)
 			}
 			if len(rest) > 0 {
 				return unknownCommand(cmd, rest)
@@ -254,13 +247,12 @@ func exitKind(code int) string {
 }
 
 func exitCode(err error) int {
-	var ue usageError
 	var fe *iotest.FieldError
 	var ce *commandError
 	switch {
 	case errors.As(err, &ce):
 		return ce.Code
-	case errors.As(err, &ue), errors.As(err, &fe), errors.As(err, new(*fault.InputError)),
+	case errors.As(err, &fe), errors.As(err, new(*fault.InputError)),
 		errors.Is(err, iotest.ErrBadTarget), errors.Is(err, units.ErrBadSize), errors.Is(err, iotest.ErrBadPattern),
 		errors.Is(err, iotest.ErrNoUring):
 		return exitUsage

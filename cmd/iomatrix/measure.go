@@ -12,6 +12,7 @@ import (
 
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/progress"
 	"github.com/iomatrix/iomatrix/results"
 	"github.com/iomatrix/iomatrix/session"
 )
@@ -81,13 +82,6 @@ func startSession(ctx context.Context, g *globalOptions, o *measureOptions, cp *
 		return nil, err
 	}
 	return s, nil
-}
-
-// resolveEngine turns --engine into the engine that will run, in the
-// flag's terms when it cannot.
-func resolveEngine(o iotest.Options) (string, error) {
-	engine, err := iotest.ResolveEngine(o.Engine, o.Notice)
-	return engine, engineError(o.Engine, err)
 }
 
 // engineError words an engine that cannot run (asked as engine) as bad
@@ -211,4 +205,21 @@ func (o *measureOptions) resolve(g *globalOptions, target string, size int64, pa
 	engine := opts.Engine
 	plan, cp, err := session.Prepare(r)
 	return plan, cp, engineError(engine, err)
+}
+
+// newLiveLine is a status line on standard error, drawn on a terminal.
+func newLiveLine(g *globalOptions) *progress.Line { return progress.NewLine(g.stderr, g.stderrTTY) }
+
+// newSweepProgress shows a loop over total patterns on standard error.
+func newSweepProgress(g *globalOptions, total, done int, o iotest.Options) *progress.Sweep {
+	return progress.NewSweep(g.stderr, g.stderrTTY, total, done, o)
+}
+
+// checkOutPath refuses, before any I/O, an output file that could not be
+// saved (results.CheckSavable); flag is the one that named it.
+func checkOutPath(flag, path string) error {
+	if err := results.CheckSavable(path); err != nil {
+		return usagef("%s: %w", flag, err)
+	}
+	return nil
 }

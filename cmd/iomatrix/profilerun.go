@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/profiles"
+	"github.com/iomatrix/iomatrix/results"
+	"github.com/iomatrix/iomatrix/session"
+)
+
+// profileOptions are the flags of the commands that measure every pattern
+// of a profile on one target: sweep and cap verify.
+type profileOptions struct {
+	measureOptions
+	Profile string
+	Out     string
+	Format  string
+
+	profileSet, outSet bool
+}
+
+func (o *profileOptions) AddFlags(f *pflag.FlagSet, defaultProfile, outDefault string) {
+	o.measureOptions.AddFlags(f)
+	o.Profile = defaultProfile
+	f.StringVarP(&o.Profile, "profile", "p", defaultProfile, "built-in profile name or YAML file (list them with: iomatrix profiles)")
+	f.StringVarP(&o.Out, "out", "o", "", "results file, rewritten atomically after every pattern (default: "+outDefault+" in the current directory)")
+}
+
+// runE records which flags were given and calls run with the optional
+// TARGET argument: the start of sweep and cap verify.
+func (o *profileOptions) runE(run func(ctx context.Context, target string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		f := cmd.Flags()
+		o.changed(f)
+		o.profileSet, o.outSet = f.Changed("profile"), f.Changed("out")
+		target := ""
+		if len(args) == 1 {
+			target = args[0]
+		}
+		return run(cmd.Context(), target)
+	}
+}
+
+// sweepSetup is everything decided before the first I/O.
+type sweepSetup struct {
+	profile *profiles.Profile
+	opts    iotest.Options
+	size    int64
+	target  string
+	out     string
+	doc     *results.Document // the resumed document, or nil
+	todo    []results.Pattern
+}
+
+// checkFormat checks --format of sweep and cap verify.
+func checkFormat(format string) error {
+	switch format {
+	case "text", "json", "normal": // normal: fio's name for its text output
+		return nil
+	case "json+":
+		return usagef("--format: json+ is fio's; iomatrix's json already holds the latency percentiles: use --format json")
+	}
+	return usagef("--format: %q is not one of text, json", format)
+}
+
+// prepare completes setup with everything decided before the first I/O:
+// profile, settings, results file and the patterns still to run. setup.doc
+// is the document being resumed, if any; outPattern names a new results
+// file from the profile's name and a timestamp; resumable says whether the
+// command can continue an existing one.
+func (o *profileOptions) prepare(g *globalOptions, setup *sweepSetup, outPattern string, resumable bool) error {
+	prev := setup.doc
+	if setup.profile == nil {
+		p, err := profiles.Load(o.Profile)
+		if err != nil {
+			return usagef("--profile: %w", err)
+		}
+		setup.profile = p
+	}
+	d := setup.profile.Defaults
+	if !o.runtimeSet && d.Runtime > 0 {
+		o.Runtime = d.Runtime
+	}
+	if !o.rampSet && d.RampSet {
+		o.Ramp = d.Ramp
+	}
+	opts, err := o.options(g)
+	if err != nil {
+		return err
+	}
+	if prev != nil {
+		opts.Seed = prev.Settings.Seed
+	}
+	setup.opts = opts
+	if setup.size, err = o.size(); err != nil {
+		return err
+	}
+	if !o.sizeSet && d.Size > 0 {
+		setup.size = d.Size
+	}
+	if prev != nil && prev.Target.Kind == "file" {
+		setup.size = prev.Settings.SizeBytes
+	}
+	if setup.target == "" {
+		setup.target = defaultTarget
+	}
+	if setup.out == "" {
+		setup.out = o.Out
+	}
+	if setup.out == "" {
+		setup.out = fmt.Sprintf(outPattern, setup.profile.Name, time.Now().Format("20060102-150405"))
+	}
+	outFlag := "--out"
+	if prev != nil {
+		outFlag = "--resume" // a resumed sweep is saved to the file it resumes
+	}
+	if err := checkOutPath(outFlag, setup.out); err != nil {
+		return err
+	}
+	if prev == nil {
+		if _, err := os.Stat(setup.out); err == nil {
+			if resumable {
+				return usagef("--out: %s exists; continue it with --resume %s or choose another file", setup.out, setup.out)
+			}
+			return usagef("--out: %s exists; choose another file", setup.out)
+		}
+	}
+	setup.todo = prev.Remaining(setup.profile.Patterns)
+	return nil
+}
+
+// newDocument starts the results of setup measured on t.
+func (setup *sweepSetup) newDocument(sess *session.Session) *results.Document {
+	doc := sess.NewDocument(setup.profile.Name, setup.opts)
+	doc.Settings.ProfileFile = setup.profile.File()
+	return doc
+}
