@@ -129,6 +129,9 @@ func TestUsageMessages(t *testing.T) {
 		{"help on no subcommand", []string{"help", "k8s", "nosuch"}, `unknown command "nosuch" (see iomatrix k8s --help)`, "Usage"},
 		{"help misspelt subcommand", []string{"help", "k8s", "manfest"}, "did you mean manifest? (see iomatrix k8s --help)", "Usage"},
 		{"help past a command", []string{"help", "run", "extra"}, `unknown command "extra" (see iomatrix run --help)`, "Usage"},
+		{"no subcommand of cap", []string{"cap", "nosuch"}, `unknown command "nosuch" (see iomatrix cap --help)`, "Usage"},
+		{"misspelt subcommand of cap", []string{"cap", "verfy"}, "did you mean verify? (see iomatrix cap --help)", "Usage"},
+		{"misspelt subcommand of k8s", []string{"k8s", "manfest"}, "did you mean manifest? (see iomatrix k8s --help)", "Usage"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -24,6 +24,8 @@ func newCapCommand(g *globalOptions) *cobra.Command {
 		Use:   "cap",
 		Short: "Verify, list and clean up cgroup I/O caps",
 		Long:  longHelp("cap"),
+		Args:  unknownCommand,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newCapVerifyCommand(g), newCapShowCommand(g), newCapCleanupCommand(g))
 	return cmd

@@ -24,8 +24,8 @@ func newK8sCommand(g *globalOptions) *cobra.Command {
 		Use:   "k8s",
 		Short: "Sweep every volume of a StorageClass, or every node, as a Kubernetes Job",
 		Long:  longHelp("k8s"),
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+		Args:  unknownCommand,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newK8sRunCommand(g), newK8sManifestCommand(g), newK8sCollectCommand(g))
 	return cmd
