@@ -22,8 +22,8 @@ import (
 	"github.com/iomatrix/iomatrix/session"
 )
 
-// The phases, in the order they run.
-var Phases = []string{"alone", "uncapped", "capped", "alone again"}
+// phases are the phases, in the order they run.
+var phases = []string{"alone", "uncapped", "capped", "alone again"}
 
 // Config is what Run measures.
 type Config struct {
@@ -51,12 +51,12 @@ func Run(ctx context.Context, c Config) (*results.IsolateReport, error) {
 	aggOpts := o
 	aggOpts.Seed = o.Seed + 1                                       // its own offsets
 	aggressors := []session.Runner{nil, s.Local(), s.Runner(), nil} // nil: the victim alone
-	for i, name := range Phases {
+	for i, name := range phases {
 		beside := " alone"
 		if aggressors[i] != nil {
 			beside = " beside " + c.Aggressor.Name()
 		}
-		c.Notice(fmt.Sprintf("phase %d of %d, %s: %s%s for %s + %s ramp", i+1, len(Phases), name, c.Victim.Name(), beside, o.Runtime, o.Ramp))
+		c.Notice(fmt.Sprintf("phase %d of %d, %s: %s%s for %s + %s ramp", i+1, len(phases), name, c.Victim.Name(), beside, o.Runtime, o.Ramp))
 		p, err := runPhase(ctx, s.Local(), c.Victim, o, aggressors[i], c.Aggressor, aggOpts)
 		if err != nil {
 			return nil, fmt.Errorf("phase %s: %w", name, err)

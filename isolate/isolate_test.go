@@ -31,10 +31,10 @@ func storm(v, a float64) results.DevStats {
 	return d
 }
 
-// phases are four recorded phases: the victim's IOPS alone, beside the
+// recorded are four recorded phases: the victim's IOPS alone, beside the
 // uncapped aggressor (40,000 IOPS) and beside the capped one (500), and
 // alone again.
-func phases(alone, uncapped, capped, again float64, uncappedDev, cappedDev results.DevStats) []results.IsolatePhase {
+func recorded(alone, uncapped, capped, again float64, uncappedDev, cappedDev results.DevStats) []results.IsolatePhase {
 	return []results.IsolatePhase{
 		{Name: "alone", Victim: victim(alone, quiet(alone, 0))},
 		{Name: "uncapped", Victim: victim(uncapped, uncappedDev), Aggressor: aggressor(40000)},
@@ -66,25 +66,25 @@ func TestJudge(t *testing.T) {
 		uncappedNoted bool
 		isolation     float64
 	}{
-		{name: "protected", phases: phases(13866, 3000, 13000, 13866, quiet(3000, 40000), quiet(13000, 500)),
+		{name: "protected", phases: recorded(13866, 3000, 13000, 13866, quiet(3000, 40000), quiet(13000, 500)),
 			word: "PROTECTED", isolation: 13000.0 / 13866},
-		{name: "not protected", phases: phases(13866, 3000, 6781, 13866, quiet(3000, 40000), quiet(6781, 500)),
+		{name: "not protected", phases: recorded(13866, 3000, 6781, 13866, quiet(3000, 40000), quiet(6781, 500)),
 			word: "NOT PROTECTED", isolation: 6781.0 / 13866},
-		{name: "no contention", phases: phases(13866, 13500, 13600, 13866, quiet(13500, 40000), quiet(13600, 500)),
+		{name: "no contention", phases: recorded(13866, 13500, 13600, 13866, quiet(13500, 40000), quiet(13600, 500)),
 			word: "PROTECTED", noContention: true, isolation: 13600.0 / 13866},
-		{name: "a neighbour beside the capped aggressor", phases: phases(13866, 3000, 6781, 13866, quiet(3000, 40000), storm(6781, 500)),
+		{name: "a neighbour beside the capped aggressor", phases: recorded(13866, 3000, 6781, 13866, quiet(3000, 40000), storm(6781, 500)),
 			word: "INCONCLUSIVE (another process loaded the device during capped)", otherLoad: []string{"capped"}, isolation: 6781.0 / 13866},
-		{name: "a neighbour beside the uncapped aggressor", phases: phases(13866, 3000, 6781, 13866, storm(3000, 40000), quiet(6781, 500)),
+		{name: "a neighbour beside the uncapped aggressor", phases: recorded(13866, 3000, 6781, 13866, storm(3000, 40000), quiet(6781, 500)),
 			word: "NOT PROTECTED", uncappedNoted: true, isolation: 6781.0 / 13866},
-		{name: "alone moved", phases: phases(17120, 9000, 45899, 35973, quiet(9000, 40000), quiet(45899, 500)),
+		{name: "alone moved", phases: recorded(17120, 9000, 45899, 35973, quiet(9000, 40000), quiet(45899, 500)),
 			word: "INCONCLUSIVE (beside the capped aggressor the victim did 172.9 % of its IOPS alone", unsteady: true, isolation: 45899 / ((17120 + 35973) / 2.0)},
-		{name: "alone drifted past the margin", phases: phases(10000, 3000, 9000, 11000, quiet(3000, 40000), quiet(9000, 500)),
+		{name: "alone drifted past the margin", phases: recorded(10000, 3000, 9000, 11000, quiet(3000, 40000), quiet(9000, 500)),
 			word: "INCONCLUSIVE (the victim alone moved +10.0 %", unsteady: true, isolation: 9000 / 10500.0},
-		{name: "drift within the margin", phases: phases(10000, 3000, 4000, 11000, quiet(3000, 40000), quiet(4000, 500)),
+		{name: "drift within the margin", phases: recorded(10000, 3000, 4000, 11000, quiet(3000, 40000), quiet(4000, 500)),
 			word: "NOT PROTECTED", isolation: 4000 / 10500.0},
-		{name: "far above alone", phases: phases(10000, 3000, 12500, 10000, quiet(3000, 40000), quiet(12500, 500)),
+		{name: "far above alone", phases: recorded(10000, 3000, 12500, 10000, quiet(3000, 40000), quiet(12500, 500)),
 			word: "INCONCLUSIVE (beside the capped aggressor the victim did 125.0 % of its IOPS alone", unsteady: true, isolation: 1.25},
-		{name: "a little above alone", phases: phases(10000, 3000, 10500, 10000, quiet(3000, 40000), quiet(10500, 500)),
+		{name: "a little above alone", phases: recorded(10000, 3000, 10500, 10000, quiet(3000, 40000), quiet(10500, 500)),
 			word: "PROTECTED", isolation: 1.05},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -128,7 +128,7 @@ func TestJudgeCapModel(t *testing.T) {
 		{results.Cap{WriteIOPS: 2000}, 2000, "the capped aggressor did 500 IOPS, 75 % under the cap's 2,000"},
 	} {
 		rep := &results.IsolateReport{MinIsolation: 0.9, Cap: &tc.cap,
-			Phases: phases(13866, 3000, 13000, 13866, quiet(3000, 40000), quiet(13000, 500))}
+			Phases: recorded(13866, 3000, 13000, 13866, quiet(3000, 40000), quiet(13000, 500))}
 		Judge(rep, results.Pattern{BlockSize: 16 << 10, ReadPct: 0})
 		notes := strings.Join(rep.Notes, "\n")
 		if rep.CapIOPS != tc.model || (tc.note == "" && notes != "") || !strings.Contains(notes, tc.note) {

@@ -15,7 +15,7 @@ import (
 // window as asked and as aligned to the throttle, and the patterns.
 type BaselineFor struct {
 	Plan     *iotest.Plan
-	Asked    iotest.Options // before AlignToThrottle
+	Asked    iotest.Options // before alignToThrottle
 	Options  iotest.Options // after it
 	Patterns []results.Pattern
 }

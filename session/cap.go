@@ -36,21 +36,17 @@ type CapPlan struct {
 	group *cgroup.Group // made (or joined) by create
 }
 
-// Limit is the limit the plan puts in force (for a joined cgroup, the
-// strictest of it and its ancestors').
-func (cp *CapPlan) Limit() cgroup.Limit { return cp.limit }
-
 // DetectCgroups finds the host's I/O controller; tests replace it to put
 // another v2 controller in io's place (see cgroup.DetectFor).
 var DetectCgroups = func() (cgroup.Controller, error) { return cgroup.Detect(cgroup.DefaultRoot) }
 
-// PlanCap checks a cap against the target and the cgroup tree, touching
+// planCap checks a cap against the target and the cgroup tree, touching
 // nothing: a tree that cannot take iomatrix's cgroup (read-only, without
 // the io controller, or where the no-internal-process rule of v2 forbids
 // it) is refused here, before any I/O. Notices (a partition's disk, a
 // joined cgroup without limits or under a stricter ancestor) go to
 // notice.
-func PlanCap(req CapRequest, target string, notice func(string)) (*CapPlan, error) {
+func planCap(req CapRequest, target string, notice func(string)) (*CapPlan, error) {
 	cp := &CapPlan{join: req.Join}
 	if req.Limit != nil {
 		cp.limit = *req.Limit

@@ -173,11 +173,11 @@ type Runner interface {
 	Run(ctx context.Context, p results.Pattern, o iotest.Options) (results.Result, error)
 }
 
-// Local runs patterns on t in this process.
-type Local struct{ T *iotest.Target }
+// local runs patterns on t in this process.
+type local struct{ t *iotest.Target }
 
-func (l Local) Run(ctx context.Context, p results.Pattern, o iotest.Options) (results.Result, error) {
-	return iotest.Run(ctx, l.T, p, o)
+func (l local) Run(ctx context.Context, p results.Pattern, o iotest.Options) (results.Result, error) {
+	return iotest.Run(ctx, l.t, p, o)
 }
 
 // childRunner drives a child of this program running ServeChild.

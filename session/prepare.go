@@ -31,10 +31,7 @@ type Request struct {
 // asked). A pattern field at fault is an iotest.FieldError when there is
 // one pattern, which names it.
 func Prepare(r Request) (*iotest.Plan, *CapPlan, error) {
-	writes := r.Writes
-	for _, p := range r.Patterns {
-		writes = writes || p.Writes()
-	}
+	writes := r.Writes || results.AnyWrites(r.Patterns)
 	plan, err := iotest.PlanTarget(r.Target, iotest.TargetOptions{Size: r.Size, Writes: writes, Force: r.Force, AllowDestructive: r.AllowDestructive})
 	if err != nil {
 		return nil, nil, err
@@ -49,10 +46,10 @@ func Prepare(r Request) (*iotest.Plan, *CapPlan, error) {
 	}
 	var cp *CapPlan
 	if r.Cap != nil {
-		if cp, err = PlanCap(*r.Cap, r.Target, r.Notice); err != nil {
+		if cp, err = planCap(*r.Cap, r.Target, r.Notice); err != nil {
 			return nil, nil, err
 		}
-		if msg := AlignToThrottle(r.Options); msg != "" {
+		if msg := alignToThrottle(r.Options); msg != "" {
 			r.Notice(msg)
 		}
 	}

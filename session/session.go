@@ -3,10 +3,11 @@
 // existing one joined), and what runs the patterns — this process, or a
 // child of this program placed in the cgroup before its first I/O.
 //
-// A command plans the target (iotest.PlanTarget) and the cap (PlanCap),
-// touching nothing; Open makes the cgroup and opens the target;
-// Session.Start starts the runner; Close releases them in the order they must go. The
-// package never prints: what the user should know goes to Options.Notice.
+// A command decides what will happen with Prepare (the target's plan,
+// the cap's, the aligned window, the engine), touching nothing; Open
+// makes the cgroup and opens the target; Session.Start starts the runner;
+// Close releases them in the order they must go. The package never
+// prints: what the user should know goes to Options.Notice.
 package session
 
 import (
@@ -25,7 +26,7 @@ import (
 type Options struct {
 	// Plan is the target's plan (iotest.PlanTarget).
 	Plan *iotest.Plan
-	// Cap is the cap's plan (PlanCap); nil measures uncapped.
+	// Cap is the cap's plan (Prepare); nil measures uncapped.
 	Cap *CapPlan
 	// Writes says whether a pattern will write: the capped child opens
 	// the target for writing only then.
@@ -77,7 +78,7 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 func (s *Session) Start() error {
 	cp := s.o.Cap
 	if cp == nil {
-		s.runner = Local{s.t}
+		s.runner = local{s.t}
 		return nil
 	}
 	ct := childTarget{Path: s.o.Plan.Path, Size: s.t.Size, Writes: s.o.Writes, AllowDestructive: s.o.AllowDestructive}
@@ -107,7 +108,7 @@ func (s *Session) Runner() Runner { return s.runner }
 
 // Local runs patterns in this process, outside any cap: an uncapped
 // baseline, or a neighbour that the cap does not hold.
-func (s *Session) Local() Runner { return Local{s.t} }
+func (s *Session) Local() Runner { return local{s.t} }
 
 // Cap is the cap of the results file, nil when uncapped (or before
 // Start).
@@ -125,11 +126,11 @@ func (s *Session) Close() {
 	s.o.Cap.release(s.o.Notice)
 }
 
-// AlignToThrottle sets the ramp and runtime of a capped measurement (see
+// alignToThrottle sets the ramp and runtime of a capped measurement (see
 // cgroup.AlignWindow), and returns what to tell the user when they
 // differ from what was asked ("" when they do not). An auto window's
 // maximum is aligned, and its end falls on a slice.
-func AlignToThrottle(o *iotest.Options) (notice string) {
+func alignToThrottle(o *iotest.Options) (notice string) {
 	ramp, runtime := cgroup.AlignWindow(o.Ramp, o.Runtime)
 	if ramp != o.Ramp || runtime != o.Runtime {
 		what := "runtime"

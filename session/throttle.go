@@ -93,13 +93,13 @@ func (e *ProcessError) Unwrap() error { return e.Err }
 // Command), and warns on notice when buffered writes escape the cap.
 // Close must follow. What keeps pid from being capped is a ProcessError.
 func NewThrottle(limit cgroup.Limit, pid int, notice func(string)) (*Throttle, error) {
-	ctrl, err := Controller()
+	ctrl, err := controller()
 	if err != nil {
 		return nil, err
 	}
 	t := &Throttle{pid: pid, notice: notice}
 	if pid != 0 {
-		if t.orig, err = OwnCgroup(ctrl, pid); err != nil {
+		if t.orig, err = ownCgroup(ctrl, pid); err != nil {
 			return nil, err
 		}
 	}
@@ -218,7 +218,7 @@ func ServeExec(args []string) error {
 }
 
 // Process caps the running process pid until ctx ends or the process
-// exits, then puts it back where it was (orig, see OwnCgroup), or, were
+// exits, then puts it back where it was (orig, see ownCgroup), or, were
 // that cgroup gone meanwhile, in its nearest ancestor: the process never
 // stays capped when iomatrix ends.
 func (t *Throttle) Process(ctx context.Context) error {
@@ -266,10 +266,10 @@ func moveBack(pid int, dir, top string) (string, error) {
 	}
 }
 
-// OwnCgroup is the directory of pid's cgroup in the controller's
+// ownCgroup is the directory of pid's cgroup in the controller's
 // hierarchy; its errors are ProcessErrors. A process in a systemd unit is refused on v2: moving it out
 // would take it out of its unit and of the limits systemd sets there.
-func OwnCgroup(ctrl cgroup.Controller, pid int) (string, error) {
+func ownCgroup(ctrl cgroup.Controller, pid int) (string, error) {
 	sys := sysfs.Default()
 	entries, err := sys.Cgroups(pid)
 	if err != nil {
@@ -290,9 +290,9 @@ func OwnCgroup(ctrl cgroup.Controller, pid int) (string, error) {
 	return "", &ProcessError{pid, errors.New("no cgroup in the I/O controller's hierarchy")}
 }
 
-// Controller finds the host's I/O controller (DetectCgroups), a refusal
+// controller finds the host's I/O controller (DetectCgroups), a refusal
 // in the terms of the exit status.
-func Controller() (cgroup.Controller, error) {
+func controller() (cgroup.Controller, error) {
 	ctrl, err := DetectCgroups()
 	return ctrl, cgroupError(err)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -64,9 +63,6 @@ func parseCapFlag(s string) (*cgroup.Limit, error) {
 	}
 	return &l, nil
 }
-
-// notice tells the user something on standard error.
-func (g *globalOptions) notice(msg string) { fmt.Fprintf(g.stderr, "iomatrix: %s\n", msg) }
 
 // newChildCommand is the capped child of a measuring command (see
 // session.ServeChild).

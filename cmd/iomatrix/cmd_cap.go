@@ -224,7 +224,7 @@ func newCapShowCommand(g *globalOptions) *cobra.Command {
 					return usagef("--device: %w", err)
 				}
 				if notice != "" {
-					fmt.Fprintf(g.stderr, "iomatrix: %s\n", notice)
+					g.notice(notice)
 				}
 				dev = &d
 			}

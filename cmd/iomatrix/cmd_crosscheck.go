@@ -128,8 +128,7 @@ func (o *crosscheckOptions) prepare(ctx context.Context, g *globalOptions, targe
 	if err := co.Validate(); err != nil {
 		return nil, nil, crossError(err)
 	}
-	notice := func(s string) { fmt.Fprintf(g.stderr, "iomatrix: %s\n", s) }
-	if co.Engine, err = iotest.ResolveEngine(engine, notice); err != nil {
+	if co.Engine, err = iotest.ResolveEngine(engine, g.notice); err != nil {
 		return nil, nil, engineError(engine, err)
 	}
 	if co.Iomatrix, err = os.Executable(); err != nil {

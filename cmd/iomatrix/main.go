@@ -52,6 +52,9 @@ type globalOptions struct {
 	kubePoll time.Duration
 }
 
+// notice tells the user something on standard error.
+func (g *globalOptions) notice(msg string) { fmt.Fprintf(g.stderr, "iomatrix: %s\n", msg) }
+
 // usagef is bad input (exit status 2), worded in the flags' terms.
 func usagef(format string, args ...any) error { return fault.Input("", format, args...) }
 

@@ -115,7 +115,7 @@ func (o *measureOptions) options(g *globalOptions) (iotest.Options, error) {
 	if !o.seedSet {
 		opts.Seed = rand.Uint64() >> 11 // fits a JSON number exactly
 	}
-	opts.Notice = func(s string) { fmt.Fprintf(g.stderr, "iomatrix: %s\n", s) }
+	opts.Notice = g.notice
 	if err := opts.Validate(); err != nil {
 		return opts, flagError(err)
 	}
