@@ -2,12 +2,13 @@ package iotest
 
 import (
 	"fmt"
-	"github.com/iomatrix/iomatrix/results"
 	"math/bits"
 	"math/rand/v2"
 	"sync/atomic"
 	"syscall"
 	_ "unsafe" // for go:linkname
+
+	"github.com/iomatrix/iomatrix/results"
 
 	"golang.org/x/sys/unix"
 )

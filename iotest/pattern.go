@@ -30,6 +30,12 @@ type FieldError struct {
 func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
 func (e *FieldError) Unwrap() error { return ErrBadPattern }
 
+// IsField tells whether err is a FieldError about field.
+func IsField(err error, field string) bool {
+	var fe *FieldError
+	return errors.As(err, &fe) && fe.Field == field
+}
+
 // ValidatePattern checks a pattern on its own: what the engine can run;
 // ValidatePatternFor adds the target's alignment and size.
 func ValidatePattern(p results.Pattern) error {

@@ -74,26 +74,11 @@ func ParsePatternSpec(spec string) (PatternSpec, error) {
 		}
 		*fd.into = n
 	}
-	rw, ok := rwWords[f[0]]
-	if !ok {
-		return bad("RW: %q is not one of randread, randwrite, randrw, read, write", f[0])
-	}
-	p.Access, p.ReadPct = rw.access, rw.readPct
-	switch {
-	case f[0] == "randrw":
-		p.ReadPct = readMix
-	case f[3] != "":
+	p, err := BuildPattern(f[0], f[1], readMix, p.QueueDepth, p.Jobs)
+	if f[0] != "randrw" && f[3] != "" && !IsField(err, "access") {
 		return bad("RWMIX: only applies to RW randrw (got RW %s)", f[0])
 	}
-	if readMix < 0 || readMix > 100 {
-		return bad("RWMIX: %d is outside 0..100", readMix)
-	}
-	bs, err := units.ParseSize(f[1])
 	if err != nil {
-		return bad("BS: %v", err)
-	}
-	p.BlockSize = bs
-	if err := ValidatePattern(p); err != nil {
 		var fe *FieldError
 		if errors.As(err, &fe) {
 			return bad("%s: %s", specFields[fe.Field], fe.Msg)
@@ -103,10 +88,25 @@ func ParsePatternSpec(spec string) (PatternSpec, error) {
 	return PatternSpec{Spec: spec, RW: f[0], Pattern: p}, nil
 }
 
-// ParseRW is the access and read share of an RW word (fio's rw=):
-// randread, randwrite, randrw (whose share is the caller's RWMIX, 50 by
-// default), read or write; ok is false for any other word.
-func ParseRW(word string) (access results.Access, readPct int, ok bool) {
-	rw, ok := rwWords[word]
-	return rw.access, rw.readPct, ok
+// BuildPattern is the pattern written as fio's RW word (randread,
+// randwrite, randrw, read or write), a block size, the read percentage
+// of randrw (ignored for the others), the queue depth and the jobs,
+// checked on its own (ValidatePattern): the field at fault is a
+// FieldError, which each front end names in its own terms.
+func BuildPattern(rw, blockSize string, readMix, queueDepth, jobs int) (results.Pattern, error) {
+	p := results.Pattern{QueueDepth: queueDepth, Jobs: jobs}
+	w, ok := rwWords[rw]
+	if !ok {
+		return p, &FieldError{"access", fmt.Sprintf("%q is not one of randread, randwrite, randrw, read, write", rw)}
+	}
+	p.Access, p.ReadPct = w.access, w.readPct
+	if rw == "randrw" {
+		p.ReadPct = readMix
+	}
+	bs, err := units.ParseSize(blockSize)
+	if err != nil {
+		return p, &FieldError{"block_size", err.Error()}
+	}
+	p.BlockSize = bs
+	return p, ValidatePattern(p)
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/iomatrix/iomatrix/internal/fault"
-	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
@@ -94,29 +93,11 @@ func optionError(err error) error {
 
 // pattern turns the flags into a pattern, checked on its own.
 func (o *runOptions) pattern() (results.Pattern, error) {
-	p := results.Pattern{QueueDepth: o.QueueDepth, Jobs: o.Jobs}
-	var ok bool
-	if p.Access, p.ReadPct, ok = iotest.ParseRW(o.RW); !ok {
-		return p, usagef("--rw: %q is not one of randread, randwrite, randrw, read, write", o.RW)
-	}
-	if o.RW == "randrw" {
-		p.ReadPct = o.ReadMix
-	}
-	if o.rwmixSet && o.RW != "randrw" {
+	p, err := iotest.BuildPattern(o.RW, o.BlockSize, o.ReadMix, o.QueueDepth, o.Jobs)
+	if o.rwmixSet && o.RW != "randrw" && !iotest.IsField(err, "access") {
 		return p, usagef("--rwmix: only applies to --rw randrw (got --rw %s)", o.RW)
 	}
-	if o.ReadMix < 0 || o.ReadMix > 100 {
-		return p, usagef("--rwmix: %d is outside 0..100", o.ReadMix)
-	}
-	bs, err := units.ParseSize(o.BlockSize)
-	if err != nil {
-		return p, usagef("--bs: %w", err)
-	}
-	p.BlockSize = bs
-	if err := iotest.ValidatePattern(p); err != nil {
-		return p, flagError(err)
-	}
-	return p, nil
+	return p, flagError(err)
 }
 
 func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string) error {
