@@ -18,11 +18,6 @@ import (
 // root is the repository's root, relative to this package.
 const root = ".."
 
-// pending are pages that other changes add: a link to one that does not
-// exist yet is let through (and logged); once the page is there it is
-// checked like every other. Remove an entry when its page has landed.
-var pending = map[string]bool{}
-
 // page is a Markdown file: its path from the root, its headings' plain
 // text and the anchors GitHub gives them, and its links.
 type page struct {
@@ -179,10 +174,6 @@ func TestLinks(t *testing.T) {
 			file, anchor := target(from, l.dest)
 			where := fmt.Sprintf("%s:%d: link %q", from, l.line, l.dest)
 			if _, err := os.Stat(filepath.Join(root, file)); err != nil {
-				if pending[file] && os.IsNotExist(err) {
-					t.Logf("%s: %s does not exist yet (pending)", where, file)
-					continue
-				}
 				t.Errorf("%s: %s does not exist", where, file)
 				continue
 			}
@@ -217,11 +208,6 @@ func TestEveryPageLinked(t *testing.T) {
 			wanted = append(wanted, rel)
 		}
 	}
-	for rel := range pending {
-		if _, ok := pages[rel]; !ok {
-			wanted = append(wanted, rel)
-		}
-	}
 	slices.Sort(wanted)
 	for _, from := range []string{"README.md", "docs/README.md"} {
 		linked := map[string]bool{}
@@ -240,7 +226,8 @@ func TestEveryPageLinked(t *testing.T) {
 }
 
 // TestGoPointers checks what the code says about the manual: a help text
-// or comment that names docs/PAGE.md names a page that exists, and the
+// (in Go, or in a command's help file, cmd/iomatrix/help/*.txt) or a
+// comment that names docs/PAGE.md names a page that exists, and the
 // heading it quotes after it ("see docs/sweeps.md, \"--runtime auto\"")
 // is the beginning of, or part of, one of that page's headings.
 func TestGoPointers(t *testing.T) {
@@ -256,7 +243,8 @@ func TestGoPointers(t *testing.T) {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(path, ".go") || filepath.Base(path) == "links_test.go" {
+		helpFile := strings.HasSuffix(path, ".txt") && filepath.Base(filepath.Dir(path)) == "help"
+		if !(strings.HasSuffix(path, ".go") || helpFile) || filepath.Base(path) == "links_test.go" {
 			return nil
 		}
 		data, err := os.ReadFile(path)
@@ -270,9 +258,6 @@ func TestGoPointers(t *testing.T) {
 			where := fmt.Sprintf("%s:%d: %s", filepath.ToSlash(rel), 1+strings.Count(string(data[:m[0]]), "\n"), data[m[0]:m[1]])
 			p, ok := pages[file]
 			if !ok {
-				if pending[file] {
-					continue
-				}
 				t.Errorf("%s: no page %s", where, file)
 				continue
 			}
