@@ -1,11 +1,11 @@
 package crosscheck
 
 import (
-	"encoding/json"
 	"io"
 	"slices"
 	"time"
 
+	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -129,11 +129,7 @@ func (d *Document) finish(complete bool) {
 }
 
 // WriteJSON writes the document as indented JSON.
-func (d *Document) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(d)
-}
+func (d *Document) WriteJSON(w io.Writer) error { return report.WriteJSON(w, d) }
 
 // measured records the figures of a run that ended well: its IOPS and
 // I/Os, and the CPU it took per million of them.

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -161,11 +160,7 @@ func BuildCapVerdict(doc *results.Document, run VerdictRun) *CapVerdict {
 }
 
 // WriteJSON prints the verdict as one JSON document.
-func (v *CapVerdict) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
+func (v *CapVerdict) WriteJSON(w io.Writer) error { return WriteJSON(w, v) }
 
 // WriteCapCheck renders cap verify's verdict as text: the matrices of
 // measured against expected IOPS, the kernel's counts against iomatrix's,

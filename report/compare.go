@@ -2,7 +2,6 @@ package report
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -241,9 +240,7 @@ var ComparisonFormats = []string{"text", "markdown", "csv", "json"}
 func WriteComparison(w io.Writer, c *Comparison, format string) error {
 	switch format {
 	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(c)
+		return WriteJSON(w, c)
 	case "csv":
 		cw := csv.NewWriter(w)
 		cw.Write([]string{"name", "base", "new", "ratio", "change_pct", "approx", "few_ios", "unsettled"})

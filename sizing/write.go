@@ -2,7 +2,6 @@ package sizing
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/internal/units"
+	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -98,11 +98,7 @@ func deviceOf(doc *results.Document) sysfs.DevNum {
 }
 
 // WriteJSON prints the answer as one indented JSON document.
-func (a Answer) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(a)
-}
+func (a Answer) WriteJSON(w io.Writer) error { return report.WriteJSON(w, a) }
 
 // WriteText renders the verdict for a reader: the verdict line with the
 // need, the cell it rests on, the headroom, why it does not fit, the
