@@ -3,6 +3,7 @@ package progress
 import (
 	"bytes"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,5 +61,16 @@ func TestSweepETAWithAuto(t *testing.T) {
 	prog.auto = false // a fixed runtime never expects less than its plan
 	if left, _ := prog.eta(prog.patAt); left != 6*21*time.Second {
 		t.Errorf("fixed: %s, want 2m6s", left)
+	}
+}
+
+// A pattern that completed no I/O has no latency: its line says so
+// rather than showing p99 0 µs.
+func TestSweepLineNoIO(t *testing.T) {
+	var b bytes.Buffer
+	prog := NewSweep(&b, false, 2, 0, iotest.Options{})
+	prog.Finished(results.Result{Name: "rand-4k-r100-qd1"})
+	if s := b.String(); !strings.Contains(s, "p99 - (no I/O)") || strings.Contains(s, "0 µs") {
+		t.Errorf("line %q", s)
 	}
 }

@@ -126,14 +126,18 @@ func (prog *Sweep) Finished(r results.Result) {
 		_ = prog.bar.Set(prog.done)
 		return
 	}
-	p99, p99Flags := report.LatP99.Measure(r)
+	p99 := "p99 - (no I/O)"
+	if !report.LatP99.Absent(r) {
+		v, f := report.LatP99.Measure(r)
+		p99 = "p99 " + report.FormatMeasure(report.LatP99, v, f) + " µs"
+	}
 	window := ""
 	if r.Stop == results.StopConverged || r.Stop == results.StopMaxRuntime {
 		window = fmt.Sprintf(", %s after %s", r.Stop, time.Duration(r.DurationNS).Round(time.Second))
 	}
-	fmt.Fprintf(prog.w, "[%d/%d] %s: %s IOPS, %s MiB/s, p99 %s µs%s (elapsed %s, ETA %s)\n",
+	fmt.Fprintf(prog.w, "[%d/%d] %s: %s IOPS, %s MiB/s, %s%s (elapsed %s, ETA %s)\n",
 		prog.done, prog.total, r.Name, report.FormatMeasure(report.IOPS, iops, iopsFlags), units.Thousands(r.Total.MiBPerS, 1),
-		report.FormatMeasure(report.LatP99, p99, p99Flags), window, now.Sub(prog.started).Round(time.Second), prog.etaText(now))
+		p99, window, now.Sub(prog.started).Round(time.Second), prog.etaText(now))
 }
 
 // Precondition shows the steps before the first pattern: on the bar, or

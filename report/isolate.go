@@ -18,7 +18,13 @@ type isolateRow struct {
 func isolateRows(rep *results.IsolateReport) []isolateRow {
 	var rows []isolateRow
 	for _, p := range rep.Phases {
-		lat := func(m Metric) string { v, f := m.Measure(p.Victim); return FormatMeasure(m, v, f) }
+		lat := func(m Metric) string {
+			if m.Absent(p.Victim) {
+				return "—" // no I/O, no latency
+			}
+			v, f := m.Measure(p.Victim)
+			return FormatMeasure(m, v, f)
+		}
 		agg := "—"
 		if p.Aggressor != nil {
 			agg = units.Thousands(p.Aggressor.Total.IOPS, 0)
