@@ -50,10 +50,10 @@ type Saved struct {
 	Label string
 }
 
-// Save writes the document of every index that gave one to dir as
+// save writes the document of every index that gave one to dir as
 // JOB-INDEX.json, atomically, and tells note, index by index, what it
 // saved and why each other index gave nothing.
-func Save(dir, job string, members []Member, perNode bool, note func(string)) ([]Saved, error) {
+func save(dir, job string, members []Member, perNode bool, note func(string)) ([]Saved, error) {
 	var saved []Saved
 	for _, m := range members {
 		node := orUnknown(m.Node)
@@ -79,12 +79,12 @@ func Save(dir, job string, members []Member, perNode bool, note func(string)) ([
 	return saved, nil
 }
 
-// FleetFile is where the fleet document of a Job's indexes goes in dir.
-func FleetFile(dir, job string) string { return filepath.Join(dir, job+"-fleet.json") }
+// fleetFile is where the fleet document of a Job's indexes goes in dir.
+func fleetFile(dir, job string) string { return filepath.Join(dir, job+"-fleet.json") }
 
-// Failed is the error of a Job whose indexes did not all give their
+// failed is the error of a Job whose indexes did not all give their
 // document (or that has none), or nil.
-func Failed(job string, members []Member) error {
+func failed(job string, members []Member) error {
 	failed := 0
 	for _, m := range members {
 		if m.Document == nil {
@@ -122,11 +122,11 @@ type Gathering struct {
 }
 
 // Gather waits for the Job when asked, then saves what each index gave
-// (Save) and, for more than one, their fleet (Merge, saved to
-// FleetFile). It returns the document to report (the one member's, or
-// the fleet; nil when none was saved) and the failure of the indexes
-// that gave nothing (Failed).
-func Gather(ctx context.Context, c kubernetes.Interface, g Gathering) (doc *results.Document, failed, err error) {
+// (save) and, for more than one, their fleet (Merge, saved to
+// fleetFile). It returns the document to report (the one member's, or
+// the fleet; nil when none was saved) and lost, the failure of the
+// indexes that gave nothing.
+func Gather(ctx context.Context, c kubernetes.Interface, g Gathering) (doc *results.Document, lost, err error) {
 	if g.Wait {
 		w := &Watcher{Client: c, Namespace: g.Namespace, Job: g.Job, Poll: g.Poll, Progress: g.Notice}
 		if err := w.Wait(ctx); err != nil {
@@ -137,25 +137,25 @@ func Gather(ctx context.Context, c kubernetes.Interface, g Gathering) (doc *resu
 	if err != nil {
 		return nil, nil, err
 	}
-	saved, err := Save(g.OutDir, g.Job, members, g.Found.PerNode, g.Notice)
+	saved, err := save(g.OutDir, g.Job, members, g.Found.PerNode, g.Notice)
 	if err != nil {
 		return nil, nil, err
 	}
-	failed = Failed(g.Job, members)
+	lost = failed(g.Job, members)
 	switch len(saved) {
 	case 0:
-		return nil, failed, nil
+		return nil, lost, nil
 	case 1:
-		return saved[0].Document, failed, nil
+		return saved[0].Document, lost, nil
 	}
 	fleet, err := g.Merge(saved)
 	if err != nil {
 		return nil, nil, err
 	}
-	path := FleetFile(g.OutDir, g.Job)
+	path := fleetFile(g.OutDir, g.Job)
 	if err := results.WriteFileAtomic(path, fleet); err != nil {
 		return nil, nil, err
 	}
 	g.Notice(fmt.Sprintf("fleet of %s saved to %s", units.Count(len(saved), "member"), path))
-	return fleet, failed, nil
+	return fleet, lost, nil
 }

@@ -88,7 +88,7 @@ func TestStatusLine(t *testing.T) {
 	}
 }
 
-// Save writes each document to its file and says so; a failed index is
+// save writes each document to its file and says so; a failed index is
 // named with its pod, node and attempts. The labels name volumes with
 // their index, nodes alone. Failed says what a partial or empty harvest
 // is.
@@ -104,7 +104,7 @@ func TestSave(t *testing.T) {
 	for _, perNode := range []bool{false, true} {
 		dir := t.TempDir()
 		var notes []string
-		saved, err := Save(dir, "j", members, perNode, func(s string) { notes = append(notes, s) })
+		saved, err := save(dir, "j", members, perNode, func(s string) { notes = append(notes, s) })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +134,7 @@ func TestSave(t *testing.T) {
 			t.Errorf("%d files in the output directory, want 2", len(entries))
 		}
 	}
-	if got := FleetFile("out", "j"); got != filepath.Join("out", "j-fleet.json") {
+	if got := fleetFile("out", "j"); got != filepath.Join("out", "j-fleet.json") {
 		t.Errorf("fleet file %s", got)
 	}
 	for _, tc := range []struct {
@@ -147,7 +147,7 @@ func TestSave(t *testing.T) {
 		{members[:1], ""},
 	} {
 		got := ""
-		if err := Failed("j", tc.members); err != nil {
+		if err := failed("j", tc.members); err != nil {
 			got = err.Error()
 		}
 		if got != tc.want {

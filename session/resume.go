@@ -3,7 +3,6 @@ package session
 import (
 	"fmt"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -138,7 +137,7 @@ func resumeWindow(s results.Settings, a Asked) error {
 	}{
 		{"min-runtime", a.MinRuntime != nil, a.MinRuntime != nil && int64(*a.MinRuntime) == f.MinRuntimeNS, time.Duration(f.MinRuntimeNS).String()},
 		{"max-runtime", a.MaxRuntime != nil, a.MaxRuntime != nil && int64(*a.MaxRuntime) == f.MaxRuntimeNS, time.Duration(f.MaxRuntimeNS).String()},
-		{"precision", a.Precision != nil, a.Precision != nil && *a.Precision*100 == f.PrecisionPct, strconv.FormatFloat(f.PrecisionPct, 'f', -1, 64) + "%"},
+		{"precision", a.Precision != nil, a.Precision != nil && *a.Precision*100 == f.PrecisionPct, units.FormatPercent(f.PrecisionPct)},
 	} {
 		if b.asked && !b.same {
 			return &Conflict{Setting: b.setting, File: b.file}

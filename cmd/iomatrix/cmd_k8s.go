@@ -80,7 +80,7 @@ func (o *k8sSpecOptions) options(g *globalOptions, f *pflag.FlagSet, sweepArgs [
 	if err != nil {
 		return nil, usagef("--profile: %w", err)
 	}
-	if p.Source != "built-in" {
+	if p.File() != "" {
 		if ko.ProfileYAML, err = os.ReadFile(o.Profile); err != nil {
 			return nil, usagef("--profile: %w", err)
 		}

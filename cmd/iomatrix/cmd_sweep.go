@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -121,7 +120,7 @@ func (o *sweepOptions) adoptSettings(d *results.Document, setup *sweepSetup) err
 	o.Runtime, o.Ramp, o.runtimeSet, o.rampSet = r.Runtime, r.Ramp, true, true
 	if f := r.Auto; f != nil {
 		o.Auto, o.MinRuntime, o.MaxRuntime = true, time.Duration(f.MinRuntimeNS), time.Duration(f.MaxRuntimeNS)
-		o.Precision = strconv.FormatFloat(f.PrecisionPct, 'f', -1, 64) + "%"
+		o.Precision = units.FormatPercent(f.PrecisionPct)
 	}
 	if r.Join != "" {
 		o.Cgroup = r.Join

@@ -42,3 +42,7 @@ func ParseFraction(s string) (float64, error) {
 	}
 	return v / 100, nil
 }
+
+// FormatPercent writes a percentage as ParsePercent reads it back:
+// 2.5 is "2.5%".
+func FormatPercent(pct float64) string { return strconv.FormatFloat(pct, 'f', -1, 64) + "%" }

@@ -47,3 +47,12 @@ func TestParsePercent(t *testing.T) {
 		}
 	}
 }
+
+// FormatPercent writes what ParsePercent reads back.
+func TestFormatPercentRoundTrip(t *testing.T) {
+	for _, v := range []float64{2, 2.5, 0.1, 33.333} {
+		if got, err := ParsePercent(FormatPercent(v)); err != nil || got != v {
+			t.Errorf("%v: %q read back as %v, %v", v, FormatPercent(v), got, err)
+		}
+	}
+}
