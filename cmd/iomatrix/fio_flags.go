@@ -11,9 +11,31 @@ import (
 	"github.com/iomatrix/iomatrix/fio"
 )
 
+// fioAliases are fio's names of options that mean the same in iomatrix,
+// so a fio command line's options carry over. They are not flags of their
+// own, so --help does not list them; docs/run.md does, in one line.
+var fioAliases = map[string]string{
+	"iodepth":       "qd",
+	"numjobs":       "jobs",
+	"rwmixread":     "rwmix",
+	"ramp_time":     "ramp",
+	"output-format": "format",
+	"ioengine":      "engine",
+	"blocksize":     "bs",
+	"readwrite":     "rw",
+}
+
+// fioAlwaysOptions are fio's options for what iomatrix always does, each
+// with why asking for the opposite is refused.
+var fioAlwaysOptions = map[string]string{
+	"direct":          "iomatrix measures O_DIRECT I/O only (buffered I/O would measure the page cache)",
+	"time_based":      "iomatrix always runs each pattern for --runtime",
+	"group_reporting": "iomatrix always reports the jobs of a pattern together",
+}
+
 // fioNames is the flag-name normalization that makes fio's names aliases.
 func fioNames(_ *pflag.FlagSet, name string) pflag.NormalizedName {
-	if n, ok := fio.Aliases[name]; ok {
+	if n, ok := fioAliases[name]; ok {
 		return pflag.NormalizedName(n)
 	}
 	return pflag.NormalizedName(name)
@@ -34,7 +56,7 @@ func typedSpellings(args []string) map[string]string {
 			continue
 		}
 		name, _, _ = strings.Cut(name, "=")
-		if own, alias := fio.Aliases[name]; alias {
+		if own, alias := fioAliases[name]; alias {
 			typed[own] = name
 		} else {
 			delete(typed, name) // iomatrix's own name, given after fio's
@@ -86,7 +108,7 @@ type fioAlways struct{ opposite string }
 // addFioAlways registers fio's no-op options on a measuring command,
 // hidden from --help.
 func addFioAlways(f *pflag.FlagSet) {
-	for name, opposite := range fio.Always {
+	for name, opposite := range fioAlwaysOptions {
 		f.Var(fioAlways{opposite}, name, "fio's option: iomatrix always does this")
 		f.Lookup(name).NoOptDefVal = "1"
 		_ = f.MarkHidden(name) // fails only for a flag not defined just above
