@@ -173,9 +173,11 @@ type Result struct {
 	// Restarts counts how often an auto window started afresh after a
 	// step in its rounds; what came before the last start was ramp
 	// (RampNS includes it).
-	Restarts int       `json:"restarts,omitempty"`
-	CapCheck *CapCheck `json:"cap_check,omitempty"`
-	Error    *IOError  `json:"error,omitempty"`
+	Restarts int `json:"restarts,omitempty"`
+	// Rate is set on an open-loop result (Pattern.Rate).
+	Rate     *RateStats `json:"rate,omitempty"`
+	CapCheck *CapCheck  `json:"cap_check,omitempty"`
+	Error    *IOError   `json:"error,omitempty"`
 	// Fleet is set on the cells of a fleet document.
 	Fleet *Fleet `json:"fleet,omitempty"`
 }
@@ -237,6 +239,13 @@ type DirStats struct {
 	IOPS    float64 `json:"iops"`
 	MiBPerS float64 `json:"mib_per_s"`
 	LatNS   Latency `json:"lat_ns"`
+	// In an open-loop result, the two latencies of each I/O, named
+	// apart: service from its submission to its completion (the same
+	// figures as LatNS, which is always service time), response from its
+	// intended start on the schedule to its completion, including any
+	// wait for a free slot. Absent in a closed-loop result.
+	ServiceLatNS  *Latency `json:"service_lat_ns,omitempty"`
+	ResponseLatNS *Latency `json:"response_lat_ns,omitempty"`
 }
 
 // Total sums both directions.
@@ -250,6 +259,46 @@ type Total struct {
 	// A pointer so that documents without it (older files, fio imports) can
 	// be told apart from a result without I/O.
 	LatNS *Latency `json:"lat_ns,omitempty"`
+	// ServiceLatNS and ResponseLatNS as in DirStats, both directions merged.
+	ServiceLatNS  *Latency `json:"service_lat_ns,omitempty"`
+	ResponseLatNS *Latency `json:"response_lat_ns,omitempty"`
+}
+
+// RateStats is how an open-loop result kept to its schedule. The window's
+// I/Os are those completed inside it, as in every result; the schedule's
+// figures count intended starts inside it.
+type RateStats struct {
+	Arrival    string  `json:"arrival"`
+	TargetIOPS float64 `json:"target_iops"`
+	// ScheduledIOs is the number of intended starts inside the window,
+	// and ScheduledIOPS that over the window: the schedule's own rate,
+	// which with poisson arrivals differs from the target by chance
+	// (about 1/sqrt(ScheduledIOs)).
+	ScheduledIOs  uint64  `json:"scheduled_ios"`
+	ScheduledIOPS float64 `json:"scheduled_iops"`
+	// AchievedIOPS is the completions inside the window over the window
+	// (Total.IOPS).
+	AchievedIOPS float64 `json:"achieved_iops"`
+	// Sustained: every I/O the window scheduled was issued, and the
+	// achieved rate kept to the schedule's (see iotest's rule). A rate
+	// the device cannot carry is reported with Sustained false and the
+	// backlog it built.
+	Sustained bool `json:"sustained"`
+	// LatenessNS: from each I/O's intended start to its submission.
+	LatenessNS Latency `json:"lateness_ns"`
+	// LateIOs of the window's I/Os were submitted more than
+	// LateThresholdNS after their intended start; SlotWaits of them found
+	// every slot (QueueDepth) busy at their intended start.
+	LateIOs         uint64 `json:"late_ios"`
+	LateThresholdNS int64  `json:"late_threshold_ns"`
+	SlotWaits       uint64 `json:"slot_waits"`
+	// MaxBacklog is the most I/Os that were due and not yet issued at
+	// once; BacklogAtEnd of them were due inside the window and still
+	// not issued when it ended (they are never issued), the oldest
+	// BacklogAgeNS late by then.
+	MaxBacklog   uint64 `json:"max_backlog"`
+	BacklogAtEnd uint64 `json:"backlog_at_end"`
+	BacklogAgeNS int64  `json:"backlog_age_ns,omitempty"`
 }
 
 // CPU is the process's CPU use over the measured window, in percent of one

@@ -1,6 +1,10 @@
 package results
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
 
 // Access is the offset pattern of a workload.
 type Access string
@@ -18,6 +22,89 @@ type Pattern struct {
 	ReadPct    int    `json:"read_pct"`
 	QueueDepth int    `json:"queue_depth"`
 	Jobs       int    `json:"jobs"`
+	// Rate, when set, makes the pattern open-loop: I/Os start on a
+	// schedule at this rate, whatever the device is doing, and QueueDepth
+	// is the most allowed in flight. Part of the pattern's identity.
+	Rate Rate `json:"rate,omitzero"`
+}
+
+// Rate is an open-loop pattern's schedule: a total rate (the direction of
+// each I/O drawn by ReadPct), or a rate per direction.
+type Rate struct {
+	IOPS      float64 `json:"iops,omitempty"`
+	ReadIOPS  float64 `json:"read_iops,omitempty"`
+	WriteIOPS float64 `json:"write_iops,omitempty"`
+	// Arrival is ArrivalPoisson or ArrivalUniform.
+	Arrival string `json:"arrival,omitempty"`
+}
+
+// How the I/Os of an open-loop pattern arrive (Rate.Arrival).
+const (
+	// ArrivalPoisson: independent arrivals, exponential gaps at the rate.
+	ArrivalPoisson = "poisson"
+	// ArrivalUniform: evenly spaced arrivals, one every 1/rate.
+	ArrivalUniform = "uniform"
+)
+
+// Open tells whether the rate sets a schedule: an open-loop pattern.
+func (r Rate) Open() bool { return r.IOPS > 0 || r.ReadIOPS > 0 || r.WriteIOPS > 0 }
+
+// PerDirection tells whether reads and writes have schedules of their own.
+func (r Rate) PerDirection() bool { return r.IOPS == 0 && (r.ReadIOPS > 0 || r.WriteIOPS > 0) }
+
+// Total is the rate of all I/Os.
+func (r Rate) Total() float64 {
+	if r.PerDirection() {
+		return r.ReadIOPS + r.WriteIOPS
+	}
+	return r.IOPS
+}
+
+// String is the rate as the name and the flag spell it: 5000, or
+// riops=3000,wiops=1000, with the arrival when it is uniform.
+func (r Rate) String() string {
+	var s string
+	if r.PerDirection() {
+		var parts []string
+		if r.ReadIOPS > 0 {
+			parts = append(parts, "riops="+FormatRate(r.ReadIOPS))
+		}
+		if r.WriteIOPS > 0 {
+			parts = append(parts, "wiops="+FormatRate(r.WriteIOPS))
+		}
+		s = strings.Join(parts, ",")
+	} else {
+		s = FormatRate(r.IOPS)
+	}
+	return s
+}
+
+// FormatRate spells a rate in I/Os per second with no more digits than it
+// has: 5000, 1234.5.
+func FormatRate(iops float64) string { return strconv.FormatFloat(iops, 'f', -1, 64) }
+
+// nameSuffix is the rate's part of a pattern name: -rate5000,
+// -rate3000r1000w, and -uniform for uniform arrivals.
+func (r Rate) nameSuffix() string {
+	if !r.Open() {
+		return ""
+	}
+	var s string
+	if r.PerDirection() {
+		s = "-rate"
+		if r.ReadIOPS > 0 {
+			s += FormatRate(r.ReadIOPS) + "r"
+		}
+		if r.WriteIOPS > 0 {
+			s += FormatRate(r.WriteIOPS) + "w"
+		}
+	} else {
+		s = "-rate" + FormatRate(r.IOPS)
+	}
+	if r.Arrival == ArrivalUniform {
+		s += "-uniform"
+	}
+	return s
 }
 
 // Writes reports whether the pattern can issue writes.
@@ -42,7 +129,7 @@ func (p Pattern) Name() string {
 	if p.Jobs > 1 {
 		n += fmt.Sprintf("-j%d", p.Jobs)
 	}
-	return n
+	return n + p.Rate.nameSuffix()
 }
 
 // ShortSize renders block sizes the way pattern names use them: 4k, 16k, 1m.
