@@ -208,7 +208,11 @@ type ringStream struct {
 
 // openRing makes the job's ring, with its file and buffers registered.
 func (w *worker) openRing() (*ringStream, error) {
-	r, err := newUring(uint32(w.qd))
+	entries := uint32(w.qd)
+	if w.sched != nil {
+		entries++ // the open-loop stream's own timer (see runRate)
+	}
+	r, err := newUring(entries)
 	if err != nil {
 		return nil, err
 	}

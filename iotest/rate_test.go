@@ -298,8 +298,14 @@ func TestOpenLoopKeepsRate(t *testing.T) {
 		if rs.BacklogAtEnd != 0 || !rs.Sustained {
 			t.Errorf("%s: %d I/Os of the window never issued", arrival, rs.BacklogAtEnd)
 		}
-		if d := math.Abs(rs.AchievedIOPS/rs.ScheduledIOPS - 1); d > 0.005 {
-			t.Errorf("%s: achieved %.1f IOPS against the schedule's %.1f", arrival, rs.AchievedIOPS, rs.ScheduledIOPS)
+		// The window's completions are its schedule, plus what was due or
+		// in flight at its start, less what was at its end: within 0.5 %,
+		// or, on a machine busy enough that the stream fell behind, within
+		// the backlog it built and its slots.
+		d := math.Abs(float64(r.Total.IOs) - float64(rs.ScheduledIOs))
+		if d > max(0.005*float64(rs.ScheduledIOs), float64(rs.MaxBacklog+uint64(p.QueueDepth))) {
+			t.Errorf("%s: %d completed in the window against %d scheduled (%.1f against %.1f IOPS), backlog at most %d",
+				arrival, r.Total.IOs, rs.ScheduledIOs, rs.AchievedIOPS, rs.ScheduledIOPS, rs.MaxBacklog)
 		}
 		if arrival == results.ArrivalUniform && rs.ScheduledIOs != 5000 {
 			t.Errorf("uniform: %d scheduled in one second at 5,000 IOPS", rs.ScheduledIOs)

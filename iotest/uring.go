@@ -24,7 +24,6 @@ const (
 	uringSqeAsync     = 1 << 4 // IOSQE_ASYNC: straight to io-wq, no non-blocking attempt first
 
 	uringEnterGetEvents = 1 << 0
-	uringEnterExtArg    = 1 << 3
 
 	uringRegisterBuffers = 0
 	uringRegisterFiles   = 2
@@ -35,7 +34,6 @@ const (
 	uringSetupDeferTaskrun = 1 << 13
 
 	uringFeatSingleMmap = 1 << 0
-	uringFeatExtArg     = 1 << 8
 
 	uringOffSqRing = 0
 	uringOffCqRing = 0x8000000
@@ -118,19 +116,7 @@ type uring struct {
 	// timerArmed: a wait timer (see armTimer) is queued or pending in the
 	// kernel. The caller clears it when it reaps the timer's completion.
 	timerArmed bool
-	features   uint32 // IORING_FEAT_* of the kernel
-	// extArg and extTS are waitFor's argument, kept here so that a timed
-	// wait allocates nothing.
-	extArg uringGeteventsArg
-	extTS  unix.Timespec
-}
-
-// uringGeteventsArg is struct io_uring_getevents_arg (IORING_ENTER_EXT_ARG).
-type uringGeteventsArg struct {
-	sigmask   uint64
-	sigmaskSz uint32
-	minWait   uint32
-	ts        uint64
+	dueTS      unix.Timespec // armAt's, kept here so that arming allocates nothing
 }
 
 // uringTimerData marks the completion of the ring's own wait timer; the
@@ -161,7 +147,7 @@ func newUring(entries uint32) (*uring, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &uring{fd: fd, features: p.features}
+	r := &uring{fd: fd}
 	r.waitTS = unix.NsecToTimespec(waitTimeout)
 	if err := r.mmap(&p); err != nil {
 		r.close()
@@ -319,6 +305,31 @@ func (r *uring) armTimer() {
 	r.timerArmed = true
 }
 
+// uringDueData marks the completion of an open-loop stream's timer (see
+// armAt).
+const uringDueData = ^uint64(0) - 1
+
+// uringTimeoutAbs: a TIMEOUT's time is absolute, on CLOCK_MONOTONIC (the
+// clock nanotime reads).
+const uringTimeoutAbs = 1 << 0
+
+// armAt queues a pure timer that completes with -ETIME, under
+// uringDueData, at the nanotime at: an open-loop stream's next intended
+// start. The kernel copies the timespec when it takes the request.
+func (r *uring) armAt(at int64) {
+	r.dueTS = unix.NsecToTimespec(at)
+	r.sqes[r.tail&r.sqMask] = uringSqe{
+		opcode:   uringOpTimeout,
+		fd:       -1,
+		addr:     uint64(uintptr(unsafe.Pointer(&r.dueTS))),
+		len:      1,
+		rwFlags:  uringTimeoutAbs,
+		userData: uringDueData,
+	}
+	r.tail++
+	r.pending++
+}
+
 // enter publishes prepared SQEs; with collect set it has the kernel post
 // the completions that are ready, and with wait set (which implies
 // collect) it blocks until at least one completion is available or about
@@ -355,24 +366,6 @@ func (r *uring) enter(wait, collect bool) error {
 	}
 	atomic.StoreUint32(r.sqTail, r.tail)
 	n, _, errno := unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(r.pending), minComplete, flags, 0, 0)
-	return r.entered(n, errno)
-}
-
-// timedWaits tells whether the kernel takes a timeout with a wait
-// (IORING_FEAT_EXT_ARG, Linux 5.11).
-func (r *uring) timedWaits() bool { return r.features&uringFeatExtArg != 0 }
-
-// waitFor publishes prepared SQEs and waits until a completion is posted
-// or timeout nanoseconds have passed, whichever comes first. Unlike
-// enter's wait it arms a kernel timer on every call: an open-loop stream
-// (see runRate) must wake at its next intended start, not merely now and
-// then.
-func (r *uring) waitFor(timeout int64) error {
-	r.extTS = unix.NsecToTimespec(timeout)
-	r.extArg.ts = uint64(uintptr(unsafe.Pointer(&r.extTS)))
-	atomic.StoreUint32(r.sqTail, r.tail)
-	n, _, errno := unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(r.pending), 1,
-		uringEnterGetEvents|uringEnterExtArg, uintptr(unsafe.Pointer(&r.extArg)), unsafe.Sizeof(r.extArg))
 	return r.entered(n, errno)
 }
 
