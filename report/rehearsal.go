@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
@@ -26,17 +25,11 @@ func WriteRehearsal(w io.Writer, doc *results.Document) error {
 func writeRehearsal(w io.Writer, doc *results.Document, r tw.Renderer, titlePrefix string) error {
 	reh := doc.Rehearsal
 	bw := bufio.NewWriter(w)
-	s := doc.Settings
-	how := "uncapped"
-	if reh.WithCaps {
-		how = "each system in a cgroup of its own under its cap"
-	}
-	arrival := ""
+	arrival := "arrivals not recorded"
 	if len(doc.Results) > 0 {
-		arrival = doc.Results[0].Pattern.Rate.Arrival + " arrivals, "
+		arrival = doc.Results[0].Pattern.Rate.Arrival + " arrivals"
 	}
-	fmt.Fprintf(bw, "%srehearsal of %s — %s, %s after %s ramp, %s%s\n", titlePrefix, units.Count(len(reh.Systems), "system"),
-		Describe(doc), time.Duration(s.RuntimeNS), time.Duration(s.RampNS), arrival, how)
+	fmt.Fprintf(bw, "%srehearsal of %s at once — %s, %s\n", titlePrefix, units.Count(len(reh.Systems), "system"), Describe(doc), arrival)
 	if err := bw.Flush(); err != nil {
 		return err
 	}
@@ -62,6 +55,10 @@ func writeRehearsal(w io.Writer, doc *results.Document, r tw.Renderer, titlePref
 		if len(bounds) == 0 {
 			bounds = []string{"-"}
 		}
+		p99 := "-"
+		if r := resultNamed(doc, sys.Result); r != nil && r.Total.ResponseLatNS != nil {
+			p99 = units.Thousands(sys.ResponseP99US, 0) + " µs"
+		}
 		verdict := "FITS"
 		if !sys.Fits {
 			verdict = "DOES NOT FIT"
@@ -70,7 +67,7 @@ func writeRehearsal(w io.Writer, doc *results.Document, r tw.Renderer, titlePref
 			fmt.Sprintf("%s r + %s w", units.Thousands(sys.ReadIOPS, 0), units.Thousands(sys.WriteIOPS, 0)),
 			results.ShortSize(sys.BlockSize), qd, cap,
 			units.Thousands(sys.ScheduledIOPS, 0), units.Thousands(sys.AchievedIOPS, 0), fmt.Sprintf("%+.2f %%", sys.DeviationPct),
-			units.Thousands(sys.ResponseP99US, 0) + " µs", strings.Join(bounds, ", "), verdict})
+			p99, strings.Join(bounds, ", "), verdict})
 	}
 	if err := renderRows(w, header, rows, r); err != nil {
 		return err

@@ -15,7 +15,8 @@ func TestRehearsalText(t *testing.T) {
 	p := results.Pattern{Access: results.Random, BlockSize: 8192, ReadPct: 80, QueueDepth: 16, Jobs: 1,
 		Rate: results.Rate{ReadIOPS: 4000, WriteIOPS: 1000, Arrival: results.ArrivalUniform}}
 	doc := &results.Document{Settings: results.Settings{RuntimeNS: 10e9, RampNS: 2e9},
-		Results: []results.Result{{Name: "erp", Pattern: p}, {Name: "web", Pattern: p}},
+		Results: []results.Result{{Name: "erp", Pattern: p, Total: results.Total{ResponseLatNS: &results.Latency{P99: 812_000}}},
+			{Name: "web", Pattern: p, Total: results.Total{ResponseLatNS: &results.Latency{P99: 250_000_000}}}},
 		Rehearsal: &results.Rehearsal{LookupFits: true, WithCaps: true, Systems: []results.RehearsedSystem{
 			{Name: "erp", Result: "erp", ReadIOPS: 4000, WriteIOPS: 1000, BlockSize: 8192, ScheduledIOPS: 5000, AchievedIOPS: 4999,
 				DeviationPct: -0.02, Sustained: true, ResponseP99US: 812, Fits: true, Cap: &results.Cap{ReadIOPS: 6000, WriteIOPS: 1500},
@@ -28,7 +29,7 @@ func TestRehearsalText(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{"rehearsal of 2 systems", "10s after 2s ramp, uniform arrivals, each system in a cgroup of its own under its cap",
+	for _, want := range []string{"rehearsal of 2 systems at once — 10s runtime + 2s ramp, each system under its own cap, uniform arrivals\n",
 		"| erp ", "6,000 r + 1,500 w", "4,999", "-0.02 %", "812 µs", "p99<2ms: 812 µs holds", "FITS",
 		"| web ", "250,000 µs", "DOES NOT FIT", "web: rate not sustained\n",
 		"rehearsal: DOES NOT FIT, but the lookup says FITS: the measurement decides"} {

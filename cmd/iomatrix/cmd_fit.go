@@ -123,8 +123,10 @@ func runFit(ctx context.Context, g *globalOptions, o *fitOptions, path string) e
 				return err
 			}
 		}
-		if !reh.Rehearsal.Fits {
-			return &commandError{Code: exitFailure, Err: errors.New("does not fit: the rehearsal says so")}
+		for _, sys := range reh.Rehearsal.Systems {
+			if !sys.Fits {
+				return &commandError{Code: exitFailure, Err: fmt.Errorf("does not fit, by the rehearsal: %s: %s", sys.Name, sys.Why)}
+			}
 		}
 		return nil
 	}
