@@ -30,6 +30,9 @@ func writeRehearsal(w io.Writer, doc *results.Document, r tw.Renderer, titlePref
 		arrival = doc.Results[0].Pattern.Rate.Arrival + " arrivals"
 	}
 	fmt.Fprintf(bw, "%srehearsal of %s at once — %s, %s\n", titlePrefix, units.Count(len(reh.Systems), "system"), Describe(doc), arrival)
+	if titlePrefix != "" {
+		fmt.Fprintln(bw) // a markdown heading, then its table
+	}
 	if err := bw.Flush(); err != nil {
 		return err
 	}

@@ -46,7 +46,7 @@ func TestRehearsalText(t *testing.T) {
 	if err := writeMarkdown(&b, doc, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "### rehearsal of 1 system") || !strings.Contains(b.String(), "rehearsal: FITS (the lookup agrees)") {
+	if !strings.Contains(b.String(), "### rehearsal of 1 system at once — ") || !strings.Contains(b.String(), "rehearsal: FITS (the lookup agrees)") {
 		t.Errorf("markdown:\n%s", b.String())
 	}
 }
