@@ -109,7 +109,7 @@ func runFit(ctx context.Context, g *globalOptions, o *fitOptions, path string) e
 	}
 	answer := sizing.NewAnswer(doc, v, work)
 	if o.Target != "" {
-		reh, err := runRehearsal(ctx, g, o, path, *work, v)
+		reh, err := runRehearsal(ctx, g, o, path, doc.Target, *work, v)
 		if err != nil {
 			return err
 		}
@@ -181,7 +181,7 @@ func (o *rehearseOptions) check(single bool) error {
 // runRehearsal plans the rehearsal of work on --rehearse's target (the
 // target, the streams, the caps: all checked before any I/O), then runs
 // it and returns its document.
-func runRehearsal(ctx context.Context, g *globalOptions, o *fitOptions, lookup string, work sizing.Workload, v sizing.Verdict) (*results.Document, error) {
+func runRehearsal(ctx context.Context, g *globalOptions, o *fitOptions, lookup string, measured results.TargetInfo, work sizing.Workload, v sizing.Verdict) (*results.Document, error) {
 	ro := &o.rehearseOptions
 	engine, err := engineName(ro.Engine)
 	if err != nil {
@@ -227,6 +227,11 @@ func runRehearsal(ctx context.Context, g *globalOptions, o *fitOptions, lookup s
 		return nil, err
 	}
 	defer sess.Close()
+	if dev := sess.Target().Info.Device; measured.Device != "" && measured.Device != dev {
+		// The caps and the lookup's verdict are another device's figures:
+		// worth a rehearsal, and worth saying.
+		g.notice(fmt.Sprintf("%s measured device %s, the rehearsal runs on %s (%s): the lookup's verdict and caps are another device's", lookup, measured.Device, dev, ro.Target))
+	}
 	g.notice(fmt.Sprintf("rehearsing %d systems at once on %s for %s after %s ramp (%s arrivals); results: %s",
 		len(work.Systems), ro.Target, opts.Runtime, opts.Ramp, ro.Arrival, out))
 	return rehearse.Run(ctx, rehearse.Config{Workload: work, WorkloadFile: o.Workload, LookupFile: lookup, Lookup: v,
