@@ -243,6 +243,8 @@ func (w *worker) runRate() error {
 	stopping := false
 	var giveUpAt int64
 	blockedAt := int64(math.MinInt64) // when an I/O last found every slot busy
+	var lastReap int64                // when the previous reap began
+	fast := false                     // completions come less than spinBudget apart
 	for {
 		now := nanotime()
 		if !stopping && (w.stop.Load() || st.err != nil) {
@@ -301,7 +303,10 @@ func (w *worker) runRate() error {
 			}
 			s.stamp()
 			err = s.r.waitFor(min(wait, waitTimeout))
-		} else {
+		} else if !(fast && !stopping && s.poll() > 0) {
+			// Every slot busy: the stream waits for a completion as a
+			// closed loop does, polling first while completions come
+			// fast (see spinBudget).
 			err = s.submit()
 		}
 		if err != nil {
@@ -312,6 +317,8 @@ func (w *worker) runRate() error {
 			continue
 		}
 		now = nanotime()
+		fast = alwaysPoll || now-lastReap < int64(n)*int64(spinBudget)
+		lastReap = now
 		for k := uint32(0); k < n; k++ {
 			cqe := s.r.peek(k)
 			if cqe.userData == uringTimerData {

@@ -126,7 +126,12 @@ func (o *runOptions) pattern() (results.Pattern, float64, error) {
 		if o.rwmixSet {
 			return p, 0, usagef("--rwmix: a rate per direction (--rate %s) sets the mix", o.Rate)
 		}
-		if share != 100 && share != 0 && o.RW != "randrw" {
+		switch {
+		case share == 100 && p.ReadPct != 100:
+			return p, 0, usagef("--rate: riops alone needs a read pattern (got --rw %s)", o.RW)
+		case share == 0 && p.ReadPct != 0:
+			return p, 0, usagef("--rate: wiops alone needs a write pattern (got --rw %s)", o.RW)
+		case share != 100 && share != 0 && o.RW != "randrw":
 			return p, 0, usagef("--rate: riops and wiops together need --rw randrw (got --rw %s)", o.RW)
 		}
 		p.ReadPct = share
@@ -139,7 +144,7 @@ func (o *runOptions) pattern() (results.Pattern, float64, error) {
 		return p, 0, flagError(err)
 	}
 	if spec.Fraction > 0 {
-		p.Rate.IOPS = 0
+		p.Rate = results.Rate{} // set once the maximum is known
 	}
 	return p, spec.Fraction, nil
 }
@@ -174,9 +179,9 @@ func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string)
 		if res.Total.IOPS < 1 {
 			return fmt.Errorf("%s: no I/O completed in the closed loop: no rate to take a share of", closed.Name())
 		}
-		p.Rate.IOPS = max(1, math.Round(rs.fraction*res.Total.IOPS))
+		p.Rate = results.Rate{IOPS: max(1, math.Round(rs.fraction*res.Total.IOPS)), Arrival: o.Arrival}
 		g.notice(fmt.Sprintf("closed-loop maximum %s IOPS; open loop at %s of it: %s IOPS",
-			units.Thousands(res.Total.IOPS, 0), units.FormatPercent(100*rs.fraction), results.FormatRate(p.Rate.IOPS)))
+			units.Thousands(res.Total.IOPS, 0), units.FormatPercent(100*rs.fraction), units.Thousands(p.Rate.IOPS, 0)))
 	}
 	res, runErr := sess.Runner().Run(ctx, p, opts)
 	prog.Done()

@@ -117,6 +117,17 @@ func TestBadInput(t *testing.T) {
 		{"unknown format", []string{"--format", "yaml"}, "--format"},
 		{"unknown flag", []string{"--no-such-flag", "4"}, "--no-such-flag"},
 		{"qd not a number", []string{"--qd", "many"}, "--qd"},
+		{"rate 0", []string{"--rate", "0"}, "--rate"},
+		{"rate junk", []string{"--rate", "fast"}, "--rate"},
+		{"rate share above 100", []string{"--rate", "120%"}, "--rate"},
+		{"rate per direction twice", []string{"--rate", "riops=5,riops=6"}, "--rate"},
+		{"rate riops with randwrite", []string{"--rw", "randwrite", "--rate", "riops=500"}, "--rate"},
+		{"rate both directions without randrw", []string{"--rate", "riops=500,wiops=500"}, "--rate"},
+		{"rate per direction with rwmix", []string{"--rw", "randrw", "--rwmix", "70", "--rate", "riops=500,wiops=500"}, "--rwmix"},
+		{"rate with psync", []string{"--rate", "500", "--engine", "psync"}, "--engine"},
+		{"rate with auto runtime", []string{"--rate", "500", "--runtime", "auto"}, "--runtime"},
+		{"arrival without rate", []string{"--arrival", "uniform"}, "--arrival"},
+		{"unknown arrival", []string{"--rate", "500", "--arrival", "bursty"}, "--arrival"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -229,5 +240,40 @@ func TestRunJSON(t *testing.T) {
 	r = runIomatrix(t, iomatrixCmd(t, "run", target, "--runtime", "200ms", "--ramp", "0s"))
 	if r.code != 0 || strings.Contains(r.stderr, "laying out") || !strings.Contains(r.stdout, "32MiB") {
 		t.Errorf("second run: exit %d stderr %q stdout %q", r.code, r.stderr, r.stdout)
+	}
+}
+
+// An open-loop run: --rate N% measures the closed-loop maximum first and
+// keeps it in the document; the JSON names response and service time
+// apart; the text leads with response time.
+func TestRunRate(t *testing.T) {
+	testenv.Root(t)
+	dir := t.TempDir()
+	target := filepath.Join(dir, "t.dat")
+	r := runIomatrix(t, iomatrixCmd(t, "run", target, "--size", "32MiB", "--rw", "randrw", "--qd", "8",
+		"--rate", "riops=300,wiops=100", "--arrival", "uniform", "--runtime", "1s", "--ramp", "0s", "--format", "json"))
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	doc, err := results.ReadDocument(strings.NewReader(r.stdout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := doc.Results[0]
+	rs := res.Rate
+	if res.Name != "rand-4k-r75-qd8-rate300r100w-uniform" || rs == nil || rs.TargetIOPS != 400 || rs.ScheduledIOs != 400 ||
+		res.Read.ResponseLatNS == nil || res.Write.ServiceLatNS == nil || res.Total.ResponseLatNS == nil {
+		t.Fatalf("result %s: rate %+v", res.Name, rs)
+	}
+	if res.Read.IOs < 290 || res.Read.IOs > 310 || res.Write.IOs < 90 || res.Write.IOs > 110 {
+		t.Errorf("%d reads and %d writes in 1 s at riops=300,wiops=100", res.Read.IOs, res.Write.IOs)
+	}
+	r = runIomatrix(t, iomatrixCmd(t, "run", target, "--qd", "4", "--rate", "50%", "--runtime", "300ms", "--ramp", "0s"))
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "closed-loop maximum") || !strings.Contains(r.stdout, "response time, from each I/O's intended start") ||
+		!strings.Contains(r.stdout, "service time, from each I/O's submission") || !strings.Contains(r.stdout, "rate: target") {
+		t.Errorf("--rate 50%%: stderr %q\nstdout:\n%s", r.stderr, r.stdout)
 	}
 }
