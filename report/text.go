@@ -65,6 +65,10 @@ func asciiTable() tw.Renderer {
 func WriteText(w io.Writer, m Matrix) error { return writeTextTables(w, m, "") }
 
 func writeText(w io.Writer, doc *results.Document, o Options) error {
+	if doc.Rehearsal != nil {
+		// Its cells are systems at their own rates, not a matrix's.
+		return WriteRehearsal(w, doc)
+	}
 	if err := writeTextTables(w, BuildMetric(doc.Results, metricOf(o)), Describe(doc)); err != nil {
 		return err
 	}
@@ -107,6 +111,9 @@ func writeTextTables(w io.Writer, m Matrix, desc string) error {
 }
 
 func writeMarkdown(w io.Writer, doc *results.Document, o Options) error {
+	if doc.Rehearsal != nil {
+		return writeRehearsalMarkdown(w, doc)
+	}
 	m := BuildMetric(doc.Results, metricOf(o))
 	fmt.Fprintf(w, "%s\n", Describe(doc))
 	for _, t := range m.Tables {

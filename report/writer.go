@@ -155,6 +155,8 @@ func Describe(doc *results.Document) string {
 		parts = append(parts, "cap "+DescribeCap(doc.Cap))
 	case slices.ContainsFunc(doc.Members, func(m results.Member) bool { return m.Cap != nil }):
 		parts = append(parts, "caps differ across members")
+	case doc.Rehearsal != nil && doc.Rehearsal.WithCaps:
+		parts = append(parts, "each system under its own cap")
 	default:
 		parts = append(parts, "no cap")
 	}

@@ -35,6 +35,9 @@ type Document struct {
 	// own results; Results then holds, per cell, the spread across the
 	// members that measured it (Result.Fleet).
 	Members []Member `json:"members,omitempty"`
+	// Rehearsal is set in the document of `fit --rehearse`: a workload's
+	// systems run at once, one result per system (named by it).
+	Rehearsal *Rehearsal `json:"rehearsal,omitempty"`
 }
 
 // Member is one results document of a fleet.

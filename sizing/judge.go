@@ -156,22 +156,37 @@ func judgeCell(r results.Result, need Need) Verdict {
 		why = append(why, fmt.Sprintf("%s IOPS measured, %s needed", units.Thousands(iops, 0), units.Thousands(need.Total(), 0)))
 	}
 	for _, b := range need.Bounds {
-		val, f := b.Metric.Measure(r)
-		c := BoundCheck{Bound: b, Value: val, Flags: f}
-		limit := float64(b.Max) / float64(time.Microsecond)
-		switch {
-		case f&report.FlagFewIOs != 0:
-			why = append(why, fmt.Sprintf("its %s rests on too few I/Os to prove %s", strings.TrimPrefix(string(b.Metric), "lat-"), b))
-		case f&report.FlagApprox != 0:
-			why = append(why, fmt.Sprintf("its %s is not a percentile (a file without the total's latency): %s cannot be proved", strings.TrimPrefix(string(b.Metric), "lat-"), b))
-		case val >= limit:
-			why = append(why, fmt.Sprintf("%s %s µs, not below %s", strings.TrimPrefix(string(b.Metric), "lat-"), units.Thousands(val, 0), b.Max))
-		default:
-			c.Holds = true
+		c, fails := CheckBound(b, r, "")
+		if fails != "" {
+			why = append(why, fails)
 		}
 		v.Latency = append(v.Latency, c)
 	}
 	v.Fits = len(why) == 0
 	v.Why = strings.Join(why, "; ")
 	return v
+}
+
+// CheckBound holds r to the bound b, through report's metric of it; what
+// names the figure in the reason ("response": its p99 response): why
+// says what does not hold, "" when it holds. A figure resting on too few
+// I/Os, or approximate, proves nothing, however small it is.
+func CheckBound(b report.Bound, r results.Result, what string) (c BoundCheck, why string) {
+	val, f := b.Metric.Measure(r)
+	c = BoundCheck{Bound: b, Value: val, Flags: f}
+	name := strings.TrimPrefix(string(b.Metric), "lat-")
+	if what != "" {
+		name += " " + what
+	}
+	limit := float64(b.Max) / float64(time.Microsecond)
+	switch {
+	case f&report.FlagFewIOs != 0:
+		return c, fmt.Sprintf("its %s rests on too few I/Os (%s) to prove %s", name, units.Thousands(float64(r.Total.IOs), 0), b)
+	case f&report.FlagApprox != 0:
+		return c, fmt.Sprintf("its %s is not a percentile (a file without the total's latency): %s cannot be proved", name, b)
+	case val >= limit:
+		return c, fmt.Sprintf("%s %s µs, not below %s", name, units.Thousands(val, 0), b.Max)
+	}
+	c.Holds = true
+	return c, ""
 }

@@ -27,6 +27,10 @@ type Answer struct {
 	Why         string          `json:"why,omitempty"`
 	Notes       []string        `json:"notes,omitempty"`
 	Systems     []AnswerSystem  `json:"systems,omitempty"`
+	// Rehearsal is set by `fit --rehearse`: the systems run at once, and
+	// the verdict on each. Fits above stays the lookup's; the rehearsal's
+	// is its own.
+	Rehearsal *results.Rehearsal `json:"rehearsal,omitempty"`
 }
 
 // AnswerNeed is the need judged.

@@ -1,12 +1,22 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/iomatrix/iomatrix/internal/fault"
+	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/rehearse"
+	"github.com/iomatrix/iomatrix/report"
+	"github.com/iomatrix/iomatrix/results"
+	"github.com/iomatrix/iomatrix/session"
 	"github.com/iomatrix/iomatrix/sizing"
 )
 
@@ -14,31 +24,73 @@ type fitOptions struct {
 	Need     string
 	Workload string
 	Format   string
+	rehearseOptions
+}
+
+// rehearseOptions are the flags of `fit --rehearse`.
+type rehearseOptions struct {
+	Target           string
+	WithCaps         bool
+	Runtime, Ramp    time.Duration
+	Arrival          string
+	Out              string
+	Seed             uint64
+	Engine           string
+	Size             string
+	Force            bool
+	AllowDestructive bool
+
+	set map[string]bool // the flags given, by name
+}
+
+// rehearseFlags are the flags that only apply with --rehearse.
+var rehearseFlags = []string{"with-caps", "runtime", "ramp", "arrival", "out", "seed", "engine", "size", "force", "allow-destructive"}
+
+func (o *rehearseOptions) AddFlags(f *pflag.FlagSet) {
+	f.StringVar(&o.Target, "rehearse", "", "run the workload's systems at once on this `TARGET` (a file or block device), each an open-loop stream at its own rates, and judge each on its response time")
+	f.BoolVar(&o.WithCaps, "with-caps", false, "with --rehearse: run each system in a cgroup of its own under the cap the lookup proposes (needs root)")
+	durationVar(f, &o.Runtime, "runtime", 0, "with --rehearse: the measured window (a bare number is seconds; default: long enough for every system's percentile bound to rest on enough I/Os, at least 10s)")
+	durationVar(f, &o.Ramp, "ramp", 2*time.Second, "with --rehearse: warm-up before the window, excluded from every figure")
+	f.StringVar(&o.Arrival, "arrival", results.ArrivalUniform, "with --rehearse: how each system's I/Os arrive: uniform (evenly spaced) or poisson")
+	f.StringVarP(&o.Out, "out", "o", "", "with --rehearse: the rehearsal's results file, saved atomically (default: iomatrix-rehearsal-TIMESTAMP.json)")
+	f.Uint64Var(&o.Seed, "seed", 0, "with --rehearse: seed for offsets and arrivals, counted up system by system (default: random, recorded)")
+	f.StringVar(&o.Engine, "engine", "auto", "with --rehearse: I/O engine: uring, psync, or auto")
+	f.StringVar(&o.Size, "size", "", "with --rehearse: size of a file target, as for sweep (default: a new file gets 16GiB, an existing one keeps its size)")
+	f.BoolVar(&o.Force, "force", false, "with --rehearse: lay out an existing file that iomatrix did not create, destroying its contents")
+	f.BoolVar(&o.AllowDestructive, "allow-destructive", false, "with --rehearse: let systems that write do so on a block device, destroying its data")
 }
 
 func newFitCommand(g *globalOptions) *cobra.Command {
 	o := &fitOptions{}
 	cmd := &cobra.Command{
-		Use:     "fit RESULTS.json (--need SPEC | --workload FILE)",
-		Short:   "Does this volume carry this workload? A verdict from measured cells",
+		Use:     "fit RESULTS.json (--need SPEC | --workload FILE [--rehearse TARGET [--with-caps]])",
+		Short:   "Does this volume carry this workload? A verdict from measured cells, or from a rehearsal",
 		Long:    longHelp("fit"),
 		Example: examples("fit"),
 		Args:    exactArgs(1),
-		RunE:    func(cmd *cobra.Command, args []string) error { return runFit(g, o, args[0]) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.set = map[string]bool{}
+			cmd.Flags().Visit(func(f *pflag.Flag) { o.set[f.Name] = true })
+			return runFit(cmd.Context(), g, o, args[0])
+		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Need, "need", "", "one workload: read=N,write=N,bs=SIZE[,qd=N][,p99<DURATION]")
 	f.StringVar(&o.Workload, "workload", "", "a YAML file of systems to consolidate (see above)")
 	f.StringVar(&o.Format, "format", "text", "text or json")
+	o.rehearseOptions.AddFlags(f)
 	return cmd
 }
 
-func runFit(g *globalOptions, o *fitOptions, path string) error {
+func runFit(ctx context.Context, g *globalOptions, o *fitOptions, path string) error {
 	if (o.Need == "") == (o.Workload == "") {
 		return usagef("--need or --workload: give one of them")
 	}
 	if o.Format != "text" && o.Format != "json" {
 		return usagef("--format: %q is not one of text, json", o.Format)
+	}
+	if err := o.rehearseOptions.check(o.Need != ""); err != nil {
+		return err
 	}
 	need, work, err := o.need()
 	if err != nil {
@@ -56,18 +108,143 @@ func runFit(g *globalOptions, o *fitOptions, path string) error {
 		return err
 	}
 	answer := sizing.NewAnswer(doc, v, work)
-	if o.Format == "json" {
-		err = answer.WriteJSON(g.stdout)
-	} else {
-		err = sizing.WriteText(g.stdout, v, answer)
+	if o.Target != "" {
+		reh, err := runRehearsal(ctx, g, o, path, doc.Target, *work, v)
+		if err != nil {
+			return err
+		}
+		answer.Rehearsal = reh.Rehearsal
+		if err := writeAnswer(g, o.Format, v, answer); err != nil {
+			return err
+		}
+		if o.Format == "text" {
+			fmt.Fprintln(g.stdout)
+			if err := report.WriteRehearsal(g.stdout, reh); err != nil {
+				return err
+			}
+		}
+		for _, sys := range reh.Rehearsal.Systems {
+			if !sys.Fits {
+				return &commandError{Code: exitFailure, Err: fmt.Errorf("does not fit, by the rehearsal: %s: %s", sys.Name, sys.Why)}
+			}
+		}
+		return nil
 	}
-	if err != nil {
+	if err := writeAnswer(g, o.Format, v, answer); err != nil {
 		return err
 	}
 	if !v.Fits {
 		return &commandError{Code: exitFailure, Err: fmt.Errorf("does not fit: %s", v.Why)}
 	}
 	return nil
+}
+
+func writeAnswer(g *globalOptions, format string, v sizing.Verdict, a sizing.Answer) error {
+	if format == "json" {
+		return a.WriteJSON(g.stdout)
+	}
+	return sizing.WriteText(g.stdout, v, a)
+}
+
+// check refuses, before anything is read, a rehearsal flag without
+// --rehearse, a rehearsal of a single need, and values that cannot be.
+func (o *rehearseOptions) check(single bool) error {
+	if o.Target == "" {
+		for _, name := range rehearseFlags {
+			if o.set[name] {
+				return usagef("--%s: only applies with --rehearse TARGET", name)
+			}
+		}
+		return nil
+	}
+	if single {
+		return usagef("--rehearse: rehearses a workload file's systems: give --workload FILE, not --need")
+	}
+	if o.Arrival != results.ArrivalUniform && o.Arrival != results.ArrivalPoisson {
+		return usagef("--arrival: %q is not one of uniform, poisson", o.Arrival)
+	}
+	if o.set["runtime"] && o.Runtime <= 0 {
+		return usagef("--runtime: %s must be positive", o.Runtime)
+	}
+	if o.Ramp < 0 {
+		return usagef("--ramp: %s must not be negative", o.Ramp)
+	}
+	if o.WithCaps && os.Geteuid() != 0 {
+		return fault.Privilege("--with-caps needs root or CAP_SYS_ADMIN (cgroups are created through cgroupfs)")
+	}
+	if o.Out != "" {
+		return checkOutPath("--out", o.Out)
+	}
+	return nil
+}
+
+// runRehearsal plans the rehearsal of work on --rehearse's target (the
+// target, the streams, the caps: all checked before any I/O), then runs
+// it and returns its document.
+func runRehearsal(ctx context.Context, g *globalOptions, o *fitOptions, lookup string, measured results.TargetInfo, work sizing.Workload, v sizing.Verdict) (*results.Document, error) {
+	ro := &o.rehearseOptions
+	engine, err := engineName(ro.Engine)
+	if err != nil {
+		return nil, err
+	}
+	opts := iotest.Options{Runtime: ro.Runtime, Ramp: ro.Ramp, Seed: ro.Seed, Engine: engine, Notice: g.notice}
+	if !ro.set["runtime"] {
+		opts.Runtime = rehearse.Window(work)
+	}
+	if !ro.set["seed"] {
+		opts.Seed = rand.Uint64() >> 11 // fits a JSON number exactly
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, flagError(err)
+	}
+	var size int64
+	if ro.set["size"] {
+		ms := measureOptions{Size: ro.Size, sizeSet: true}
+		if size, err = ms.size(); err != nil {
+			return nil, err
+		}
+	}
+	pats := rehearse.Patterns(work, ro.Arrival)
+	plan, _, err := session.Prepare(session.Request{Target: ro.Target, Size: size, Patterns: pats, Force: ro.Force,
+		AllowDestructive: ro.AllowDestructive, Options: &opts, Notice: g.notice})
+	if err != nil {
+		return nil, engineError(engine, rehearseTargetError(err))
+	}
+	var caps []*session.CapPlan
+	if ro.WithCaps {
+		if !v.Fits {
+			g.notice("--with-caps: the lookup proposes no caps (the sum does not fit its cell): rehearsing the systems uncapped")
+		} else if caps, err = session.PlanStreamCaps(ro.Target, rehearse.Limits(work, v), &opts, g.notice); err != nil {
+			return nil, err
+		}
+	}
+	out := ro.Out
+	if out == "" {
+		out = fmt.Sprintf("iomatrix-rehearsal-%s.json", time.Now().Format("20060102-150405"))
+	}
+	sess, err := openSession(ctx, g, &measureOptions{AllowDestructive: ro.AllowDestructive}, nil, plan, results.AnyWrites(pats))
+	if err != nil {
+		return nil, err
+	}
+	defer sess.Close()
+	if dev := sess.Target().Info.Device; measured.Device != "" && measured.Device != dev {
+		// The caps and the lookup's verdict are another device's figures:
+		// worth a rehearsal, and worth saying.
+		g.notice(fmt.Sprintf("%s measured device %s, the rehearsal runs on %s (%s): the lookup's verdict and caps are another device's", lookup, measured.Device, dev, ro.Target))
+	}
+	g.notice(fmt.Sprintf("rehearsing %d systems at once on %s for %s after %s ramp (%s arrivals); results: %s",
+		len(work.Systems), ro.Target, opts.Runtime, opts.Ramp, ro.Arrival, out))
+	return rehearse.Run(ctx, rehearse.Config{Workload: work, WorkloadFile: o.Workload, LookupFile: lookup, Lookup: v,
+		Patterns: pats, Caps: caps, Options: opts, Session: sess, Out: out})
+}
+
+// rehearseTargetError names --rehearse as the flag of a target's fault.
+func rehearseTargetError(err error) error {
+	var fe *iotest.FieldError
+	if errors.As(err, &fe) {
+		return usagef("--rehearse %w", err)
+	}
+	return err
 }
 
 // need is what --need or --workload asks for; work is nil for --need.

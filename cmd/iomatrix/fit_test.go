@@ -113,6 +113,14 @@ func TestFitBadInput(t *testing.T) {
 		{[]string{doc, "--workload", noBS}, "nobs.yaml:2: system 1 (a): block_size: missing"},
 		{[]string{doc, "--need", "read=1,bs=4k", "--format", "xml"}, "--format"},
 		{[]string{"nonexistent.json", "--need", "read=1,bs=4k"}, "nonexistent.json"},
+		{[]string{doc, "--workload", "testdata/fit/systems.yaml", "--with-caps"}, "--with-caps: only applies with --rehearse"},
+		{[]string{doc, "--workload", "testdata/fit/systems.yaml", "--runtime", "3s"}, "--runtime: only applies with --rehearse"},
+		{[]string{doc, "--need", "read=1,bs=4k", "--rehearse", "/tmp/x"}, "--rehearse: rehearses a workload file's systems"},
+		{[]string{doc, "--workload", "testdata/fit/systems.yaml", "--rehearse", "/tmp/x", "--arrival", "bursty"}, "--arrival"},
+		{[]string{doc, "--workload", "testdata/fit/systems.yaml", "--rehearse", "/tmp/x", "--runtime", "0"}, "--runtime"},
+		{[]string{doc, "--workload", "testdata/fit/systems.yaml", "--rehearse", "/tmp/x", "--engine", "aio"}, "--engine"},
+		{[]string{doc, "--workload", "testdata/fit/systems.yaml", "--rehearse", "/tmp/x", "-o", "/nonexistent/dir/r.json"}, "--out"},
+		{[]string{doc, "--workload", "testdata/fit/systems.yaml", "--rehearse", "/nonexistent/dir/target"}, "/nonexistent/dir"},
 	} {
 		r := runInProcess(append([]string{"fit"}, tc.args...)...)
 		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")

@@ -1,0 +1,238 @@
+// Package rehearse answers "does this volume carry this workload?" by
+// running it: the systems of a workload file at once, each an open-loop
+// stream at its own rates, block size and concurrency, optionally each in
+// a cgroup of its own under the cap the lookup proposes (sizing's
+// shares). Each system is judged on what it measured (Judge, a pure
+// function): its schedule kept, and its latency bounds held by its
+// response time, which counts the wait of an I/O the device was too busy
+// to start on time, as an application sees it.
+//
+// The package never prints: the document it keeps (one result per
+// system, and the verdicts in its rehearsal block) is rendered by report.
+package rehearse
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/iomatrix/iomatrix/cgroup"
+	"github.com/iomatrix/iomatrix/internal/units"
+	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/report"
+	"github.com/iomatrix/iomatrix/results"
+	"github.com/iomatrix/iomatrix/session"
+	"github.com/iomatrix/iomatrix/sizing"
+)
+
+const (
+	// DefaultQueueDepth is the most I/Os in flight of a system whose
+	// workload gives no concurrency: enough that a healthy device never
+	// holds a stream back, few enough that a stalled one shows as
+	// response time, not as an unbounded pile of I/Os.
+	DefaultQueueDepth = 32
+	// RateTolerance is how far a system's achieved rate may fall from its
+	// schedule's own rate and still be judged kept.
+	RateTolerance = 0.01
+	// MinWindow is the shortest window Window proposes.
+	MinWindow = 10 * time.Second
+	// MaxWindow is the longest: a system too slow to prove its bound in
+	// it is judged unproven, and the user may give a longer window.
+	MaxWindow = 5 * time.Minute
+)
+
+// Patterns are the systems' streams: random I/O at each system's block
+// size, its reads and writes each on a schedule of its own at its rates
+// with the arrival given, at most its concurrency in flight (or
+// DefaultQueueDepth), one job.
+func Patterns(w sizing.Workload, arrival string) []results.Pattern {
+	pats := make([]results.Pattern, len(w.Systems))
+	for i, s := range w.Systems {
+		qd := s.Concurrency
+		if qd == 0 {
+			qd = DefaultQueueDepth
+		}
+		pats[i] = results.Pattern{Access: results.Random, BlockSize: s.BlockSize, ReadPct: readPct(s), QueueDepth: qd, Jobs: 1,
+			Rate: results.Rate{ReadIOPS: s.ReadIOPS, WriteIOPS: s.WriteIOPS, Arrival: arrival}}
+	}
+	return pats
+}
+
+// readPct is the read share of a need as the pattern's whole percent,
+// never 0 or 100 for a system that does both: the pattern must say that
+// it writes (the target is opened for writing) and that it reads.
+func readPct(n sizing.Need) int {
+	switch {
+	case n.WriteIOPS == 0:
+		return 100
+	case n.ReadIOPS == 0:
+		return 0
+	}
+	return min(max(int(math.Round(n.ReadPct())), 1), 99)
+}
+
+// Limits are the caps the lookup proposes (sizing's shares of the
+// verdict's cell), one per system; the device is the target's, filled in
+// when they are planned.
+func Limits(w sizing.Workload, v sizing.Verdict) []cgroup.Limit {
+	shares := w.Shares(v)
+	out := make([]cgroup.Limit, len(shares))
+	for i, s := range shares {
+		out[i] = cgroup.Limit{ReadIOPS: s.ReadIOPS, WriteIOPS: s.WriteIOPS}
+	}
+	return out
+}
+
+// Window is the measured window long enough for every system to prove
+// its latency bounds (a percentile rests on enough I/Os: see
+// results.Confident), at least MinWindow and at most MaxWindow.
+func Window(w sizing.Workload) time.Duration {
+	need := MinWindow
+	for _, s := range w.Systems {
+		for _, b := range s.Bounds {
+			q := quantile(b.Metric)
+			if q == 0 {
+				continue
+			}
+			ios := math.Round(1000 / (100 - q)) // the fewest that Confident accepts (rounded: 100 - 99.9 is not 0.1 in floating point)
+			secs := math.Ceil(ios / s.Total())
+			need = max(need, time.Duration(secs)*time.Second)
+		}
+	}
+	return min(need, MaxWindow)
+}
+
+func quantile(m report.Metric) float64 {
+	return map[report.Metric]float64{report.LatP50: 50, report.LatP99: 99, report.LatP999: 99.9}[m]
+}
+
+// Config is what Run rehearses.
+type Config struct {
+	Workload sizing.Workload
+	// WorkloadFile and LookupFile name the workload and the results file
+	// of the lookup, for the document.
+	WorkloadFile, LookupFile string
+	// Lookup is the lookup's verdict on the workload's sum.
+	Lookup sizing.Verdict
+	// Patterns are the systems' streams (Patterns), in the workload's
+	// order.
+	Patterns []results.Pattern
+	// Caps, when set, are the systems' cgroups (session.PlanStreamCaps),
+	// in the workload's order; nil runs every system uncapped.
+	Caps []*session.CapPlan
+	// Options are the window, engine and seed; each system runs with a
+	// seed of its own, counted up from Options.Seed.
+	Options iotest.Options
+	// Session is open on the target.
+	Session *session.Session
+	// Out is the results file, saved at the start and at the end
+	// (atomically).
+	Out string
+}
+
+// Run rehearses the workload and returns its document, saved to Out,
+// with each system's result and verdict.
+func Run(ctx context.Context, c Config) (*results.Document, error) {
+	doc := c.Session.NewDocument("rehearsal", c.Options)
+	reh := &results.Rehearsal{Workload: c.WorkloadFile, Lookup: c.LookupFile, LookupFits: c.Lookup.Fits, LookupWhy: c.Lookup.Why, WithCaps: c.Caps != nil}
+	doc.Rehearsal = reh
+	if err := c.Session.StartSaving(doc, c.Out); err != nil {
+		return nil, err
+	}
+	streams := make([]session.Stream, len(c.Patterns))
+	for i, p := range c.Patterns {
+		o := c.Options
+		o.Seed += uint64(i) // each system its own offsets
+		o.Progress = nil
+		streams[i] = session.Stream{Pattern: p, Options: o}
+		if c.Caps != nil {
+			streams[i].Cap = c.Caps[i]
+		}
+	}
+	out, err := c.Session.RunStreams(ctx, streams)
+	if err != nil {
+		return nil, err
+	}
+	reh.Fits = true
+	for i, s := range c.Workload.Systems {
+		r := out[i].Result
+		r.Name = s.Name
+		doc.Results = append(doc.Results, r)
+		sys := Judge(s, r)
+		sys.Cap = out[i].Cap
+		reh.Systems = append(reh.Systems, sys)
+		reh.Fits = reh.Fits && sys.Fits
+	}
+	doc.FinishedAt = time.Now().UTC().Format(time.RFC3339)
+	if err := results.WriteFileAtomic(c.Out, doc); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
+// Judge is the verdict on one system from its result: it fits when its
+// stream kept to its schedule (sustained, and its achieved rate within
+// RateTolerance of the schedule's own) and its response time holds
+// every bound on enough I/Os to prove it.
+func Judge(s sizing.Need, r results.Result) results.RehearsedSystem {
+	sys := results.RehearsedSystem{Name: s.Name, Result: r.Name, ReadIOPS: s.ReadIOPS, WriteIOPS: s.WriteIOPS,
+		BlockSize: s.BlockSize, Concurrency: s.Concurrency, AchievedIOPS: r.Total.IOPS}
+	var why []string
+	if r.Error != nil {
+		why = append(why, "its stream failed: "+r.Error.Error())
+	}
+	if rs := r.Rate; rs == nil {
+		why = append(why, "its result has no schedule (not an open-loop run)")
+	} else {
+		sys.AchievedIOPS, sys.ScheduledIOPS, sys.Sustained = rs.AchievedIOPS, rs.ScheduledIOPS, rs.Sustained
+		if rs.ScheduledIOPS > 0 {
+			sys.DeviationPct = 100 * (rs.AchievedIOPS/rs.ScheduledIOPS - 1)
+		}
+		switch {
+		case !rs.Sustained:
+			why = append(why, fmt.Sprintf("rate not sustained: %s IOPS achieved of %s scheduled, a backlog of up to %s I/Os",
+				units.Thousands(rs.AchievedIOPS, 0), units.Thousands(rs.ScheduledIOPS, 0), units.Thousands(float64(rs.MaxBacklog), 0)))
+		case math.Abs(sys.DeviationPct) > 100*RateTolerance:
+			why = append(why, fmt.Sprintf("rate %s IOPS, %+.2f %% from its schedule's %s", units.Thousands(rs.AchievedIOPS, 0),
+				sys.DeviationPct, units.Thousands(rs.ScheduledIOPS, 0)))
+		}
+	}
+	resp, ok := response(r)
+	if !ok {
+		why = append(why, "its result has no response time")
+	} else {
+		sys.ResponseP99US, _ = report.LatP99.Measure(resp)
+	}
+	for _, b := range s.Bounds {
+		c := results.RehearsedBound{Bound: b.String()}
+		if ok {
+			check, fails := sizing.CheckBound(b, resp, "response")
+			c.US, c.Holds = check.Value, check.Holds
+			if fails != "" {
+				why = append(why, fails)
+			}
+		}
+		sys.Latency = append(sys.Latency, c)
+	}
+	sys.Fits = len(why) == 0
+	sys.Why = strings.Join(why, "; ")
+	return sys
+}
+
+// response is r with its response times in the place of its latency, so
+// that report's metrics read them: what a bound holds an application to.
+func response(r results.Result) (results.Result, bool) {
+	if r.Total.ResponseLatNS == nil {
+		return r, false
+	}
+	r.Total.LatNS = r.Total.ResponseLatNS
+	if l := r.Read.ResponseLatNS; l != nil {
+		r.Read.LatNS = *l
+	}
+	if l := r.Write.ResponseLatNS; l != nil {
+		r.Write.LatNS = *l
+	}
+	return r, true
+}

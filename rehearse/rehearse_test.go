@@ -1,0 +1,118 @@
+package rehearse
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/iomatrix/iomatrix/results"
+	"github.com/iomatrix/iomatrix/sizing"
+)
+
+func workload(t *testing.T, yaml string) sizing.Workload {
+	t.Helper()
+	w, err := sizing.ParseWorkload("w.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// Each system is a stream of its own: its rates per direction, its block
+// size, its concurrency (or the default) as the most in flight, and a
+// read share that says whether it reads and writes at all.
+func TestPatterns(t *testing.T) {
+	w := workload(t, `systems:
+  - {name: erp, reads: 4000, writes: 1000, block_size: 8k, concurrency: 16}
+  - {name: log, writes: 500, block_size: 4k}
+  - {name: olap, reads: 999, writes: 1, block_size: 16k}
+`)
+	ps := Patterns(w, results.ArrivalUniform)
+	want := []results.Pattern{
+		{Access: results.Random, BlockSize: 8192, ReadPct: 80, QueueDepth: 16, Jobs: 1, Rate: results.Rate{ReadIOPS: 4000, WriteIOPS: 1000, Arrival: "uniform"}},
+		{Access: results.Random, BlockSize: 4096, ReadPct: 0, QueueDepth: DefaultQueueDepth, Jobs: 1, Rate: results.Rate{WriteIOPS: 500, Arrival: "uniform"}},
+		{Access: results.Random, BlockSize: 16384, ReadPct: 99, QueueDepth: DefaultQueueDepth, Jobs: 1, Rate: results.Rate{ReadIOPS: 999, WriteIOPS: 1, Arrival: "uniform"}},
+	}
+	for i := range want {
+		if ps[i] != want[i] {
+			t.Errorf("system %d: %+v, want %+v", i, ps[i], want[i])
+		}
+	}
+}
+
+// The default window lets every percentile bound rest on enough I/Os: a
+// p99.9 needs 10,000, which at 100 IOPS takes 100 s; never under the
+// minimum, never over the maximum.
+func TestWindow(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		want time.Duration
+	}{
+		{"systems:\n  - {name: a, reads: 100, block_size: 4k}\n", MinWindow},
+		{"systems:\n  - {name: a, reads: 100000, block_size: 4k, latency: \"p99<1ms\"}\n", MinWindow},
+		{"systems:\n  - {name: a, reads: 100000, block_size: 4k}\n  - {name: b, reads: 60, writes: 40, block_size: 4k, latency: \"p99.9<1ms\"}\n", 100 * time.Second},
+		{"systems:\n  - {name: a, reads: 10, block_size: 4k, latency: \"p99.9<1ms\"}\n", MaxWindow},
+		{"systems:\n  - {name: a, reads: 10, block_size: 4k, latency: \"mean<1ms\"}\n", MinWindow},
+	} {
+		if got := Window(workload(t, tc.yaml)); got != tc.want {
+			t.Errorf("%s: window %s, want %s", tc.yaml, got, tc.want)
+		}
+	}
+}
+
+// The caps are sizing's shares, a direction a system does not use held
+// to 1.
+func TestLimits(t *testing.T) {
+	w := workload(t, "systems:\n  - {name: a, reads: 300, writes: 100, block_size: 4k}\n  - {name: b, reads: 100, block_size: 4k}\n")
+	ls := Limits(w, sizing.Verdict{IOPS: 1000, Fits: true})
+	if ls[0].ReadIOPS != 600 || ls[0].WriteIOPS != 200 || ls[1].ReadIOPS != 200 || ls[1].WriteIOPS != 1 {
+		t.Errorf("limits %+v", ls)
+	}
+}
+
+// rated is a rehearsed system's result: its schedule and what it
+// achieved, and a response time whose p99 is p99us over ios I/Os.
+func rated(scheduled, achieved float64, sustained bool, ios uint64, p99us uint64) results.Result {
+	lat := &results.Latency{P50: 100_000, P99: p99us * 1000, Count: ios}
+	r := results.Result{Name: "erp", Total: results.Total{IOs: ios, IOPS: achieved, ResponseLatNS: lat,
+		LatNS: &results.Latency{P99: 50_000, Count: ios}}}
+	r.Rate = &results.RateStats{Arrival: "uniform", TargetIOPS: scheduled, ScheduledIOPS: scheduled, AchievedIOPS: achieved, Sustained: sustained, MaxBacklog: 7}
+	return r
+}
+
+// A system fits when its stream kept its schedule (sustained, within 1 %)
+// and its response time, not its service time, holds each bound on
+// enough I/Os; each failure says why.
+func TestJudge(t *testing.T) {
+	w := workload(t, `systems:
+  - {name: erp, reads: 4000, writes: 1000, block_size: 8k, latency: "p99<2ms"}
+  - {name: web, reads: 4000, writes: 1000, block_size: 8k}
+`)
+	erp, web := w.Systems[0], w.Systems[1]
+	for _, tc := range []struct {
+		name string
+		sys  sizing.Need
+		res  results.Result
+		fits bool
+		why  string
+	}{
+		{"kept", erp, rated(5000, 4990, true, 200_000, 1500), true, ""},
+		{"not sustained", erp, rated(5000, 3000, false, 200_000, 1500), false, "rate not sustained: 3,000 IOPS achieved of 5,000 scheduled, a backlog of up to 7"},
+		{"sustained but 2 % short", erp, rated(5000, 4900, true, 200_000, 1500), false, "-2.00 % from its schedule's 5,000"},
+		// The service p99 is 50 µs: only the response time shows the wait.
+		{"response over the bound", erp, rated(5000, 5000, true, 200_000, 2500), false, "p99 response 2,500 µs, not below 2ms"},
+		{"too few I/Os to prove it", erp, rated(5000, 5000, true, 500, 1500), false, "p99 response rests on too few I/Os (500) to prove p99<2ms"},
+		{"too few I/Os, no bound", web, rated(5000, 5000, true, 500, 9000), true, ""},
+		{"closed loop", erp, results.Result{Name: "erp", Total: results.Total{IOs: 1, IOPS: 5000}}, false, "no schedule"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Judge(tc.sys, tc.res)
+			if s.Fits != tc.fits || !strings.Contains(s.Why, tc.why) {
+				t.Errorf("fits %v, why %q; want %v, %q", s.Fits, s.Why, tc.fits, tc.why)
+			}
+			if tc.res.Rate != nil && s.ResponseP99US != float64(tc.res.Total.ResponseLatNS.P99)/1000 {
+				t.Errorf("p99 response %v µs, want the response time's", s.ResponseP99US)
+			}
+		})
+	}
+}

@@ -1,0 +1,114 @@
+package report
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/iomatrix/iomatrix/internal/units"
+	"github.com/iomatrix/iomatrix/results"
+)
+
+// WriteRehearsal renders a rehearsal's document as text: a row per
+// system (its need, its cap, its schedule against what it achieved, its
+// p99 response time and each bound), why a system does not fit, and the
+// rehearsal's verdict beside the lookup's. It decides nothing: the
+// verdicts are the document's.
+func WriteRehearsal(w io.Writer, doc *results.Document) error {
+	return writeRehearsal(w, doc, asciiTable(), "")
+}
+
+func writeRehearsal(w io.Writer, doc *results.Document, r tw.Renderer, titlePrefix string) error {
+	reh := doc.Rehearsal
+	bw := bufio.NewWriter(w)
+	arrival := "arrivals not recorded"
+	if len(doc.Results) > 0 {
+		arrival = doc.Results[0].Pattern.Rate.Arrival + " arrivals"
+	}
+	fmt.Fprintf(bw, "%srehearsal of %s at once — %s, %s\n", titlePrefix, units.Count(len(reh.Systems), "system"), Describe(doc), arrival)
+	if titlePrefix != "" {
+		fmt.Fprintln(bw) // a markdown heading, then its table
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	header := []string{"system", "needs", "bs", "QD", "cap", "scheduled", "achieved", "Δ", "p99 response", "bounds", "verdict"}
+	var rows [][]string
+	for _, sys := range reh.Systems {
+		cap := "-"
+		if sys.Cap != nil {
+			cap = fmt.Sprintf("%s r + %s w", units.Thousands(float64(sys.Cap.ReadIOPS), 0), units.Thousands(float64(sys.Cap.WriteIOPS), 0))
+		}
+		qd := "-"
+		if r := resultNamed(doc, sys.Result); r != nil {
+			qd = fmt.Sprint(r.Pattern.QueueDepth)
+		}
+		var bounds []string
+		for _, b := range sys.Latency {
+			mark := "holds"
+			if !b.Holds {
+				mark = "FAILS"
+			}
+			bounds = append(bounds, fmt.Sprintf("%s: %s µs %s", b.Bound, units.Thousands(b.US, 0), mark))
+		}
+		if len(bounds) == 0 {
+			bounds = []string{"-"}
+		}
+		p99 := "-"
+		if r := resultNamed(doc, sys.Result); r != nil && r.Total.ResponseLatNS != nil {
+			p99 = units.Thousands(sys.ResponseP99US, 0) + " µs"
+		}
+		verdict := "FITS"
+		if !sys.Fits {
+			verdict = "DOES NOT FIT"
+		}
+		rows = append(rows, []string{sys.Name,
+			fmt.Sprintf("%s r + %s w", units.Thousands(sys.ReadIOPS, 0), units.Thousands(sys.WriteIOPS, 0)),
+			results.ShortSize(sys.BlockSize), qd, cap,
+			units.Thousands(sys.ScheduledIOPS, 0), units.Thousands(sys.AchievedIOPS, 0), fmt.Sprintf("%+.2f %%", sys.DeviationPct),
+			p99, strings.Join(bounds, ", "), verdict})
+	}
+	if err := renderRows(w, header, rows, r); err != nil {
+		return err
+	}
+	for _, sys := range reh.Systems {
+		if sys.Why != "" {
+			fmt.Fprintf(bw, "%s: %s\n", sys.Name, sys.Why)
+		}
+	}
+	fmt.Fprintf(bw, "\n%s\n", RehearsalVerdict(reh))
+	return bw.Flush()
+}
+
+// RehearsalVerdict is the rehearsal's verdict in a line, beside the
+// lookup's, saying which one the exit status follows when they differ.
+func RehearsalVerdict(reh *results.Rehearsal) string {
+	word := func(fits bool) string {
+		if fits {
+			return "FITS"
+		}
+		return "DOES NOT FIT"
+	}
+	if reh.Fits == reh.LookupFits {
+		return fmt.Sprintf("rehearsal: %s (the lookup agrees)", word(reh.Fits))
+	}
+	return fmt.Sprintf("rehearsal: %s, but the lookup says %s: the measurement decides (the exit status follows the rehearsal)",
+		word(reh.Fits), word(reh.LookupFits))
+}
+
+func resultNamed(doc *results.Document, name string) *results.Result {
+	for i := range doc.Results {
+		if doc.Results[i].Name == name {
+			return &doc.Results[i]
+		}
+	}
+	return nil
+}
+
+func writeRehearsalMarkdown(w io.Writer, doc *results.Document) error {
+	return writeRehearsal(w, doc, renderer.NewMarkdown(), "### ")
+}

@@ -1,0 +1,58 @@
+package results
+
+// Rehearsal is a workload's systems run at once, each as an open-loop
+// stream at its own rate, and the verdict on each from what it measured:
+// its rate kept, and its latency bounds held by its response time. The
+// document's results hold one result per system, named by the system.
+type Rehearsal struct {
+	// Workload is the workload file; Lookup the results file whose
+	// cells the lookup's verdict (LookupFits) and the caps came from.
+	Workload   string `json:"workload"`
+	Lookup     string `json:"lookup"`
+	LookupFits bool   `json:"lookup_fits"`
+	// LookupWhy says why the lookup's verdict is no, when it is.
+	LookupWhy string `json:"lookup_why,omitempty"`
+	// WithCaps: each system ran in a cgroup of its own under its share
+	// of the lookup's cell (RehearsedSystem.Cap).
+	WithCaps bool `json:"with_caps"`
+	// Fits is the rehearsal's verdict: every system fits.
+	Fits    bool              `json:"fits"`
+	Systems []RehearsedSystem `json:"systems"`
+}
+
+// RehearsedSystem is one system of a rehearsal: what it needs, what it
+// got, and the verdict.
+type RehearsedSystem struct {
+	Name string `json:"name"`
+	// Result names the system's result in the document.
+	Result      string  `json:"result"`
+	ReadIOPS    float64 `json:"read_iops"`
+	WriteIOPS   float64 `json:"write_iops"`
+	BlockSize   int64   `json:"block_size"`
+	Concurrency int     `json:"concurrency,omitempty"`
+	// Cap is the cgroup the system ran in, when the rehearsal ran under
+	// caps.
+	Cap *Cap `json:"cap,omitempty"`
+	// AchievedIOPS and ScheduledIOPS are the result's (RateStats);
+	// DeviationPct is the first's deviation from the second in %.
+	AchievedIOPS  float64 `json:"achieved_iops"`
+	ScheduledIOPS float64 `json:"scheduled_iops"`
+	DeviationPct  float64 `json:"deviation_pct"`
+	// Sustained: the stream kept to its schedule (RateStats.Sustained).
+	Sustained bool `json:"sustained"`
+	// Latency is each of the system's bounds against its response time.
+	Latency []RehearsedBound `json:"latency,omitempty"`
+	// ResponseP99US is the system's p99 response time in µs, bound or
+	// not: the figure a reader looks for first.
+	ResponseP99US float64 `json:"response_p99_us"`
+	Fits          bool    `json:"fits"`
+	// Why says what does not hold, when the system does not fit.
+	Why string `json:"why,omitempty"`
+}
+
+// RehearsedBound is one latency bound against the response time.
+type RehearsedBound struct {
+	Bound string  `json:"bound"`
+	US    float64 `json:"us"`
+	Holds bool    `json:"holds"`
+}
