@@ -73,7 +73,7 @@ func validateMix(p results.Pattern) error {
 	if p.BSSplit != "" {
 		b, err := results.ParseBSSplit(p.BSSplit)
 		if err != nil {
-			return &FieldError{"bssplit", strings.TrimPrefix(err.Error(), results.ErrBadMix.Error()+": ")}
+			return &FieldError{"bssplit", mixMsg(err)}
 		}
 		for _, s := range b.Sizes() {
 			if s < MinBlockSize || s > MaxBlockSize || s%MinBlockSize != 0 {
@@ -91,7 +91,7 @@ func validateMix(p results.Pattern) error {
 	if p.Distribution != "" {
 		d, err := results.ParseDistribution(p.Distribution)
 		if err != nil {
-			return &FieldError{"random_distribution", strings.TrimPrefix(err.Error(), results.ErrBadMix.Error()+": ")}
+			return &FieldError{"random_distribution", mixMsg(err)}
 		}
 		if d.String() != p.Distribution {
 			return &FieldError{"random_distribution", fmt.Sprintf("%q is not in canonical form %q", p.Distribution, d.String())}
@@ -200,3 +200,25 @@ const (
 	EngineUring = "uring"
 	EnginePsync = "psync"
 )
+
+// ApplyMix is p with a block-size mix (fio's bssplit syntax) and an
+// offset distribution (fio's random_distribution syntax), each "" for
+// none, in canonical form and checked on its own (ValidatePattern). With a
+// mix, p's BlockSize becomes the mix's largest size. A field at fault is a
+// FieldError, "bssplit" or "random_distribution".
+func ApplyMix(p results.Pattern, bssplit, distribution string) (results.Pattern, error) {
+	p, err := p.WithBSSplit(bssplit)
+	if err != nil {
+		return p, &FieldError{"bssplit", mixMsg(err)}
+	}
+	if p, err = p.WithDistribution(distribution); err != nil {
+		return p, &FieldError{"random_distribution", mixMsg(err)}
+	}
+	return p, ValidatePattern(p)
+}
+
+// mixMsg is a mix's parse error without the sentinel's words: the
+// FieldError names the field instead.
+func mixMsg(err error) string {
+	return strings.TrimPrefix(err.Error(), results.ErrBadMix.Error()+": ")
+}

@@ -24,9 +24,14 @@ type runOptions struct {
 	ReadMix    int
 	QueueDepth int
 	Jobs       int
-	Format     string
-	Out        string
-	rwmixSet   bool
+	// BSSplit and Distribution take fio's bssplit and random_distribution
+	// syntax.
+	BSSplit      string
+	Distribution string
+	Format       string
+	Out          string
+	rwmixSet     bool
+	bsSet        bool
 }
 
 func (o *runOptions) AddFlags(f *pflag.FlagSet) {
@@ -35,6 +40,8 @@ func (o *runOptions) AddFlags(f *pflag.FlagSet) {
 	f.IntVar(&o.ReadMix, "rwmix", 50, "percentage of reads for --rw randrw (0-100)")
 	f.IntVar(&o.QueueDepth, "qd", 32, "I/Os kept in flight per job (1-256)")
 	f.IntVar(&o.Jobs, "jobs", 1, "independent workers, each with its own queue (1-64)")
+	f.StringVar(&o.BSSplit, "bssplit", "", "block-size mix in fio's syntax, e.g. 4k/60:16k/30:1m/10 (reads,writes for one each); replaces --bs")
+	f.StringVar(&o.Distribution, "random-distribution", "uniform", "offsets of random I/O: uniform, zipf:THETA, pareto:H or normal:DEV% (fio's syntax, optional :CENTER)")
 	o.measureOptions.AddFlags(f)
 	f.StringVar(&o.Format, "format", "text", "output on stdout: text or json (the results document)")
 	f.StringVarP(&o.Out, "out", "o", "", "also write the results document to this file")
@@ -52,6 +59,7 @@ func newRunCommand(g *globalOptions) *cobra.Command {
 			f := cmd.Flags()
 			o.changed(f)
 			o.rwmixSet = f.Changed("rwmix")
+			o.bsSet = f.Changed("bs")
 			return runRun(cmd.Context(), o, g, targetArg(args))
 		},
 	}
@@ -65,6 +73,7 @@ var flagNames = map[string]string{
 	"access": "--rw", "block_size": "--bs", "read_pct": "--rwmix", "queue_depth": "--qd",
 	"jobs": "--jobs", "runtime": "--runtime", "ramp": "--ramp", "engine": "--engine", "size": "--size",
 	"min-runtime": "--min-runtime", "max-runtime": "--max-runtime", "precision": "--precision",
+	"bssplit": "--bssplit", "random_distribution": "--random-distribution",
 }
 
 func flagError(err error) error {
@@ -96,6 +105,12 @@ func (o *runOptions) pattern() (results.Pattern, error) {
 	p, err := iotest.BuildPattern(o.RW, o.BlockSize, o.ReadMix, o.QueueDepth, o.Jobs)
 	if o.rwmixSet && o.RW != "randrw" && !iotest.IsField(err, "access") {
 		return p, usagef("--rwmix: only applies to --rw randrw (got --rw %s)", o.RW)
+	}
+	if o.bsSet && o.BSSplit != "" {
+		return p, usagef("--bs: not with --bssplit, whose largest size is the pattern's block size")
+	}
+	if err == nil {
+		p, err = iotest.ApplyMix(p, o.BSSplit, o.Distribution)
 	}
 	return p, flagError(err)
 }
