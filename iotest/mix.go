@@ -198,7 +198,12 @@ func (q *sequence) skewed() (block uint64, hot uint8) {
 		dist = rank
 	case results.DistPareto:
 		rank = uint64(float64(s.n-1) * math.Pow(q.uniform32(), s.pow))
+		// The density of rank x grows as x^(1/pow-1): for h above 0.5
+		// (pow below 1) the hottest ranks are the highest.
 		dist = rank
+		if s.pow < 1 {
+			dist = s.n - 1 - min(rank, s.n-1)
+		}
 	case results.DistNormal:
 		var sum uint64
 		for range 12 {

@@ -219,6 +219,27 @@ func binned(ours, ref map[uint64]float64, total float64) (a, b []float64) {
 	return append(a, na-sa), append(b, total-sb)
 }
 
+// Pareto's hot set is wherever its density peaks: the highest ranks for
+// h above 0.5, the lowest below (pareto:0.9 is fio's 80/20-like skew).
+func TestParetoHotSet(t *testing.T) {
+	for _, c := range []struct {
+		dist  string
+		least float64
+	}{{"pareto:0.9", 0.89}, {"pareto:0.3", 0.49}} { // analytically 0.90 and 0.505
+		q := newSequence(3, 0, 0, mixPattern(t, 100, "", c.dist), 1<<30)
+		hot := 0
+		const n = 100_000
+		for range n {
+			if _, _, _, kind := q.draw(); kind&kindHot10 != 0 {
+				hot++
+			}
+		}
+		if share := float64(hot) / n; share < c.least {
+			t.Errorf("%s: %.3f of the I/Os in the hottest 10 %%, want at least %.2f", c.dist, share, c.least)
+		}
+	}
+}
+
 // The hot-set counts agree with the blocks drawn: under zipf:1.2 the
 // hottest 1 % of ranks take most I/Os, and the 10 % more.
 func TestHotSetCounted(t *testing.T) {
