@@ -44,7 +44,16 @@ func (c *Comparison) fioArgv(ps iotest.PatternSpec) []string {
 	engine, depth, jobs := c.fioShape(p)
 	argv := []string{c.o.Fio, "--name=" + p.Name(), "--filename=" + fioFilename(c.o.Target),
 		"--size=" + strconv.FormatInt(c.o.Size, 10), "--direct=1", "--ioengine=" + engine,
-		"--rw=" + ps.RW, "--bs=" + strconv.FormatInt(p.BlockSize, 10)}
+		"--rw=" + ps.RW}
+	// A pattern's mix and distribution are in fio's own syntax.
+	if p.BSSplit != "" {
+		argv = append(argv, "--bssplit="+p.BSSplit)
+	} else {
+		argv = append(argv, "--bs="+strconv.FormatInt(p.BlockSize, 10))
+	}
+	if p.Distribution != "" {
+		argv = append(argv, "--random_distribution="+p.Distribution)
+	}
 	if ps.RW == "randrw" {
 		argv = append(argv, "--rwmixread="+strconv.Itoa(p.ReadPct))
 	}
@@ -59,7 +68,15 @@ func (c *Comparison) fioArgv(ps iotest.PatternSpec) []string {
 // fioArgv's.
 func (c *Comparison) iomatrixArgv(ps iotest.PatternSpec) []string {
 	p := ps.Pattern
-	argv := []string{c.o.Iomatrix, "run", c.o.Target, "--rw", ps.RW, "--bs", strconv.FormatInt(p.BlockSize, 10)}
+	argv := []string{c.o.Iomatrix, "run", c.o.Target, "--rw", ps.RW}
+	if p.BSSplit != "" {
+		argv = append(argv, "--bssplit", p.BSSplit)
+	} else {
+		argv = append(argv, "--bs", strconv.FormatInt(p.BlockSize, 10))
+	}
+	if p.Distribution != "" {
+		argv = append(argv, "--random-distribution", p.Distribution)
+	}
 	if ps.RW == "randrw" {
 		argv = append(argv, "--rwmix", strconv.Itoa(p.ReadPct))
 	}

@@ -466,7 +466,29 @@ func fioPattern(opts map[string]string) (results.Pattern, string) {
 	case "", "psync", "sync", "pvsync", "pvsync2", "vsync":
 		queueDepth = 1 // one I/O at a time, whatever iodepth says
 	}
-	return results.Pattern{Access: access, BlockSize: blockSize, ReadPct: readPct, QueueDepth: queueDepth, Jobs: jobs}, ""
+	p := results.Pattern{Access: access, BlockSize: blockSize, ReadPct: readPct, QueueDepth: queueDepth, Jobs: jobs}
+	return fioMix(p, opts)
+}
+
+// fioMix adds the job's block-size mix and offset distribution, which
+// take the same syntax in fio as in a pattern; fio's default word for
+// uniform offsets, random, is the pattern's uniform.
+func fioMix(p results.Pattern, opts map[string]string) (results.Pattern, string) {
+	var err error
+	if v, ok := opts["bssplit"]; ok && strings.TrimSpace(v) != "" {
+		if p, err = p.WithBSSplit(v); err != nil {
+			return results.Pattern{}, fmt.Sprintf("bssplit=%s: %s", v, strings.TrimPrefix(err.Error(), results.ErrBadMix.Error()+": "))
+		}
+	}
+	if v, ok := opts["random_distribution"]; ok {
+		if p, err = p.WithDistribution(v); err != nil {
+			return results.Pattern{}, fmt.Sprintf("random_distribution=%s: %s", v, strings.TrimPrefix(err.Error(), results.ErrBadMix.Error()+": "))
+		}
+		if p.Distribution != "" && p.Access != results.Random {
+			p.Distribution = "" // fio skews random offsets only
+		}
+	}
+	return p, ""
 }
 
 // fioUnsupported says which option makes the job something other than a
@@ -541,14 +563,12 @@ var fioUnsupportedOptions = []struct {
 	neutral []string
 	why     string
 }{
-	{"bssplit", nil, "mixed block sizes are not supported"},
 	{"bsrange", nil, "block size ranges are not supported"},
 	{"zonemode", []string{"none"}, "zoned I/O is not supported"},
 	{"zonesize", []string{"0"}, "zoned I/O is not supported"},
 	{"zonerange", []string{"0"}, "zoned I/O is not supported"},
 	{"zoneskip", []string{"0"}, "zoned I/O is not supported"},
 	{"verify_only", []string{"0"}, "verification runs are not supported"},
-	{"random_distribution", []string{"random"}, "only uniform random offsets are supported"},
 	{"percentage_random", []string{"100", "100,100", "100,100,100"}, "partly sequential random I/O is not supported"},
 	{"rate", []string{"0", "0,0", "0,0,0"}, "a rate-limited job does not measure the disk"},
 	{"rate_iops", []string{"0", "0,0", "0,0,0"}, "a rate-limited job does not measure the disk"},
@@ -625,6 +645,17 @@ func fioCheckEntry(j *fioJob, p results.Pattern, carry uint64) string {
 		dir  *fioDir
 	}{{"read", j.Read}, {"write", j.Write}} {
 		if d.dir == nil || d.dir.ShortIOs > 0 || d.dir.TotalIOs == 0 {
+			continue
+		}
+		if p.BSSplit != "" {
+			// A mix's bytes lie between all its I/Os at its smallest size
+			// and all, with the carried ones, at its largest.
+			b, _ := results.ParseBSSplit(p.BSSplit)
+			sizes := b.Sizes()
+			lo, hi := d.dir.TotalIOs*uint64(sizes[0]), (d.dir.TotalIOs+carry)*uint64(sizes[len(sizes)-1])
+			if d.dir.IOBytes < lo || d.dir.IOBytes > hi {
+				return fmt.Sprintf("%s of %d bytes do not fit bssplit=%s", units.Count(d.dir.TotalIOs, d.name), d.dir.IOBytes, p.BSSplit)
+			}
 			continue
 		}
 		bs, counted := uint64(p.BlockSize), d.dir.TotalIOs*uint64(p.BlockSize)

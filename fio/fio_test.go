@@ -508,7 +508,16 @@ func TestImportFioMapping(t *testing.T) {
 			delete(opts, "bs")
 			delete(opts, "ioengine")
 		}, results.Pattern{Access: results.Random, BlockSize: 16384, ReadPct: 100, QueueDepth: 16, Jobs: 1}, "do not match bs=16384"},
-		{"bssplit", "randread.json", setOpt("bssplit", "4k/50:16k/50"), results.Pattern{}, "bssplit"},
+		{"bssplit", "randread.json", setOpt("bssplit", "16k/50:4k/50"),
+			results.Pattern{Access: results.Random, BlockSize: 16384, ReadPct: 100, QueueDepth: 16, Jobs: 1, BSSplit: "4k/50:16k/50"}, ""},
+		{"bssplit and zipf", "randread.json", func(m map[string]any) {
+			setOpt("bssplit", "4k/60:16k/30:1m/10,4k/90:8k/10")(m)
+			setOpt("random_distribution", "zipf:1.2")(m)
+		}, results.Pattern{Access: results.Random, BlockSize: 1 << 20, ReadPct: 100, QueueDepth: 16, Jobs: 1, BSSplit: "4k/60:16k/30:1m/10", Distribution: "zipf:1.2"}, ""},
+		{"uniform by fio's word", "randread.json", setOpt("random_distribution", "random"),
+			results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 16, Jobs: 1}, ""},
+		{"bssplit not summing", "randread.json", setOpt("bssplit", "4k/50:16k/40"), results.Pattern{}, "bssplit=4k/50:16k/40: "},
+		{"zoned distribution", "randread.json", setOpt("random_distribution", "zoned:60/10:40/90"), results.Pattern{}, "random_distribution=zoned"},
 		{"bs range", "randread.json", setOpt("bs", "4k-16k"), results.Pattern{}, "ranges"},
 		{"bsrange", "randread.json", setOpt("bsrange", "4k-16k"), results.Pattern{}, "bsrange"},
 		{"bs per direction", "randread.json", setOpt("bs", "4k,16k"), results.Pattern{}, "separate read/write"},

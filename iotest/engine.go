@@ -52,7 +52,9 @@ const abandonGrace = 300 * time.Millisecond
 type slot struct {
 	start int64
 	off   int64
+	size  int64 // bytes: a block-size mix draws each I/O's own
 	write bool
+	kind  uint8 // size index and hotness (see kindSize)
 	// An open-loop I/O's intended start, and whether it found every slot
 	// busy then (see runRate).
 	waited   bool
@@ -235,18 +237,19 @@ func (w *worker) openRing() (*ringStream, error) {
 
 // prep prepares the next I/O of the job in slot i.
 func (s *ringStream) prep(i int) {
-	write, off := s.w.seq.next()
-	s.prepAt(i, write, off)
+	write, off, size, kind := s.w.seq.draw()
+	s.prepAt(i, write, off, size, kind)
 }
 
 // prepAt prepares an I/O in slot i.
-func (s *ringStream) prepAt(i int, write bool, off int64) {
+func (s *ringStream) prepAt(i int, write bool, off, size int64, kind uint8) {
 	s.w.st.submitted(write)
-	buf := s.bufs[i]
+	buf := s.bufs[i][:size]
 	if write {
 		s.w.seq.scramble(buf)
 	}
-	s.slots[i].off, s.slots[i].write = off, write
+	sl := &s.slots[i]
+	sl.off, sl.write, sl.size, sl.kind = off, write, size, kind
 	s.r.prep(write, buf, i, off, uint64(i))
 	s.fresh = append(s.fresh, int32(i))
 }
@@ -313,7 +316,7 @@ func (s *ringStream) fill() int {
 // with the next I/O unless stopping (which a failed I/O sets). It returns
 // how many it reaped and how many it prepared.
 func (s *ringStream) reap(n uint32, now int64, stopping *bool) (reaped, refilled int, err error) {
-	st, seq, clk, bs := s.w.st, s.w.seq, s.w.clk, s.bs
+	st, seq, clk := s.w.st, s.w.seq, s.w.clk
 	for k := uint32(0); k < n; k++ {
 		cqe := s.r.peek(k)
 		if cqe.userData == uringTimerData {
@@ -322,11 +325,11 @@ func (s *ringStream) reap(n uint32, now int64, stopping *bool) (reaped, refilled
 		}
 		i := int(cqe.userData)
 		sl := &s.slots[i]
-		if cqe.res != int32(bs) {
-			st.fail(sl.write, sl.off, int(cqe.res), int(bs))
+		if int64(cqe.res) != sl.size {
+			st.fail(sl.write, sl.off, int(cqe.res), int(sl.size))
 			*stopping = true
 		} else {
-			st.account(clk, sl.write, bs, sl.start, now)
+			st.accountKind(clk, sl.write, sl.kind, uint64(sl.size), sl.start, now)
 		}
 		reaped++
 		if !*stopping && seq.take() {
@@ -353,15 +356,15 @@ func (s *ringStream) reap(n uint32, now int64, stopping *bool) (reaped, refilled
 func (w *worker) runPsync(slotIndex int) error {
 	w.ready()
 	<-w.start
-	buf := w.arena.buf(slotIndex)
-	bs := uint64(len(buf))
+	whole := w.arena.buf(slotIndex)
 	st, seq, clk := w.st, w.seq, w.clk
 	for {
 		start := nanotime()
 		if start >= clk.end.Load() || w.stop.Load() || !seq.take() {
 			return nil
 		}
-		write, off := seq.next()
+		write, off, size, kind := seq.draw()
+		buf := whole[:size]
 		st.submitted(write)
 		var n int
 		var err error
@@ -381,7 +384,7 @@ func (w *worker) runPsync(slotIndex int) error {
 			st.fail(write, off, res, len(buf))
 			return nil
 		}
-		st.account(clk, write, bs, start, now)
+		st.accountKind(clk, write, kind, uint64(size), start, now)
 		st.progress.Store(st.allReads + st.allWrites)
 	}
 }

@@ -356,18 +356,29 @@ func TestNoAllocationPerIO(t *testing.T) {
 	tg := openPlan(t, path, TargetOptions{Size: 64 << 20, Writes: true})
 	// The ring's own wait timer is re-armed about every 50 ms. Then: a
 	// ring that polls before it sleeps, as on a fast device.
-	for _, eng := range append(engines(t), "uring-polling", "uring-rate") {
+	// Then a block-size mix under zipf, on both engines: each I/O's size
+	// and offset come from precomputed tables.
+	mixed := results.Pattern{Access: results.Random, ReadPct: 50, QueueDepth: 8, Jobs: 1}
+	mixed, _ = mixed.WithBSSplit("4k/60:16k/30:64k/10")
+	mixed, _ = mixed.WithDistribution("zipf:1.2")
+	for _, eng := range append(engines(t), "uring-polling", "uring-mix", "psync-mix", "uring-rate") {
 		// A fixed number of I/Os, not a fixed time: a slow moment of the
 		// disk must not leave too few I/Os to tell.
 		o := Options{Runtime: time.Minute, MaxIOs: 10000, Seed: 3, Engine: eng}
-		if eng == "uring-polling" {
+		p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 50, QueueDepth: 8, Jobs: 1}
+		switch eng {
+		case "uring-polling":
 			o.Engine, alwaysPoll = EngineUring, true
 			t.Cleanup(func() { alwaysPoll = false })
-		}
-		p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 50, QueueDepth: 8, Jobs: 1}
-		if eng == "uring-rate" {
-			// An open loop: a timed wait per wake-up, the schedule drawn in place.
-			o.Engine, p.Rate = EngineUring, results.Rate{IOPS: 40000}
+		case "uring-mix", "psync-mix":
+			o.Engine, p = strings.TrimSuffix(eng, "-mix"), mixed
+			alwaysPoll = false
+		case "uring-rate":
+			// An open loop of the mix: a timer request per wake-up, the
+			// schedule drawn in place.
+			o.Engine, p = EngineUring, mixed
+			p.Rate = results.Rate{IOPS: 40000}
+			alwaysPoll = false
 		}
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)

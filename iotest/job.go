@@ -42,8 +42,13 @@ type stats struct {
 	subReads, subWrites   uint64 // every submission
 	badReads, badWrites   uint64 // completions that failed
 	timeline              []uint64
-	open                  *openStats // an open-loop run's own figures; nil in a closed loop
-	err                   *results.IOError
+	// sizeIOs counts the window's I/Os by size index (see mixTable), reads
+	// then writes; hot1 and hot10 those drawn from the hottest 1 % and
+	// 10 % of a skewed distribution.
+	sizeIOs     [2][results.MaxSplitSizes]uint64
+	hot1, hot10 uint64
+	open        *openStats // an open-loop run's own figures; nil in a closed loop
+	err         *results.IOError
 	// window is the start (rampEnd) the window figures above count from;
 	// second is the latest second of the timeline counted in.
 	window, second int64
@@ -70,8 +75,8 @@ func newStats(seconds int) *stats {
 	return s
 }
 
-// account books one completed I/O at time now, and tells whether it
-// counted in the window.
+// account books one completed I/O at time now, and tells whether it fell
+// in the window.
 func (s *stats) account(c *clock, write bool, bytes uint64, start, now int64) bool {
 	if write {
 		s.allWrites++
@@ -106,11 +111,32 @@ func (s *stats) account(c *clock, write bool, bytes uint64, start, now int64) bo
 	return true
 }
 
+// accountKind books one completed I/O as account does, and its size and
+// hotness (see kindSize) when it fell in the window.
+func (s *stats) accountKind(c *clock, write bool, kind uint8, bytes uint64, start, now int64) bool {
+	if !s.account(c, write, bytes, start, now) {
+		return false
+	}
+	d := 0
+	if write {
+		d = 1
+	}
+	s.sizeIOs[d][kind&kindSize]++
+	if kind&kindHot10 != 0 {
+		s.hot10++
+		if kind&kindHot1 != 0 {
+			s.hot1++
+		}
+	}
+	return true
+}
+
 // restartWindow drops the window figures: the window now starts at
 // rampEnd, and what came before it was ramp.
 func (s *stats) restartWindow(rampEnd int64) {
 	s.readHist, s.writeHist = Histogram{}, Histogram{}
 	s.readIOs, s.writeIOs, s.readBytes, s.writeBytes = 0, 0, 0, 0
+	s.sizeIOs, s.hot1, s.hot10 = [2][results.MaxSplitSizes]uint64{}, 0, 0
 	clear(s.timeline)
 	s.window, s.second = rampEnd, 0
 	s.sealed.Store(0)
@@ -160,6 +186,13 @@ func (s *stats) merge(o *stats) {
 	s.subWrites += o.subWrites
 	s.badReads += o.badReads
 	s.badWrites += o.badWrites
+	for d := range s.sizeIOs {
+		for k := range s.sizeIOs[d] {
+			s.sizeIOs[d][k] += o.sizeIOs[d][k]
+		}
+	}
+	s.hot1 += o.hot1
+	s.hot10 += o.hot10
 	for i := range o.timeline {
 		if i < len(s.timeline) {
 			s.timeline[i] += o.timeline[i]
@@ -190,6 +223,10 @@ type sequence struct {
 	seqPos    int64         // uring: private cursor
 	seqShared *atomic.Int64 // psync: cursor shared by the workers of a job
 	budget    *atomic.Int64 // I/Os the job may still issue; nil = no limit
+	// mix is set for a block-size mix or a skewed distribution (shared by
+	// the job's streams); rotation turns the job's scattered ranks.
+	mix      *mixTable
+	rotation uint64
 }
 
 // take claims the next I/O of the job's budget; false when it is spent.
@@ -197,8 +234,23 @@ func (q *sequence) take() bool {
 	return q.budget == nil || q.budget.Add(-1) >= 0
 }
 
+// newSequence is the sequence of one stream, with a table of its own
+// (see newMix); a run shares one table among its streams
+// (newSequenceWith).
 func newSequence(seed uint64, job, worker int, p results.Pattern, size int64) *sequence {
-	q := &sequence{bs: p.BlockSize, readPct: uint64(p.ReadPct), random: p.Access == results.Random}
+	m, err := newMix(p, size)
+	if err != nil {
+		panic(err) // a pattern that passed ValidatePattern parses
+	}
+	return newSequenceWith(seed, job, worker, p, size, m)
+}
+
+func newSequenceWith(seed uint64, job, worker int, p results.Pattern, size int64, m *mixTable) *sequence {
+	q := &sequence{bs: p.BlockSize, readPct: uint64(p.ReadPct), random: p.Access == results.Random, mix: m}
+	if m != nil && m.skew.kind != "" {
+		// Per job, not per stream: a job's streams load the same hot set.
+		q.rotation = m.skew.rotation(rand.NewPCG(seed^0x5ce3, uint64(job)))
+	}
 	q.rng.Seed(seed, uint64(job)<<32|uint64(worker)+0x9e3779b97f4a7c15)
 	q.data.Seed(seed^0xda7a, uint64(job)<<32|uint64(worker))
 	q.blocks = uint64(size / p.BlockSize)
@@ -222,6 +274,14 @@ func (q *sequence) uint64n(n uint64) uint64 {
 
 // next returns the direction and offset of the next I/O.
 func (q *sequence) next() (write bool, off int64) {
+	write, off, _, _ = q.draw()
+	return write, off
+}
+
+// draw returns the direction, offset, size and kind (see kindSize) of the
+// next I/O. A pattern of one size and uniform offsets draws exactly as it
+// always has: the direction, then the offset.
+func (q *sequence) draw() (write bool, off, size int64, kind uint8) {
 	switch q.readPct {
 	case 100:
 	case 0:
@@ -229,22 +289,52 @@ func (q *sequence) next() (write bool, off int64) {
 	default:
 		write = q.uint64n(100) >= q.readPct
 	}
-	return write, q.offset()
+	off, size, kind = q.drawFor(write)
+	return write, off, size, kind
 }
 
-// offset returns the offset of the next I/O.
-func (q *sequence) offset() int64 {
-	if q.random {
-		return int64(q.uint64n(q.blocks)) * q.bs
+// drawFor returns the offset, size and kind of the next I/O, whose
+// direction is already known: drawn by draw, or an open-loop schedule's
+// per direction.
+func (q *sequence) drawFor(write bool) (off, size int64, kind uint8) {
+	m := q.mix
+	if m == nil {
+		if q.random {
+			return int64(q.uint64n(q.blocks)) * q.bs, q.bs, 0
+		}
+		return q.seqNext(q.bs), q.bs, 0
 	}
+	if m.entries[0] > 1 || m.entries[1] > 1 {
+		kind = m.size(write, q.uint64n(100))
+	}
+	size = m.sizes[kind]
+	if !q.random {
+		return q.seqNext(size), size, kind
+	}
+	if m.skew.kind == "" {
+		return int64(q.uint64n(uint64(m.fit[kind]))) * m.unit, size, kind
+	}
+	block, hot := q.skewed()
+	// The few blocks too near the end for a larger size start it at the
+	// last offset that fits.
+	return min(int64(block)*m.unit, m.last[kind]), size, kind | hot
+}
+
+// seqNext is the offset of the next sequential I/O of size bytes; one
+// that would cross the end of the job's region starts it again.
+func (q *sequence) seqNext(size int64) int64 {
 	var pos int64
 	if q.seqShared != nil {
-		pos = q.seqShared.Add(q.bs) - q.bs
+		pos = q.seqShared.Add(size) - size
 	} else {
 		pos = q.seqPos
-		q.seqPos += q.bs
+		q.seqPos += size
 	}
-	return q.seqStart + pos%q.seqLen
+	pos %= q.seqLen
+	if pos+size > q.seqLen {
+		pos = 0
+	}
+	return q.seqStart + pos
 }
 
 // scramble makes every write unique so that deduplicating or compressing

@@ -3,6 +3,7 @@ package iotest
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/iomatrix/iomatrix/internal/units"
@@ -23,7 +24,7 @@ var ErrBadPattern = errors.New("invalid pattern")
 // FieldError names the pattern field at fault so callers can map it to a
 // flag or a profile key.
 type FieldError struct {
-	Field string // "block_size", "read_pct", "queue_depth", "jobs", "access"
+	Field string // "block_size", "read_pct", "queue_depth", "jobs", "access", "bssplit", "random_distribution"
 	Msg   string
 }
 
@@ -62,7 +63,55 @@ func ValidatePattern(p results.Pattern) error {
 	if buf := int64(p.Jobs) * int64(p.QueueDepth) * p.BlockSize; buf > MaxBufferBytes {
 		return &FieldError{"block_size", fmt.Sprintf("jobs × queue depth × block size = %s of I/O buffers, more than %s", units.FormatSize(buf), units.FormatSize(MaxBufferBytes))}
 	}
-	return ValidateRate(p)
+	if err := ValidateRate(p); err != nil {
+		return err
+	}
+	return validateMix(p)
+}
+
+// validateMix checks a pattern's block-size mix and distribution: they
+// parse, are in the canonical form that makes equal patterns ==, and the
+// mix's sizes are sizes the engine can run.
+func validateMix(p results.Pattern) error {
+	if p.BSSplit != "" {
+		b, err := results.ParseBSSplit(p.BSSplit)
+		if err != nil {
+			return &FieldError{"bssplit", mixMsg(err)}
+		}
+		for _, s := range b.Sizes() {
+			if s < MinBlockSize || s > MaxBlockSize || s%MinBlockSize != 0 {
+				return &FieldError{"bssplit", fmt.Sprintf("size %s is not a multiple of 512 from %s to %s", units.FormatSize(s), units.FormatSize(MinBlockSize), units.FormatSize(MaxBlockSize))}
+			}
+		}
+		canonical, largest := b.Canonical(p.ReadPct)
+		if canonical != p.BSSplit {
+			return &FieldError{"bssplit", fmt.Sprintf("%q is not in canonical form %q", p.BSSplit, canonical)}
+		}
+		if largest != p.BlockSize {
+			return &FieldError{"block_size", fmt.Sprintf("%d bytes is not the mix's largest size, %d", p.BlockSize, largest)}
+		}
+	}
+	if p.Distribution != "" {
+		d, err := results.ParseDistribution(p.Distribution)
+		if err != nil {
+			return &FieldError{"random_distribution", mixMsg(err)}
+		}
+		if d.String() != p.Distribution {
+			return &FieldError{"random_distribution", fmt.Sprintf("%q is not in canonical form %q", p.Distribution, d.String())}
+		}
+		if p.Access != results.Random {
+			return &FieldError{"random_distribution", "a skewed distribution applies to random offsets only"}
+		}
+	}
+	return nil
+}
+
+// mixSizes are the sizes a pattern issues: its mix's, or its block size.
+func mixSizes(p results.Pattern) []int64 {
+	if b, err := results.ParseBSSplit(p.BSSplit); p.BSSplit != "" && err == nil {
+		return b.Sizes()
+	}
+	return []int64{p.BlockSize}
 }
 
 // ValidatePatternFor checks the pattern against a target's direct-I/O alignment
@@ -71,8 +120,14 @@ func ValidatePatternFor(p results.Pattern, align int64, size int64) error {
 	if err := ValidatePattern(p); err != nil {
 		return err
 	}
-	if align > 0 && p.BlockSize%align != 0 {
-		return &FieldError{"block_size", fmt.Sprintf("%d bytes is not a multiple of the target's direct-I/O alignment %d", p.BlockSize, align)}
+	for _, s := range mixSizes(p) {
+		if align > 0 && s%align != 0 {
+			field := "block_size"
+			if p.BSSplit != "" {
+				field = "bssplit"
+			}
+			return &FieldError{field, fmt.Sprintf("%d bytes is not a multiple of the target's direct-I/O alignment %d", s, align)}
+		}
 	}
 	if size > 0 {
 		need := p.BlockSize
@@ -148,3 +203,25 @@ const (
 	EngineUring = "uring"
 	EnginePsync = "psync"
 )
+
+// ApplyMix is p with a block-size mix (fio's bssplit syntax) and an
+// offset distribution (fio's random_distribution syntax), each "" for
+// none, in canonical form and checked on its own (ValidatePattern). With a
+// mix, p's BlockSize becomes the mix's largest size. A field at fault is a
+// FieldError, "bssplit" or "random_distribution".
+func ApplyMix(p results.Pattern, bssplit, distribution string) (results.Pattern, error) {
+	p, err := p.WithBSSplit(bssplit)
+	if err != nil {
+		return p, &FieldError{"bssplit", mixMsg(err)}
+	}
+	if p, err = p.WithDistribution(distribution); err != nil {
+		return p, &FieldError{"random_distribution", mixMsg(err)}
+	}
+	return p, ValidatePattern(p)
+}
+
+// mixMsg is a mix's parse error without the sentinel's words: the
+// FieldError names the field instead.
+func mixMsg(err error) string {
+	return strings.TrimPrefix(err.Error(), results.ErrBadMix.Error()+": ")
+}

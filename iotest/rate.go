@@ -150,8 +150,8 @@ func (o *openStats) merge(x *openStats) {
 }
 
 // accountOpen books one completed open-loop I/O at time now.
-func (s *stats) accountOpen(c *clock, sl *slot, bytes uint64, now int64) {
-	if !s.account(c, sl.write, bytes, sl.start, now) {
+func (s *stats) accountOpen(c *clock, sl *slot, now int64) {
+	if !s.accountKind(c, sl.write, sl.kind, uint64(sl.size), sl.start, now) {
 		return
 	}
 	o := s.open
@@ -291,7 +291,8 @@ func (w *worker) runRate() error {
 			i := int(free[len(free)-1])
 			free = free[:len(free)-1]
 			if sc.perDir {
-				s.prepAt(i, write, seq.offset())
+				off, size, kind := seq.drawFor(write)
+				s.prepAt(i, write, off, size, kind)
 			} else {
 				s.prep(i)
 			}
@@ -347,13 +348,13 @@ func (w *worker) runRate() error {
 			}
 			i := int(cqe.userData)
 			sl := &s.slots[i]
-			if cqe.res != int32(s.bs) {
-				st.fail(sl.write, sl.off, int(cqe.res), int(s.bs))
+			if int64(cqe.res) != sl.size {
+				st.fail(sl.write, sl.off, int(cqe.res), int(sl.size))
 				if !stopping {
 					stopping, giveUpAt = true, now+int64(abandonGrace)
 				}
 			} else {
-				st.accountOpen(clk, sl, s.bs, now)
+				st.accountOpen(clk, sl, now)
 			}
 			free = append(free, int32(i))
 			inflight--

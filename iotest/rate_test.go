@@ -157,7 +157,7 @@ func simulateOpen(rate results.Rate, qd int, window int64, complete func(at int6
 		}
 		if max(at, now) < window && len(busy) < qd && max(at, now) <= next {
 			now = max(at, now)
-			sl := slot{write: write, intended: at, start: now, waited: now > at}
+			sl := slot{write: write, intended: at, start: now, waited: now > at, size: 4096}
 			sl.off = complete(now) // the completion time, carried in off
 			busy = append(busy, sl)
 			st.submitted(write)
@@ -167,7 +167,7 @@ func simulateOpen(rate results.Rate, qd int, window int64, complete func(at int6
 		now = next
 		sl := busy[done]
 		busy = slices.Delete(busy, done, done+1)
-		st.accountOpen(clk, &sl, 4096, now)
+		st.accountOpen(clk, &sl, now)
 	}
 	st.open.settle(first, sc, 0, window)
 	return st

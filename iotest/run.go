@@ -150,6 +150,10 @@ func (r *run) streams() int {
 func (r *run) makeStreams() error {
 	p, o := r.p, r.o
 	fill := rand.NewPCG(o.Seed, 0x5eed)
+	m, err := newMix(p, r.t.Size)
+	if err != nil {
+		return err
+	}
 	for j := 0; j < p.Jobs; j++ {
 		var budget *atomic.Int64
 		if o.MaxIOs > 0 {
@@ -162,7 +166,7 @@ func (r *run) makeStreams() error {
 		}
 		r.arenas = append(r.arenas, a)
 		if r.engine == EngineUring {
-			seq := newSequence(o.Seed, j, 0, p, r.t.Size)
+			seq := newSequenceWith(o.Seed, j, 0, p, r.t.Size, m)
 			seq.budget = budget
 			w := &worker{st: newStats(r.seconds), seq: seq, arena: a, fd: r.t.fd, qd: p.QueueDepth, async: r.splitOnDevice()}
 			if p.Rate.Open() {
@@ -174,7 +178,7 @@ func (r *run) makeStreams() error {
 		}
 		var cursor atomic.Int64
 		for q := 0; q < p.QueueDepth; q++ {
-			seq := newSequence(o.Seed, j, q, p, r.t.Size)
+			seq := newSequenceWith(o.Seed, j, q, p, r.t.Size, m)
 			seq.seqShared = &cursor
 			seq.budget = budget
 			r.workers = append(r.workers, &worker{st: newStats(r.seconds), seq: seq, arena: a, fd: r.t.fd, qd: q})
@@ -527,6 +531,7 @@ func buildResult(p results.Pattern, engine string, started time.Time, dur time.D
 		lat := all.Summary()
 		r.Total.LatNS = &lat
 	}
+	mixFigures(&r, s)
 	// Whole seconds only; a trailing partial second is scaled to a rate.
 	r.TimelineIOPS = make([]float64, 0, len(s.timeline))
 	for i, c := range s.timeline {

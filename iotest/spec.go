@@ -10,7 +10,9 @@ import (
 	"github.com/iomatrix/iomatrix/results"
 )
 
-// PatternSpec is a pattern written in one word, RW:BS:QD[:RWMIX[:JOBS]]:
+// PatternSpec is a pattern written in one word, RW:BS:QD[:RWMIX[:JOBS]],
+// optionally followed by bssplit=MIX (BS then left empty) and
+// random_distribution=DIST, fio's options, separated by spaces:
 // RW is randread, randwrite, randrw, read or write, BS a block size (4k =
 // 4096), QD the queue depth per job, RWMIX the read percentage of randrw
 // (default 50, may be left empty) and JOBS the number of jobs (default 1):
@@ -43,7 +45,8 @@ var rwWords = map[string]struct {
 }
 
 // specFields are a spec's names for the fields FieldError names.
-var specFields = map[string]string{"access": "RW", "block_size": "BS", "read_pct": "RWMIX", "queue_depth": "QD", "jobs": "JOBS"}
+var specFields = map[string]string{"access": "RW", "block_size": "BS", "read_pct": "RWMIX", "queue_depth": "QD", "jobs": "JOBS",
+	"bssplit": "bssplit", "random_distribution": "random_distribution"}
 
 // ParsePatternSpec reads RW:BS:QD[:RWMIX[:JOBS]] and checks the pattern on
 // its own (ValidatePattern); errors are SpecErrors.
@@ -51,7 +54,23 @@ func ParsePatternSpec(spec string) (PatternSpec, error) {
 	bad := func(format string, args ...any) (PatternSpec, error) {
 		return PatternSpec{}, &SpecError{Spec: spec, Msg: fmt.Sprintf(format, args...)}
 	}
-	f := strings.Split(spec, ":")
+	words := strings.Fields(spec)
+	if len(words) == 0 {
+		return bad("want RW:BS:QD[:RWMIX[:JOBS]], e.g. randread:4k:32 or randrw:16k:8:70")
+	}
+	var bssplit, dist string
+	for _, w := range words[1:] {
+		k, v, _ := strings.Cut(w, "=")
+		switch k {
+		case "bssplit":
+			bssplit = v
+		case "random_distribution":
+			dist = v
+		default:
+			return bad("%q: after the pattern, want bssplit=MIX or random_distribution=DIST", w)
+		}
+	}
+	f := strings.Split(words[0], ":")
 	if len(f) < 3 || len(f) > 5 {
 		return bad("want RW:BS:QD[:RWMIX[:JOBS]], e.g. randread:4k:32 or randrw:16k:8:70")
 	}
@@ -74,9 +93,19 @@ func ParsePatternSpec(spec string) (PatternSpec, error) {
 		}
 		*fd.into = n
 	}
-	p, err := BuildPattern(f[0], f[1], readMix, p.QueueDepth, p.Jobs)
+	if bssplit != "" && f[1] != "" {
+		return bad("BS: leave it empty with bssplit, whose largest size is the pattern's block size")
+	}
+	bs := f[1]
+	if bssplit != "" {
+		bs = strconv.Itoa(MinBlockSize) // the mix replaces it
+	}
+	p, err := BuildPattern(f[0], bs, readMix, p.QueueDepth, p.Jobs)
 	if f[0] != "randrw" && f[3] != "" && !IsField(err, "access") {
 		return bad("RWMIX: only applies to RW randrw (got RW %s)", f[0])
+	}
+	if err == nil {
+		p, err = ApplyMix(p, bssplit, dist)
 	}
 	if err != nil {
 		var fe *FieldError

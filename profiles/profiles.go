@@ -132,6 +132,7 @@ func isPath(s string) bool {
 //	defaults: {runtime: 30s, ramp: 2s, size: 8GiB}  # a bare number is seconds
 //	patterns:                       # explicit patterns, run first
 //	  - {access: sequential, block_size: 1m, read_pct: 100, queue_depth: 8, jobs: 1}
+//	  - {bssplit: 4k/60:16k/30:1m/10, random_distribution: zipf:1.2, read_pct: 90, queue_depth: 32}
 //	matrix:                         # cartesian products, run after, in order
 //	  - access: random
 //	    block_sizes: [4k, 16k]
@@ -310,8 +311,12 @@ func (p *parser) access(n *yaml.Node) (results.Access, error) {
 	return "", p.errf(n, "access", "%q is not random or sequential", v)
 }
 
-func (p *parser) check(n *yaml.Node, pat results.Pattern) error {
-	if err := iotest.ValidatePattern(pat); err != nil {
+// check validates pat, or reports err when it is already known.
+func (p *parser) check(n *yaml.Node, pat results.Pattern, err error) error {
+	if err == nil {
+		err = iotest.ValidatePattern(pat)
+	}
+	if err != nil {
 		var fe *iotest.FieldError
 		if errors.As(err, &fe) {
 			return p.errf(n, fe.Field, "%s", fe.Msg)
@@ -339,8 +344,11 @@ func (p *parser) patterns(n *yaml.Node, prof *Profile) error {
 	for _, item := range n.Content {
 		pat := results.Pattern{Access: results.Random, Jobs: 1}
 		var haveBS, haveRead, haveQD bool
+		var bssplit, dist string
 		err := p.mapping(item, "pattern", map[string]func(*yaml.Node) error{
-			"access": func(v *yaml.Node) (err error) { pat.Access, err = p.access(v); return err },
+			"bssplit":             func(v *yaml.Node) error { return p.str(v, "bssplit", &bssplit) },
+			"random_distribution": func(v *yaml.Node) error { return p.str(v, "random_distribution", &dist) },
+			"access":              func(v *yaml.Node) (err error) { pat.Access, err = p.access(v); return err },
 			"block_size": func(v *yaml.Node) (err error) {
 				haveBS = true
 				pat.BlockSize, err = p.size(v, "block_size")
@@ -361,10 +369,21 @@ func (p *parser) patterns(n *yaml.Node, prof *Profile) error {
 		if err != nil {
 			return err
 		}
+		// A mix sets the block size: its largest.
+		if bssplit != "" && haveBS {
+			return p.errf(item, "block_size", "not with bssplit, whose largest size is the pattern's block size")
+		}
+		haveBS = haveBS || bssplit != ""
 		if err := p.requireAll(item, "pattern", []string{"block_size", "read_pct", "queue_depth"}, []bool{haveBS, haveRead, haveQD}); err != nil {
 			return err
 		}
-		if err := p.check(item, pat); err != nil {
+		if bssplit != "" || dist != "" {
+			var err error
+			if pat, err = iotest.ApplyMix(pat, bssplit, dist); err != nil {
+				return p.check(item, results.Pattern{}, err)
+			}
+		}
+		if err := p.check(item, pat, nil); err != nil {
 			return err
 		}
 		prof.Patterns = append(prof.Patterns, pat)
@@ -450,7 +469,7 @@ func (p *parser) matrix(n *yaml.Node, prof *Profile) error {
 			for _, q := range qds {
 				for _, j := range jobs {
 					pat := results.Pattern{Access: access, BlockSize: bs, ReadPct: r, QueueDepth: q, Jobs: j}
-					if err := p.check(n, pat); err != nil {
+					if err := p.check(n, pat, nil); err != nil {
 						return err
 					}
 					prof.Patterns = append(prof.Patterns, pat)

@@ -171,6 +171,18 @@ matrix:
     read_pcts: [100, -1]
     queue_depths: [1]
 `,
+		"bssplit-not-100": `name: x
+patterns:
+  - {bssplit: 4k/50:16k/40, read_pct: 50, queue_depth: 8}
+`,
+		"bssplit-and-bs": `name: x
+patterns:
+  - {bssplit: 4k/50:16k/50, block_size: 4k, read_pct: 50, queue_depth: 8}
+`,
+		"zipf-sequential": `name: x
+patterns:
+  - {access: sequential, block_size: 4k, random_distribution: zipf:1.2, read_pct: 50, queue_depth: 8}
+`,
 		"qd-zero": `name: x
 patterns:
   - {block_size: 4k, read_pct: 50, queue_depth: 0}

@@ -290,7 +290,7 @@ func BuildMetric(rs []results.Result, m Metric) Matrix {
 		return bestUnder(BuildMetric(rs, IOPS), m, b)
 	}
 	mx := Matrix{Metric: m}
-	groups := map[int64][]*results.Result{}
+	groups := map[shape][]*results.Result{}
 	var seq []*results.Result
 	for i := range rs {
 		r := &rs[i]
@@ -298,17 +298,20 @@ func BuildMetric(rs []results.Result, m Metric) Matrix {
 			seq = append(seq, r)
 			continue
 		}
-		groups[r.Pattern.BlockSize] = append(groups[r.Pattern.BlockSize], r)
+		k := shape{r.Pattern.BlockSize, r.Pattern.BSSplit, r.Pattern.Distribution}
+		groups[k] = append(groups[k], r)
 	}
-	sizes := make([]int64, 0, len(groups))
-	for bs := range groups {
-		sizes = append(sizes, bs)
+	shapes := make([]shape, 0, len(groups))
+	for k := range groups {
+		shapes = append(shapes, k)
 	}
-	slices.Sort(sizes)
-	for _, bs := range sizes {
-		rs := groups[bs]
+	slices.SortFunc(shapes, func(a, b shape) int {
+		return cmp.Or(cmp.Compare(a.bs, b.bs), cmp.Compare(a.mix, b.mix), cmp.Compare(a.dist, b.dist))
+	})
+	for _, sh := range shapes {
+		rs, bs := groups[sh], sh.bs
 		multi := slices.ContainsFunc(rs, func(r *results.Result) bool { return r.Pattern.Jobs > 1 })
-		t := pivot(fmt.Sprintf("random %s %s", units.FormatSize(bs), m.Title()), rs, m, func(p results.Pattern) colKey {
+		t := pivot(fmt.Sprintf("random %s %s", sh, m.Title()), rs, m, func(p results.Pattern) colKey {
 			return colKey{inflight: p.QueueDepth * p.Jobs, qd: p.QueueDepth, jobs: p.Jobs}
 		}, func(k colKey) string {
 			if multi {
@@ -321,9 +324,13 @@ func BuildMetric(rs []results.Result, m Metric) Matrix {
 	}
 	if len(seq) > 0 {
 		t := pivot("sequential "+m.Title(), seq, m, func(p results.Pattern) colKey {
-			return colKey{bs: p.BlockSize, qd: p.QueueDepth, jobs: p.Jobs}
+			return colKey{bs: p.BlockSize, qd: p.QueueDepth, jobs: p.Jobs, mix: p.BSSplit}
 		}, func(k colKey) string {
-			s := fmt.Sprintf("%s QD%d", strings.ToUpper(results.ShortSize(k.bs)), k.qd)
+			size := strings.ToUpper(results.ShortSize(k.bs))
+			if k.mix != "" {
+				size = k.mix
+			}
+			s := fmt.Sprintf("%s QD%d", size, k.qd)
 			if k.jobs > 1 {
 				s += fmt.Sprintf("×%d", k.jobs)
 			}
@@ -359,15 +366,36 @@ func bestUnder(iops Matrix, m Metric, b Bound) Matrix {
 	return mx
 }
 
+// shape is what one random table holds: a block size, or a block-size
+// mix (whose block size is its largest), at one offset distribution. A
+// mix or a skew is another workload than the plain size's: a table of
+// its own, never cells of the plain one.
+type shape struct {
+	bs        int64
+	mix, dist string
+}
+
+func (s shape) String() string {
+	t := units.FormatSize(s.bs)
+	if s.mix != "" {
+		t = s.mix
+	}
+	if s.dist != "" {
+		t += " " + s.dist
+	}
+	return t
+}
+
 type colKey struct {
 	bs       int64
+	mix      string // sequential: a block-size mix of largest size bs
 	inflight int
 	qd       int
 	jobs     int
 }
 
 func compareCols(a, b colKey) int {
-	return cmp.Or(cmp.Compare(a.bs, b.bs), cmp.Compare(a.inflight, b.inflight), cmp.Compare(a.qd, b.qd), cmp.Compare(a.jobs, b.jobs))
+	return cmp.Or(cmp.Compare(a.bs, b.bs), cmp.Compare(a.mix, b.mix), cmp.Compare(a.inflight, b.inflight), cmp.Compare(a.qd, b.qd), cmp.Compare(a.jobs, b.jobs))
 }
 
 // ReadLabel names a row.

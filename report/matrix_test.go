@@ -1,6 +1,7 @@
 package report
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -42,5 +43,29 @@ func TestBuildPivots(t *testing.T) {
 	}
 	if seq.Title != "sequential IOPS" || strings.Join(seq.Cols, ",") != "1M QD8" || seq.Cells[1][0].Value != 2200 {
 		t.Errorf("sequential %+v", seq)
+	}
+}
+
+// A block-size mix or a skew is a workload of its own: its table is not
+// the plain block size's, even at the same largest size.
+func TestMatrixMixTables(t *testing.T) {
+	plain := results.Pattern{Access: results.Random, BlockSize: 1 << 20, ReadPct: 100, QueueDepth: 8, Jobs: 1}
+	mixed, _ := plain.WithBSSplit("4k/60:16k/30:1m/10")
+	skewed, _ := plain.WithDistribution("zipf:1.2")
+	var rs []results.Result
+	for i, p := range []results.Pattern{plain, mixed, skewed} {
+		rs = append(rs, results.Result{Name: p.Name(), Pattern: p, Total: results.Total{IOs: 1, IOPS: float64(100 * (i + 1))}})
+	}
+	m := Build(rs)
+	var titles []string
+	for _, tb := range m.Tables {
+		titles = append(titles, tb.Title)
+		if len(tb.Cells) != 1 || len(tb.Cells[0]) != 1 || tb.Cells[0][0] == nil {
+			t.Fatalf("%s: cells %v", tb.Title, tb.Cells)
+		}
+	}
+	want := []string{"random 1MiB IOPS", "random 1MiB zipf:1.2 IOPS", "random 4k/60:16k/30:1m/10 IOPS"}
+	if !slices.Equal(titles, want) {
+		t.Errorf("tables %q, want %q", titles, want)
 	}
 }

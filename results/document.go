@@ -177,6 +177,12 @@ type Result struct {
 	// step in its rounds; what came before the last start was ramp
 	// (RampNS includes it).
 	Restarts int `json:"restarts,omitempty"`
+	// SizeMix is set on a result of a block-size mix: the I/Os of each
+	// size completed in the window, smallest size first.
+	SizeMix []SizeCount `json:"size_mix,omitempty"`
+	// HotSet is set on a result of a skewed distribution: the share of
+	// the window's I/Os that fell in the distribution's hottest blocks.
+	HotSet []HotShare `json:"hot_set,omitempty"`
 	// Rate is set on an open-loop result (Pattern.Rate).
 	Rate     *RateStats `json:"rate,omitempty"`
 	CapCheck *CapCheck  `json:"cap_check,omitempty"`

@@ -26,6 +26,12 @@ type Pattern struct {
 	// schedule at this rate, whatever the device is doing, and QueueDepth
 	// is the most allowed in flight. Part of the pattern's identity.
 	Rate Rate `json:"rate,omitzero"`
+	// BSSplit, when set, is the block-size mix in canonical form (see
+	// BSSplit.Canonical); BlockSize is then its largest size.
+	BSSplit string `json:"bssplit,omitempty"`
+	// Distribution, when set, is the skewed offset distribution of a
+	// random pattern in canonical form (see Distribution.String).
+	Distribution string `json:"random_distribution,omitempty"`
 }
 
 // Rate is an open-loop pattern's schedule: a total rate (the direction of
@@ -111,9 +117,13 @@ func (r Rate) nameSuffix() string {
 func (p Pattern) Writes() bool { return p.ReadPct < 100 }
 
 // Name is the stable identifier of a pattern, e.g. rand-4k-r90-qd32,
-// seq-read-1m-qd8, rand-16k-r70-qd1-j8.
+// seq-read-1m-qd8, rand-16k-r70-qd1-j8, rand-4k60+16k30+1m10-r90-qd32-zipf1.2.
 func (p Pattern) Name() string {
 	var n string
+	size := ShortSize(p.BlockSize)
+	if p.BSSplit != "" {
+		size = splitName(p.BSSplit)
+	}
 	if p.Access == Sequential {
 		dir := fmt.Sprintf("r%d", p.ReadPct)
 		switch p.ReadPct {
@@ -122,14 +132,14 @@ func (p Pattern) Name() string {
 		case 0:
 			dir = "write"
 		}
-		n = fmt.Sprintf("seq-%s-%s-qd%d", dir, ShortSize(p.BlockSize), p.QueueDepth)
+		n = fmt.Sprintf("seq-%s-%s-qd%d", dir, size, p.QueueDepth)
 	} else {
-		n = fmt.Sprintf("rand-%s-r%d-qd%d", ShortSize(p.BlockSize), p.ReadPct, p.QueueDepth)
+		n = fmt.Sprintf("rand-%s-r%d-qd%d", size, p.ReadPct, p.QueueDepth)
 	}
 	if p.Jobs > 1 {
 		n += fmt.Sprintf("-j%d", p.Jobs)
 	}
-	return n + p.Rate.nameSuffix()
+	return n + distName(p.Distribution) + p.Rate.nameSuffix()
 }
 
 // ShortSize renders block sizes the way pattern names use them: 4k, 16k, 1m.

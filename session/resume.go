@@ -96,6 +96,9 @@ func Resume(d *results.Document, a Asked) (*Resumed, error) {
 		}
 		r.Profile = p
 	}
+	if err := resumeMixes(d, r.Profile); err != nil {
+		return nil, err
+	}
 	if err := resumeWindow(s, a); err != nil {
 		return nil, err
 	}
@@ -106,6 +109,23 @@ func Resume(d *results.Document, a Asked) (*Resumed, error) {
 		return nil, &Conflict{"size", units.FormatSize(*a.Size), "size " + units.FormatSize(s.SizeBytes)}
 	}
 	return r, resumeCap(d.Cap, a, r)
+}
+
+// resumeMixes refuses a profile that no longer holds a pattern of the
+// file with a block-size mix or a skewed distribution: a profile file
+// edited to another mix would otherwise measure its new cells beside the
+// old ones, and the matrix would mix two workloads under one name.
+func resumeMixes(d *results.Document, p *profiles.Profile) error {
+	names := map[string]bool{}
+	for _, pat := range p.Patterns {
+		names[pat.Name()] = true
+	}
+	for _, res := range d.Results {
+		if (res.Pattern.BSSplit != "" || res.Pattern.Distribution != "") && !names[res.Name] {
+			return &Conflict{"profile", p.Name, "pattern " + res.Name + " (its mix or distribution is not in the profile)"}
+		}
+	}
+	return nil
 }
 
 // resumeWindow refuses a runtime asked otherwise than the file's: a

@@ -2,6 +2,7 @@ package session
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,5 +77,27 @@ func TestResume(t *testing.T) {
 				t.Errorf("resumed %+v", r)
 			}
 		})
+	}
+}
+
+// A file of a mix the profile no longer holds is not resumed with it: the
+// matrix would hold two workloads.
+func TestResumeRefusesAnotherMix(t *testing.T) {
+	mine, err := profiles.Parse("mine.yaml", []byte("name: mine\npatterns:\n  - {bssplit: 4k/60:16k/40, random_distribution: zipf:1.2, read_pct: 100, queue_depth: 8}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := mine.Patterns[0]
+	doc := &results.Document{Target: results.TargetInfo{Path: "/mnt/v/iomatrix.dat"}, Settings: results.Settings{Profile: "mine", RuntimeNS: int64(time.Second)}}
+	doc.Results = []results.Result{{Name: old.Name(), Pattern: old}}
+	if _, err := Resume(doc, Asked{Profile: mine}); err != nil {
+		t.Fatalf("the same mix refused: %v", err)
+	}
+	other := old
+	other.BSSplit, other.BlockSize = "4k/50:16k/50", 16384
+	doc.Results = []results.Result{{Name: other.Name(), Pattern: other}}
+	var c *Conflict
+	if _, err := Resume(doc, Asked{Profile: mine}); !errors.As(err, &c) || c.Setting != "profile" || !strings.Contains(c.File, other.Name()) {
+		t.Errorf("another mix resumed: %v", err)
 	}
 }

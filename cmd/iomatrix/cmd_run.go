@@ -28,10 +28,15 @@ type runOptions struct {
 	Jobs       int
 	Rate       string
 	Arrival    string
-	Format     string
-	Out        string
-	rwmixSet   bool
-	arrivalSet bool
+	// BSSplit and Distribution take fio's bssplit and random_distribution
+	// syntax.
+	BSSplit      string
+	Distribution string
+	Format       string
+	Out          string
+	rwmixSet     bool
+	arrivalSet   bool
+	bsSet        bool
 }
 
 func (o *runOptions) AddFlags(f *pflag.FlagSet) {
@@ -40,6 +45,8 @@ func (o *runOptions) AddFlags(f *pflag.FlagSet) {
 	f.IntVar(&o.ReadMix, "rwmix", 50, "percentage of reads for --rw randrw (0-100)")
 	f.IntVar(&o.QueueDepth, "qd", 32, "I/Os kept in flight per job (1-256)")
 	f.IntVar(&o.Jobs, "jobs", 1, "independent workers, each with its own queue (1-64)")
+	f.StringVar(&o.BSSplit, "bssplit", "", "block-size mix in fio's syntax, e.g. 4k/60:16k/30:1m/10 (reads,writes for one each); replaces --bs")
+	f.StringVar(&o.Distribution, "random-distribution", "uniform", "offsets of random I/O: uniform, zipf:THETA, pareto:H or normal:DEV% (fio's syntax, optional :CENTER)")
 	f.StringVar(&o.Rate, "rate", "", "open loop: start I/Os on a schedule at this rate in IOPS (5000), per direction (riops=3000,wiops=1000) or as a share of the pattern's closed-loop maximum, measured first (80%); --qd is then the most in flight")
 	f.StringVar(&o.Arrival, "arrival", results.ArrivalPoisson, "with --rate: poisson (random, independent arrivals) or uniform (evenly spaced)")
 	o.measureOptions.AddFlags(f)
@@ -60,6 +67,7 @@ func newRunCommand(g *globalOptions) *cobra.Command {
 			o.changed(f)
 			o.rwmixSet = f.Changed("rwmix")
 			o.arrivalSet = f.Changed("arrival")
+			o.bsSet = f.Changed("bs")
 			return runRun(cmd.Context(), o, g, targetArg(args))
 		},
 	}
@@ -74,6 +82,7 @@ var flagNames = map[string]string{
 	"jobs": "--jobs", "runtime": "--runtime", "ramp": "--ramp", "engine": "--engine", "size": "--size",
 	"min-runtime": "--min-runtime", "max-runtime": "--max-runtime", "precision": "--precision",
 	"rate": "--rate", "arrival": "--arrival",
+	"bssplit": "--bssplit", "random_distribution": "--random-distribution",
 }
 
 func flagError(err error) error {
@@ -110,35 +119,42 @@ func (o *runOptions) pattern() (results.Pattern, float64, error) {
 	if err != nil {
 		return p, 0, flagError(err)
 	}
-	if o.Rate == "" {
-		if o.arrivalSet {
-			return p, 0, usagef("--arrival: only applies with --rate")
-		}
-		return p, 0, nil
+	if o.bsSet && o.BSSplit != "" {
+		return p, 0, usagef("--bs: not with --bssplit, whose largest size is the pattern's block size")
 	}
-	spec, err := iotest.ParseRate(o.Rate)
-	if err != nil {
+	if o.Rate == "" && o.arrivalSet {
+		return p, 0, usagef("--arrival: only applies with --rate")
+	}
+	var spec iotest.RateSpec
+	if o.Rate != "" {
+		if spec, err = iotest.ParseRate(o.Rate); err != nil {
+			return p, 0, flagError(err)
+		}
+		p.Rate = spec.Rate
+		p.Rate.Arrival = o.Arrival
+		if share := iotest.ReadShare(p.Rate); share >= 0 {
+			if o.rwmixSet {
+				return p, 0, usagef("--rwmix: a rate per direction (--rate %s) sets the mix", o.Rate)
+			}
+			switch {
+			case share == 100 && p.ReadPct != 100:
+				return p, 0, usagef("--rate: riops alone needs a read pattern (got --rw %s)", o.RW)
+			case share == 0 && p.ReadPct != 0:
+				return p, 0, usagef("--rate: wiops alone needs a write pattern (got --rw %s)", o.RW)
+			case share != 100 && share != 0 && o.RW != "randrw":
+				return p, 0, usagef("--rate: riops and wiops together need --rw randrw (got --rw %s)", o.RW)
+			}
+			p.ReadPct = share
+		}
+		if spec.Fraction > 0 {
+			// Checked with a stand-in rate; the real one is measured.
+			p.Rate.IOPS = 1
+		}
+	}
+	// After the rate, which may set the read share the mix's canonical
+	// form depends on.
+	if p, err = iotest.ApplyMix(p, o.BSSplit, o.Distribution); err != nil {
 		return p, 0, flagError(err)
-	}
-	p.Rate = spec.Rate
-	p.Rate.Arrival = o.Arrival
-	if share := iotest.ReadShare(p.Rate); share >= 0 {
-		if o.rwmixSet {
-			return p, 0, usagef("--rwmix: a rate per direction (--rate %s) sets the mix", o.Rate)
-		}
-		switch {
-		case share == 100 && p.ReadPct != 100:
-			return p, 0, usagef("--rate: riops alone needs a read pattern (got --rw %s)", o.RW)
-		case share == 0 && p.ReadPct != 0:
-			return p, 0, usagef("--rate: wiops alone needs a write pattern (got --rw %s)", o.RW)
-		case share != 100 && share != 0 && o.RW != "randrw":
-			return p, 0, usagef("--rate: riops and wiops together need --rw randrw (got --rw %s)", o.RW)
-		}
-		p.ReadPct = share
-	}
-	if spec.Fraction > 0 {
-		// Checked with a stand-in rate; the real one is measured.
-		p.Rate.IOPS = 1
 	}
 	if err := iotest.ValidatePattern(p); err != nil {
 		return p, 0, flagError(err)

@@ -15,14 +15,15 @@ import (
 // so a fio command line's options carry over. They are not flags of their
 // own, so --help does not list them; docs/run.md does, in one line.
 var fioAliases = map[string]string{
-	"iodepth":       "qd",
-	"numjobs":       "jobs",
-	"rwmixread":     "rwmix",
-	"ramp_time":     "ramp",
-	"output-format": "format",
-	"ioengine":      "engine",
-	"blocksize":     "bs",
-	"readwrite":     "rw",
+	"iodepth":             "qd",
+	"numjobs":             "jobs",
+	"rwmixread":           "rwmix",
+	"ramp_time":           "ramp",
+	"output-format":       "format",
+	"ioengine":            "engine",
+	"blocksize":           "bs",
+	"readwrite":           "rw",
+	"random_distribution": "random-distribution",
 }
 
 // fioAlwaysOptions are fio's options for what iomatrix always does, each
