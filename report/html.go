@@ -184,7 +184,7 @@ func chartSVG(t Table, m Metric) (template.HTML, error) {
 	p.Y.Min = 0
 	if logY {
 		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Y.Tick.Marker = latencyTicks{}
 		p.Y.Min = lowestPositive(t) / 1.5
 	}
 	p.Add(plotter.NewGrid())
@@ -232,7 +232,7 @@ func hockeyStickSVG(iops, lat Table) (template.HTML, error) {
 	}
 	p.X.Min = 0
 	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Y.Tick.Marker = latencyTicks{}
 	p.Y.Min = lowestPositive(lat) / 1.5
 	p.Add(plotter.NewGrid())
 	return inlineSVG(p)
