@@ -76,3 +76,9 @@ func cellAt(qd int, v float64) *Cell {
 	r := &results.Result{Pattern: results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: qd, Jobs: 1}}
 	return &Cell{Value: v, Result: r}
 }
+
+func TestRateTicks(t *testing.T) {
+	if got := labels((rateTicks{}).Ticks(0, 50000)); !slices.Contains(got, "25,000") || slices.Contains(got, "25000.00") {
+		t.Errorf("IOPS axis labels %v, want 25,000 written as the tables write IOPS", got)
+	}
+}
