@@ -315,7 +315,7 @@ func writeCSVCurve(cw *csv.Writer, c Curve) {
 		if i == c.Knee {
 			knee = "knee"
 		}
-		cw.Write([]string{num(pt.Offered), share(pt.Offered), num(pt.Achieved), strconv.FormatBool(pt.Sustained),
+		cw.Write([]string{num(pt.Offered), share(pt.Offered), num(pt.Achieved), sustainedCSV(pt),
 			num(pt.P50), num(pt.P99), num(pt.P999), kind, knee, (pt.Flags[0] | pt.Flags[1] | pt.Flags[2]).Signs()})
 	}
 	if m := c.Max; m != nil {
@@ -335,4 +335,13 @@ func writeCSVCurve(cw *csv.Writer, c Curve) {
 	for _, note := range c.curveNotes() {
 		cw.Write([]string{note})
 	}
+}
+
+// sustainedCSV is true or false, or empty for a result that records no
+// schedule.
+func sustainedCSV(pt CurvePoint) string {
+	if !pt.Scheduled {
+		return ""
+	}
+	return strconv.FormatBool(pt.Sustained)
 }

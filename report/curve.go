@@ -38,7 +38,9 @@ type Curve struct {
 // CurvePoint is one offered load and what it got.
 type CurvePoint struct {
 	Offered, Achieved float64
-	Sustained         bool
+	// Scheduled: the result records how it kept to its schedule
+	// (Result.Rate); without it, Sustained is unknown and false.
+	Scheduled, Sustained bool
 	// P50, P99 and P999 are the response time in µs (from each I/O's
 	// intended start to its completion), with the flags of each figure.
 	P50, P99, P999 float64
@@ -84,10 +86,11 @@ func Curves(rs []results.Result) []Curve {
 		}
 		shape := r.Pattern
 		shape.Rate = results.Rate{}
-		k := key{shape, r.Rate.Arrival}
-		if k.arrival == "" {
-			k.arrival = cmp.Or(r.Pattern.Rate.Arrival, results.ArrivalPoisson)
+		k := key{shape, r.Pattern.Rate.Arrival}
+		if r.Rate != nil {
+			k.arrival = cmp.Or(r.Rate.Arrival, k.arrival)
 		}
+		k.arrival = cmp.Or(k.arrival, results.ArrivalPoisson)
 		c := byKey[k]
 		if c == nil {
 			c = &Curve{Shape: shape, Arrival: k.arrival}
@@ -107,6 +110,9 @@ func Curves(rs []results.Result) []Curve {
 	return curves
 }
 
+// OpenLoop tells whether a result was measured on a schedule.
+func OpenLoop(r results.Result) bool { return openLoop(r) }
+
 // openLoop tells whether a result was measured on a schedule: the rules by
 // which the matrices leave it out and the curves take it in.
 func openLoop(r results.Result) bool { return r.Rate != nil || r.Pattern.Rate.Open() }
@@ -116,10 +122,10 @@ func pointOf(r *results.Result) CurvePoint {
 	if s := r.Rate; s != nil {
 		pt.Offered = cmp.Or(s.TargetIOPS, pt.Offered)
 		pt.Achieved = cmp.Or(s.AchievedIOPS, pt.Achieved)
-		pt.Sustained = s.Sustained
+		pt.Scheduled, pt.Sustained = true, s.Sustained
 	}
 	for i, m := range []Metric{LatP50, LatP99, LatP999} {
-		v, f, service := responseMeasure(*r, m)
+		v, f, service := ResponseMeasure(*r, m)
 		pt.Flags[i] = f
 		pt.Service = pt.Service || service
 		switch i {
@@ -134,11 +140,12 @@ func pointOf(r *results.Result) CurvePoint {
 	return pt
 }
 
-// responseMeasure is a latency metric of a result's response time: the
+// ResponseMeasure is a latency metric of a result's response time (v is
+// NaN where the result has none, as Metric.Absent says): the
 // merged histogram's, or its directions' (exact for one direction, the
 // I/O-weighted stand-in for a mix, flagged approximate); with no response
 // time recorded, the service time, and service is set.
-func responseMeasure(r results.Result, m Metric) (v float64, f Flags, service bool) {
+func ResponseMeasure(r results.Result, m Metric) (v float64, f Flags, service bool) {
 	resp := r
 	resp.Total.LatNS = r.Total.ResponseLatNS
 	resp.Read.LatNS, resp.Write.LatNS = zeroIfNil(r.Read.ResponseLatNS), zeroIfNil(r.Write.ResponseLatNS)
@@ -204,6 +211,8 @@ func (c Curve) KneeText() string {
 			FormatValue(IOPS, pt.Offered), c.shareText(pt.Offered), FormatValue(LatP99, pt.P99), KneeFactor, FormatValue(LatP99, c.Points[0].P99))
 	case len(c.Points) < 2:
 		return "knee: needs at least two loads"
+	case !c.Points[0].Scheduled:
+		return "knee: none, the lowest load records no schedule (it ran closed-loop, on an engine without open-loop runs)"
 	case !c.Points[0].Sustained || !(c.Points[0].P99 > 0):
 		return "knee: none, the lowest load was not sustained"
 	}
@@ -251,7 +260,10 @@ func (c Curve) curveRows() (header []string, rows [][]string) {
 			row = append(row, s)
 		}
 		sustained := "no"
-		if pt.Sustained {
+		switch {
+		case !pt.Scheduled:
+			sustained = "unknown"
+		case pt.Sustained:
 			sustained = "yes"
 		}
 		knee := ""

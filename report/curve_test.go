@@ -170,3 +170,18 @@ func TestCurveWritersGolden(t *testing.T) {
 		}
 	}
 }
+
+// A result whose pattern has a rate but which records no schedule (run
+// by an engine that ran it closed-loop) is a point all the same: its
+// offered rate from the pattern, never sustained, service time marked.
+func TestCurveWithoutRateStats(t *testing.T) {
+	r := rateResult(2000, 2000, 300, results.ArrivalPoisson)
+	r.Rate, r.Read.ResponseLatNS, r.Total.ResponseLatNS = nil, nil, nil
+	curves := Curves([]results.Result{r})
+	if len(curves) != 1 || len(curves[0].Points) != 1 {
+		t.Fatalf("curves %+v", curves)
+	}
+	if pt := curves[0].Points[0]; pt.Offered != 2000 || pt.Sustained || !pt.Service || curves[0].Arrival != results.ArrivalPoisson {
+		t.Errorf("point %+v", pt)
+	}
+}
