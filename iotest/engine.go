@@ -31,6 +31,8 @@ type worker struct {
 	fd    int
 	clk   *clock
 	qd    int
+	// sched, set for an open-loop pattern, is the job's schedule.
+	sched *schedule
 	// stop is set on cancellation or a failure; read once per batch, and
 	// on every wake-up with nothing to reap.
 	stop *atomic.Bool
@@ -51,6 +53,10 @@ type slot struct {
 	start int64
 	off   int64
 	write bool
+	// An open-loop I/O's intended start, and whether it found every slot
+	// busy then (see runRate).
+	waited   bool
+	intended int64
 }
 
 // runUring keeps exactly qd requests in flight on a private ring until the
@@ -226,6 +232,11 @@ func (w *worker) openRing() (*ringStream, error) {
 // prep prepares the next I/O of the job in slot i.
 func (s *ringStream) prep(i int) {
 	write, off := s.w.seq.next()
+	s.prepAt(i, write, off)
+}
+
+// prepAt prepares an I/O in slot i.
+func (s *ringStream) prepAt(i int, write bool, off int64) {
 	s.w.st.submitted(write)
 	buf := s.bufs[i]
 	if write {

@@ -356,7 +356,7 @@ func TestNoAllocationPerIO(t *testing.T) {
 	tg := openPlan(t, path, TargetOptions{Size: 64 << 20, Writes: true})
 	// The ring's own wait timer is re-armed about every 50 ms. Then: a
 	// ring that polls before it sleeps, as on a fast device.
-	for _, eng := range append(engines(t), "uring-polling") {
+	for _, eng := range append(engines(t), "uring-polling", "uring-rate") {
 		// A fixed number of I/Os, not a fixed time: a slow moment of the
 		// disk must not leave too few I/Os to tell.
 		o := Options{Runtime: time.Minute, MaxIOs: 10000, Seed: 3, Engine: eng}
@@ -365,6 +365,10 @@ func TestNoAllocationPerIO(t *testing.T) {
 			t.Cleanup(func() { alwaysPoll = false })
 		}
 		p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 50, QueueDepth: 8, Jobs: 1}
+		if eng == "uring-rate" {
+			// An open loop: a timed wait per wake-up, the schedule drawn in place.
+			o.Engine, p.Rate = EngineUring, results.Rate{IOPS: 40000}
+		}
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		r, err := Run(context.Background(), tg, p, o)

@@ -26,6 +26,7 @@ func nanotime() int64
 // when the window restarts, the end to just ahead of now when it
 // converges.
 type clock struct {
+	base    int64        // the run starts here: set before the streams start
 	rampEnd atomic.Int64 // measured window starts here
 	end     atomic.Int64 // and ends here
 }
@@ -41,6 +42,7 @@ type stats struct {
 	subReads, subWrites   uint64 // every submission
 	badReads, badWrites   uint64 // completions that failed
 	timeline              []uint64
+	open                  *openStats // an open-loop run's own figures; nil in a closed loop
 	err                   *results.IOError
 	// window is the start (rampEnd) the window figures above count from;
 	// second is the latest second of the timeline counted in.
@@ -68,8 +70,9 @@ func newStats(seconds int) *stats {
 	return s
 }
 
-// account books one completed I/O at time now.
-func (s *stats) account(c *clock, write bool, bytes uint64, start, now int64) {
+// account books one completed I/O at time now, and tells whether it
+// counted in the window.
+func (s *stats) account(c *clock, write bool, bytes uint64, start, now int64) bool {
 	if write {
 		s.allWrites++
 	} else {
@@ -77,7 +80,7 @@ func (s *stats) account(c *clock, write bool, bytes uint64, start, now int64) {
 	}
 	rampEnd := c.rampEnd.Load()
 	if now < rampEnd || now >= c.end.Load() {
-		return
+		return false
 	}
 	if rampEnd != s.window {
 		s.restartWindow(rampEnd)
@@ -100,6 +103,7 @@ func (s *stats) account(c *clock, write bool, bytes uint64, start, now int64) {
 	if i < int64(len(s.timeline)) {
 		s.timeline[i]++
 	}
+	return true
 }
 
 // restartWindow drops the window figures: the window now starts at
@@ -161,6 +165,12 @@ func (s *stats) merge(o *stats) {
 			s.timeline[i] += o.timeline[i]
 		}
 	}
+	if o.open != nil {
+		if s.open == nil {
+			s.open = new(openStats)
+		}
+		s.open.merge(o.open)
+	}
 	if s.err == nil {
 		s.err = o.err
 	}
@@ -219,8 +229,13 @@ func (q *sequence) next() (write bool, off int64) {
 	default:
 		write = q.uint64n(100) >= q.readPct
 	}
+	return write, q.offset()
+}
+
+// offset returns the offset of the next I/O.
+func (q *sequence) offset() int64 {
 	if q.random {
-		return write, int64(q.uint64n(q.blocks)) * q.bs
+		return int64(q.uint64n(q.blocks)) * q.bs
 	}
 	var pos int64
 	if q.seqShared != nil {
@@ -229,7 +244,7 @@ func (q *sequence) next() (write bool, off int64) {
 		pos = q.seqPos
 		q.seqPos += q.bs
 	}
-	return write, q.seqStart + pos%q.seqLen
+	return q.seqStart + pos%q.seqLen
 }
 
 // scramble makes every write unique so that deduplicating or compressing

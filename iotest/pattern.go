@@ -62,7 +62,7 @@ func ValidatePattern(p results.Pattern) error {
 	if buf := int64(p.Jobs) * int64(p.QueueDepth) * p.BlockSize; buf > MaxBufferBytes {
 		return &FieldError{"block_size", fmt.Sprintf("jobs × queue depth × block size = %s of I/O buffers, more than %s", units.FormatSize(buf), units.FormatSize(MaxBufferBytes))}
 	}
-	return nil
+	return ValidateRate(p)
 }
 
 // ValidatePatternFor checks the pattern against a target's direct-I/O alignment

@@ -96,7 +96,13 @@ func checkRun(t *Target, p results.Pattern, o Options) (engine string, err error
 	if p.Writes() && !t.write {
 		return "", fmt.Errorf("%s: %w: target was opened read-only", p.Name(), ErrBadPattern)
 	}
-	return ResolveEngine(o.Engine, o.Notice)
+	if p.Rate.Open() && o.Engine == EnginePsync {
+		return "", checkOpen(p, o, EnginePsync)
+	}
+	if engine, err = ResolveEngine(o.Engine, o.Notice); err != nil {
+		return "", err
+	}
+	return engine, checkOpen(p, o, engine)
 }
 
 // run is one measurement in progress: its I/O streams, their clock, and
@@ -158,7 +164,12 @@ func (r *run) makeStreams() error {
 		if r.engine == EngineUring {
 			seq := newSequence(o.Seed, j, 0, p, r.t.Size)
 			seq.budget = budget
-			r.workers = append(r.workers, &worker{st: newStats(r.seconds), seq: seq, arena: a, fd: r.t.fd, qd: p.QueueDepth, async: r.splitOnDevice()})
+			w := &worker{st: newStats(r.seconds), seq: seq, arena: a, fd: r.t.fd, qd: p.QueueDepth, async: r.splitOnDevice()}
+			if p.Rate.Open() {
+				sc := newSchedule(p.Rate, p.Jobs, j, o.Seed)
+				w.sched, w.st.open = &sc, new(openStats)
+			}
+			r.workers = append(r.workers, w)
 			continue
 		}
 		var cursor atomic.Int64
@@ -201,9 +212,12 @@ func (r *run) start() {
 		go func() {
 			defer running.Done()
 			defer w.ready() // also when setting up failed
-			if r.engine == EngineUring {
+			switch {
+			case w.sched != nil:
+				r.errs[i] = w.runRate()
+			case r.engine == EngineUring:
 				r.errs[i] = w.runUring()
-			} else {
+			default:
 				r.errs[i] = w.runPsync(w.qd)
 			}
 			if r.errs[i] != nil || w.st.err != nil {
@@ -216,6 +230,7 @@ func (r *run) start() {
 	ready.Wait()
 	r.started = time.Now()
 	r.base = nanotime()
+	r.clk.base = r.base
 	rampEnd := r.base + int64(r.o.Ramp)
 	r.clk.rampEnd.Store(rampEnd)
 	r.clk.end.Store(rampEnd + int64(r.o.window()))
@@ -412,6 +427,7 @@ func (r *run) result(ctx context.Context) (results.Result, error) {
 	res := buildResult(r.p, r.engine, r.started.Add(time.Duration(windowStart-r.base)), dur, r.o, total)
 	res.RampNS = windowStart - r.base
 	r.judgeWindow(&res)
+	openResult(&res, r.p, total)
 	if r.measuring {
 		res.CPU, res.Device = r.before.delta(r.after, dur)
 		disk := sysfs.BlockDevice{MaxSectorsKB: r.t.Info.MaxSectorsKB, MaxSegments: r.t.Info.MaxSegments}

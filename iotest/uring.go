@@ -24,6 +24,7 @@ const (
 	uringSqeAsync     = 1 << 4 // IOSQE_ASYNC: straight to io-wq, no non-blocking attempt first
 
 	uringEnterGetEvents = 1 << 0
+	uringEnterExtArg    = 1 << 3
 
 	uringRegisterBuffers = 0
 	uringRegisterFiles   = 2
@@ -34,6 +35,7 @@ const (
 	uringSetupDeferTaskrun = 1 << 13
 
 	uringFeatSingleMmap = 1 << 0
+	uringFeatExtArg     = 1 << 8
 
 	uringOffSqRing = 0
 	uringOffCqRing = 0x8000000
@@ -116,6 +118,19 @@ type uring struct {
 	// timerArmed: a wait timer (see armTimer) is queued or pending in the
 	// kernel. The caller clears it when it reaps the timer's completion.
 	timerArmed bool
+	features   uint32 // IORING_FEAT_* of the kernel
+	// extArg and extTS are waitFor's argument, kept here so that a timed
+	// wait allocates nothing.
+	extArg uringGeteventsArg
+	extTS  unix.Timespec
+}
+
+// uringGeteventsArg is struct io_uring_getevents_arg (IORING_ENTER_EXT_ARG).
+type uringGeteventsArg struct {
+	sigmask   uint64
+	sigmaskSz uint32
+	minWait   uint32
+	ts        uint64
 }
 
 // uringTimerData marks the completion of the ring's own wait timer; the
@@ -146,7 +161,7 @@ func newUring(entries uint32) (*uring, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &uring{fd: fd}
+	r := &uring{fd: fd, features: p.features}
 	r.waitTS = unix.NsecToTimespec(waitTimeout)
 	if err := r.mmap(&p); err != nil {
 		r.close()
@@ -340,6 +355,29 @@ func (r *uring) enter(wait, collect bool) error {
 	}
 	atomic.StoreUint32(r.sqTail, r.tail)
 	n, _, errno := unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(r.pending), minComplete, flags, 0, 0)
+	return r.entered(n, errno)
+}
+
+// timedWaits tells whether the kernel takes a timeout with a wait
+// (IORING_FEAT_EXT_ARG, Linux 5.11).
+func (r *uring) timedWaits() bool { return r.features&uringFeatExtArg != 0 }
+
+// waitFor publishes prepared SQEs and waits until a completion is posted
+// or timeout nanoseconds have passed, whichever comes first. Unlike
+// enter's wait it arms a kernel timer on every call: an open-loop stream
+// (see runRate) must wake at its next intended start, not merely now and
+// then.
+func (r *uring) waitFor(timeout int64) error {
+	r.extTS = unix.NsecToTimespec(timeout)
+	r.extArg.ts = uint64(uintptr(unsafe.Pointer(&r.extTS)))
+	atomic.StoreUint32(r.sqTail, r.tail)
+	n, _, errno := unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(r.pending), 1,
+		uringEnterGetEvents|uringEnterExtArg, uintptr(unsafe.Pointer(&r.extArg)), unsafe.Sizeof(r.extArg))
+	return r.entered(n, errno)
+}
+
+// entered accounts the result of an io_uring_enter.
+func (r *uring) entered(n uintptr, errno syscall.Errno) error {
 	switch errno {
 	case 0:
 		r.pending -= uint32(n)

@@ -37,8 +37,10 @@ func WriteRunText(w io.Writer, doc *results.Document, r *results.Result) error {
 		r.Name, p.Access, units.FormatSize(p.BlockSize), p.ReadPct, p.QueueDepth, jobs,
 		time.Duration(r.DurationNS).Round(time.Millisecond), time.Duration(r.RampNS), r.Engine, doc.Settings.Seed)
 	fmt.Fprintf(w, "target: %s (%s)\n\n", t.Path, strings.Join(where, ", "))
-	fmt.Fprintf(w, "%-6s %12s %10s %9s %9s %9s %9s %9s %9s %9s %9s\n", "", "IOPS", "MiB/s", "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max")
 	few := false // a percentile shown rests on too few I/Os
+	header := func() {
+		fmt.Fprintf(w, "%-6s %12s %10s %9s %9s %9s %9s %9s %9s %9s %9s\n", "", "IOPS", "MiB/s", "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max")
+	}
 	row := func(name string, iops, mibps float64, l *results.Latency, ios uint64) {
 		fmt.Fprintf(w, "%-6s %12s %10s", name, units.Thousands(iops, 0), units.Thousands(mibps, 1))
 		if l != nil {
@@ -54,18 +56,31 @@ func WriteRunText(w io.Writer, doc *results.Document, r *results.Result) error {
 		}
 		fmt.Fprintln(w)
 	}
-	if r.Read.IOs > 0 {
-		row("read", r.Read.IOPS, r.Read.MiBPerS, &r.Read.LatNS, r.Read.IOs)
+	rows := func(read, write, total *results.Latency) {
+		header()
+		if r.Read.IOs > 0 {
+			row("read", r.Read.IOPS, r.Read.MiBPerS, read, r.Read.IOs)
+		}
+		if r.Write.IOs > 0 {
+			row("write", r.Write.IOPS, r.Write.MiBPerS, write, r.Write.IOs)
+		}
+		// A single direction's row is already the total. The total's latency
+		// is that of every I/O of the mix, which neither row above can give.
+		if r.Read.IOs > 0 && r.Write.IOs > 0 {
+			row("total", r.Total.IOPS, r.Total.MiBPerS, total, r.Total.IOs)
+		}
+		fmt.Fprintf(w, "%-6s %12s %10s %9s\n", "", "", "", "(latency in µs)")
 	}
-	if r.Write.IOs > 0 {
-		row("write", r.Write.IOPS, r.Write.MiBPerS, &r.Write.LatNS, r.Write.IOs)
+	if r.Rate != nil && r.Read.ResponseLatNS != nil {
+		// An open loop's headline is its response time.
+		fmt.Fprintln(w, "response time, from each I/O's intended start on the schedule:")
+		rows(r.Read.ResponseLatNS, r.Write.ResponseLatNS, r.Total.ResponseLatNS)
+		fmt.Fprintln(w, "\nservice time, from each I/O's submission:")
 	}
-	// A single direction's row is already the total. The total's latency
-	// is that of every I/O of the mix, which neither row above can give.
-	if r.Read.IOs > 0 && r.Write.IOs > 0 {
-		row("total", r.Total.IOPS, r.Total.MiBPerS, r.Total.LatNS, r.Total.IOs)
+	rows(&r.Read.LatNS, &r.Write.LatNS, r.Total.LatNS)
+	if r.Rate != nil {
+		writeRateText(w, r.Rate)
 	}
-	fmt.Fprintf(w, "%-6s %12s %10s %9s\n", "", "", "", "(latency in µs)")
 	if few {
 		fmt.Fprintf(w, "\n%s\n", FewIOsNote)
 	}
@@ -90,6 +105,23 @@ func WriteRunText(w io.Writer, doc *results.Document, r *results.Result) error {
 		fmt.Fprintf(w, "error: %s\n", r.Error)
 	}
 	return nil
+}
+
+// writeRateText says how an open-loop result kept to its schedule.
+func writeRateText(w io.Writer, rs *results.RateStats) {
+	fmt.Fprintf(w, "\nrate: target %s IOPS (%s arrivals); the window scheduled %s I/Os (%s/s) and achieved %s IOPS: ",
+		units.Thousands(rs.TargetIOPS, 0), rs.Arrival, units.Thousands(float64(rs.ScheduledIOs), 0),
+		units.Thousands(rs.ScheduledIOPS, 1), units.Thousands(rs.AchievedIOPS, 1))
+	if rs.Sustained {
+		fmt.Fprintln(w, "sustained")
+	} else {
+		fmt.Fprintf(w, "NOT SUSTAINED: %s I/Os due in the window were never issued (the oldest %s late at its end)\n",
+			units.Thousands(float64(rs.BacklogAtEnd), 0), time.Duration(rs.BacklogAgeNS).Round(time.Microsecond))
+	}
+	l := rs.LatenessNS
+	fmt.Fprintf(w, "lateness, intended start to submission: p50 %s, p99 %s, max %s µs; %s I/Os more than %s late, %s found every slot busy; backlog at most %s\n",
+		us(float64(l.P50)), us(float64(l.P99)), us(float64(l.Max)), units.Thousands(float64(rs.LateIOs), 0),
+		time.Duration(rs.LateThresholdNS), units.Thousands(float64(rs.SlotWaits), 0), units.Thousands(float64(rs.MaxBacklog), 0))
 }
 
 // us is a latency in µs, to three significant digits or whole.

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/iomatrix/iomatrix/internal/fault"
+	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
@@ -24,9 +26,12 @@ type runOptions struct {
 	ReadMix    int
 	QueueDepth int
 	Jobs       int
+	Rate       string
+	Arrival    string
 	Format     string
 	Out        string
 	rwmixSet   bool
+	arrivalSet bool
 }
 
 func (o *runOptions) AddFlags(f *pflag.FlagSet) {
@@ -35,6 +40,8 @@ func (o *runOptions) AddFlags(f *pflag.FlagSet) {
 	f.IntVar(&o.ReadMix, "rwmix", 50, "percentage of reads for --rw randrw (0-100)")
 	f.IntVar(&o.QueueDepth, "qd", 32, "I/Os kept in flight per job (1-256)")
 	f.IntVar(&o.Jobs, "jobs", 1, "independent workers, each with its own queue (1-64)")
+	f.StringVar(&o.Rate, "rate", "", "open loop: start I/Os on a schedule at this rate in IOPS (5000), per direction (riops=3000,wiops=1000) or as a share of the pattern's closed-loop maximum, measured first (80%); --qd is then the most in flight")
+	f.StringVar(&o.Arrival, "arrival", results.ArrivalPoisson, "with --rate: poisson (random, independent arrivals) or uniform (evenly spaced)")
 	o.measureOptions.AddFlags(f)
 	f.StringVar(&o.Format, "format", "text", "output on stdout: text or json (the results document)")
 	f.StringVarP(&o.Out, "out", "o", "", "also write the results document to this file")
@@ -52,6 +59,7 @@ func newRunCommand(g *globalOptions) *cobra.Command {
 			f := cmd.Flags()
 			o.changed(f)
 			o.rwmixSet = f.Changed("rwmix")
+			o.arrivalSet = f.Changed("arrival")
 			return runRun(cmd.Context(), o, g, targetArg(args))
 		},
 	}
@@ -65,6 +73,7 @@ var flagNames = map[string]string{
 	"access": "--rw", "block_size": "--bs", "read_pct": "--rwmix", "queue_depth": "--qd",
 	"jobs": "--jobs", "runtime": "--runtime", "ramp": "--ramp", "engine": "--engine", "size": "--size",
 	"min-runtime": "--min-runtime", "max-runtime": "--max-runtime", "precision": "--precision",
+	"rate": "--rate", "arrival": "--arrival",
 }
 
 func flagError(err error) error {
@@ -91,13 +100,48 @@ func optionError(err error) error {
 	return fault.AsInput(fmt.Errorf("%s: %w", name, ie.Err))
 }
 
-// pattern turns the flags into a pattern, checked on its own.
-func (o *runOptions) pattern() (results.Pattern, error) {
+// pattern turns the flags into a pattern, checked on its own, and the
+// share of the closed-loop maximum an open-loop run is to take (0: none).
+func (o *runOptions) pattern() (results.Pattern, float64, error) {
 	p, err := iotest.BuildPattern(o.RW, o.BlockSize, o.ReadMix, o.QueueDepth, o.Jobs)
 	if o.rwmixSet && o.RW != "randrw" && !iotest.IsField(err, "access") {
-		return p, usagef("--rwmix: only applies to --rw randrw (got --rw %s)", o.RW)
+		return p, 0, usagef("--rwmix: only applies to --rw randrw (got --rw %s)", o.RW)
 	}
-	return p, flagError(err)
+	if err != nil {
+		return p, 0, flagError(err)
+	}
+	if o.Rate == "" {
+		if o.arrivalSet {
+			return p, 0, usagef("--arrival: only applies with --rate")
+		}
+		return p, 0, nil
+	}
+	spec, err := iotest.ParseRate(o.Rate)
+	if err != nil {
+		return p, 0, flagError(err)
+	}
+	p.Rate = spec.Rate
+	p.Rate.Arrival = o.Arrival
+	if share := iotest.ReadShare(p.Rate); share >= 0 {
+		if o.rwmixSet {
+			return p, 0, usagef("--rwmix: a rate per direction (--rate %s) sets the mix", o.Rate)
+		}
+		if share != 100 && share != 0 && o.RW != "randrw" {
+			return p, 0, usagef("--rate: riops and wiops together need --rw randrw (got --rw %s)", o.RW)
+		}
+		p.ReadPct = share
+	}
+	if spec.Fraction > 0 {
+		// Checked with a stand-in rate; the real one is measured.
+		p.Rate.IOPS = 1
+	}
+	if err := iotest.ValidatePattern(p); err != nil {
+		return p, 0, flagError(err)
+	}
+	if spec.Fraction > 0 {
+		p.Rate.IOPS = 0
+	}
+	return p, spec.Fraction, nil
 }
 
 func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string) error {
@@ -115,7 +159,26 @@ func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string)
 	prog := newLiveLine(g)
 	opts := rs.opts
 	opts.Progress = func(pr iotest.Progress) { prog.Pattern(pr, opts) }
-	res, runErr := sess.Runner().Run(ctx, rs.p, opts)
+	p := rs.p
+	if rs.fraction > 0 {
+		// The closed-loop maximum first, kept in the document beside the
+		// run it sets the rate of.
+		closed := p
+		closed.Rate = results.Rate{}
+		res, err := sess.Runner().Run(ctx, closed, opts)
+		prog.Done()
+		if err != nil {
+			return err
+		}
+		doc.Results = append(doc.Results, res)
+		if res.Total.IOPS < 1 {
+			return fmt.Errorf("%s: no I/O completed in the closed loop: no rate to take a share of", closed.Name())
+		}
+		p.Rate.IOPS = max(1, math.Round(rs.fraction*res.Total.IOPS))
+		g.notice(fmt.Sprintf("closed-loop maximum %s IOPS; open loop at %s of it: %s IOPS",
+			units.Thousands(res.Total.IOPS, 0), units.FormatPercent(100*rs.fraction), results.FormatRate(p.Rate.IOPS)))
+	}
+	res, runErr := sess.Runner().Run(ctx, p, opts)
 	prog.Done()
 	if runErr != nil && res.Name == "" {
 		return runErr
@@ -138,10 +201,11 @@ func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string)
 
 // runSetup is what `run` decides before any I/O.
 type runSetup struct {
-	p    results.Pattern
-	opts iotest.Options
-	plan *iotest.Plan
-	cp   *session.CapPlan // nil when uncapped
+	p        results.Pattern
+	fraction float64 // of the closed-loop maximum, for --rate N%
+	opts     iotest.Options
+	plan     *iotest.Plan
+	cp       *session.CapPlan // nil when uncapped
 }
 
 // prepare checks every flag and the target, touching nothing.
@@ -149,13 +213,18 @@ func (o *runOptions) prepare(g *globalOptions, target string) (*runSetup, error)
 	if err := o.capOptions.precheck(); err != nil {
 		return nil, err
 	}
-	p, err := o.pattern()
+	p, fraction, err := o.pattern()
 	if err != nil {
 		return nil, err
 	}
 	opts, err := o.options(g)
 	if err != nil {
 		return nil, err
+	}
+	if o.Rate != "" {
+		if err := iotest.CheckOpen(results.Pattern{Rate: results.Rate{IOPS: 1}}, opts); err != nil {
+			return nil, flagError(err)
+		}
 	}
 	if err := checkFormat(o.Format); err != nil {
 		return nil, err
@@ -171,7 +240,7 @@ func (o *runOptions) prepare(g *globalOptions, target string) (*runSetup, error)
 	if err != nil {
 		return nil, err
 	}
-	return &runSetup{p: p, opts: opts, plan: plan, cp: cp}, nil
+	return &runSetup{p: p, fraction: fraction, opts: opts, plan: plan, cp: cp}, nil
 }
 
 // printRun writes the result on stdout in the chosen format.

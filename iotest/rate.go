@@ -1,0 +1,511 @@
+package iotest
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/iomatrix/iomatrix/results"
+)
+
+// Open-loop runs. A closed loop keeps QueueDepth I/Os in flight and
+// starts one the moment another finishes: it measures what the device can
+// do. An application issues its I/O at its own pace instead, whatever the
+// device is doing, and when the device stalls, the I/Os that should have
+// started meanwhile wait too. A closed loop never issues those, so it
+// never counts their wait (coordinated omission). An open-loop pattern
+// (results.Pattern.Rate) draws each I/O's intended start from a schedule,
+// and records two latencies per I/O: service, from its submission to its
+// completion (what a closed loop records), and response, from its
+// intended start to its completion, wait for a free slot included.
+
+// LateThreshold is how long after its intended start an I/O may be
+// submitted before it counts as late (results.RateStats.LateIOs). Below
+// it lie the wake-up delays of any timed sleep; above it the stream is
+// behind its schedule: every slot was busy, or the machine could not run
+// it.
+const LateThreshold = time.Millisecond
+
+// MaxRate bounds an open-loop pattern's rate: far above what one machine
+// issues, so that a typo (an extra digit) is caught.
+const MaxRate = 10e6
+
+// errNoTimedWait: the kernel's io_uring cannot wait with a timeout.
+var errNoTimedWait = errors.New("an open-loop run needs io_uring waits with a timeout (Linux 5.11 or later)")
+
+// arrivals is one stream of intended starts, in ns since the run's start.
+type arrivals struct {
+	rng     rand.PCG // by value: a schedule is copied to count ahead of itself and replayed
+	rate    float64  // arrivals per second
+	period  float64  // mean ns between two arrivals
+	poisson bool
+	off     bool    // no arrivals at all (a direction without a rate)
+	k       uint64  // arrivals taken
+	next    float64 // the next one's intended start
+}
+
+func newArrivals(iops float64, poisson bool, seed, stream uint64) arrivals {
+	a := arrivals{poisson: poisson, off: iops <= 0}
+	a.rng.Seed(seed^0xa7717a15, stream*0x9e3779b97f4a7c15+1)
+	if !a.off {
+		a.rate, a.period = iops, 1e9/iops
+		if poisson {
+			a.next = a.gap()
+		}
+	}
+	return a
+}
+
+// gap draws the wait before the next poisson arrival: exponential with the
+// mean period (inverse transform of a uniform draw).
+func (a *arrivals) gap() float64 {
+	u := float64(a.rng.Uint64()>>11) * 0x1p-53 // [0, 1)
+	return -math.Log1p(-u) * a.period
+}
+
+// take moves past the next arrival. Uniform arrivals come at 0, 1, 2, …
+// periods, computed from the count rather than summed, so that a long
+// run does not drift; a window of whole periods holds exactly its share.
+func (a *arrivals) take() {
+	a.k++
+	if a.poisson {
+		a.next += a.gap()
+	} else {
+		a.next = float64(a.k) * 1e9 / a.rate
+	}
+}
+
+// schedule is a job's intended starts: one stream of arrivals, each I/O's
+// direction drawn by the pattern's read share, or one stream per
+// direction.
+type schedule struct {
+	dir    [2]arrivals // [0]: every I/O, or the reads; [1]: the writes
+	perDir bool
+	base   int64  // nanotime of the run's start
+	n      uint64 // I/Os taken
+}
+
+// newSchedule is job's share of rate, seeded apart from the offsets.
+func newSchedule(rate results.Rate, jobs, job int, seed uint64) schedule {
+	poisson := rate.Arrival != results.ArrivalUniform
+	stream := uint64(job) << 8
+	s := schedule{perDir: rate.PerDirection()}
+	if s.perDir {
+		s.dir[0] = newArrivals(rate.ReadIOPS/float64(jobs), poisson, seed, stream)
+		s.dir[1] = newArrivals(rate.WriteIOPS/float64(jobs), poisson, seed, stream|1)
+	} else {
+		s.dir[0] = newArrivals(rate.IOPS/float64(jobs), poisson, seed, stream)
+		s.dir[1].off = true
+	}
+	return s
+}
+
+// due is the next I/O's intended start (nanotime) and, with a schedule
+// per direction, its direction.
+func (s *schedule) due() (at int64, write bool) {
+	r, w := &s.dir[0], &s.dir[1]
+	switch {
+	case r.off && w.off:
+		return math.MaxInt64, false
+	case w.off || (!r.off && r.next <= w.next):
+		return s.base + int64(r.next), false
+	}
+	return s.base + int64(w.next), true
+}
+
+// take moves past the I/O due returned.
+func (s *schedule) take() {
+	if _, write := s.due(); write {
+		s.dir[1].take()
+	} else {
+		s.dir[0].take()
+	}
+	s.n++
+}
+
+// openStats are an open-loop stream's figures of its window's I/Os.
+type openStats struct {
+	readResp, writeResp Histogram
+	lateness            Histogram
+	late, slotWaits     uint64
+	maxBacklog          uint64
+	// Set once the stream has ended (see settle).
+	scheduled, backlogAtEnd uint64
+	backlogAge              int64
+}
+
+func (o *openStats) merge(x *openStats) {
+	o.readResp.Merge(&x.readResp)
+	o.writeResp.Merge(&x.writeResp)
+	o.lateness.Merge(&x.lateness)
+	o.late += x.late
+	o.slotWaits += x.slotWaits
+	o.maxBacklog += x.maxBacklog
+	o.scheduled += x.scheduled
+	o.backlogAtEnd += x.backlogAtEnd
+	o.backlogAge = max(o.backlogAge, x.backlogAge)
+}
+
+// accountOpen books one completed open-loop I/O at time now.
+func (s *stats) accountOpen(c *clock, sl *slot, bytes uint64, now int64) {
+	if !s.account(c, sl.write, bytes, sl.start, now) {
+		return
+	}
+	o := s.open
+	if sl.write {
+		o.writeResp.Record(now - sl.intended)
+	} else {
+		o.readResp.Record(now - sl.intended)
+	}
+	late := sl.start - sl.intended
+	o.lateness.Record(late)
+	if late > int64(LateThreshold) {
+		o.late++
+	}
+	if sl.waited {
+		o.slotWaits++
+	}
+}
+
+// settle counts, once the stream has ended, what its schedule intended
+// inside the window and what of it was never issued: a replay of the
+// schedule from its start (first), against the one that ran (ran).
+func (o *openStats) settle(first, ran schedule, rampEnd, end int64) {
+	replay := first
+	for {
+		at, _ := replay.due()
+		if at >= end {
+			break
+		}
+		if at >= rampEnd {
+			o.scheduled++
+		}
+		replay.take()
+	}
+	if replay.n > ran.n {
+		o.backlogAtEnd = replay.n - ran.n
+		at, _ := ran.due()
+		o.backlogAge = end - at
+	}
+}
+
+// runRate issues the job's I/Os at their intended starts, with at most
+// qd in flight, until the window's end, then drains.
+//
+// The stream sleeps until the earlier of its next intended start and its
+// next completion, in one io_uring_enter with a timeout that also hands
+// over what was prepared: an I/O costs a wake-up for its start and one
+// for its completion, and at rates where the gaps are shorter than a
+// wake-up, each wake issues every I/O then due and reaps every
+// completion posted, so the syscalls per I/O fall as the rate rises. The
+// thread's timer slack is cut to 1 µs meanwhile: the default 50 µs would
+// make every sleep late by up to that much.
+//
+// An I/O due while every slot is busy waits for the next completion; its
+// response time counts that wait, its service time does not. A schedule
+// the device cannot keep builds a backlog, which is counted (ahead is a
+// copy of the schedule run forward to now) and reported, never hidden:
+// the stream does not become a closed loop, it falls behind.
+func (w *worker) runRate() error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if slack, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0); err == nil {
+		_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+		defer func() { _ = unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(slack), 0, 0, 0) }()
+	}
+	s, err := w.openRing()
+	if err != nil {
+		return err
+	}
+	defer s.r.close()
+	if !s.r.timedWaits() {
+		return errNoTimedWait
+	}
+	free := make([]int32, 0, w.qd)
+	for i := w.qd - 1; i >= 0; i-- {
+		free = append(free, int32(i))
+	}
+	w.ready()
+	<-w.start
+	st, clk, seq := w.st, w.clk, w.seq
+	sc := w.sched
+	sc.base = clk.base
+	first, ahead := *sc, *sc
+	end := clk.end.Load() // an open-loop window never moves
+	inflight := 0
+	stopping := false
+	var giveUpAt int64
+	blockedAt := int64(math.MinInt64) // when an I/O last found every slot busy
+	for {
+		now := nanotime()
+		if !stopping && (w.stop.Load() || st.err != nil) {
+			stopping, giveUpAt = true, now+int64(abandonGrace)
+		}
+		for !stopping {
+			due, write := sc.due()
+			if due > now {
+				break
+			}
+			if due >= end {
+				stopping = true // the schedule is over
+				break
+			}
+			if len(free) == 0 {
+				blockedAt = now
+				if ahead.n < sc.n {
+					ahead = *sc
+				}
+				for at, _ := ahead.due(); at <= now && at < end; at, _ = ahead.due() {
+					ahead.take()
+				}
+				st.open.maxBacklog = max(st.open.maxBacklog, ahead.n-sc.n)
+				break
+			}
+			if !seq.take() {
+				stopping = true // the budget is spent
+				break
+			}
+			i := int(free[len(free)-1])
+			free = free[:len(free)-1]
+			if sc.perDir {
+				s.prepAt(i, write, seq.offset())
+			} else {
+				s.prep(i)
+			}
+			s.slots[i].intended, s.slots[i].waited = due, due <= blockedAt
+			sc.take()
+			inflight++
+		}
+		if !stopping && now >= end {
+			stopping = true // what was due inside the window and found no slot is the backlog
+		}
+		if stopping && inflight == 0 {
+			break
+		}
+		if giveUpAt != 0 && now >= giveUpAt {
+			w.arena.keep.Store(true)
+			break
+		}
+		if !stopping && len(free) > 0 {
+			due, _ := sc.due()
+			wait := min(due, end) - nanotime()
+			if wait <= 0 {
+				continue
+			}
+			s.stamp()
+			err = s.r.waitFor(min(wait, waitTimeout))
+		} else {
+			err = s.submit()
+		}
+		if err != nil {
+			return err
+		}
+		n := s.r.cqReady()
+		if n == 0 {
+			continue
+		}
+		now = nanotime()
+		for k := uint32(0); k < n; k++ {
+			cqe := s.r.peek(k)
+			if cqe.userData == uringTimerData {
+				s.r.timerArmed = false
+				continue
+			}
+			i := int(cqe.userData)
+			sl := &s.slots[i]
+			if cqe.res != int32(s.bs) {
+				st.fail(sl.write, sl.off, int(cqe.res), int(s.bs))
+				if !stopping {
+					stopping, giveUpAt = true, now+int64(abandonGrace)
+				}
+			} else {
+				st.accountOpen(clk, sl, s.bs, now)
+			}
+			free = append(free, int32(i))
+			inflight--
+		}
+		s.r.cqAdvance(n)
+		st.progress.Store(st.allReads + st.allWrites)
+	}
+	st.open.settle(first, *sc, clk.rampEnd.Load(), end)
+	return nil
+}
+
+// CheckOpen checks what an open-loop pattern needs of the options, before
+// the engine is resolved.
+func CheckOpen(p results.Pattern, o Options) error { return checkOpen(p, o, o.Engine) }
+
+// checkOpen checks what an open-loop pattern needs of the options.
+func checkOpen(p results.Pattern, o Options, engine string) error {
+	if !p.Rate.Open() {
+		return nil
+	}
+	if o.Auto != nil {
+		return &FieldError{"runtime", "an open-loop run has a fixed window: auto cannot judge a schedule's figures"}
+	}
+	if engine == EnginePsync {
+		return &FieldError{"engine", "an open-loop run needs the uring engine: the psync engine cannot wait for a schedule and a completion at once"}
+	}
+	return nil
+}
+
+// ValidateRate checks an open-loop pattern's rate against its read share.
+func ValidateRate(p results.Pattern) error {
+	r := p.Rate
+	if !r.Open() {
+		if r != (results.Rate{}) {
+			return &FieldError{"rate", "a rate must be positive"}
+		}
+		return nil
+	}
+	for _, v := range []float64{r.IOPS, r.ReadIOPS, r.WriteIOPS} {
+		if v < 0 || v > MaxRate || math.IsNaN(v) || math.IsInf(v, 0) {
+			return &FieldError{"rate", fmt.Sprintf("%s is outside 0..%s IOPS", results.FormatRate(v), results.FormatRate(MaxRate))}
+		}
+	}
+	if r.IOPS > 0 && (r.ReadIOPS > 0 || r.WriteIOPS > 0) {
+		return &FieldError{"rate", "give a total rate or a rate per direction, not both"}
+	}
+	switch r.Arrival {
+	case "", results.ArrivalPoisson, results.ArrivalUniform:
+	default:
+		return &FieldError{"arrival", fmt.Sprintf("%q is not one of poisson, uniform", r.Arrival)}
+	}
+	if r.PerDirection() {
+		if r.ReadIOPS > 0 && p.ReadPct == 0 || r.WriteIOPS > 0 && p.ReadPct == 100 ||
+			r.ReadIOPS == 0 && p.ReadPct != 0 || r.WriteIOPS == 0 && p.ReadPct != 100 {
+			return &FieldError{"rate", fmt.Sprintf("riops and wiops disagree with %d %% reads", p.ReadPct)}
+		}
+	}
+	return nil
+}
+
+// ReadShare is the read percentage of a rate per direction, rounded: the
+// pattern's ReadPct for such a rate.
+func ReadShare(r results.Rate) int {
+	if !r.PerDirection() {
+		return -1
+	}
+	pct := int(math.Round(100 * r.ReadIOPS / (r.ReadIOPS + r.WriteIOPS)))
+	switch {
+	case pct == 100 && r.WriteIOPS > 0:
+		return 99
+	case pct == 0 && r.ReadIOPS > 0:
+		return 1
+	}
+	return pct
+}
+
+// Sustained is the rule of results.RateStats.Sustained: at the window's
+// end, at most one I/O per job (one due while its slots were busy) or 1 %
+// of the window's schedule was left unissued.
+func Sustained(backlogAtEnd, scheduled uint64, jobs int) bool {
+	return backlogAtEnd <= max(uint64(jobs), scheduled/100)
+}
+
+// openResult adds an open-loop run's figures to its result.
+func openResult(res *results.Result, p results.Pattern, s *stats) {
+	o := s.open
+	if o == nil {
+		return
+	}
+	secs := float64(res.DurationNS) / 1e9
+	dir := func(d *results.DirStats, resp *Histogram) {
+		service, response := d.LatNS, resp.Summary()
+		d.ServiceLatNS, d.ResponseLatNS = &service, &response
+	}
+	dir(&res.Read, &o.readResp)
+	dir(&res.Write, &o.writeResp)
+	if res.Total.LatNS != nil {
+		all := o.readResp
+		all.Merge(&o.writeResp)
+		service, response := *res.Total.LatNS, all.Summary()
+		res.Total.ServiceLatNS, res.Total.ResponseLatNS = &service, &response
+	}
+	arrival := p.Rate.Arrival
+	if arrival == "" {
+		arrival = results.ArrivalPoisson
+	}
+	res.Rate = &results.RateStats{
+		Arrival:         arrival,
+		TargetIOPS:      p.Rate.Total(),
+		ScheduledIOs:    o.scheduled,
+		ScheduledIOPS:   round2(float64(o.scheduled) / secs),
+		AchievedIOPS:    res.Total.IOPS,
+		Sustained:       Sustained(o.backlogAtEnd, o.scheduled, p.Jobs),
+		LatenessNS:      o.lateness.Summary(),
+		LateIOs:         o.late,
+		LateThresholdNS: int64(LateThreshold),
+		SlotWaits:       o.slotWaits,
+		MaxBacklog:      o.maxBacklog,
+		BacklogAtEnd:    o.backlogAtEnd,
+		BacklogAgeNS:    o.backlogAge,
+	}
+}
+
+// RateSpec is a rate as a user writes it: IOPS (5000), a rate per
+// direction (riops=3000,wiops=1000, either may be left out), or a share of
+// the pattern's own closed-loop maximum (80%), which is measured first.
+type RateSpec struct {
+	Rate     results.Rate
+	Fraction float64 // of the closed-loop maximum, in (0, 1]; 0 when Rate is set
+}
+
+// ParseRate reads a RateSpec; errors are FieldErrors of "rate".
+func ParseRate(spec string) (RateSpec, error) {
+	s := strings.TrimSpace(spec)
+	bad := func(msg string) (RateSpec, error) {
+		return RateSpec{}, &FieldError{"rate", fmt.Sprintf("%q: %s (e.g. 5000, riops=3000,wiops=1000 or 80%%)", spec, msg)}
+	}
+	if s == "" {
+		return bad("empty")
+	}
+	if strings.HasSuffix(s, "%") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(s, "%")), 64)
+		if err != nil || !(v > 0 && v <= 100) {
+			return bad("a share of the closed-loop maximum must lie in (0, 100] %")
+		}
+		return RateSpec{Fraction: v / 100}, nil
+	}
+	number := func(t string) (float64, bool) {
+		v, err := strconv.ParseFloat(t, 64)
+		return v, err == nil && v > 0 && v <= MaxRate
+	}
+	if !strings.Contains(s, "=") {
+		v, ok := number(s)
+		if !ok {
+			return bad(fmt.Sprintf("not a rate in IOPS from 0 to %s", results.FormatRate(MaxRate)))
+		}
+		return RateSpec{Rate: results.Rate{IOPS: v}}, nil
+	}
+	var r results.Rate
+	for _, part := range strings.Split(s, ",") {
+		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
+		n, ok := number(strings.TrimSpace(v))
+		if !ok {
+			return bad(fmt.Sprintf("%s: not a rate in IOPS from 0 to %s", k, results.FormatRate(MaxRate)))
+		}
+		switch strings.TrimSpace(k) {
+		case "riops":
+			if r.ReadIOPS != 0 {
+				return bad("riops given twice")
+			}
+			r.ReadIOPS = n
+		case "wiops":
+			if r.WriteIOPS != 0 {
+				return bad("wiops given twice")
+			}
+			r.WriteIOPS = n
+		default:
+			return bad(fmt.Sprintf("%q is not riops or wiops", k))
+		}
+	}
+	return RateSpec{Rate: r}, nil
+}
