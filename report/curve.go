@@ -16,8 +16,8 @@ import (
 
 // KneeFactor is the knee rule's bound: the knee is the highest offered
 // load, going up from the lowest, at which every load so far was sustained
-// and kept its p99 response time within KneeFactor × the p99 at the lowest
-// load (see Knee).
+// and kept its p99 response time within KneeFactor × the floor, the
+// lowest p99 of any load up to it (see Knee).
 const KneeFactor = 2
 
 // Curve is one shape's open-loop results, by offered load.
@@ -173,32 +173,45 @@ func zeroIfNil(l *results.Latency) results.Latency {
 //
 // The rule: going up from the lowest load, the knee is the last load
 // before the first that either was not sustained or whose p99 response
-// time exceeds KneeFactor × the lowest load's p99. It needs at least two
-// points, a lowest load that was sustained and has a p99, and some load
-// past the knee: when every load measured stays within the bound, the
-// knee lies beyond them and none is marked (the table says so).
+// time exceeds KneeFactor × the floor, the lowest p99 of the loads below
+// it. It needs at least two points, a lowest load that was sustained and
+// has a p99, and some load past the knee: when every load measured stays
+// within the bound, the knee lies beyond them and none is marked (the
+// table says so).
 //
 // Why this rule rather than the point of greatest curvature: curvature
 // depends on how the axes are scaled (linear or logarithmic) and on how
 // the loads are spaced, and with ten noisy points it jumps about; a ratio
-// to the lightest load is scale-free, reproducible, and says what a
-// sizing document needs: "up to here, the tail at most doubles". The
-// lightest load stands for the unloaded device (a sweep's first is 10 % of
-// its maximum). A load that builds a backlog is past the knee whatever its
-// latency says, since the latency of a backlog grows with the run's
-// length; and the first load to leave the bound ends the search, since a
-// curve that comes back down after it is noise, not headroom.
+// to the floor is scale-free, reproducible, and says what a sizing
+// document needs: "up to here, the tail at most doubles". The floor is
+// the lowest p99 so far rather than the lightest load's alone because
+// noise only ever raises a p99: one slow first load (a stall of the
+// neighbours) would otherwise widen the bound for the whole curve. A load
+// that builds a backlog is past the knee whatever its latency says, since
+// the latency of a backlog grows with the run's length; and the first
+// load to leave the bound ends the search, since a curve that comes back
+// down after it is noise, not headroom.
 func Knee(points []CurvePoint) int {
 	if len(points) < 2 || !points[0].Sustained || !(points[0].P99 > 0) {
 		return -1
 	}
-	bound := KneeFactor * points[0].P99
+	floor := points[0].P99
 	for i, pt := range points {
-		if !pt.Sustained || math.IsNaN(pt.P99) || pt.P99 > bound {
+		if !pt.Sustained || math.IsNaN(pt.P99) || pt.P99 > KneeFactor*floor {
 			return i - 1
 		}
+		floor = math.Min(floor, pt.P99)
 	}
 	return -1 // within the bound at every load measured
+}
+
+// kneeFloor is the floor the knee at index knee was judged against.
+func kneeFloor(points []CurvePoint, knee int) float64 {
+	floor := math.Inf(1)
+	for _, pt := range points[:knee+1] {
+		floor = math.Min(floor, pt.P99)
+	}
+	return floor
 }
 
 // KneeText says where a curve's knee is, or why none is marked, in a
@@ -207,8 +220,8 @@ func (c Curve) KneeText() string {
 	switch {
 	case c.Knee >= 0:
 		pt := c.Points[c.Knee]
-		return fmt.Sprintf("knee: %s offered IOPS%s, p99 response %s µs (the highest load, going up, that was sustained with its p99 within %d× the lowest load's, %s µs)",
-			FormatValue(IOPS, pt.Offered), c.shareText(pt.Offered), FormatValue(LatP99, pt.P99), KneeFactor, FormatValue(LatP99, c.Points[0].P99))
+		return fmt.Sprintf("knee: %s offered IOPS%s, p99 response %s µs (the highest load, going up, that was sustained with its p99 within %d× the floor, the lowest p99 up to it: %s µs)",
+			FormatValue(IOPS, pt.Offered), c.shareText(pt.Offered), FormatValue(LatP99, pt.P99), KneeFactor, FormatValue(LatP99, kneeFloor(c.Points, c.Knee)))
 	case len(c.Points) < 2:
 		return "knee: needs at least two loads"
 	case !c.Points[0].Scheduled:
@@ -216,7 +229,7 @@ func (c Curve) KneeText() string {
 	case !c.Points[0].Sustained || !(c.Points[0].P99 > 0):
 		return "knee: none, the lowest load was not sustained"
 	}
-	return fmt.Sprintf("knee: beyond the highest load measured (%s IOPS): every load was sustained with its p99 within %d× the lowest load's",
+	return fmt.Sprintf("knee: beyond the highest load measured (%s IOPS): every load was sustained with its p99 within %d× the lowest p99 below it",
 		FormatValue(IOPS, c.Points[len(c.Points)-1].Offered), KneeFactor)
 }
 

@@ -38,8 +38,8 @@ func rateResult(offered, achieved, p99 float64, arrival string) results.Result {
 // curveDoc is a sweep --rates of curveShape: its closed-loop maximum of
 // 50,000 IOPS, then 10 % to 100 % of it with poisson arrivals. The p99
 // response time grows as 100 µs / (1 - load): the knee rule's 2× of the
-// first load's 111 µs is crossed at 60 % (250 µs), and 100 % is not
-// sustained.
+// floor (the first load's 111 µs) is crossed at 60 % (250 µs), and 100 %
+// is not sustained.
 func curveDoc() *results.Document {
 	closed := results.Result{Name: curveShape.Name(), Pattern: curveShape, DurationNS: 10e9}
 	closed.Read = results.DirStats{IOs: 500000, Bytes: 500000 * 4096, IOPS: 50000, LatNS: *latencyNS(500000, 600, 900, 1400)}
@@ -72,6 +72,10 @@ func TestKnee(t *testing.T) {
 		{"past it at the second load", []CurvePoint{pt(100, true), pt(300, true)}, 0},
 		{"one load", []CurvePoint{pt(100, true)}, -1},
 		{"no p99 at the lowest load", []CurvePoint{pt(math.NaN(), true), pt(100, true)}, -1},
+		// A slow lightest load does not widen the bound: the floor is
+		// the lowest p99 so far (here 50 µs from the second load on).
+		{"a noisy first load", []CurvePoint{pt(400, true), pt(50, true), pt(90, true), pt(120, true), pt(700, true)}, 2},
+		{"the floor is judged before it moves", []CurvePoint{pt(100, true), pt(80, true), pt(170, true)}, 1},
 	} {
 		if got := Knee(c.points); got != c.want {
 			t.Errorf("%s: Knee = %d, want %d", c.name, got, c.want)

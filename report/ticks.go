@@ -1,7 +1,9 @@
 package report
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"strconv"
 
 	"gonum.org/v1/plot"
@@ -13,7 +15,8 @@ import (
 // "1000" near it), so there the 2× and 5× ticks of each decade are
 // labelled too: 1-2-5 is the series that keeps labels roughly evenly
 // spaced on a log axis. Where even that leaves fewer than two labels
-// inside the axis (a range under 2.5×), every integer multiple is.
+// inside the axis (a range under 2.5×), every integer multiple is, and
+// the axis's ends are too, rounded inwards to two significant digits.
 // Unlabelled ticks remain at every multiple of each decade, so the
 // axis reads as logarithmic.
 type latencyTicks struct{}
@@ -35,6 +38,16 @@ func (latencyTicks) Ticks(lo, hi float64) []plot.Tick {
 		}
 	}
 	var ticks []plot.Tick
+	if math.Log10(hi/lo) < wideDecades && labelsWithin(lo, hi, labelled) < 2 {
+		// Fewer than two multiples of a decade inside (1,119 to 1,679 µs, a
+		// single cell's axis): its ends, rounded inwards to two
+		// significant digits, so the axis still reads.
+		for _, v := range []float64{roundSignificant(lo, math.Ceil), roundSignificant(hi, math.Floor)} {
+			if v >= lo && v <= hi && !isMultipleOfDecade(v) && (len(ticks) == 0 || v != ticks[0].Value) {
+				ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
+			}
+		}
+	}
 	for e := int(math.Floor(math.Log10(lo))); e <= int(math.Ceil(math.Log10(hi))); e++ {
 		for m := 1; m <= 9; m++ {
 			v := multipleOfDecade(m, e)
@@ -48,7 +61,16 @@ func (latencyTicks) Ticks(lo, hi float64) []plot.Tick {
 			ticks = append(ticks, t)
 		}
 	}
+	slices.SortFunc(ticks, func(a, b plot.Tick) int { return cmp.Compare(a.Value, b.Value) })
 	return ticks
+}
+
+// isMultipleOfDecade tells whether v is m×10^e for a digit m: a tick
+// the decades already place.
+func isMultipleOfDecade(v float64) bool {
+	e := int(math.Floor(math.Log10(v)))
+	m := math.Round(v / math.Pow10(e))
+	return m >= 1 && m <= 9 && multipleOfDecade(int(m), e) == v
 }
 
 // labelsWithin counts the ticks inside [lo, hi] that would be labelled:
@@ -89,4 +111,16 @@ func (rateTicks) Ticks(lo, hi float64) []plot.Tick {
 		}
 	}
 	return ticks
+}
+
+// roundSignificant rounds v to two significant digits with round (Ceil
+// or Floor).
+func roundSignificant(v float64, round func(float64) float64) float64 {
+	e := int(math.Floor(math.Log10(v))) - 1
+	if e < 0 {
+		p := math.Pow10(-e)
+		return round(v*p) / p
+	}
+	p := math.Pow10(e)
+	return round(v/p) * p
 }

@@ -33,10 +33,14 @@ func TestLatencyTicks(t *testing.T) {
 		// Under one decade, below 1 µs.
 		{0.15, 0.9, []string{"0.2", "0.5"}},
 		// Too narrow for two 1-2-5 labels: every multiple, of which
-		// these ranges hold one.
-		{110, 260, []string{"200"}},
-		{310, 480, []string{"400"}},
-		{120, 290, []string{"200"}},
+		// these ranges hold one, and the ends.
+		{110, 260, []string{"110", "200", "260"}},
+		{310, 480, []string{"310", "400", "480"}},
+		{120, 290, []string{"120", "200", "290"}},
+		{200, 290, []string{"200", "290"}},
+		// Not even two multiples: the ends, rounded inwards.
+		{1119, 1679, []string{"1200", "1600"}},
+		{0.0123, 0.0171, []string{"0.013", "0.017"}},
 	} {
 		got := labels(latencyTicks{}.Ticks(c.lo, c.hi))
 		if !slices.Equal(got, c.want) {
