@@ -192,6 +192,9 @@ func chartSVG(t Table, m Metric) (template.HTML, error) {
 	// pinned only now.
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	p.Y.Min = 0
+	if m.Unit() == "IOPS" {
+		p.Y.Tick.Marker = rateTicks{}
+	}
 	if logY {
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = latencyTicks{}
