@@ -74,3 +74,18 @@ func TestSweepLineNoIO(t *testing.T) {
 		t.Errorf("line %q", s)
 	}
 }
+
+// An open-loop cell's line leads with what a rate run is about: the rate
+// offered, whether it was sustained, and the response time.
+func TestSweepLineOpenLoop(t *testing.T) {
+	var b bytes.Buffer
+	prog := NewSweep(&b, false, 2, 0, iotest.Options{})
+	p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 4, Jobs: 1, Rate: results.Rate{IOPS: 8000}}
+	r := results.Result{Name: p.Name(), Pattern: p, Total: results.Total{IOs: 8000, IOPS: 7990,
+		LatNS: &results.Latency{P99: 90000, Count: 8000}, ResponseLatNS: &results.Latency{P99: 250000, Count: 8000}},
+		Rate: &results.RateStats{TargetIOPS: 8000, AchievedIOPS: 7990, Sustained: false, MaxBacklog: 12}}
+	prog.Finished(r)
+	if s := b.String(); !strings.Contains(s, "7,990 IOPS") || !strings.Contains(s, "of 8,000 offered (not sustained, backlog 12), response p99 250 µs") {
+		t.Errorf("line %q", s)
+	}
+}

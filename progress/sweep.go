@@ -3,6 +3,7 @@ package progress
 import (
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -131,6 +132,9 @@ func (prog *Sweep) Finished(r results.Result) {
 		v, f := report.LatP99.Measure(r)
 		p99 = "p99 " + report.FormatMeasure(report.LatP99, v, f) + " µs"
 	}
+	if report.OpenLoop(r) {
+		p99 = openLoopFigures(r)
+	}
 	window := ""
 	if r.Stop == results.StopConverged || r.Stop == results.StopMaxRuntime {
 		window = fmt.Sprintf(", %s after %s", r.Stop, time.Duration(r.DurationNS).Round(time.Second))
@@ -138,6 +142,27 @@ func (prog *Sweep) Finished(r results.Result) {
 	fmt.Fprintf(prog.w, "[%d/%d] %s: %s IOPS, %s MiB/s, %s%s (elapsed %s, ETA %s)\n",
 		prog.done, prog.total, r.Name, report.FormatMeasure(report.IOPS, iops, iopsFlags), units.Thousands(r.Total.MiBPerS, 1),
 		p99, window, now.Sub(prog.started).Round(time.Second), prog.etaText(now))
+}
+
+// openLoopFigures are an open-loop result's figures after its IOPS: the
+// rate offered and whether it was sustained, and the response time's p99
+// (its headline), by the rule of the load–latency tables.
+func openLoopFigures(r results.Result) string {
+	offered, state := r.Pattern.Rate.Total(), "no schedule recorded"
+	if s := r.Rate; s != nil {
+		offered, state = s.TargetIOPS, "sustained"
+		if !s.Sustained {
+			state = fmt.Sprintf("not sustained, backlog %d", s.MaxBacklog)
+		}
+	}
+	p99 := "response p99 - (no I/O)"
+	if v, f, service := report.ResponseMeasure(r, report.LatP99); !math.IsNaN(v) {
+		p99 = "response p99 " + report.FormatMeasure(report.LatP99, v, f) + " µs"
+		if service {
+			p99 = "p99 " + report.FormatMeasure(report.LatP99, v, f) + " µs (service time: no response time recorded)"
+		}
+	}
+	return fmt.Sprintf("of %s offered (%s), %s", units.Thousands(offered, 0), state, p99)
 }
 
 // Precondition shows the steps before the first pattern: on the bar, or

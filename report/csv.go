@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/csv"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -99,6 +100,29 @@ func init() {
 		csvColumn{"write_lat_low_confidence", func(r *results.Result) string { return lowConfidence(&r.Write.LatNS, r.Write.IOs) }},
 		csvColumn{"total_lat_low_confidence", func(r *results.Result) string { return lowConfidence(r.Total.LatNS, r.Total.IOs) }},
 	)
+	// An open-loop result's schedule and response time (both directions
+	// merged: rate_response_lat_*), after every column before them for the
+	// same reason; empty in a closed-loop result's row.
+	rate := func(get func(s *results.RateStats) string) func(r *results.Result) string {
+		return func(r *results.Result) string {
+			if r.Rate == nil {
+				return ""
+			}
+			return get(r.Rate)
+		}
+	}
+	csvColumns = append(csvColumns,
+		csvColumn{"rate_arrival", rate(func(s *results.RateStats) string { return s.Arrival })},
+		csvColumn{"rate_target_iops", rate(func(s *results.RateStats) string { return ftoa(s.TargetIOPS) })},
+		csvColumn{"rate_scheduled_iops", rate(func(s *results.RateStats) string { return ftoa(s.ScheduledIOPS) })},
+		csvColumn{"rate_achieved_iops", rate(func(s *results.RateStats) string { return ftoa(s.AchievedIOPS) })},
+		csvColumn{"rate_sustained", rate(func(s *results.RateStats) string { return strconv.FormatBool(s.Sustained) })},
+		csvColumn{"rate_lateness_p99_ns", rate(func(s *results.RateStats) string { return utoa(s.LatenessNS.P99) })},
+		csvColumn{"rate_late_ios", rate(func(s *results.RateStats) string { return utoa(s.LateIOs) })},
+		csvColumn{"rate_max_backlog", rate(func(s *results.RateStats) string { return utoa(s.MaxBacklog) })},
+		csvColumn{"rate_backlog_at_end", rate(func(s *results.RateStats) string { return utoa(s.BacklogAtEnd) })},
+	)
+	csvColumns = append(csvColumns, latencyColumns("rate_response", func(r *results.Result) *results.Latency { return r.Total.ResponseLatNS })...)
 }
 
 // lowConfidence lists the percentiles of l that rest on too few I/Os, as
@@ -183,6 +207,10 @@ func writeCSV(w io.Writer, doc *results.Document, o Options) error {
 				}
 			}
 		}
+		for _, c := range Curves(doc.Results) {
+			cw.Write([]string{})
+			writeCSVCurve(cw, c)
+		}
 		if len(doc.Members) > 0 {
 			header, rows := membersRows(Members(doc, m.Metric, outlierOf(o)), m.Metric)
 			cw.Write([]string{})
@@ -258,4 +286,62 @@ func writeCSVTable(cw *csv.Writer, title string, t Table, text func(*Cell) strin
 func roundTo(v float64, decimals int) float64 {
 	p, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'f', decimals, 64), 64)
 	return p
+}
+
+// writeCSVCurve writes a load–latency curve as the wide form's tables
+// are: a header row led by its title, a row per offered load (the
+// closed-loop maximum last, when there is one), plain numbers, then the
+// knee and the notes a row each. A latency that is service time, or
+// flagged, keeps its number; the marks column holds its signs.
+func writeCSVCurve(cw *csv.Writer, c Curve) {
+	cw.Write([]string{c.curveTitle(), "of_max_pct", "achieved_iops", "sustained", "p50_us", "p99_us", "p99.9_us", "latency", "knee", "marks"})
+	num := func(v float64) string {
+		if math.IsNaN(v) {
+			return ""
+		}
+		return ftoa(roundTo(v, 2))
+	}
+	share := func(v float64) string {
+		if c.Max == nil || c.Max.Total.IOPS <= 0 {
+			return ""
+		}
+		return num(100 * v / c.Max.Total.IOPS)
+	}
+	for i, pt := range c.Points {
+		kind, knee := "response", ""
+		if pt.Service {
+			kind = "service"
+		}
+		if i == c.Knee {
+			knee = "knee"
+		}
+		cw.Write([]string{num(pt.Offered), share(pt.Offered), num(pt.Achieved), sustainedCSV(pt),
+			num(pt.P50), num(pt.P99), num(pt.P999), kind, knee, (pt.Flags[0] | pt.Flags[1] | pt.Flags[2]).Signs()})
+	}
+	if m := c.Max; m != nil {
+		row := []string{"closed loop QD" + itoa(m.Pattern.QueueDepth), "100", num(m.Total.IOPS), ""}
+		var f Flags
+		for _, metric := range []Metric{LatP50, LatP99, LatP999} {
+			if metric.Absent(*m) {
+				row = append(row, "")
+				continue
+			}
+			v, mf := metric.Measure(*m)
+			f |= mf
+			row = append(row, num(v))
+		}
+		cw.Write(append(row, "service", "", f.Signs()))
+	}
+	for _, note := range c.curveNotes() {
+		cw.Write([]string{note})
+	}
+}
+
+// sustainedCSV is true or false, or empty for a result that records no
+// schedule.
+func sustainedCSV(pt CurvePoint) string {
+	if !pt.Scheduled {
+		return ""
+	}
+	return strconv.FormatBool(pt.Sustained)
 }

@@ -33,6 +33,9 @@ type htmlSection struct {
 	// Notes explain the signs of the flagged values its tables and charts
 	// show.
 	Notes []string
+	// Legend, when set, says what the charts' hollow points are, in
+	// place of the matrices' words.
+	Legend string
 }
 
 type htmlTable struct {
@@ -86,6 +89,13 @@ func writeHTML(w io.Writer, doc *results.Document, o Options) error {
 			s.Tables = append(s.Tables, htmlTableOf(lat.Tables[i], LatP99, true))
 		}
 		s.Notes = (t.Flags() | lat.Tables[i].Flags()).Notes()
+		sections = append(sections, s)
+	}
+	for _, c := range Curves(doc.Results) {
+		s, err := curveSection(c)
+		if err != nil {
+			return err
+		}
 		sections = append(sections, s)
 	}
 	var members map[string]any
@@ -182,9 +192,12 @@ func chartSVG(t Table, m Metric) (template.HTML, error) {
 	// pinned only now.
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	p.Y.Min = 0
+	if m.Unit() == "IOPS" {
+		p.Y.Tick.Marker = rateTicks{}
+	}
 	if logY {
 		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Y.Tick.Marker = latencyTicks{}
 		p.Y.Min = lowestPositive(t) / 1.5
 	}
 	p.Add(plotter.NewGrid())
@@ -231,9 +244,103 @@ func hockeyStickSVG(iops, lat Table) (template.HTML, error) {
 		return template.HTML(fmt.Sprintf("<p>%s: no data to chart</p>", template.HTMLEscapeString(title))), nil
 	}
 	p.X.Min = 0
+	p.X.Tick.Marker = rateTicks{}
 	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Y.Tick.Marker = latencyTicks{}
 	p.Y.Min = lowestPositive(lat) / 1.5
+	p.Add(plotter.NewGrid())
+	return inlineSVG(p)
+}
+
+// curveSection is a load–latency curve's chart and table.
+func curveSection(c Curve) (htmlSection, error) {
+	s := htmlSection{Title: "load–latency " + c.Title()}
+	svg, err := curveSVG(c)
+	if err != nil {
+		return s, err
+	}
+	s.Charts = append(s.Charts, svg)
+	header, rows := c.curveRows()
+	t := htmlTable{Title: c.curveTitle(), Cols: header[1:]}
+	for i, row := range rows {
+		r := htmlRow{Label: row[0]}
+		for _, text := range row[1:] {
+			cell := htmlCell{Text: text}
+			if i == c.Knee {
+				cell.Class = "knee"
+			}
+			r.Cells = append(r.Cells, cell)
+		}
+		t.Rows = append(t.Rows, r)
+	}
+	s.Tables = append(s.Tables, t)
+	s.Notes = c.curveNotes()
+	s.Legend = "In the chart, a load that was not sustained (or whose figure is flagged or service time) is a hollow point; the triangle is the knee."
+	return s, nil
+}
+
+// curveSVG draws p50, p99 and p99.9 response time against offered IOPS,
+// a line each; a load that was not sustained is a hollow point, and the
+// knee is a large diamond on the p99 line, named in the legend.
+func curveSVG(c Curve) (template.HTML, error) {
+	// The section's heading names the shape; the chart's width holds
+	// no more than this.
+	title := "response time against offered load"
+	p := newPlot()
+	p.Title.Text = title
+	p.X.Label.Text = "offered IOPS"
+	p.Y.Label.Text = "response time (µs)"
+	p.Legend.Top, p.Legend.Left = true, true // latency rises at the right
+	lowest := math.Inf(1)
+	drawn := 0
+	for i, q := range []struct {
+		name string
+		get  func(CurvePoint) float64
+	}{{"p50", func(pt CurvePoint) float64 { return pt.P50 }}, {"p99", func(pt CurvePoint) float64 { return pt.P99 }},
+		{"p99.9", func(pt CurvePoint) float64 { return pt.P999 }}} {
+		var curve chartCurve
+		for _, pt := range c.Points {
+			v := q.get(pt)
+			if !(v > 0) || math.IsInf(v, 0) {
+				continue // a log axis cannot show it
+			}
+			xy := plotter.XY{X: pt.Offered, Y: v}
+			lowest = math.Min(lowest, v)
+			curve.all = append(curve.all, xy)
+			if pt.Sustained && pt.Flags[i] == 0 && !pt.Service {
+				curve.exact = append(curve.exact, xy)
+			} else {
+				curve.flagged = append(curve.flagged, xy)
+			}
+		}
+		if len(curve.all) == 0 {
+			continue
+		}
+		if err := curve.addTo(p, q.name, plotutil.Color(i)); err != nil {
+			return "", fmt.Errorf("chart %s: %w", title, err)
+		}
+		drawn++
+	}
+	if drawn == 0 {
+		return template.HTML(fmt.Sprintf("<p>%s: no data to chart</p>", template.HTMLEscapeString(title))), nil
+	}
+	if c.Knee >= 0 && c.Points[c.Knee].P99 > 0 {
+		pt := c.Points[c.Knee]
+		knee, err := plotter.NewScatter(plotter.XYs{{X: pt.Offered, Y: pt.P99}})
+		if err != nil {
+			return "", err
+		}
+		knee.Shape = draw.PyramidGlyph{}
+		knee.Radius = vg.Points(6)
+		knee.Color = color.Black
+		p.Add(knee)
+		p.Legend.Add("knee: "+FormatValue(IOPS, pt.Offered)+" IOPS", knee)
+	}
+	p.X.Min = 0
+	p.X.Tick.Marker = rateTicks{}
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = latencyTicks{}
+	p.Y.Min = lowest / 1.5
 	p.Add(plotter.NewGrid())
 	return inlineSVG(p)
 }
@@ -385,6 +492,7 @@ td.cdm { outline: 2px solid #1a4fd0; outline-offset: -2px; font-weight: 700; }
 td.approx { font-style: italic; }
 td.outlier { color: #b00; font-weight: 700; }
 td.fewios { color: #666; text-decoration: underline dotted; }
+tr:has(td.knee) th, td.knee { font-weight: 700; }
 td.unsettled { background-image: repeating-linear-gradient(45deg, rgba(0,0,0,0.13) 0 2px, transparent 2px 7px); }
 .legend { font-size: 0.85em; color: #555; }
 </style>
@@ -404,7 +512,7 @@ host {{.Doc.Host.Hostname}}, kernel {{.Doc.Host.Kernel}}, {{.CPUs}}; started {{.
 {{range .Rows}}<tr><th>{{.Label}}</th>{{range .Cells}}<td{{with .Class}} class="{{.}}"{{end}}{{if .Style}} style="{{.Style}}"{{end}}{{with .Title}} title="{{.}}"{{end}}>{{.Text}}</td>{{end}}</tr>
 {{end}}</table>
 {{end}}{{if .Notes}}
-<p class="legend">{{range .Notes}}{{.}}.<br>{{end}}In the charts these values are hollow points; not converged cells are hatched.</p>{{end}}
+<p class="legend">{{range .Notes}}{{.}}.<br>{{end}}{{with .Legend}}{{.}}{{else}}In the charts these values are hollow points; not converged cells are hatched.{{end}}</p>{{end}}
 {{end}}
 {{with .Members}}
 <h2>Members</h2>

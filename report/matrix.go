@@ -284,7 +284,7 @@ func Build(rs []results.Result) Matrix { return BuildMetric(rs, IOPS) }
 // more than one job, its columns become QD×jobs pairs, ordered by the I/Os
 // in flight (QD × jobs), so a thread-scaling profile reads left to right.
 // Sequential results form one table: rows read %, columns block size × QD
-// (× jobs).
+// (× jobs). Open-loop results are left out: they are Curves.
 func BuildMetric(rs []results.Result, m Metric) Matrix {
 	if b, ok := m.Bounded(); ok {
 		return bestUnder(BuildMetric(rs, IOPS), m, b)
@@ -294,6 +294,13 @@ func BuildMetric(rs []results.Result, m Metric) Matrix {
 	var seq []*results.Result
 	for i := range rs {
 		r := &rs[i]
+		if openLoop(*r) {
+			// A rate is no queue depth: in a QD column the cell would
+			// read as a closed-loop figure, and two rates of one shape
+			// would take the same cell. The load–latency curves show
+			// these (Curves).
+			continue
+		}
 		if r.Pattern.Access == results.Sequential {
 			seq = append(seq, r)
 			continue

@@ -150,5 +150,9 @@ func WriteSweepText(w io.Writer, doc *results.Document, out string, complete boo
 	fmt.Fprintf(w, "iomatrix sweep %s (%s, %s) on %s, %s runtime + %s ramp, engine %s\nresults: %s\n\n",
 		doc.Settings.Profile, state, units.Count(len(doc.Results), "result"), doc.Target.Path, time.Duration(doc.Settings.RuntimeNS),
 		time.Duration(doc.Settings.RampNS), doc.Settings.Engine, out)
-	return WriteText(w, Build(doc.Results))
+	m := Build(doc.Results)
+	if err := WriteText(w, m); err != nil {
+		return err
+	}
+	return writeCurves(w, Curves(doc.Results), len(m.Tables) > 0, func(title string) string { return title + "\n" }, asciiTable)
 }

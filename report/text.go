@@ -69,10 +69,39 @@ func writeText(w io.Writer, doc *results.Document, o Options) error {
 		// Its cells are systems at their own rates, not a matrix's.
 		return WriteRehearsal(w, doc)
 	}
-	if err := writeTextTables(w, BuildMetric(doc.Results, metricOf(o)), Describe(doc)); err != nil {
+	m := BuildMetric(doc.Results, metricOf(o))
+	if err := writeTextTables(w, m, Describe(doc)); err != nil {
+		return err
+	}
+	if err := writeCurves(w, Curves(doc.Results), len(m.Tables) > 0, func(title string) string {
+		return title + " — " + Describe(doc) + "\n"
+	}, asciiTable); err != nil {
 		return err
 	}
 	return writeMembers(w, doc, o, asciiTable())
+}
+
+// writeCurves draws each load–latency curve as a table under its title
+// (as heading renders it), its knee and notes after it; after says
+// whether something was written before, for the blank line between.
+func writeCurves(w io.Writer, curves []Curve, after bool, heading func(string) string, r func() tw.Renderer) error {
+	for _, c := range curves {
+		if after {
+			fmt.Fprintln(w)
+		}
+		after = true
+		fmt.Fprint(w, heading(c.curveTitle()))
+		header, rows := c.curveRows()
+		if err := renderRows(w, header, rows, r()); err != nil {
+			return err
+		}
+		// After a blank line, as writeNotes: a markdown table would take
+		// a line right under it for one of its rows.
+		if _, err := fmt.Fprintf(w, "\n%s\n", strings.Join(c.curveNotes(), "\n")); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // writeMembers adds a fleet document's members table: each member's
@@ -123,6 +152,11 @@ func writeMarkdown(w io.Writer, doc *results.Document, o Options) error {
 		}
 	}
 	if err := writeNotes(w, m.Flags()); err != nil {
+		return err
+	}
+	if err := writeCurves(w, Curves(doc.Results), true, func(title string) string {
+		return "### " + title + "\n\n"
+	}, func() tw.Renderer { return renderer.NewMarkdown() }); err != nil {
 		return err
 	}
 	return writeMembers(w, doc, o, renderer.NewMarkdown())

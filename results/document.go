@@ -115,6 +115,19 @@ type Settings struct {
 	// Auto is set when each window's length was decided by the cell
 	// (--runtime auto); RuntimeNS then holds its maximum.
 	Auto *AutoSettings `json:"auto,omitempty"`
+	// RateSweep is set on a load–latency sweep: what a resumed one
+	// keeps.
+	RateSweep *RateSweepSettings `json:"rate_sweep,omitempty"`
+}
+
+// RateSweepSettings are a load–latency sweep's: the one shape it
+// measures (closed-loop, its queue depth also the most in flight of the
+// open-loop cells), its loads as written ("10%,20%,1000": shares of the
+// shape's closed-loop maximum, or IOPS) and how the I/Os arrive.
+type RateSweepSettings struct {
+	Shape   Pattern `json:"shape"`
+	Rates   string  `json:"rates"`
+	Arrival string  `json:"arrival"`
 }
 
 // AutoSettings are the bounds and the precision of auto windows.

@@ -34,6 +34,9 @@ type Asked struct {
 	Cap     *cgroup.Limit
 	CapText string
 	Cgroup  string
+	// RateSweep is the load–latency sweep asked: nil for none; its
+	// fields empty (or a zero shape) where not given.
+	RateSweep *results.RateSweepSettings
 }
 
 // Resumed is what a resumed run takes from its file.
@@ -51,6 +54,9 @@ type Resumed struct {
 	Cap     *cgroup.Limit
 	CapSpec string
 	Join    string
+	// RateSweep is the file's load–latency sweep, which goes on as it
+	// began; nil for a sweep of a profile.
+	RateSweep *results.RateSweepSettings
 }
 
 // Conflict is a setting asked on resuming that differs from the file's.
@@ -58,7 +64,7 @@ type Resumed struct {
 // repeating), File what the file says, named ("runtime 20s"); File is ""
 // for a cap asked of a file measured uncapped.
 type Conflict struct {
-	Setting     string // target, profile, runtime, min-runtime, max-runtime, precision, ramp, size, cap, cgroup
+	Setting     string // target, profile, runtime, min-runtime, max-runtime, precision, ramp, size, cap, cgroup, rates, arrival, pattern
 	Asked, File string
 }
 
@@ -85,7 +91,15 @@ func Resume(d *results.Document, a Asked) (*Resumed, error) {
 	if a.Profile != nil && a.Profile.Name != s.Profile {
 		return nil, &Conflict{"profile", a.Profile.Name, "profile " + s.Profile}
 	}
-	if a.Profile == nil {
+	if err := resumeRates(s.RateSweep, a.RateSweep, r); err != nil {
+		return nil, err
+	}
+	switch {
+	case a.Profile == nil && r.RateSweep != nil:
+		// The shape is the file's own: its profile may be no more than
+		// a name for it.
+		r.Profile = &profiles.Profile{Name: s.Profile, Patterns: []results.Pattern{r.RateSweep.Shape}}
+	case a.Profile == nil:
 		src := s.Profile
 		if s.ProfileFile != "" {
 			src = s.ProfileFile
@@ -124,6 +138,35 @@ func resumeMixes(d *results.Document, p *profiles.Profile) error {
 		if (res.Pattern.BSSplit != "" || res.Pattern.Distribution != "") && !names[res.Name] {
 			return &Conflict{"profile", p.Name, "pattern " + res.Name + " (its mix or distribution is not in the profile)"}
 		}
+	}
+	return nil
+}
+
+// resumeRates keeps a load–latency sweep one: its loads, arrivals and
+// shape asked otherwise, or a sweep of loads asked of a file that is none,
+// are refused, since the curve would join loads of different shapes or
+// schedules.
+func resumeRates(file, asked *results.RateSweepSettings, r *Resumed) error {
+	r.RateSweep = file
+	switch {
+	case asked == nil:
+		return nil
+	case file == nil:
+		setting := "rates"
+		switch {
+		case asked.Rates != "":
+		case asked.Arrival != "":
+			setting = "arrival"
+		default:
+			setting = "pattern"
+		}
+		return &Conflict{Setting: setting, File: "sweep of a profile, no load–latency sweep"}
+	case asked.Rates != "" && asked.Rates != file.Rates:
+		return &Conflict{"rates", asked.Rates, "rates " + file.Rates}
+	case asked.Arrival != "" && asked.Arrival != file.Arrival:
+		return &Conflict{"arrival", asked.Arrival, "arrival " + file.Arrival}
+	case asked.Shape != (results.Pattern{}) && asked.Shape != file.Shape:
+		return &Conflict{"pattern", asked.Shape.Name(), "pattern " + file.Shape.Name()}
 	}
 	return nil
 }

@@ -30,6 +30,7 @@ type sweepOptions struct {
 	// Frame writes progress and the document as frames (results.Frames)
 	// on stdout, for a log that other lines share: a pod's.
 	Frame bool
+	rateOptions
 }
 
 func (o *sweepOptions) AddFlags(f *pflag.FlagSet) {
@@ -38,18 +39,23 @@ func (o *sweepOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.Format, "format", "text", "output on stdout at the end: text (the matrix) or json (the results document)")
 	f.BoolVar(&o.ContinueOnError, "continue-on-error", false, "on an I/O error, record the failed cell and go on with the next pattern (exit status 1 at the end)")
 	f.BoolVar(&o.Frame, "frame", false, "with --format json: frame the document, and a line per finished pattern, so that a log shared with other output (a pod's, read by iomatrix k8s) carries them intact")
+	o.rateOptions.AddFlags(f)
 	durationVar(f, &o.Precondition, "precondition", 0, "bring an SSD to steady state first: fill the whole target sequentially twice, then random 4k writes for this long (e.g. 30m; a bare number is seconds); overwrites the target")
 }
 
 func newSweepCommand(g *globalOptions) *cobra.Command {
 	o := &sweepOptions{}
-	cmd := &cobra.Command{
+	var cmd *cobra.Command
+	cmd = &cobra.Command{
 		Use:     "sweep [TARGET]",
 		Short:   "Run every pattern of a profile and print the IOPS matrix",
 		Long:    longHelp("sweep"),
 		Example: examples("sweep"),
 		Args:    maxArgs(1),
-		RunE:    o.runE(func(ctx context.Context, target string) error { return runSweep(ctx, o, g, target) }),
+		RunE: o.runE(func(ctx context.Context, target string) error {
+			o.rateOptions.changed(cmd.Flags())
+			return runSweep(ctx, o, g, target)
+		}),
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd
@@ -62,7 +68,17 @@ func (o *sweepOptions) prepare(g *globalOptions, target string) (*sweepSetup, er
 	if o.Frame && o.Format != "json" {
 		return nil, usagef("--frame: only applies with --format json")
 	}
+	if err := o.rateOptions.check(o.Resume != ""); err != nil {
+		return nil, err
+	}
 	setup := &sweepSetup{target: target}
+	if o.Resume == "" && o.ratesSet {
+		rates, p, err := o.rateOptions.plan(o.Profile)
+		if err != nil {
+			return nil, err
+		}
+		setup.rates, setup.profile = rates, p
+	}
 	if o.Resume != "" {
 		d, err := results.ReadDocumentFile(o.Resume)
 		if err != nil {
@@ -74,7 +90,17 @@ func (o *sweepOptions) prepare(g *globalOptions, target string) (*sweepSetup, er
 		}
 		setup.out = o.Resume
 	}
-	return setup, o.profileOptions.prepare(g, setup, "iomatrix-%s-%s.json", true)
+	if err := o.profileOptions.prepare(g, setup, "iomatrix-%s-%s.json", true); err != nil {
+		return nil, err
+	}
+	if setup.rates != nil {
+		steps, err := session.ParseRateSteps(setup.rates.Rates)
+		if err != nil {
+			return nil, fmt.Errorf("--resume: the file's rates: %w", err)
+		}
+		setup.rateSweep = &session.RateSweep{Shape: setup.rates.Shape, Steps: steps, Arrival: setup.rates.Arrival}
+	}
+	return setup, nil
 }
 
 // adoptSettings takes the sweep's settings from the results file being
@@ -82,7 +108,8 @@ func (o *sweepOptions) prepare(g *globalOptions, target string) (*sweepSetup, er
 // whose cells were measured differently would be a matrix of
 // incomparable numbers.
 func (o *sweepOptions) adoptSettings(d *results.Document, setup *sweepSetup) error {
-	a := session.Asked{Target: setup.target, Auto: o.runtimeSet && o.Auto, Cap: o.limit, CapText: o.Cap, Cgroup: o.Cgroup}
+	a := session.Asked{Target: setup.target, Auto: o.runtimeSet && o.Auto, Cap: o.limit, CapText: o.Cap, Cgroup: o.Cgroup,
+		RateSweep: o.rateOptions.asked()}
 	if o.profileSet {
 		p, err := profiles.Load(o.Profile)
 		if err != nil {
@@ -116,7 +143,7 @@ func (o *sweepOptions) adoptSettings(d *results.Document, setup *sweepSetup) err
 	if err != nil {
 		return resumeError(err)
 	}
-	setup.target, setup.profile = r.Target, r.Profile
+	setup.target, setup.profile, setup.rates = r.Target, r.Profile, r.RateSweep
 	o.Runtime, o.Ramp, o.runtimeSet, o.rampSet = r.Runtime, r.Ramp, true, true
 	if f := r.Auto; f != nil {
 		o.Auto, o.MinRuntime, o.MaxRuntime = true, time.Duration(f.MinRuntimeNS), time.Duration(f.MaxRuntimeNS)
@@ -167,9 +194,12 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 	if err != nil {
 		return err
 	}
-	total := len(setup.profile.Patterns)
-	estimate := setup.profile.Estimate(setup.opts.Runtime, setup.opts.Ramp) * time.Duration(len(setup.todo)) / time.Duration(total)
-	g.notice(progress.Plan(setup.profile.Name, len(setup.todo), total, setup.opts, estimate))
+	total, todo := len(setup.profile.Patterns), len(setup.todo)
+	if rs := setup.rateSweep; rs != nil {
+		total, todo = rs.Total(), rs.Todo(setup.doc)
+	}
+	estimate := time.Duration(todo) * (setup.opts.Runtime + setup.opts.Ramp)
+	g.notice(progress.Plan(setup.profile.Name, todo, total, setup.opts, estimate))
 	g.notice("results: " + setup.out)
 
 	sess, err := startSession(ctx, g, &o.measureOptions, cp, plan, results.AnyWrites(setup.profile.Patterns))
@@ -184,17 +214,27 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 	if err := sess.StartSaving(doc, setup.out); err != nil {
 		return err
 	}
-	prog := newSweepProgress(g, total, total-len(setup.todo), setup.opts)
+	prog := newSweepProgress(g, total, total-todo, setup.opts)
 	if o.Frame {
 		prog.Frames = g.stdout
 	}
-	if o.Precondition > 0 && len(setup.todo) > 0 {
+	if o.Precondition > 0 && todo > 0 {
 		if err := sess.Precondition(ctx, setup.opts, o.Precondition, prog); err != nil {
 			return err
 		}
 	}
 	loop := session.Loop{Runner: sess.Runner(), Options: setup.opts, Display: prog, Doc: doc, Out: setup.out, KeepGoing: o.ContinueOnError, Notice: g.notice}
-	failedCells, runErr := loop.Run(ctx, setup.todo)
+	var failedCells int
+	var runErr error
+	if rs := setup.rateSweep; rs != nil {
+		rs.Loop = &loop
+		failedCells, runErr = rs.Run(ctx)
+		if errors.Is(runErr, session.ErrNoMaximum) {
+			runErr = fmt.Errorf("load–latency sweep: %w", runErr)
+		}
+	} else {
+		failedCells, runErr = loop.Run(ctx, setup.todo)
+	}
 
 	complete, err := loop.Finish(ctx, runErr)
 	if err != nil {
@@ -215,7 +255,7 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 		return err
 	}
 	if failedCells > 0 {
-		return fmt.Errorf("%d of %s failed with I/O errors (recorded in %s)", failedCells, units.Count(len(setup.todo), "pattern"), setup.out)
+		return fmt.Errorf("%d of %s failed with I/O errors (recorded in %s)", failedCells, units.Count(todo, "pattern"), setup.out)
 	}
 	return nil
 }

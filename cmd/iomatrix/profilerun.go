@@ -57,6 +57,10 @@ type sweepSetup struct {
 	out     string
 	doc     *results.Document // the resumed document, or nil
 	todo    []results.Pattern
+	// rates is set on a load–latency sweep (sweep --rates), and
+	// rateSweep then measures it: its todo is known once its maximum is.
+	rates     *results.RateSweepSettings
+	rateSweep *session.RateSweep
 }
 
 // checkFormat checks --format of sweep and cap verify.
@@ -140,5 +144,6 @@ func (o *profileOptions) prepare(g *globalOptions, setup *sweepSetup, outPattern
 func (setup *sweepSetup) newDocument(sess *session.Session) *results.Document {
 	doc := sess.NewDocument(setup.profile.Name, setup.opts)
 	doc.Settings.ProfileFile = setup.profile.File()
+	doc.Settings.RateSweep = setup.rates
 	return doc
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -42,6 +43,15 @@ func TestSweepBadInput(t *testing.T) {
 		{"bad format", []string{"--format", "yaml"}, []string{"--format"}},
 		{"bad runtime", []string{"--runtime", "0s"}, []string{"--runtime"}},
 		{"negative precondition", []string{"--precondition", "-1s"}, []string{"--precondition"}},
+		// A load–latency sweep measures one shape: the full profile has
+		// 137, and the refusal says how to give one.
+		{"rates of many shapes", []string{"--rates", "10%,50%"}, []string{"--rates", "one shape, not 137 (profile full)", "--pattern"}},
+		{"bad rates", []string{"--rates", "10%,fast", "--pattern", "randread:4k:8"}, []string{"--rates", `"fast"`}},
+		{"rates over 100 %", []string{"--rates", "150%", "--pattern", "randread:4k:8"}, []string{"--rates", "150%"}},
+		{"bad arrival", []string{"--rates", "10%", "--pattern", "randread:4k:8", "--arrival", "bursty"}, []string{"--arrival", "bursty", "poisson, uniform"}},
+		{"arrival without rates", []string{"--arrival", "uniform"}, []string{"--arrival: only applies with --rates"}},
+		{"pattern without rates", []string{"--pattern", "randread:4k:8"}, []string{"--pattern: only applies with --rates"}},
+		{"bad pattern", []string{"--rates", "10%", "--pattern", "randread:4k"}, []string{"--pattern", "RW:BS:QD"}},
 		// The profile's patterns are checked against the target: the one at
 		// fault is named, with its field (the size is not the flag's fault).
 		{"target too small for a pattern", []string{"--profile", "quick", "--size", "64k"},
@@ -271,4 +281,68 @@ func TestSweepPipedOutputIsPlain(t *testing.T) {
 	if len(doc.Results) != 8 || doc.Settings.Profile != "cdm" || doc.FinishedAt == "" {
 		t.Errorf("results file: %d results, profile %q", len(doc.Results), doc.Settings.Profile)
 	}
+}
+
+// sweep --rates measures its shape's maximum first, then each load as an
+// open-loop result at a share of it; resumed, it keeps that maximum and
+// refuses other loads.
+func TestSweepRates(t *testing.T) {
+	testenv.Root(t)
+	dir := t.TempDir()
+	target := filepath.Join(dir, "t.dat")
+	out := filepath.Join(dir, "r.json")
+	r := runIomatrix(t, iomatrixCmd(t, "sweep", target, "--size", "32MiB", "--runtime", "300ms", "--ramp", "0s", "--out", out,
+		"--pattern", "randread:4k:4", "--rates", "25%,50%,500", "--arrival", "uniform"))
+	if r.code != 0 {
+		t.Fatalf("sweep: exit %d: %s", r.code, r.stderr)
+	}
+	doc := readDoc(t, out)
+	rs := doc.Settings.RateSweep
+	if rs == nil || rs.Rates != "25%,50%,500" || rs.Arrival != "uniform" || rs.Shape.Name() != "rand-4k-r100-qd4" || doc.Settings.Profile != "rates" {
+		t.Fatalf("settings %+v", doc.Settings)
+	}
+	if len(doc.Results) != 4 || doc.Results[0].Name != "rand-4k-r100-qd4" || doc.Results[0].Rate != nil {
+		t.Fatalf("%d results, first %s: want the closed-loop maximum first, then 3 loads", len(doc.Results), doc.Results[0].Name)
+	}
+	max := doc.Results[0].Total.IOPS
+	for i, want := range []float64{math.Round(max / 4), math.Round(max / 2), 500} {
+		res := doc.Results[i+1]
+		if res.Pattern.Rate.IOPS != want || res.Pattern.Rate.Arrival != "uniform" || res.Rate == nil || res.Rate.TargetIOPS != want {
+			t.Errorf("load %d: %s, rate %+v, stats %+v: want %v IOPS offered, uniform", i, res.Name, res.Pattern.Rate, res.Rate, want)
+		}
+	}
+	if !strings.Contains(r.stdout, "load–latency rand-4k-r100-qd4, uniform arrivals") || !strings.Contains(r.stdout, "knee") {
+		t.Errorf("no load–latency table on stdout:\n%s", r.stdout)
+	}
+	before, _ := os.ReadFile(out)
+	for _, c := range []struct {
+		args    []string
+		mention string
+	}{
+		{[]string{"--rates", "10%"}, "--resume: --rates 10% differs from the file's rates 25%,50%,500"},
+		{[]string{"--arrival", "poisson"}, "--resume: --arrival poisson differs from the file's arrival uniform"},
+		{[]string{"--pattern", "randread:4k:8"}, "--resume: --pattern rand-4k-r100-qd8 differs from the file's pattern rand-4k-r100-qd4"},
+	} {
+		checkRefused(t, runInProcess(append([]string{"sweep", "--resume", out}, c.args...)...), c.mention)
+	}
+	if after, _ := os.ReadFile(out); string(after) != string(before) {
+		t.Fatal("a refused resume changed the results file")
+	}
+	// Cut after the first load: the resumed sweep measures the other two
+	// at the shares of the maximum on file.
+	doc.Results, doc.FinishedAt = doc.Results[:2], ""
+	testenv.Must(t, results.WriteFileAtomic(out, doc))
+	if r := runIomatrix(t, iomatrixCmd(t, "sweep", "--resume", out, "--rates", "25%,50%,500")); r.code != 0 {
+		t.Fatalf("resume: exit %d: %s", r.code, r.stderr)
+	}
+	doc = readDoc(t, out)
+	if len(doc.Results) != 4 || doc.Results[2].Pattern.Rate.IOPS != math.Round(max/2) || doc.FinishedAt == "" {
+		t.Errorf("resumed: %d results, third %s", len(doc.Results), doc.Results[2].Name)
+	}
+	// And a profile sweep's file is no load–latency sweep.
+	plain := filepath.Join(dir, "plain.json")
+	if r := runIomatrix(t, iomatrixCmd(t, "sweep", target, "--profile", "cdm", "--runtime", "100ms", "--ramp", "0s", "--out", plain)); r.code != 0 {
+		t.Fatalf("cdm sweep: %s", r.stderr)
+	}
+	checkRefused(t, runInProcess("sweep", "--resume", plain, "--rates", "10%"), "--resume: --rates differs from the file's sweep of a profile")
 }
