@@ -117,12 +117,6 @@ type uring struct {
 	// kernel. The caller clears it when it reaps the timer's completion.
 	timerArmed bool
 	dueTS      unix.Timespec // armAt's, kept here so that arming allocates nothing
-	// yieldWaits makes the waits scheduler-aware syscalls, which let go
-	// of the thread's P: an open-loop stream sleeps until its schedule
-	// says, and a stop-the-world pause that had to wait for every such
-	// sleep to end would hold up every other stream meanwhile (see
-	// runRate).
-	yieldWaits bool
 }
 
 // uringTimerData marks the completion of the ring's own wait timer; the
@@ -371,10 +365,6 @@ func (r *uring) enter(wait, collect bool) error {
 		}
 	}
 	atomic.StoreUint32(r.sqTail, r.tail)
-	if wait && r.yieldWaits {
-		n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(r.pending), minComplete, flags, 0, 0)
-		return r.entered(n, errno)
-	}
 	n, _, errno := unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(r.pending), minComplete, flags, 0, 0)
 	return r.entered(n, errno)
 }
