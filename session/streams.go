@@ -83,9 +83,11 @@ func (s *Session) RunStreams(ctx context.Context, streams []Stream) ([]StreamRes
 			cp.release(s.o.Notice)
 		}
 	}()
-	stderr := s.o.ChildStderr
-	if stderr == nil {
-		stderr = io.Discard
+	var stderr io.Writer = io.Discard
+	if s.o.ChildStderr != nil {
+		// Every child's stderr is copied by a goroutine of its own: one
+		// writer at a time.
+		stderr = &lockedWriter{w: s.o.ChildStderr}
 	}
 	runners := make([]*childRunner, len(streams))
 	for i, st := range streams {
@@ -155,4 +157,16 @@ func (s *Session) RunStreams(ctx context.Context, streams []Stream) ([]StreamRes
 		return out, err
 	}
 	return out, errors.Join(errs...)
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
