@@ -91,12 +91,16 @@ func writeHTML(w io.Writer, doc *results.Document, o Options) error {
 		s.Notes = (t.Flags() | lat.Tables[i].Flags()).Notes()
 		sections = append(sections, s)
 	}
-	for _, c := range Curves(doc.Results) {
-		s, err := curveSection(c)
-		if err != nil {
-			return err
+	if doc.Rehearsal != nil {
+		sections = append(sections, rehearsalSection(doc))
+	} else {
+		for _, c := range Curves(doc.Results) {
+			s, err := curveSection(c)
+			if err != nil {
+				return err
+			}
+			sections = append(sections, s)
 		}
-		sections = append(sections, s)
 	}
 	var members map[string]any
 	if len(doc.Members) > 0 {

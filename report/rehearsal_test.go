@@ -29,7 +29,7 @@ func TestRehearsalText(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{"rehearsal of 2 systems at once — 10s runtime + 2s ramp, each system under its own cap, uniform arrivals\n",
+	for _, want := range []string{"rehearsal of 2 systems at once, uniform arrivals — 10s runtime + 2s ramp, each system under its own cap\n",
 		"| erp ", "6,000 r + 1,500 w", "4,999", "-0.02 %", "812 µs", "p99<2ms: 812 µs holds", "FITS",
 		"| web ", "250,000 µs", "DOES NOT FIT", "web: rate not sustained\n",
 		"rehearsal: DOES NOT FIT, but the lookup says FITS: the measurement decides"} {
@@ -40,13 +40,29 @@ func TestRehearsalText(t *testing.T) {
 	if strings.Contains(out, "QD16 ") || strings.Contains(out, "random 8 KiB") {
 		t.Errorf("a rehearsal rendered as a matrix:\n%s", out)
 	}
+	// The page holds the same table and verdict, and no load–latency
+	// curve: each system is one load of a shape of its own.
+	b.Reset()
+	if err := writeHTML(&b, doc, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{"rehearsal of 2 systems at once, uniform arrivals", "<th>erp</th>", "p99&lt;2ms: 812 µs holds",
+		"web: rate not sustained", "rehearsal: DOES NOT FIT, but the lookup says FITS"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "load–latency") {
+		t.Error("the page draws the rehearsal's systems as load–latency curves")
+	}
 	doc.Rehearsal.Systems = doc.Rehearsal.Systems[:1]
 	doc.Rehearsal.Fits = true
 	b.Reset()
 	if err := writeMarkdown(&b, doc, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "### rehearsal of 1 system at once — ") || !strings.Contains(b.String(), "rehearsal: FITS (the lookup agrees)") {
+	if !strings.Contains(b.String(), "### rehearsal of 1 system at once, uniform arrivals — ") || !strings.Contains(b.String(), "rehearsal: FITS (the lookup agrees)") {
 		t.Errorf("markdown:\n%s", b.String())
 	}
 }
