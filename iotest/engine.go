@@ -25,12 +25,16 @@ type worker struct {
 	// slower (they went to a worker either way). Files are not affected:
 	// 1 MiB reads of an ext4 file were charged 2.000 per I/O both ways.
 	async bool
-	st    *stats
-	seq   *sequence
-	arena *arena
-	fd    int
-	clk   *clock
-	qd    int
+	// asyncKinds, for a block-size mix, has bit k set when the I/Os of
+	// its k-th size are split (see run.splitOnDevice); those alone go to
+	// the workers.
+	asyncKinds uint16
+	st         *stats
+	seq        *sequence
+	arena      *arena
+	fd         int
+	clk        *clock
+	qd         int
 	// sched, set for an open-loop pattern, is the job's schedule.
 	sched *schedule
 	// stop is set on cancellation or a failure; read once per batch, and
@@ -251,6 +255,9 @@ func (s *ringStream) prepAt(i int, write bool, off, size int64, kind uint8) {
 	sl := &s.slots[i]
 	sl.off, sl.write, sl.size, sl.kind = off, write, size, kind
 	s.r.prep(write, buf, i, off, uint64(i))
+	if s.w.asyncKinds&(1<<(kind&kindSize)) != 0 {
+		s.r.sqes[(s.r.tail-1)&s.r.sqMask].flags |= uringSqeAsync
+	}
 	s.fresh = append(s.fresh, int32(i))
 }
 
