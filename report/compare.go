@@ -25,8 +25,12 @@ type Comparison struct {
 	// size, engine, cap, host…): [] when they are alike.
 	Differences []Difference `json:"differences"`
 	Cells       []CellDelta  `json:"cells"`
-	OnlyBase    []string     `json:"only_in_base"`
-	OnlyNew     []string     `json:"only_in_new"`
+	// Loads are the loads of load–latency curves measured in both runs
+	// (see LoadDelta); their results are in neither Cells nor the Only
+	// lists.
+	Loads    []LoadDelta `json:"loads"`
+	OnlyBase []string    `json:"only_in_base"`
+	OnlyNew  []string    `json:"only_in_new"`
 	// GeoMean is new/base over every comparable cell (a base above 0);
 	// nil (JSON null) when there is none, as there is no ratio then.
 	GeoMean *float64   `json:"geomean_ratio"`
@@ -62,6 +66,12 @@ func Compare(base, cur *results.Document, baseName, newName string, m Metric) *C
 	// Empty lists rather than nil: JSON shows [] for "none", never null.
 	c := &Comparison{Metric: m, Base: baseName, New: newName, byName: map[string]CellDelta{},
 		Cells: []CellDelta{}, OnlyBase: []string{}, OnlyNew: []string{}, Differences: differences(base, cur)}
+	// An open-loop result is a load of a curve: matched by its share of
+	// each run's maximum, not by name, whose rate differs with the
+	// maximum.
+	loads, paired := matchLoads(Curves(base.Results), Curves(cur.Results))
+	sortLoads(loads)
+	c.Loads = append([]LoadDelta{}, loads...)
 	inBase := map[string]*results.Result{}
 	for i := range base.Results {
 		inBase[base.Results[i].Name] = &base.Results[i]
@@ -72,6 +82,9 @@ func Compare(base, cur *results.Document, baseName, newName string, m Metric) *C
 	var n int
 	for _, r := range cur.Results {
 		seen[r.Name] = true
+		if paired[r.Name] && OpenLoop(r) {
+			continue
+		}
 		b, ok := inBase[r.Name]
 		if !ok {
 			c.OnlyNew = append(c.OnlyNew, r.Name)
@@ -95,7 +108,7 @@ func Compare(base, cur *results.Document, baseName, newName string, m Metric) *C
 		c.Cells = append(c.Cells, d)
 	}
 	for _, r := range base.Results {
-		if !seen[r.Name] {
+		if !seen[r.Name] && !(paired[r.Name] && OpenLoop(r)) {
 			c.OnlyBase = append(c.OnlyBase, r.Name)
 		}
 	}
@@ -135,7 +148,7 @@ var ErrNoCommonPattern = errors.New("no pattern in common")
 // Err is ErrNoCommonPattern, naming both runs, when they share no pattern:
 // a comparison of nothing is not a success.
 func (c *Comparison) Err() error {
-	if len(c.Cells) == 0 {
+	if len(c.Cells) == 0 && len(c.Loads) == 0 {
 		return fmt.Errorf("%s and %s: %w: nothing to compare", c.Base, c.New, ErrNoCommonPattern)
 	}
 	return nil
@@ -143,6 +156,9 @@ func (c *Comparison) Err() error {
 
 // Summary is the one-line verdict.
 func (c *Comparison) Summary() string {
+	if len(c.Cells) == 0 && len(c.Loads) > 0 {
+		return units.Count(len(c.Loads), "load") + " of load–latency curves compared on p99 response time; no matrix pattern in common"
+	}
 	if len(c.Cells) == 0 {
 		return "no pattern in common: nothing compared, no ratio"
 	}
@@ -248,6 +264,10 @@ func WriteComparison(w io.Writer, c *Comparison, format string) error {
 			cw.Write([]string{d.Name, ftoa(roundTo(d.Base, 2)), ftoa(roundTo(d.New, 2)), ftoa(roundTo(d.Ratio, 4)), ftoa(roundTo(d.Change(), 2)),
 				strconv.FormatBool(d.Approx), strconv.FormatBool(d.FewIOs), strconv.FormatBool(d.Unsettled)})
 		}
+		for _, d := range c.Loads {
+			cw.Write([]string{d.NewName, ftoa(roundTo(d.BaseP99US, 2)), ftoa(roundTo(d.NewP99US, 2)), ftoa(roundTo(d.Ratio, 4)),
+				ftoa(roundTo((d.Ratio-1)*100, 2)), "", "", ""})
+		}
 		for _, n := range c.OnlyBase {
 			cw.Write([]string{n, "", "", "", "only in base", "", "", ""})
 		}
@@ -285,6 +305,9 @@ func WriteComparison(w io.Writer, c *Comparison, format string) error {
 		if err := renderRows(w, header, rows, rend); err != nil {
 			return err
 		}
+	}
+	if err := writeLoads(w, c.Loads, md); err != nil {
+		return err
 	}
 	if notes := c.flags().Notes(); len(notes) > 0 {
 		// A sign covers the change too: either run's figure may be the

@@ -183,3 +183,53 @@ func TestDifferenceRotationalUnknownWithoutDisk(t *testing.T) {
 		}
 	}
 }
+
+// Two load–latency sweeps of the same shares compare load by load: each
+// share of its own run's maximum (so at other offered IOPS, and under
+// other names) against the same share of the other's, on p99 response
+// time; no load is listed as only in one run.
+func TestCompareLoads(t *testing.T) {
+	base := curveDoc()
+	cur := curveDoc()
+	// The new run's device is 10 % faster: every load offers 10 % more,
+	// and its 50 % load's tail is half as long.
+	cur.Results[0].Total.IOPS = 55000
+	for i := 1; i < len(cur.Results); i++ {
+		r := &cur.Results[i]
+		offered := math.Round(r.Pattern.Rate.IOPS * 1.1)
+		p99 := float64(r.Total.ResponseLatNS.P99) / 1000
+		if i == 5 {
+			p99 /= 2
+		}
+		*r = rateResult(offered, offered, p99, results.ArrivalPoisson)
+	}
+	c := Compare(base, cur, "a.json", "b.json", IOPS)
+	if c.Err() != nil || len(c.Loads) != 10 || len(c.OnlyBase) != 0 || len(c.OnlyNew) != 0 || len(c.Cells) != 1 {
+		t.Fatalf("loads %d, only %v %v, cells %d, err %v", len(c.Loads), c.OnlyBase, c.OnlyNew, len(c.Cells), c.Err())
+	}
+	half := c.Loads[4]
+	if half.SharePct != 50 || half.BaseOffered != 25000 || half.NewOffered != 27500 || math.Abs(half.Ratio-0.5) > 0.01 {
+		t.Errorf("the 50 %% load: %+v", half)
+	}
+	var b bytes.Buffer
+	if err := WriteComparison(&b, c, "text"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"load–latency rand-4k-r100-qd32, poisson arrivals: p99 response time", "| 50% of max ", "-50.0 %", "| 100% of max "} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, b.String())
+		}
+	}
+	// Without a maximum, loads pair on their offered IOPS, and loads
+	// alone are something compared; at other IOPS they do not pair.
+	base.Results = base.Results[1:]
+	same := curveDoc()
+	same.Results = same.Results[1:]
+	if c := Compare(base, same, "a.json", "b.json", IOPS); c.Err() != nil || len(c.Loads) != 10 || c.Loads[0].SharePct != 0 {
+		t.Errorf("without the maxima: %d loads, %v", len(c.Loads), c.Err())
+	}
+	cur.Results = cur.Results[1:]
+	if c := Compare(base, cur, "a.json", "b.json", IOPS); len(c.Loads) != 0 || len(c.OnlyBase) != 10 || c.Err() == nil {
+		t.Errorf("other IOPS without the maxima: %d loads paired, %d only in base, %v", len(c.Loads), len(c.OnlyBase), c.Err())
+	}
+}
