@@ -1,0 +1,461 @@
+// Package vmtest boots a small Linux guest under qemu, with a real
+// cgroup v2 kernel, and runs test cases inside it: the io controller, its
+// io.max and io.stat, the memory controller's writeback, on a kernel the
+// host's hybrid cgroups cannot offer.
+//
+// A guest is data: its drives, its kernel command line and a list of
+// cases, each a shell script. One boot runs every case in order. Each
+// case's exit status, stdout and stderr come back framed on a serial port
+// of their own (base64, one line per case), never scraped from the
+// console; a kernel panic, a hung guest or a missing frame fails the test
+// with the console's tail.
+//
+// The kernel is Debian's cloud kernel (NVMe, cgroup2, blk-throttle,
+// iocost and memcg built in, no modules to load) and the guest's shell is
+// busybox, both from Debian packages fetched with apt-get download and
+// unpacked with dpkg -x into a cache, never installed. The guest's rules
+// are a real host's: its init mounts /proc, /sys, /dev, /tmp and cgroup2
+// at /sys/fs/cgroup, and configures nothing for iomatrix.
+package vmtest
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/iomatrix/iomatrix/internal/testenv"
+)
+
+// Drive is an emulated NVMe drive backed by a sparse file: /dev/nvme0n1
+// for the first, /dev/nvme1n1 for the second.
+type Drive struct {
+	Size int64
+	// Ext4 formats the drive on the host; the guest mounts it at
+	// /mnt/nvmeXn1.
+	Ext4 bool
+}
+
+// Case is one script run in the guest by busybox sh, with iomatrix at
+// /bin/iomatrix.
+type Case struct {
+	Name   string
+	Script string
+}
+
+// Result is what a case printed and how it ended.
+type Result struct {
+	Name           string
+	Exit           int
+	Stdout, Stderr string
+	Elapsed        time.Duration // in the guest, by its own clock
+}
+
+// Guest is one boot.
+type Guest struct {
+	Drives []Drive
+	// KernelArgs are added to the kernel's command line (for instance
+	// cgroup_disable=memory).
+	KernelArgs []string
+	// Timeout bounds the whole boot; a guest still running then fails
+	// the test. Default 3 minutes.
+	Timeout time.Duration
+	// Memory in MiB; default 2048.
+	Memory int
+}
+
+// Boot runs the cases in one boot of g and returns their results, one per
+// case in order. It skips the test where the guest cannot be made (no
+// qemu, no apt-get), except under CI=true, where that fails it.
+func Boot(t testing.TB, g Guest, cases []Case) []Result {
+	t.Helper()
+	testenv.Integration(t) // boots nothing with -short
+	testenv.Root(t)
+	a := assets(t)
+	dir := t.TempDir()
+	initrd := filepath.Join(dir, "initrd.gz")
+	if err := writeInitramfs(initrd, a, cases); err != nil {
+		t.Fatalf("vmtest: initramfs: %v", err)
+	}
+	args := []string{"-accel", "tcg,thread=multi", "-cpu", "max", "-smp", "2", "-m", strconv.Itoa(cmpOr(g.Memory, 2048)),
+		"-display", "none", "-monitor", "none", "-no-reboot", "-nodefaults",
+		"-kernel", a.kernel, "-initrd", initrd,
+		"-append", strings.Join(append([]string{"console=ttyS0", "panic=-1", "quiet"}, g.KernelArgs...), " "),
+		"-serial", "file:" + filepath.Join(dir, "console"), "-serial", "file:" + filepath.Join(dir, "frames")}
+	for i, d := range g.Drives {
+		img := filepath.Join(dir, fmt.Sprintf("nvme%d.img", i))
+		if err := os.WriteFile(img, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(img, d.Size); err != nil {
+			t.Fatal(err)
+		}
+		if d.Ext4 {
+			if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", img).CombinedOutput(); err != nil {
+				t.Fatalf("vmtest: mkfs.ext4: %v: %s", err, out)
+			}
+		}
+		args = append(args, "-drive", fmt.Sprintf("file=%s,if=none,id=d%d,format=raw,cache=none,aio=io_uring", img, i),
+			"-device", fmt.Sprintf("nvme,drive=d%d,serial=vmtest%d", i, i))
+	}
+	timeout := cmpOr(g.Timeout, 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, a.qemu, args...)
+	var qemuOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &qemuOut, &qemuOut
+	err := cmd.Run()
+	console, _ := os.ReadFile(filepath.Join(dir, "console"))
+	frames, _ := os.ReadFile(filepath.Join(dir, "frames"))
+	t.Logf("vmtest: guest ran %v (%d cases)", time.Since(start).Round(100*time.Millisecond), len(cases))
+	fail := func(format string, v ...any) {
+		t.Helper()
+		t.Fatalf("vmtest: %s\nqemu: %s\nconsole tail:\n%s", fmt.Sprintf(format, v...), bytes.TrimSpace(qemuOut.Bytes()), tail(console, 40))
+	}
+	if ctx.Err() != nil {
+		fail("the guest was still running after %v", timeout)
+	}
+	if err != nil {
+		fail("qemu: %v", err)
+	}
+	if bytes.Contains(console, []byte("Kernel panic")) {
+		fail("the guest's kernel panicked")
+	}
+	results, kernel, err := parseFrames(frames)
+	if err != nil {
+		fail("%v", err)
+	}
+	if kernel != "" {
+		t.Logf("vmtest: guest kernel %s", kernel)
+	}
+	if len(results) != len(cases) {
+		fail("%d of %d cases reported back", len(results), len(cases))
+	}
+	for i, r := range results {
+		if r.Name != cases[i].Name {
+			fail("case %d reported as %q, want %q", i, r.Name, cases[i].Name)
+		}
+	}
+	return results
+}
+
+func cmpOr[T comparable](v, d T) T {
+	var zero T
+	if v == zero {
+		return d
+	}
+	return v
+}
+
+// tail is the last n lines of b.
+func tail(b []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Frames on the second serial port, one line each, fields separated by
+// spaces: "@@KERNEL release", "@@CASE name exit elapsed-ms stdout
+// stderr" (the outputs base64, "-" when empty), "@@DONE".
+func parseFrames(b []byte) (rs []Result, kernel string, err error) {
+	done := false
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		f := strings.Fields(strings.TrimRight(sc.Text(), "\r"))
+		if len(f) == 0 {
+			continue
+		}
+		switch f[0] {
+		case "@@KERNEL":
+			if len(f) > 1 {
+				kernel = f[1]
+			}
+		case "@@CASE":
+			if len(f) != 6 {
+				return rs, kernel, fmt.Errorf("a malformed frame: %q", strings.Join(f, " "))
+			}
+			r := Result{Name: f[1]}
+			if r.Exit, err = strconv.Atoi(f[2]); err != nil {
+				return rs, kernel, fmt.Errorf("case %s: exit status %q", f[1], f[2])
+			}
+			ms, _ := strconv.Atoi(f[3])
+			r.Elapsed = time.Duration(ms) * time.Millisecond
+			for i, dst := range []*string{&r.Stdout, &r.Stderr} {
+				if f[4+i] == "-" {
+					continue
+				}
+				out, err := base64.StdEncoding.DecodeString(f[4+i])
+				if err != nil {
+					return rs, kernel, fmt.Errorf("case %s: %w", f[1], err)
+				}
+				*dst = string(out)
+			}
+			rs = append(rs, r)
+		case "@@DONE":
+			done = true
+		}
+	}
+	if !done {
+		return rs, kernel, errors.New("the guest never reported the end of its cases")
+	}
+	return rs, kernel, nil
+}
+
+// The guest's init: mounts, then each case with its output captured and
+// framed on ttyS1, then power off.
+const initScript = `#!/bin/busybox sh
+/bin/busybox --install -s /bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mount -t tmpfs tmp /tmp
+mount -t cgroup2 none /sys/fs/cgroup
+for d in /dev/nvme*n1; do
+	[ -b "$d" ] || continue
+	m=/mnt/$(basename $d)
+	mkdir -p $m
+	mount -t ext4 $d $m 2>/dev/null || rmdir $m
+done
+exec 3>/dev/ttyS1
+echo "@@KERNEL $(uname -r)" >&3
+b64() { if [ -s "$1" ]; then base64 -w0 "$1"; else printf -; fi; }
+for c in /cases/*; do
+	name=$(cat $c/name)
+	t0=$(cut -d' ' -f1 /proc/uptime)
+	sh $c/script >/tmp/case.out 2>/tmp/case.err </dev/null
+	rc=$?
+	t1=$(cut -d' ' -f1 /proc/uptime)
+	ms=$(awk "BEGIN{printf \"%d\", ($t1-$t0)*1000}")
+	echo "@@CASE $name $rc $ms $(b64 /tmp/case.out) $(b64 /tmp/case.err)" >&3
+done
+echo "@@DONE" >&3
+sync
+poweroff -f
+`
+
+// writeInitramfs writes a gzipped newc cpio archive: busybox, iomatrix,
+// the init and the cases.
+func writeInitramfs(path string, a *guestAssets, cases []Case) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	zw, _ := gzip.NewWriterLevel(f, gzip.BestSpeed)
+	cw := &cpioWriter{w: zw}
+	for _, d := range []string{"bin", "proc", "sys", "dev", "tmp", "mnt", "cases", "etc"} {
+		cw.dir(d)
+	}
+	busybox, err := os.ReadFile(a.busybox)
+	if err != nil {
+		return err
+	}
+	iomatrix, err := os.ReadFile(a.binary)
+	if err != nil {
+		return err
+	}
+	cw.file("bin/busybox", busybox, 0o755)
+	cw.file("bin/iomatrix", iomatrix, 0o755)
+	cw.file("init", []byte(initScript), 0o755)
+	for i, c := range cases {
+		if strings.ContainsAny(c.Name, " \t\n") || c.Name == "" {
+			return fmt.Errorf("case name %q: one word", c.Name)
+		}
+		d := fmt.Sprintf("cases/%03d", i)
+		cw.dir(d)
+		cw.file(d+"/name", []byte(c.Name), 0o644)
+		cw.file(d+"/script", []byte(c.Script), 0o755)
+	}
+	cw.trailer()
+	if cw.err != nil {
+		return cw.err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// guestAssets are the files a boot needs.
+type guestAssets struct {
+	qemu, kernel, busybox, binary string
+}
+
+var (
+	assetsOnce sync.Once
+	assetsVal  *guestAssets
+	assetsErr  error
+)
+
+// assets finds qemu, fetches the kernel and busybox into the cache once,
+// and builds (or takes) the static iomatrix.
+func assets(t testing.TB) *guestAssets {
+	t.Helper()
+	assetsOnce.Do(func() { assetsVal, assetsErr = prepare() })
+	var missing *missingError
+	if errors.As(assetsErr, &missing) {
+		testenv.Require(t, false, missing.Error())
+	}
+	if assetsErr != nil {
+		t.Fatalf("vmtest: %v", assetsErr)
+	}
+	return assetsVal
+}
+
+// missingError: a tool the guest needs is not installed; a skip on a
+// laptop, a failure in CI.
+type missingError struct{ what string }
+
+func (e *missingError) Error() string { return e.what }
+
+// CacheDir holds the kernel and busybox between runs: $IOMATRIX_VMCACHE,
+// or /var/cache/iomatrix-vmtest.
+func CacheDir() string {
+	if d := os.Getenv("IOMATRIX_VMCACHE"); d != "" {
+		return d
+	}
+	return "/var/cache/iomatrix-vmtest"
+}
+
+func prepare() (*guestAssets, error) {
+	a := &guestAssets{}
+	var err error
+	if a.qemu, err = exec.LookPath("qemu-system-x86_64"); err != nil {
+		return nil, &missingError{"qemu-system-x86_64 is not installed (Debian package qemu-system-x86)"}
+	}
+	for _, tool := range []string{"apt-get", "apt-cache", "dpkg", "mkfs.ext4"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return nil, &missingError{tool + " is not installed"}
+		}
+	}
+	cache := CacheDir()
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return nil, err
+	}
+	a.kernel = filepath.Join(cache, "vmlinuz")
+	if _, err := os.Stat(a.kernel); err != nil {
+		// The cloud kernel's metapackage names the versioned image.
+		out, err := exec.Command("apt-cache", "depends", "linux-image-cloud-amd64").Output()
+		if err != nil {
+			return nil, fmt.Errorf("apt-cache depends linux-image-cloud-amd64: %w", err)
+		}
+		var pkg string
+		for _, l := range strings.Split(string(out), "\n") {
+			if p, ok := strings.CutPrefix(strings.TrimSpace(l), "Depends: "); ok && strings.HasPrefix(p, "linux-image-") {
+				pkg = p
+				break
+			}
+		}
+		if pkg == "" {
+			return nil, fmt.Errorf("no kernel image among linux-image-cloud-amd64's dependencies:\n%s", out)
+		}
+		if err := unpack(cache, pkg, "boot/vmlinuz-*", a.kernel); err != nil {
+			return nil, err
+		}
+	}
+	a.busybox = filepath.Join(cache, "busybox")
+	if _, err := os.Stat(a.busybox); err != nil {
+		if err := unpack(cache, "busybox-static", "bin/busybox", a.busybox); err != nil {
+			return nil, err
+		}
+	}
+	if a.binary, err = staticBinary(); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// unpack downloads pkg, extracts it and copies the file matching glob to
+// dst (atomically: a half-written cache entry is never used).
+func unpack(cache, pkg, glob, dst string) error {
+	work, err := os.MkdirTemp(cache, "fetch-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	dl := exec.Command("apt-get", "download", pkg)
+	dl.Dir = work
+	if out, err := dl.CombinedOutput(); err != nil {
+		return fmt.Errorf("apt-get download %s: %w: %s", pkg, err, out)
+	}
+	debs, _ := filepath.Glob(filepath.Join(work, "*.deb"))
+	if len(debs) != 1 {
+		return fmt.Errorf("apt-get download %s: %d packages", pkg, len(debs))
+	}
+	if out, err := exec.Command("dpkg", "-x", debs[0], filepath.Join(work, "x")).CombinedOutput(); err != nil {
+		return fmt.Errorf("dpkg -x %s: %w: %s", debs[0], err, out)
+	}
+	found, _ := filepath.Glob(filepath.Join(work, "x", glob))
+	if len(found) == 0 {
+		return fmt.Errorf("%s: no %s in the package", pkg, glob)
+	}
+	b, err := os.ReadFile(found[0])
+	if err != nil {
+		return err
+	}
+	tmp := dst + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o755); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dst)
+}
+
+// staticBinary is $IOMATRIX_STATIC_BINARY (.ci/run builds it for the
+// image test too), or a CGO_ENABLED=0 build of the command into a
+// temporary directory, once per test binary.
+func staticBinary() (string, error) {
+	if p := os.Getenv("IOMATRIX_STATIC_BINARY"); p != "" {
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp("", "iomatrix-vmtest-")
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "iomatrix")
+	build := exec.Command("go", "build", "-trimpath", "-o", out, "./cmd/iomatrix")
+	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build the static iomatrix: %w: %s", err, b)
+	}
+	return out, nil
+}
+
+// moduleRoot is the directory of go.mod above the working directory.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}

@@ -1,0 +1,41 @@
+package vmtest
+
+import (
+	"strings"
+	"testing"
+)
+
+// The frames a guest writes parse back into the cases' results; a guest
+// that never reported its end is an error, not a short list.
+func TestParseFrames(t *testing.T) {
+	frames := "@@KERNEL 6.1.0-57-cloud-amd64\r\n@@CASE a 0 120 aGVsbG8K -\n@@CASE b 3 5 - ZXJyCg==\n@@DONE\n"
+	rs, kernel, err := parseFrames([]byte(frames))
+	if err != nil || kernel != "6.1.0-57-cloud-amd64" || len(rs) != 2 {
+		t.Fatalf("%v %q %+v", err, kernel, rs)
+	}
+	if rs[0].Stdout != "hello\n" || rs[0].Exit != 0 || rs[1].Exit != 3 || rs[1].Stderr != "err\n" || rs[1].Stdout != "" {
+		t.Errorf("%+v", rs)
+	}
+	if _, _, err := parseFrames([]byte("@@CASE a 0 1 - -\n")); err == nil || !strings.Contains(err.Error(), "never reported") {
+		t.Errorf("no end: %v", err)
+	}
+	if _, _, err := parseFrames([]byte("@@CASE a 0 -\n@@DONE\n")); err == nil {
+		t.Error("a malformed frame parsed")
+	}
+}
+
+// One boot: the guest is a pure cgroup v2 host, its cases report back
+// framed, and a failing case's status and stderr arrive intact.
+func TestGuestBoots(t *testing.T) {
+	rs := Boot(t, Guest{Drives: []Drive{{Size: 256 << 20}}}, []Case{
+		{"controllers", "cat /sys/fs/cgroup/cgroup.controllers; test -b /dev/nvme0n1 && echo nvme; iomatrix --version"},
+		{"fails", "echo to stderr >&2; exit 7"},
+	})
+	if !strings.Contains(rs[0].Stdout, "io") || !strings.Contains(rs[0].Stdout, "memory") || !strings.Contains(rs[0].Stdout, "nvme") ||
+		!strings.Contains(rs[0].Stdout, "iomatrix") || rs[0].Exit != 0 {
+		t.Errorf("controllers: exit %d\n%s%s", rs[0].Exit, rs[0].Stdout, rs[0].Stderr)
+	}
+	if rs[1].Exit != 7 || rs[1].Stderr != "to stderr\n" {
+		t.Errorf("fails: %+v", rs[1])
+	}
+}
