@@ -23,19 +23,3 @@ func TestParseFrames(t *testing.T) {
 		t.Error("a malformed frame parsed")
 	}
 }
-
-// One boot: the guest is a pure cgroup v2 host, its cases report back
-// framed, and a failing case's status and stderr arrive intact.
-func TestGuestBoots(t *testing.T) {
-	rs := Boot(t, Guest{Drives: []Drive{{Size: 256 << 20}}}, []Case{
-		{"controllers", "cat /sys/fs/cgroup/cgroup.controllers; test -b /dev/nvme0n1 && echo nvme; iomatrix --version"},
-		{"fails", "echo to stderr >&2; exit 7"},
-	})
-	if !strings.Contains(rs[0].Stdout, "io") || !strings.Contains(rs[0].Stdout, "memory") || !strings.Contains(rs[0].Stdout, "nvme") ||
-		!strings.Contains(rs[0].Stdout, "iomatrix") || rs[0].Exit != 0 {
-		t.Errorf("controllers: exit %d\n%s%s", rs[0].Exit, rs[0].Stdout, rs[0].Stderr)
-	}
-	if rs[1].Exit != 7 || rs[1].Stderr != "to stderr\n" {
-		t.Errorf("fails: %+v", rs[1])
-	}
-}
