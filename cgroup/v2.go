@@ -252,10 +252,14 @@ func (c Controller) release(p Place) {
 	_ = os.WriteFile(filepath.Join(p.Dir, "cgroup.subtree_control"), []byte(strings.Join(off, " ")), 0)
 }
 
-// counterFiles are writable files of a controller that hold a figure, not
-// a setting (writing resets them): they differ between cgroups without
-// anyone configuring anything.
-var counterFiles = []string{"memory.peak", "memory.swap.peak"}
+// notSetting tells the writable files named <controller>.* that hold a
+// figure, not a setting, and so differ between cgroups without anyone
+// configuring anything: the pressure files (PSI, the cgroup core's, there
+// whether or not the controller is on; a write sets a trigger) and the
+// peaks (a write resets them).
+func notSetting(name string) bool {
+	return strings.HasSuffix(name, ".pressure") || strings.HasSuffix(name, ".peak")
+}
 
 // settings reads the files of dir that configure the controllers: those
 // named <controller>.* that can be both read and written.
@@ -265,7 +269,7 @@ func settings(dir string, ctrls []string) map[string]string {
 		files, _ := filepath.Glob(filepath.Join(dir, ctrl+".*"))
 		for _, f := range files {
 			st, err := os.Stat(f)
-			if err != nil || st.Mode().Perm()&0o600 != 0o600 || slices.Contains(counterFiles, filepath.Base(f)) {
+			if err != nil || st.Mode().Perm()&0o600 != 0o600 || notSetting(filepath.Base(f)) {
 				continue
 			}
 			if b, err := os.ReadFile(f); err == nil {

@@ -3,6 +3,7 @@ package cgroup
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -339,4 +340,22 @@ func limitFile(t *testing.T, dir string) string {
 	}
 	t.Fatalf("no %s.*.max in %s", standIn, dir)
 	return ""
+}
+
+// A controller's settings are its files that can be read and written,
+// less those that hold figures: a cgroup's pressure (the kernel's 6.1
+// guest showed io.pressure and memory.pressure differing between a busy
+// cgroup and a fresh one, though nobody had configured either).
+func TestSettingsAreWhatCanBeConfigured(t *testing.T) {
+	dir := t.TempDir()
+	for name, perm := range map[string]os.FileMode{
+		"io.max": 0o644, "io.weight": 0o644, "io.pressure": 0o644, "io.stat": 0o444,
+		"memory.max": 0o644, "memory.peak": 0o644, "memory.reclaim": 0o200, "cpu.max": 0o644,
+	} {
+		testenv.Must(t, os.WriteFile(filepath.Join(dir, name), []byte(name), perm))
+	}
+	got := slices.Sorted(maps.Keys(settings(dir, []string{"io", "memory"})))
+	if want := []string{"io.max", "io.weight", "memory.max"}; !slices.Equal(got, want) {
+		t.Errorf("settings %q, want %q", got, want)
+	}
 }
