@@ -325,6 +325,11 @@ func Cleanup(ctrl Controller) ([]string, error) {
 			return removed, err
 		}
 		r, err := cleanupDir(p.Base())
+		if err == nil && !p.Delegated {
+			// The last cgroup gone: what iomatrix enabled goes too, as at
+			// the end of a run.
+			ctrl.release(p)
+		}
 		unlock()
 		removed = append(removed, r...)
 		if err != nil {

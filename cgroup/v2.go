@@ -201,10 +201,11 @@ func (c Controller) prepare(p Place) (leaf string, err error) {
 	if err := c.enable(p.Dir, want); err != nil {
 		return leaf, err
 	}
-	if !p.Delegated && !isRealRoot(p.Dir) {
-		// A namespace's root: what iomatrix enabled there is disabled
-		// again when its last cgroup goes (release), or no process could
-		// ever join that root again. The note lives on the iomatrix
+	if !p.Delegated {
+		// What iomatrix enabled in the root is disabled again when its
+		// last cgroup goes (release): in a namespace's root, or no
+		// process could ever join it again; in the real root, so that the
+		// tree is left as found. The note lives on the iomatrix
 		// directory, so that whichever run is last out finds it.
 		if on := slices.DeleteFunc(before, func(ctrl string) bool { return slices.Contains(c.notEnabled(p.Dir, want), ctrl) }); len(on) > 0 {
 			// Without the note, the controllers stay on: harmless but for
@@ -221,20 +222,84 @@ const enabledXattr = "trusted.iomatrix.enabled"
 
 // release removes the shared iomatrix directory of a place that is not a
 // delegated one, if no run uses it any more, and disables in its parent
-// what iomatrix enabled there (see prepare). The caller holds the place's
-// lock.
+// what iomatrix enabled there (see prepare), but for a controller that
+// another user took up meanwhile: a cgroup beside iomatrix's that
+// configures it, whose settings turning it off would drop. The caller
+// holds the place's lock.
 func (c Controller) release(p Place) {
 	buf := make([]byte, 256)
 	n, err := unix.Getxattr(p.Base(), enabledXattr, buf)
+	// Read before the directory goes: a fresh cgroup's settings, against
+	// which the others' tell whether they use a controller.
+	var fresh map[string]string
+	if err == nil && n > 0 {
+		fresh = settings(p.Base(), strings.Fields(string(buf[:n])))
+	}
 	if os.Remove(p.Base()) != nil || err != nil || n == 0 {
 		return
 	}
 	var off []string
 	for _, ctrl := range strings.Fields(string(buf[:n])) {
-		off = append(off, "-"+ctrl)
+		if !usedBeside(p.Dir, ctrl, fresh) {
+			off = append(off, "-"+ctrl)
+		}
 	}
-	// Best effort: another run may have taken them again meanwhile.
+	if len(off) == 0 {
+		return
+	}
+	// Best effort: a controller that a cgroup below enables for its own
+	// children cannot be turned off (EBUSY), and then rightly stays.
 	_ = os.WriteFile(filepath.Join(p.Dir, "cgroup.subtree_control"), []byte(strings.Join(off, " ")), 0)
+}
+
+// notSetting tells the writable files named <controller>.* that hold a
+// figure, not a setting, and so differ between cgroups without anyone
+// configuring anything: the pressure files (PSI, the cgroup core's, there
+// whether or not the controller is on; a write sets a trigger) and the
+// peaks (a write resets them).
+func notSetting(name string) bool {
+	return strings.HasSuffix(name, ".pressure") || strings.HasSuffix(name, ".peak")
+}
+
+// settings reads the files of dir that configure the controllers: those
+// named <controller>.* that can be both read and written.
+func settings(dir string, ctrls []string) map[string]string {
+	out := map[string]string{}
+	for _, ctrl := range ctrls {
+		files, _ := filepath.Glob(filepath.Join(dir, ctrl+".*"))
+		for _, f := range files {
+			st, err := os.Stat(f)
+			if err != nil || st.Mode().Perm()&0o600 != 0o600 || notSetting(filepath.Base(f)) {
+				continue
+			}
+			if b, err := os.ReadFile(f); err == nil {
+				out[filepath.Base(f)] = string(b)
+			}
+		}
+	}
+	return out
+}
+
+// usedBeside reports whether a child of dir (iomatrix's directory is gone
+// by now) uses ctrl: it enables it for its own children, or one of its
+// settings differs from a fresh cgroup's.
+func usedBeside(dir, ctrl string, fresh map[string]string) bool {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		child := filepath.Join(dir, e.Name())
+		if on, _ := readList(filepath.Join(child, "cgroup.subtree_control")); slices.Contains(on, ctrl) {
+			return true
+		}
+		for name, v := range settings(child, []string{ctrl}) {
+			if want, ok := fresh[name]; ok && v != want {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // unprepare undoes prepare for a delegated place when this process's

@@ -3,6 +3,7 @@ package cgroup
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -268,4 +269,93 @@ func subdirs(dir string) []string {
 		}
 	}
 	return names
+}
+
+// The real root is exempt from the rule, but a run still gives back what
+// it enabled there: the tree is left as found. What another user of the
+// controller set up meanwhile (a limit in a cgroup beside iomatrix's)
+// keeps the controller on, since turning it off would drop that limit.
+func TestV2RealRootGivesBackWhatItEnabled(t *testing.T) {
+	c := realV2(t)
+	testenv.Require(t, c.Self == "/", "this test process is not in the root cgroup of the v2 hierarchy")
+	found := enabledIn(c.Dir)
+	t.Cleanup(func() {
+		testenv.RemoveCgroup(t, c.Dir, filepath.Join(c.Dir, Parent))
+		if now := enabledIn(c.Dir); !slices.Equal(now, found) {
+			_ = os.WriteFile(filepath.Join(c.Dir, "cgroup.subtree_control"), []byte("-"+standIn), 0) // as found, for the tests that follow
+		}
+	})
+	if slices.Contains(found, standIn) {
+		// Left on by another test: off, so that this run is the one that
+		// enables it.
+		if err := os.WriteFile(filepath.Join(c.Dir, "cgroup.subtree_control"), []byte("-"+standIn), 0); err != nil {
+			testenv.Require(t, false, "the root's "+standIn+" is in use: "+err.Error())
+		}
+		found = enabledIn(c.Dir)
+	}
+	for range 2 { // the second run finds the note gone, and enables again
+		g, err := Create(c, Limit{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(enabledIn(c.Dir), standIn) {
+			t.Fatalf("the root does not enable %s while a group exists: %q", standIn, enabledIn(c.Dir))
+		}
+		if err := g.Delete(); err != nil {
+			t.Fatal(err)
+		}
+		if now := enabledIn(c.Dir); !slices.Equal(now, found) {
+			t.Fatalf("the root enables %q after the run, %q before", now, found)
+		}
+	}
+
+	g, err := Create(c, Limit{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := testCgroup(t, c.Dir, c.Dir, "other")
+	limit := limitFile(t, other)
+	if err := os.WriteFile(limit, []byte("0"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Delete(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(enabledIn(c.Dir), standIn) {
+		t.Errorf("the root gave up %s although %s sets %s", standIn, other, filepath.Base(limit))
+	}
+	if b, err := os.ReadFile(limit); err != nil || strings.TrimSpace(string(b)) != "0" {
+		t.Errorf("%s: %q %v, want the other user's 0", limit, b, err)
+	}
+}
+
+// limitFile is a hugetlb limit of dir (hugetlb.<size>.max).
+func limitFile(t *testing.T, dir string) string {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(dir, standIn+".*.max"))
+	for _, f := range m {
+		if !strings.Contains(f, ".rsvd.") {
+			return f
+		}
+	}
+	t.Fatalf("no %s.*.max in %s", standIn, dir)
+	return ""
+}
+
+// A controller's settings are its files that can be read and written,
+// less those that hold figures: a cgroup's pressure (the kernel's 6.1
+// guest showed io.pressure and memory.pressure differing between a busy
+// cgroup and a fresh one, though nobody had configured either).
+func TestSettingsAreWhatCanBeConfigured(t *testing.T) {
+	dir := t.TempDir()
+	for name, perm := range map[string]os.FileMode{
+		"io.max": 0o644, "io.weight": 0o644, "io.pressure": 0o644, "io.stat": 0o444,
+		"memory.max": 0o644, "memory.peak": 0o644, "memory.reclaim": 0o200, "cpu.max": 0o644,
+	} {
+		testenv.Must(t, os.WriteFile(filepath.Join(dir, name), []byte(name), perm))
+	}
+	got := slices.Sorted(maps.Keys(settings(dir, []string{"io", "memory"})))
+	if want := []string{"io.max", "io.weight", "memory.max"}; !slices.Equal(got, want) {
+		t.Errorf("settings %q, want %q", got, want)
+	}
 }

@@ -26,9 +26,11 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,6 +75,10 @@ type Guest struct {
 	Timeout time.Duration
 	// Memory in MiB; default 2048.
 	Memory int
+	// Files are placed in the guest's root, by path, in a directory it
+	// has (for instance "bin/guesttool", a StaticBuild): tools the cases
+	// need that busybox lacks.
+	Files map[string][]byte
 }
 
 // Boot runs the cases in one boot of g and returns their results, one per
@@ -85,7 +91,7 @@ func Boot(t testing.TB, g Guest, cases []Case) []Result {
 	a := assets(t)
 	dir := t.TempDir()
 	initrd := filepath.Join(dir, "initrd.gz")
-	if err := writeInitramfs(initrd, a, cases); err != nil {
+	if err := writeInitramfs(initrd, a, g.Files, cases); err != nil {
 		t.Fatalf("vmtest: initramfs: %v", err)
 	}
 	args := []string{"-accel", "tcg,thread=multi", "-cpu", "max", "-smp", "2", "-m", strconv.Itoa(cmpOr(g.Memory, 2048)),
@@ -250,7 +256,7 @@ poweroff -f
 
 // writeInitramfs writes a gzipped newc cpio archive: busybox, iomatrix,
 // the init and the cases.
-func writeInitramfs(path string, a *guestAssets, cases []Case) error {
+func writeInitramfs(path string, a *guestAssets, files map[string][]byte, cases []Case) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -272,6 +278,12 @@ func writeInitramfs(path string, a *guestAssets, cases []Case) error {
 	cw.file("bin/busybox", busybox, 0o755)
 	cw.file("bin/iomatrix", iomatrix, 0o755)
 	cw.file("init", []byte(initScript), 0o755)
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if strings.HasPrefix(name, "/") || strings.Contains(name, "..") || name == "init" || name == "bin/busybox" || name == "bin/iomatrix" {
+			return fmt.Errorf("guest file %q: a path inside the guest's root that is not the harness's own", name)
+		}
+		cw.file(name, files[name], 0o755)
+	}
 	for i, c := range cases {
 		if strings.ContainsAny(c.Name, " \t\n") || c.Name == "" {
 			return fmt.Errorf("case name %q: one word", c.Name)
@@ -424,22 +436,42 @@ func staticBinary() (string, error) {
 			return p, nil
 		}
 	}
-	root, err := moduleRoot()
-	if err != nil {
-		return "", err
-	}
 	dir, err := os.MkdirTemp("", "iomatrix-vmtest-")
 	if err != nil {
 		return "", err
 	}
 	out := filepath.Join(dir, "iomatrix")
-	build := exec.Command("go", "build", "-trimpath", "-o", out, "./cmd/iomatrix")
-	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build the static iomatrix: %w: %s", err, b)
+	return out, build("./cmd/iomatrix", out)
+}
+
+// StaticBuild is a CGO_ENABLED=0 build of a main package of this module
+// (for instance "./internal/vmtest/guesttool"), for Guest.Files.
+func StaticBuild(t testing.TB, pkg string) []byte {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), filepath.Base(pkg))
+	if err := build(pkg, out); err != nil {
+		t.Fatalf("vmtest: %v", err)
 	}
-	return out, nil
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// build makes a static binary of pkg: the guest has no C library.
+func build(pkg, out string) error {
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("go", "build", "-trimpath", "-o", out, pkg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build %s statically: %w: %s", pkg, err, b)
+	}
+	return nil
 }
 
 // moduleRoot is the directory of go.mod above the working directory.
