@@ -79,6 +79,10 @@ type Guest struct {
 	// has (for instance "bin/guesttool", a StaticBuild): tools the cases
 	// need that busybox lacks.
 	Files map[string][]byte
+	// Systemd boots Debian 12 with systemd as PID 1 instead of busybox
+	// (systemd.go): the cases run as a service, under /bin/sh (dash),
+	// and Drives[n] is $VMTEST_DRIVEn in them.
+	Systemd bool
 }
 
 // Boot runs the cases in one boot of g and returns their results, one per
@@ -88,18 +92,36 @@ func Boot(t testing.TB, g Guest, cases []Case) []Result {
 	t.Helper()
 	testenv.Integration(t) // boots nothing with -short
 	testenv.Root(t)
+	if g.Systemd {
+		return bootSystemd(t, g, cases)
+	}
 	a := assets(t)
 	dir := t.TempDir()
 	initrd := filepath.Join(dir, "initrd.gz")
 	if err := writeInitramfs(initrd, a, g.Files, cases); err != nil {
 		t.Fatalf("vmtest: initramfs: %v", err)
 	}
-	args := []string{"-accel", "tcg,thread=multi", "-cpu", "max", "-smp", "2", "-m", strconv.Itoa(cmpOr(g.Memory, 2048)),
+	args := append(qemuArgs(a, g, dir), "-kernel", a.kernel, "-initrd", initrd,
+		"-append", strings.Join(append([]string{"console=ttyS0", "panic=-1", "quiet"}, g.KernelArgs...), " "))
+	args = append(args, drives(t, dir, g.Drives)...)
+	results, _ := runGuest(t, a, g, dir, args, cases)
+	return results
+}
+
+// qemuArgs are the machine's: emulated CPUs and memory, no display, the
+// console and the frames on two serial ports, files in dir.
+func qemuArgs(a *guestAssets, g Guest, dir string) []string {
+	return []string{"-accel", "tcg,thread=multi", "-cpu", "max", "-smp", "2", "-m", strconv.Itoa(cmpOr(g.Memory, 2048)),
 		"-display", "none", "-monitor", "none", "-no-reboot", "-nodefaults",
-		"-kernel", a.kernel, "-initrd", initrd,
-		"-append", strings.Join(append([]string{"console=ttyS0", "panic=-1", "quiet"}, g.KernelArgs...), " "),
 		"-serial", "file:" + filepath.Join(dir, "console"), "-serial", "file:" + filepath.Join(dir, "frames")}
-	for i, d := range g.Drives {
+}
+
+// drives are the guest's NVMe drives' arguments, their sparse files in
+// dir; serial vmtestN for Drives[N].
+func drives(t testing.TB, dir string, ds []Drive) []string {
+	t.Helper()
+	var args []string
+	for i, d := range ds {
 		img := filepath.Join(dir, fmt.Sprintf("nvme%d.img", i))
 		if err := os.WriteFile(img, nil, 0o600); err != nil {
 			t.Fatal(err)
@@ -115,6 +137,14 @@ func Boot(t testing.TB, g Guest, cases []Case) []Result {
 		args = append(args, "-drive", fmt.Sprintf("file=%s,if=none,id=d%d,format=raw,cache=none,aio=io_uring", img, i),
 			"-device", fmt.Sprintf("nvme,drive=d%d,serial=vmtest%d", i, i))
 	}
+	return args
+}
+
+// runGuest runs qemu with args until the guest powers off, and returns
+// the cases' results and the raw frames; anything short of every case
+// reporting back fails the test with the console's tail.
+func runGuest(t testing.TB, a *guestAssets, g Guest, dir string, args []string, cases []Case) ([]Result, []byte) {
+	t.Helper()
 	timeout := cmpOr(g.Timeout, 3*time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -154,7 +184,7 @@ func Boot(t testing.TB, g Guest, cases []Case) []Result {
 			fail("case %d reported as %q, want %q", i, r.Name, cases[i].Name)
 		}
 	}
-	return results
+	return results, frames
 }
 
 func cmpOr[T comparable](v, d T) T {
