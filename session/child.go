@@ -205,8 +205,15 @@ func startChild(stderr io.Writer, target childTarget, place func(pid int) error,
 	cmd := exec.Command(exe, ChildCommand)
 	cmd.Stderr = stderr
 	// Its own process group: a terminal's Ctrl-C reaches the parent, which
-	// stops the child itself, after which the cgroup can go.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// stops the child itself, after which the cgroup can go. A parent
+	// killed outright (SIGKILL) takes the child with it: no one would read
+	// its result, and it would load the disk, capped, for the rest of its
+	// pattern (a 30 s run's child outlived its parent by 30 s on a v2
+	// guest), its cgroup kept from `cap cleanup` meanwhile. The signal
+	// comes when the thread that started the child ends; the Go runtime
+	// ends threads only under goroutines that exit locked to them, and
+	// every LockOSThread here is paired with its unlock.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -113,6 +114,66 @@ func stderrStarted(t *testing.T, cmd *exec.Cmd) <-chan struct{} {
 		}
 	}()
 	return up
+}
+
+// A capped run killed outright (SIGKILL) takes its capped child with it:
+// the child stops its I/O at once instead of running out its pattern in
+// the cgroup, and `cap cleanup` then removes what the run left.
+func TestSIGKILLTakesTheCappedChild(t *testing.T) {
+	c := capController(t)
+	t.Parallel()
+	target := filepath.Join(t.TempDir(), "kill.dat")
+	cmd := iomatrixCmd(t, "run", target, "--size", "16MiB", "--rw", "randread", "--cap", "riops=200", "--runtime", "30s", "--ramp", "0s")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	procs := func() []string {
+		var all []string
+		for _, g := range leftovers(c, cmd.Process.Pid) {
+			b, _ := os.ReadFile(filepath.Join(g, "cgroup.procs"))
+			all = append(all, strings.Fields(string(b))...)
+		}
+		return all
+	}
+	// Killed while it waits for its pattern, a child reads the end of its
+	// requests and ends by itself: the kill must come while it measures,
+	// once its cgroup has counted reads.
+	reading := func() bool {
+		for _, g := range leftovers(c, cmd.Process.Pid) {
+			for _, f := range []string{"blkio.throttle.io_serviced", "io.stat"} {
+				b, _ := os.ReadFile(filepath.Join(g, f))
+				for _, l := range strings.Split(string(b), "\n") {
+					if fs := strings.Fields(l); len(fs) == 3 && fs[1] == "Read" && fs[2] != "0" || strings.Contains(l, "rios=") && !strings.Contains(l, "rios=0 ") {
+						return true
+					}
+				}
+			}
+		}
+		return false
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(procs()) == 0 || !reading() {
+		if time.Now().After(deadline) {
+			t.Fatal("the capped child never read in its cgroup")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	killed := time.Now()
+	for len(procs()) > 0 {
+		if time.Since(killed) > 5*time.Second {
+			t.Fatalf("the capped child %v still runs 5s after its parent was killed", procs())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("the child was gone %v after its parent", time.Since(killed).Round(time.Millisecond))
+	if r := runIomatrix(t, iomatrixCmd(t, "cap", "cleanup")); r.code != 0 {
+		t.Fatalf("cap cleanup: exit %d: %s", r.code, r.stderr)
+	}
+	if l := leftovers(c, cmd.Process.Pid); len(l) > 0 {
+		t.Errorf("cap cleanup left %v", l)
+	}
 }
 
 // The message names the signal as the exit status table does.
