@@ -51,13 +51,17 @@ description: 16K random, 70 % reads
 patterns:
   - {access: random, block_size: 16k, read_pct: 70, queue_depth: 8}
 Y
+# The waits give up after 15 s: a run that fails before its cgroup
+# exists (or does I/O) must end the case, not hang the guest.
 watch_iomax() {
-	( until f=$(ls $CG/*/io.max 2>/dev/null); do sleep 0.05; done; echo "vmcase: io.max $(cat $f)" >&2 ) &
+	( n=0; until f=$(ls $CG/*/io.max 2>/dev/null); do n=$((n+1)); [ $n -lt 300 ] || exit; sleep 0.05; done
+	  echo "vmcase: io.max $(cat $f)" >&2 ) &
 }
 # first_io waits for the capped child's first request in its cgroup and
 # prints the cgroup's directory.
 first_io() {
-	until grep -q "rios=[1-9]\|wios=[1-9]" $CG/*/io.stat 2>/dev/null; do sleep 0.02; done
+	n=0
+	until grep -q "rios=[1-9]\|wios=[1-9]" $CG/*/io.stat 2>/dev/null; do n=$((n+1)); [ $n -lt 750 ] || return 1; sleep 0.02; done
 	dirname $(ls $CG/*/io.stat)
 }
 verify() { iomatrix cap verify /dev/nvme0n1 --allow-destructive --size 1g --ramp 0.25 --runtime 1s --format json "$@"; }
@@ -78,13 +82,13 @@ verify --profile /tmp/table.yaml --cap riops=500,wiops=500 -o /tmp/table.json; r
 verify --profile /tmp/r70.yaml --cap rbps=4MiB,wbps=4MiB -o /tmp/bw.json; rc=$?; wait; exit $rc`},
 		// 0.6 s after the first request is past the 250 ms ramp and in
 		// the middle of the 1 s window.
-		{Name: "raised", Script: vmCapsPrelude + `( d=$(first_io); sleep 0.6; echo "$DEV riops=max wiops=max" > $d/io.max && echo "vmcase: raised [$(cat $d/io.max)]" >&2 ) &
+		{Name: "raised", Script: vmCapsPrelude + `( d=$(first_io) || exit; sleep 0.6; echo "$DEV riops=max wiops=max" > $d/io.max && echo "vmcase: raised [$(cat $d/io.max)]" >&2 ) &
 verify --profile /tmp/r100.yaml --baseline /tmp/table-baseline.json --cap riops=500,wiops=500 -o /tmp/raised.json; rc=$?; wait; exit $rc`},
 		// 50 direct writes by another process in the cgroup, during a
 		// read-only cell: writes have a budget of their own, so the rate
 		// of the reads is untouched and only the counters can tell. They
 		// land far beyond the cell's first GiB.
-		{Name: "foreign", Script: vmCapsPrelude + `( d=$(first_io); sh -c 'echo $$ > "$1/cgroup.procs" && exec dd if=/dev/zero of=/dev/nvme0n1 bs=16k count=50 seek=100000 oflag=direct 2>/dev/null' sh $d; echo "vmcase: foreign writes $?" >&2 ) &
+		{Name: "foreign", Script: vmCapsPrelude + `( d=$(first_io) || exit; sh -c 'echo $$ > "$1/cgroup.procs" && exec dd if=/dev/zero of=/dev/nvme0n1 bs=16k count=50 seek=100000 oflag=direct 2>/dev/null' sh $d; echo "vmcase: foreign writes $?" >&2 ) &
 verify --profile /tmp/r100.yaml --baseline /tmp/table-baseline.json --cap riops=500,wiops=500 -o /tmp/foreign.json; rc=$?; wait; exit $rc`},
 		// Both read, so the emulated drive's backing file keeps its
 		// holes: an aggressor that writes turns them into data during the
