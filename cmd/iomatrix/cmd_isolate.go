@@ -97,7 +97,10 @@ func runIsolate(ctx context.Context, g *globalOptions, o *isolateOptions, target
 		return err
 	}
 
-	sess, err := startSession(ctx, g, &o.measureOptions, cp, plan, true)
+	// The capped child opens the target for writing only when a pattern
+	// writes: a read-only pair on a block device needs no
+	// --allow-destructive, which the parent's plan did not ask for either.
+	sess, err := startSession(ctx, g, &o.measureOptions, cp, plan, results.AnyWrites([]results.Pattern{victim, aggressor}))
 	if err != nil {
 		return err
 	}

@@ -59,6 +59,24 @@ func TestIsolatePhases(t *testing.T) {
 		rep.Phases[1].Aggressor.Total.IOPS, capped, agg.Total.IOPS, rep.Verdict)
 }
 
+// A victim and an aggressor that only read need no --allow-destructive
+// on a block device, in the capped child as in the parent: the child
+// used to open the device for writing whatever the patterns, and refused
+// it (first seen in the cgroup v2 guest, where the targets are raw NVMe
+// drives).
+func TestIsolateReadOnlyBlockDevice(t *testing.T) {
+	c := capController(t)
+	dev, _, _ := loopDevice(t, 64<<20)
+	r := runCounted(t, c, "isolate", dev, "--cap", "riops=300", "--aggressor", "randread:16k:8", "--runtime", "300ms", "--ramp", "250ms", "--format", "json")
+	var rep results.IsolateReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || len(rep.Phases) != 4 {
+		t.Fatalf("exit %d, %v\n%s", r.code, err, r.stderr)
+	}
+	if strings.Contains(r.stderr, "allow-destructive") || rep.Phases[2].Aggressor == nil || rep.Phases[2].Aggressor.Total.IOPS == 0 {
+		t.Errorf("exit %d, capped aggressor %+v:\n%s", r.code, rep.Phases[2].Aggressor, r.stderr)
+	}
+}
+
 // Bad input exits 2 with one line naming the flag, before any I/O.
 func TestIsolateBadInput(t *testing.T) {
 	target := filepath.Join(t.TempDir(), "iso.dat")
