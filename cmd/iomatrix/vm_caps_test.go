@@ -71,7 +71,7 @@ verify() { iomatrix cap verify /dev/nvme0n1 --allow-destructive --size 1g --ramp
 // table, a bandwidth cap, two caps that do not hold (the limit raised in
 // io.max during the run, and requests of another process in the cgroup),
 // and isolate with its aggressor capped through io.max.
-func TestV2CapsGuest(t *testing.T) {
+func TestVMCaps(t *testing.T) {
 	cases := []vmtest.Case{
 		// The table's baseline is saved for the cases that reuse it:
 		// they start capped at once, so the moment their trap is set

@@ -134,7 +134,7 @@ const wbWarning = "buffered writes of the command are not throttled"
 // takes the time the cap implies, with no warning; booted without it,
 // throttle warns and the writes run uncapped. fsync from the writer
 // follows the pages' cgroup: capped with memory, not without.
-func TestV2Writeback(t *testing.T) {
+func TestVMWriteback(t *testing.T) {
 	implied := float64(wbMiB) / wbRate
 	capped := func(e float64) bool { return e >= 0.8*implied }
 	// A cap that holds far longer than it implies is wrong too; the margin
