@@ -522,8 +522,10 @@ func openResult(res *results.Result, p results.Pattern, s *stats) {
 // direction (riops=3000,wiops=1000, either may be left out), or a share of
 // the pattern's own closed-loop maximum (80%), which is measured first.
 type RateSpec struct {
-	Rate     results.Rate
-	Fraction float64 // of the closed-loop maximum, in (0, 1]; 0 when Rate is set
+	Rate results.Rate
+	// SharePct is the share of the closed-loop maximum in percent, as
+	// written, in (0, 100]; 0 when Rate is set.
+	SharePct float64
 }
 
 // ParseRate reads a RateSpec; errors are FieldErrors of "rate".
@@ -540,7 +542,7 @@ func ParseRate(spec string) (RateSpec, error) {
 		if err != nil || !(v > 0 && v <= 100) {
 			return bad("a share of the closed-loop maximum must lie in (0, 100] %")
 		}
-		return RateSpec{Fraction: v / 100}, nil
+		return RateSpec{SharePct: v}, nil
 	}
 	number := func(t string) (float64, bool) {
 		v, err := strconv.ParseFloat(t, 64)

@@ -116,8 +116,8 @@ func TestParseRate(t *testing.T) {
 		{"1234.5", RateSpec{Rate: results.Rate{IOPS: 1234.5}}},
 		{"riops=3000,wiops=1000", RateSpec{Rate: results.Rate{ReadIOPS: 3000, WriteIOPS: 1000}}},
 		{"wiops=10", RateSpec{Rate: results.Rate{WriteIOPS: 10}}},
-		{"80%", RateSpec{Fraction: 0.8}},
-		{"100%", RateSpec{Fraction: 1}},
+		{"80%", RateSpec{SharePct: 80}},
+		{"100%", RateSpec{SharePct: 100}},
 	} {
 		got, err := ParseRate(c.in)
 		if err != nil || got != c.want {

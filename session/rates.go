@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/units"
+	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -45,23 +45,16 @@ func ParseRateSteps(s string) ([]RateStep, error) {
 		if w == "" {
 			return nil, fault.Input("rates", "an empty entry in %q (e.g. 10%%,20%%,50%%,100%% or 1000,5000)", s)
 		}
-		var st RateStep
-		if strings.HasSuffix(w, "%") {
-			pct, err := units.ParsePercent(w)
-			if err != nil {
-				return nil, fault.Input("rates", "%w", err)
-			}
-			if pct <= 0 || pct > 100 {
-				return nil, fault.Input("rates", "%s: a share of the closed-loop maximum is above 0 and at most 100%%", w)
-			}
-			st.Share = pct
-		} else {
-			iops, err := strconv.ParseFloat(w, 64)
-			if err != nil || math.IsNaN(iops) || math.IsInf(iops, 0) || iops < 1 {
-				return nil, fault.Input("rates", "%q is neither a share of the maximum (10%%) nor a rate of at least 1 IOPS", w)
-			}
-			st.IOPS = iops
+		// Each load is written as run's --rate is, less a rate per
+		// direction: a curve's loads are totals.
+		spec, err := iotest.ParseRate(w)
+		switch {
+		case err != nil && strings.HasSuffix(w, "%"):
+			return nil, fault.Input("rates", "%s: a share of the closed-loop maximum is above 0 and at most 100%%", w)
+		case err != nil || spec.Rate.PerDirection() || spec.SharePct == 0 && spec.Rate.IOPS < 1:
+			return nil, fault.Input("rates", "%q is neither a share of the maximum (10%%) nor a rate of at least 1 IOPS", w)
 		}
+		st := RateStep{Share: spec.SharePct, IOPS: spec.Rate.IOPS}
 		if slices.Contains(steps, st) {
 			return nil, fault.Input("rates", "%s is given twice", w)
 		}

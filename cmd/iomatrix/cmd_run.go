@@ -110,7 +110,8 @@ func optionError(err error) error {
 }
 
 // pattern turns the flags into a pattern, checked on its own, and the
-// share of the closed-loop maximum an open-loop run is to take (0: none).
+// share of the closed-loop maximum in percent an open-loop run is to take
+// (0: none).
 func (o *runOptions) pattern() (results.Pattern, float64, error) {
 	p, err := iotest.BuildPattern(o.RW, o.BlockSize, o.ReadMix, o.QueueDepth, o.Jobs)
 	if o.rwmixSet && o.RW != "randrw" && !iotest.IsField(err, "access") {
@@ -146,7 +147,7 @@ func (o *runOptions) pattern() (results.Pattern, float64, error) {
 			}
 			p.ReadPct = share
 		}
-		if spec.Fraction > 0 {
+		if spec.SharePct > 0 {
 			// Checked with a stand-in rate; the real one is measured.
 			p.Rate.IOPS = 1
 		}
@@ -159,10 +160,10 @@ func (o *runOptions) pattern() (results.Pattern, float64, error) {
 	if err := iotest.ValidatePattern(p); err != nil {
 		return p, 0, flagError(err)
 	}
-	if spec.Fraction > 0 {
+	if spec.SharePct > 0 {
 		p.Rate = results.Rate{} // set once the maximum is known
 	}
-	return p, spec.Fraction, nil
+	return p, spec.SharePct, nil
 }
 
 func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string) error {
@@ -181,7 +182,7 @@ func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string)
 	opts := rs.opts
 	opts.Progress = func(pr iotest.Progress) { prog.Pattern(pr, opts) }
 	p := rs.p
-	if rs.fraction > 0 {
+	if rs.sharePct > 0 {
 		// The closed-loop maximum first, kept in the document beside the
 		// run it sets the rate of.
 		closed := p
@@ -195,9 +196,9 @@ func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string)
 		if res.Total.IOPS < 1 {
 			return fmt.Errorf("%s: no I/O completed in the closed loop: no rate to take a share of", closed.Name())
 		}
-		p.Rate = results.Rate{IOPS: max(1, math.Round(rs.fraction*res.Total.IOPS)), Arrival: o.Arrival}
+		p.Rate = results.Rate{IOPS: max(1, math.Round(rs.sharePct/100*res.Total.IOPS)), Arrival: o.Arrival}
 		g.notice(fmt.Sprintf("closed-loop maximum %s IOPS; open loop at %s of it: %s IOPS",
-			units.Thousands(res.Total.IOPS, 0), units.FormatPercent(100*rs.fraction), units.Thousands(p.Rate.IOPS, 0)))
+			units.Thousands(res.Total.IOPS, 0), units.FormatPercent(rs.sharePct), units.Thousands(p.Rate.IOPS, 0)))
 	}
 	res, runErr := sess.Runner().Run(ctx, p, opts)
 	prog.Done()
@@ -223,7 +224,7 @@ func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string)
 // runSetup is what `run` decides before any I/O.
 type runSetup struct {
 	p        results.Pattern
-	fraction float64 // of the closed-loop maximum, for --rate N%
+	sharePct float64 // of the closed-loop maximum, for --rate N%
 	opts     iotest.Options
 	plan     *iotest.Plan
 	cp       *session.CapPlan // nil when uncapped
@@ -234,7 +235,7 @@ func (o *runOptions) prepare(g *globalOptions, target string) (*runSetup, error)
 	if err := o.capOptions.precheck(); err != nil {
 		return nil, err
 	}
-	p, fraction, err := o.pattern()
+	p, sharePct, err := o.pattern()
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +262,7 @@ func (o *runOptions) prepare(g *globalOptions, target string) (*runSetup, error)
 	if err != nil {
 		return nil, err
 	}
-	return &runSetup{p: p, fraction: fraction, opts: opts, plan: plan, cp: cp}, nil
+	return &runSetup{p: p, sharePct: sharePct, opts: opts, plan: plan, cp: cp}, nil
 }
 
 // printRun writes the result on stdout in the chosen format.
