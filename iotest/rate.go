@@ -38,7 +38,6 @@ const MaxRate = 10e6
 type arrivals struct {
 	rng     rand.PCG // by value: a schedule is copied to count ahead of itself and replayed
 	rate    float64  // arrivals per second
-	period  float64  // mean ns between two arrivals
 	poisson bool
 	off     bool    // no arrivals at all (a direction without a rate)
 	k       uint64  // arrivals taken
@@ -49,7 +48,7 @@ func newArrivals(iops float64, poisson bool, seed, stream uint64) arrivals {
 	a := arrivals{poisson: poisson, off: iops <= 0}
 	a.rng.Seed(seed^0xa7717a15, stream*0x9e3779b97f4a7c15+1)
 	if !a.off {
-		a.rate, a.period = iops, 1e9/iops
+		a.rate = iops
 		if poisson {
 			a.next = a.gap()
 		}
@@ -57,11 +56,11 @@ func newArrivals(iops float64, poisson bool, seed, stream uint64) arrivals {
 	return a
 }
 
-// gap draws the wait before the next poisson arrival: exponential with the
-// mean period (inverse transform of a uniform draw).
+// gap draws the wait in ns before the next poisson arrival: exponential
+// with the mean 1/rate (inverse transform of a uniform draw).
 func (a *arrivals) gap() float64 {
 	u := float64(a.rng.Uint64()>>11) * 0x1p-53 // [0, 1)
-	return -math.Log1p(-u) * a.period
+	return -math.Log1p(-u) * 1e9 / a.rate
 }
 
 // take moves past the next arrival. Uniform arrivals come at 0, 1, 2, …
@@ -398,10 +397,6 @@ func (w *worker) runRate() error {
 	return nil
 }
 
-// CheckOpen checks what an open-loop pattern needs of the options, before
-// the engine is resolved.
-func CheckOpen(p results.Pattern, o Options) error { return checkOpen(p, o, o.Engine) }
-
 // maxEarly bounds how long before an intended start the stream's timer
 // goes off (see runRate): the wake-up delay it makes up for, which a
 // stall of the machine must not stretch into long spins.
@@ -410,11 +405,9 @@ const maxEarly = int64(200 * time.Microsecond)
 // spinMax: a start at most this far ahead is waited for without sleeping.
 const spinMax = int64(10 * time.Microsecond)
 
-// checkOpen checks what an open-loop pattern needs of the options.
-func checkOpen(p results.Pattern, o Options, engine string) error {
-	if !p.Rate.Open() {
-		return nil
-	}
+// CheckOpen checks what an open-loop pattern needs of the options, with
+// the engine they run on: o.Engine before it is resolved, Run's after.
+func CheckOpen(o Options, engine string) error {
 	if o.Auto != nil {
 		return &FieldError{"runtime", "an open-loop run has a fixed window: auto cannot judge a schedule's figures"}
 	}

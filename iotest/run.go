@@ -96,13 +96,13 @@ func checkRun(t *Target, p results.Pattern, o Options) (engine string, err error
 	if p.Writes() && !t.write {
 		return "", fmt.Errorf("%s: %w: target was opened read-only", p.Name(), ErrBadPattern)
 	}
-	if p.Rate.Open() && o.Engine == EnginePsync {
-		return "", checkOpen(p, o, EnginePsync)
-	}
 	if engine, err = ResolveEngine(o.Engine, o.Notice); err != nil {
 		return "", err
 	}
-	return engine, checkOpen(p, o, engine)
+	if p.Rate.Open() {
+		return engine, CheckOpen(o, engine)
+	}
+	return engine, nil
 }
 
 // run is one measurement in progress: its I/O streams, their clock, and

@@ -293,15 +293,7 @@ func (r *uring) prep(write bool, buf []byte, bufIndex int, off int64, userData u
 // -ETIME after waitTimeout, under uringTimerData. The kernel copies the
 // timespec when it takes the request.
 func (r *uring) armTimer() {
-	r.sqes[r.tail&r.sqMask] = uringSqe{
-		opcode:   uringOpTimeout,
-		fd:       -1,
-		addr:     uint64(uintptr(unsafe.Pointer(&r.waitTS))),
-		len:      1,
-		userData: uringTimerData,
-	}
-	r.tail++
-	r.pending++
+	r.timeout(&r.waitTS, 0, uringTimerData)
 	r.timerArmed = true
 }
 
@@ -318,13 +310,20 @@ const uringTimeoutAbs = 1 << 0
 // start. The kernel copies the timespec when it takes the request.
 func (r *uring) armAt(at int64) {
 	r.dueTS = unix.NsecToTimespec(at)
+	r.timeout(&r.dueTS, uringTimeoutAbs, uringDueData)
+}
+
+// timeout queues a TIMEOUT request at ts (flags: uringTimeoutAbs or 0)
+// that completes under userData; ts lives in r, so that arming allocates
+// nothing.
+func (r *uring) timeout(ts *unix.Timespec, flags uint32, userData uint64) {
 	r.sqes[r.tail&r.sqMask] = uringSqe{
 		opcode:   uringOpTimeout,
 		fd:       -1,
-		addr:     uint64(uintptr(unsafe.Pointer(&r.dueTS))),
+		addr:     uint64(uintptr(unsafe.Pointer(ts))),
 		len:      1,
-		rwFlags:  uringTimeoutAbs,
-		userData: uringDueData,
+		rwFlags:  flags,
+		userData: userData,
 	}
 	r.tail++
 	r.pending++
@@ -366,11 +365,6 @@ func (r *uring) enter(wait, collect bool) error {
 	}
 	atomic.StoreUint32(r.sqTail, r.tail)
 	n, _, errno := unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(r.pending), minComplete, flags, 0, 0)
-	return r.entered(n, errno)
-}
-
-// entered accounts the result of an io_uring_enter.
-func (r *uring) entered(n uintptr, errno syscall.Errno) error {
 	switch errno {
 	case 0:
 		r.pending -= uint32(n)

@@ -244,7 +244,7 @@ func (o *runOptions) prepare(g *globalOptions, target string) (*runSetup, error)
 		return nil, err
 	}
 	if o.Rate != "" {
-		if err := iotest.CheckOpen(results.Pattern{Rate: results.Rate{IOPS: 1}}, opts); err != nil {
+		if err := iotest.CheckOpen(opts, opts.Engine); err != nil {
 			return nil, flagError(err)
 		}
 	}
