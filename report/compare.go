@@ -69,9 +69,8 @@ func Compare(base, cur *results.Document, baseName, newName string, m Metric) *C
 	// An open-loop result is a load of a curve: matched by its share of
 	// each run's maximum, not by name, whose rate differs with the
 	// maximum.
-	loads, paired := matchLoads(Curves(base.Results), Curves(cur.Results))
-	sortLoads(loads)
-	c.Loads = append([]LoadDelta{}, loads...)
+	var paired map[string]bool
+	c.Loads, paired = matchLoads(Curves(base.Results), Curves(cur.Results))
 	inBase := map[string]*results.Result{}
 	for i := range base.Results {
 		inBase[base.Results[i].Name] = &base.Results[i]
@@ -82,7 +81,7 @@ func Compare(base, cur *results.Document, baseName, newName string, m Metric) *C
 	var n int
 	for _, r := range cur.Results {
 		seen[r.Name] = true
-		if paired[r.Name] && OpenLoop(r) {
+		if paired[r.Name] {
 			continue
 		}
 		b, ok := inBase[r.Name]
@@ -108,7 +107,7 @@ func Compare(base, cur *results.Document, baseName, newName string, m Metric) *C
 		c.Cells = append(c.Cells, d)
 	}
 	for _, r := range base.Results {
-		if !seen[r.Name] && !(paired[r.Name] && OpenLoop(r)) {
+		if !seen[r.Name] && !paired[r.Name] {
 			c.OnlyBase = append(c.OnlyBase, r.Name)
 		}
 	}

@@ -36,9 +36,10 @@ type LoadDelta struct {
 }
 
 // matchLoads pairs the two runs' open-loop results, curve by curve, and
-// returns the pairs and the names it paired.
+// returns the pairs, ordered by curve then load ([] for none), and the
+// names it paired.
 func matchLoads(base, cur []Curve) (loads []LoadDelta, paired map[string]bool) {
-	paired = map[string]bool{}
+	loads, paired = []LoadDelta{}, map[string]bool{}
 	for _, nc := range cur {
 		i := slices.IndexFunc(base, func(b Curve) bool { return b.Shape == nc.Shape && b.Arrival == nc.Arrival })
 		if i < 0 {
@@ -71,6 +72,9 @@ func matchLoads(base, cur []Curve) (loads []LoadDelta, paired map[string]bool) {
 			paired[d.BaseName], paired[d.NewName] = true, true
 		}
 	}
+	slices.SortStableFunc(loads, func(a, b LoadDelta) int {
+		return cmp.Or(cmp.Compare(a.Curve, b.Curve), cmp.Compare(a.SharePct, b.SharePct), cmp.Compare(a.NewOffered, b.NewOffered))
+	})
 	return loads, paired
 }
 
@@ -130,11 +134,4 @@ func writeLoads(w io.Writer, loads []LoadDelta, md bool) error {
 		}
 	}
 	return nil
-}
-
-// sortLoads orders loads by curve, then load.
-func sortLoads(loads []LoadDelta) {
-	slices.SortStableFunc(loads, func(a, b LoadDelta) int {
-		return cmp.Or(cmp.Compare(a.Curve, b.Curve), cmp.Compare(a.SharePct, b.SharePct), cmp.Compare(a.NewOffered, b.NewOffered))
-	})
 }

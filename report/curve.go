@@ -78,7 +78,7 @@ func Curves(rs []results.Result) []Curve {
 	closed := map[results.Pattern]*results.Result{}
 	for i := range rs {
 		r := &rs[i]
-		if !openLoop(*r) {
+		if !OpenLoop(*r) {
 			if r.Error == nil {
 				closed[r.Pattern] = r
 			}
@@ -110,12 +110,9 @@ func Curves(rs []results.Result) []Curve {
 	return curves
 }
 
-// OpenLoop tells whether a result was measured on a schedule.
-func OpenLoop(r results.Result) bool { return openLoop(r) }
-
 // openLoop tells whether a result was measured on a schedule: the rules by
 // which the matrices leave it out and the curves take it in.
-func openLoop(r results.Result) bool { return r.Rate != nil || r.Pattern.Rate.Open() }
+func OpenLoop(r results.Result) bool { return r.Rate != nil || r.Pattern.Rate.Open() }
 
 func pointOf(r *results.Result) CurvePoint {
 	pt := CurvePoint{Offered: r.Pattern.Rate.Total(), Achieved: r.Total.IOPS, Result: r}

@@ -113,7 +113,7 @@ func TestCurves(t *testing.T) {
 	for _, tb := range Build(doc.Results).Tables {
 		for _, row := range tb.Cells {
 			for _, cell := range row {
-				if cell != nil && openLoop(*cell.Result) {
+				if cell != nil && OpenLoop(*cell.Result) {
 					t.Errorf("matrix %s shows the open-loop %s", tb.Title, cell.Result.Name)
 				}
 			}

@@ -294,7 +294,7 @@ func BuildMetric(rs []results.Result, m Metric) Matrix {
 	var seq []*results.Result
 	for i := range rs {
 		r := &rs[i]
-		if openLoop(*r) {
+		if OpenLoop(*r) {
 			// A rate is no queue depth: in a QD column the cell would
 			// read as a closed-loop figure, and two rates of one shape
 			// would take the same cell. The load–latency curves show

@@ -3,7 +3,6 @@ package results
 import (
 	"fmt"
 	"strconv"
-	"strings"
 )
 
 // Access is the offset pattern of a workload.
@@ -64,25 +63,6 @@ func (r Rate) Total() float64 {
 		return r.ReadIOPS + r.WriteIOPS
 	}
 	return r.IOPS
-}
-
-// String is the rate as the name and the flag spell it: 5000, or
-// riops=3000,wiops=1000, with the arrival when it is uniform.
-func (r Rate) String() string {
-	var s string
-	if r.PerDirection() {
-		var parts []string
-		if r.ReadIOPS > 0 {
-			parts = append(parts, "riops="+FormatRate(r.ReadIOPS))
-		}
-		if r.WriteIOPS > 0 {
-			parts = append(parts, "wiops="+FormatRate(r.WriteIOPS))
-		}
-		s = strings.Join(parts, ",")
-	} else {
-		s = FormatRate(r.IOPS)
-	}
-	return s
 }
 
 // FormatRate spells a rate in I/Os per second with no more digits than it
