@@ -108,21 +108,9 @@ for s in /sys/block/nvme*n1; do
 	mkdir -p $m
 	mount -t ext4 $d $m 2>/dev/null || rmdir $m
 done
-b64() { if [ -s "$1" ]; then base64 -w0 "$1"; else printf -; fi; }
 echo "@@BOOTED $(awk '{printf "%d", $1*1000}' /proc/uptime)" >&3
-for c in /run/vmtest/cases/*; do
-	name=$(cat $c/name)
-	t0=$(cut -d' ' -f1 /proc/uptime)
-	sh $c/script >/run/case.out 2>/run/case.err </dev/null
-	rc=$?
-	t1=$(cut -d' ' -f1 /proc/uptime)
-	ms=$(awk "BEGIN{printf \"%d\", ($t1-$t0)*1000}")
-	echo "@@CASE $name $rc $ms $(b64 /run/case.out) $(b64 /run/case.err)" >&3
-done
-echo "@@DONE" >&3
-sync
-systemctl poweroff -ff
-`
+CASES=/run/vmtest/cases OUT=/run
+` + caseLoop + "systemctl poweroff -ff\n"
 
 // bootSystemd is Boot for a Guest with Systemd set.
 func bootSystemd(t testing.TB, g Guest, cases []Case) []Result {

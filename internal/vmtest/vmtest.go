@@ -269,19 +269,24 @@ for d in /dev/nvme*n1; do
 done
 exec 3>/dev/ttyS1
 echo "@@KERNEL $(uname -r)" >&3
-b64() { if [ -s "$1" ]; then base64 -w0 "$1"; else printf -; fi; }
-for c in /cases/*; do
+CASES=/cases OUT=/tmp
+` + caseLoop + "poweroff -f\n"
+
+// caseLoop runs each case of $CASES with its output captured in $OUT and
+// frames it on fd 3, then @@DONE (see parseFrames): the part of the
+// busybox init and the systemd guest's runner that must stay alike.
+const caseLoop = `b64() { if [ -s "$1" ]; then base64 -w0 "$1"; else printf -; fi; }
+for c in $CASES/*; do
 	name=$(cat $c/name)
 	t0=$(cut -d' ' -f1 /proc/uptime)
-	sh $c/script >/tmp/case.out 2>/tmp/case.err </dev/null
+	sh $c/script >$OUT/case.out 2>$OUT/case.err </dev/null
 	rc=$?
 	t1=$(cut -d' ' -f1 /proc/uptime)
 	ms=$(awk "BEGIN{printf \"%d\", ($t1-$t0)*1000}")
-	echo "@@CASE $name $rc $ms $(b64 /tmp/case.out) $(b64 /tmp/case.err)" >&3
+	echo "@@CASE $name $rc $ms $(b64 $OUT/case.out) $(b64 $OUT/case.err)" >&3
 done
 echo "@@DONE" >&3
 sync
-poweroff -f
 `
 
 // writeInitramfs writes a gzipped newc cpio archive: busybox, iomatrix,
