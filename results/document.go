@@ -418,6 +418,7 @@ func ReadDocument(r io.Reader) (*Document, error) {
 		Tool          *Tool           `json:"tool"`
 		FioVersion    string          `json:"fio version"`
 		Results       json.RawMessage `json:"results"`
+		Kind          string          `json:"kind"`
 	}
 	if err := json.Unmarshal(data, &probe); err != nil {
 		return nil, fmt.Errorf("%w: not JSON: %w", ErrBadDocument, err)
@@ -431,6 +432,10 @@ func ReadDocument(r io.Reader) (*Document, error) {
 		return nil, fmt.Errorf("%w: schema_version %d is newer than this iomatrix (%s) reads (%d); upgrade iomatrix", ErrBadDocument, *probe.SchemaVersion, Version, SchemaVersion)
 	case *probe.SchemaVersion < 1:
 		return nil, fmt.Errorf("%w: schema_version %d", ErrBadDocument, *probe.SchemaVersion)
+	case probe.Kind == KindObservation:
+		return nil, fmt.Errorf("%w: this is an observation (iomatrix observe), not measured cells; render it with `iomatrix report`, or size from it with `iomatrix observe --workload`", ErrBadDocument)
+	case probe.Kind != "":
+		return nil, fmt.Errorf("%w: a document of kind %q, which this iomatrix (%s) does not know", ErrBadDocument, probe.Kind, Version)
 	}
 	var d Document
 	if err := json.Unmarshal(data, &d); err != nil {
