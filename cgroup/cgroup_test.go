@@ -68,12 +68,12 @@ func TestParseIOMaxKernelForm(t *testing.T) {
 }
 
 func TestParseCounters(t *testing.T) {
-	st, err := parseIOStat(strings.NewReader("254:0 rbytes=4096 wbytes=8192 rios=1 wios=2 dbytes=0 dios=0\n7:0 rbytes=0 wbytes=0 rios=0 wios=0\n"))
-	if err != nil || st[sysfs.DevNum{Major: 254}] != (Counters{ReadIOs: 1, WriteIOs: 2, ReadBytes: 4096, WriteBytes: 8192}) {
+	st, err := ParseIOStat(strings.NewReader("254:0 rbytes=4096 wbytes=8192 rios=1 wios=2 dbytes=1048576 dios=3\n7:0 rbytes=0 wbytes=0 rios=0 wios=0\n"))
+	if err != nil || st[sysfs.DevNum{Major: 254}] != (Counters{ReadIOs: 1, WriteIOs: 2, ReadBytes: 4096, WriteBytes: 8192, DiscardIOs: 3, DiscardBytes: 1 << 20}) {
 		t.Errorf("io.stat %+v %v", st, err)
 	}
-	sv, err := parseV1Serviced(strings.NewReader("7:0 Read 141852\n7:0 Write 61094\n7:0 Sync 202946\n7:0 Async 0\n7:0 Discard 0\n7:0 Total 202946\nTotal 202946\n"))
-	if err != nil || sv[sysfs.DevNum{Major: 7}] != [2]uint64{141852, 61094} {
+	sv, err := ParseV1Serviced(strings.NewReader("7:0 Read 141852\n7:0 Write 61094\n7:0 Sync 202946\n7:0 Async 0\n7:0 Discard 5\n7:0 Total 202951\nTotal 202951\n"))
+	if err != nil || sv[sysfs.DevNum{Major: 7}] != (V1Ops{Read: 141852, Write: 61094, Discard: 5}) {
 		t.Errorf("io_serviced %+v %v", sv, err)
 	}
 }

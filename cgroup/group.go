@@ -257,16 +257,18 @@ func (g *Group) Counters() (Counters, error) {
 			return Counters{}, err
 		}
 		defer f.Close()
-		m, err := parseIOStat(f)
-		return m[g.Limit.Device], err
+		m, err := ParseIOStat(f)
+		c := m[g.Limit.Device]
+		c.DiscardIOs, c.DiscardBytes = 0, 0 // a verdict compares reads and writes
+		return c, err
 	}
-	read := func(file string) ([2]uint64, error) {
+	read := func(file string) (V1Ops, error) {
 		f, err := os.Open(filepath.Join(g.Path, file))
 		if err != nil {
-			return [2]uint64{}, err
+			return V1Ops{}, err
 		}
 		defer f.Close()
-		m, err := parseV1Serviced(f)
+		m, err := ParseV1Serviced(f)
 		return m[g.Limit.Device], err
 	}
 	ios, err := read("blkio.throttle.io_serviced")
@@ -277,7 +279,7 @@ func (g *Group) Counters() (Counters, error) {
 	if err != nil {
 		return Counters{}, err
 	}
-	return Counters{ReadIOs: ios[0], WriteIOs: ios[1], ReadBytes: bytes[0], WriteBytes: bytes[1]}, nil
+	return Counters{ReadIOs: ios.Read, WriteIOs: ios.Write, ReadBytes: bytes.Read, WriteBytes: bytes.Write}, nil
 }
 
 // Delete removes a group this process created, waiting briefly for exiting

@@ -252,22 +252,32 @@ func parseV1Throttle(r io.Reader) (map[sysfs.DevNum]uint64, error) {
 }
 
 // Counters are a cgroup's completed I/Os on one device, as the kernel
-// counts them.
+// counts them. Discards are counted apart from writes on both versions.
 type Counters struct {
 	ReadIOs, WriteIOs, ReadBytes, WriteBytes uint64
+	DiscardIOs, DiscardBytes                 uint64
 }
 
-// parseIOStat parses v2 io.stat ("254:0 rbytes=1 wbytes=2 rios=3 wios=4 dbytes=0 dios=0").
-func parseIOStat(r io.Reader) (map[sysfs.DevNum]Counters, error) {
+// ParseIOStat parses v2 io.stat ("254:0 rbytes=1 wbytes=2 rios=3 wios=4
+// dbytes=0 dios=0"); keys a newer kernel adds are skipped.
+func ParseIOStat(r io.Reader) (map[sysfs.DevNum]Counters, error) {
 	return parseDevKeys(r, "io.stat", func(_ sysfs.DevNum, c *Counters) map[string]*uint64 {
-		return map[string]*uint64{"rios": &c.ReadIOs, "wios": &c.WriteIOs, "rbytes": &c.ReadBytes, "wbytes": &c.WriteBytes}
+		return map[string]*uint64{"rios": &c.ReadIOs, "wios": &c.WriteIOs, "rbytes": &c.ReadBytes, "wbytes": &c.WriteBytes,
+			"dios": &c.DiscardIOs, "dbytes": &c.DiscardBytes}
 	})
 }
 
-// parseV1Serviced parses blkio.throttle.io_serviced or io_service_bytes
-// ("254:0 Read 12" lines) into read and write counts by device.
-func parseV1Serviced(r io.Reader) (map[sysfs.DevNum][2]uint64, error) {
-	out := map[sysfs.DevNum][2]uint64{}
+// V1Ops are one device's line group of a v1 blkio statistic file: its
+// Read, Write and Discard operations (Sync, Async and Total are sums of
+// them).
+type V1Ops struct {
+	Read, Write, Discard uint64
+}
+
+// ParseV1Serviced parses blkio.throttle.io_serviced or io_service_bytes
+// (and their _recursive forms): "254:0 Read 12" lines.
+func ParseV1Serviced(r io.Reader) (map[sysfs.DevNum]V1Ops, error) {
+	out := map[sysfs.DevNum]V1Ops{}
 	err := devLines(r, "serviced", func(dev sysfs.DevNum, rest []string) error {
 		if len(rest) != 2 {
 			return fmt.Errorf("%q is not an operation and a count", strings.Join(rest, " "))
@@ -279,9 +289,11 @@ func parseV1Serviced(r io.Reader) (map[sysfs.DevNum][2]uint64, error) {
 		v := out[dev]
 		switch rest[0] {
 		case "Read":
-			v[0] = n
+			v.Read = n
 		case "Write":
-			v[1] = n
+			v.Write = n
+		case "Discard":
+			v.Discard = n
 		}
 		out[dev] = v
 		return nil

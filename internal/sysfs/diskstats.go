@@ -1,8 +1,10 @@
 package sysfs
 
 import (
+	"bytes"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,9 +18,10 @@ type DiskStats struct {
 	ReadIOs, ReadMerges, ReadSectors, ReadTicksMs     uint64
 	WriteIOs, WriteMerges, WriteSectors, WriteTicksMs uint64
 	InFlight, IOTicksMs, TimeInQueueMs                uint64
-	// DiscardIOs (kernel 4.18+) and FlushIOs (5.5+) stay 0 when the running
-	// kernel's lines are too short to carry them.
-	DiscardIOs, FlushIOs uint64
+	// The discard (kernel 4.18+) and flush (5.5+) counters stay 0 when
+	// the running kernel's lines are too short to carry them.
+	DiscardIOs, DiscardMerges, DiscardSectors, DiscardTicksMs uint64
+	FlushIOs, FlushTicksMs                                    uint64
 }
 
 // Line lengths, counting major, minor and name, of the layouts the kernel has
@@ -78,12 +81,37 @@ func parseDiskstatsFields(fields []string) (DevNum, DiskStats, error) {
 		InFlight: counters[8], IOTicksMs: counters[9], TimeInQueueMs: counters[10],
 	}
 	if n >= diskstatsDiscardFields {
-		st.DiscardIOs = counters[11]
+		st.DiscardIOs, st.DiscardMerges, st.DiscardSectors, st.DiscardTicksMs = counters[11], counters[12], counters[13], counters[14]
 	}
 	if n >= diskstatsFlushFields {
-		st.FlushIOs = counters[15]
+		st.FlushIOs, st.FlushTicksMs = counters[15], counters[16]
 	}
 	return dev, st, nil
+}
+
+// AllDiskStats returns every line of /proc/diskstats, by device, and
+// each device's kernel name.
+func (fs FS) AllDiskStats() (map[DevNum]DiskStats, map[DevNum]string, error) {
+	path := filepath.Join(fs.proc, "diskstats")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	stats, err := ParseDiskstats(bytes.NewReader(data))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	names := make(map[DevNum]string, len(stats))
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
+		if dev, err := ParseDevNum(f[0] + ":" + f[1]); err == nil {
+			names[dev] = f[2]
+		}
+	}
+	return stats, names, nil
 }
 
 // DiskStats returns the /proc/diskstats counters of one device or partition.

@@ -76,7 +76,7 @@ func TestParseDiskstats(t *testing.T) {
 			want: map[DevNum]DiskStats{{8, 1}: {
 				ReadIOs: 11, ReadMerges: 12, ReadSectors: 13, ReadTicksMs: 14,
 				WriteIOs: 15, WriteMerges: 16, WriteSectors: 17, WriteTicksMs: 18,
-				InFlight: 19, IOTicksMs: 20, TimeInQueueMs: 21, DiscardIOs: 22,
+				InFlight: 19, IOTicksMs: 20, TimeInQueueMs: 21, DiscardIOs: 22, DiscardMerges: 23, DiscardSectors: 24, DiscardTicksMs: 25,
 			}},
 		},
 		{
@@ -85,7 +85,7 @@ func TestParseDiskstats(t *testing.T) {
 			want: map[DevNum]DiskStats{{254, 0}: {
 				ReadIOs: 28455, ReadMerges: 5015, ReadSectors: 1260890, ReadTicksMs: 4711,
 				WriteIOs: 2880, WriteMerges: 6452, WriteSectors: 517304, WriteTicksMs: 1534,
-				InFlight: 0, IOTicksMs: 3156, TimeInQueueMs: 6564, DiscardIOs: 3262, FlushIOs: 519,
+				InFlight: 0, IOTicksMs: 3156, TimeInQueueMs: 6564, DiscardIOs: 3262, DiscardMerges: 63, DiscardSectors: 156368, DiscardTicksMs: 287, FlushIOs: 519, FlushTicksMs: 30,
 			}},
 		},
 		{
@@ -94,7 +94,7 @@ func TestParseDiskstats(t *testing.T) {
 			want: map[DevNum]DiskStats{{254, 16}: {
 				ReadIOs: 1, ReadMerges: 2, ReadSectors: 3, ReadTicksMs: 4,
 				WriteIOs: 5, WriteMerges: 6, WriteSectors: 7, WriteTicksMs: 8,
-				InFlight: 9, IOTicksMs: 10, TimeInQueueMs: 11, DiscardIOs: 12, FlushIOs: 16,
+				InFlight: 9, IOTicksMs: 10, TimeInQueueMs: 11, DiscardIOs: 12, DiscardMerges: 13, DiscardSectors: 14, DiscardTicksMs: 15, FlushIOs: 16, FlushTicksMs: 17,
 			}},
 		},
 		{
@@ -109,7 +109,7 @@ func TestParseDiskstats(t *testing.T) {
 				{254, 0}: {
 					ReadIOs: 28455, ReadMerges: 5015, ReadSectors: 1260890, ReadTicksMs: 4711,
 					WriteIOs: 2880, WriteMerges: 6452, WriteSectors: 517304, WriteTicksMs: 1534,
-					IOTicksMs: 3156, TimeInQueueMs: 6564, DiscardIOs: 3262, FlushIOs: 519,
+					IOTicksMs: 3156, TimeInQueueMs: 6564, DiscardIOs: 3262, DiscardMerges: 63, DiscardSectors: 156368, DiscardTicksMs: 287, FlushIOs: 519, FlushTicksMs: 30,
 				},
 			},
 		},
