@@ -40,6 +40,13 @@ type Observation struct {
 	Events []ObserveEvent `json:"events"`
 }
 
+// How an observation ended (Observation.Stop).
+const (
+	StopDuration    = "duration"
+	StopInterrupted = "interrupted"
+	StopError       = "error"
+)
+
 // ObserveSettings are observe's options as recorded. No DSN or password
 // is ever recorded: databases by the system they belong to.
 type ObserveSettings struct {

@@ -1,0 +1,705 @@
+// Package observe samples what running systems demand of their block
+// devices, with no I/O of its own: /proc/diskstats for the devices (the
+// figures iostat prints, by its formulas), each system's cgroup
+// counters, and optionally a database's own view of its I/O. It keeps
+// per-interval timelines for a bounded window and per-minute ones for the
+// whole observation, summarizes them (mean, percentiles, the busiest
+// hour) and saves the document atomically as it goes.
+package observe
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/iomatrix/iomatrix/cgroup"
+	"github.com/iomatrix/iomatrix/internal/sysfs"
+	"github.com/iomatrix/iomatrix/results"
+)
+
+// Config is one observation's sources and schedule.
+type Config struct {
+	FS      sysfs.FS
+	SysRoot string // the sysfs root FS reads (for the device selection)
+	Devices DeviceSelection
+	// DeviceArgs are the devices as asked, recorded ("auto" when none).
+	DeviceArgs []string
+
+	// Ctrl is the cgroup I/O controller (Version 0: none; then no
+	// cgroups may be asked for).
+	Ctrl        cgroup.Controller
+	Cgroups     []CgroupSpec
+	AutoCgroups bool
+
+	Databases []DatabaseSource
+
+	Interval, Duration time.Duration
+	// Window is how long per-interval timelines reach back (at least an
+	// hour: the busiest hour's size mix is taken from its intervals).
+	Window    time.Duration
+	SaveEvery time.Duration
+	Out       string
+
+	// Saved is called after each save (progress); may be nil.
+	Saved func(SaveInfo)
+}
+
+// DatabaseSource is a database read for the system of the same name.
+type DatabaseSource struct {
+	System string
+	DB     Database
+	// Cgroup is the server's cgroup where it is known (its pid's): the
+	// system is then observed through it as well.
+	Cgroup string
+}
+
+// SaveInfo describes one save, for progress and for its cost.
+type SaveInfo struct {
+	Elapsed  time.Duration
+	Bytes    int
+	Took     time.Duration
+	Devices  int
+	Systems  int
+	Final    bool
+	Document *results.Observation
+}
+
+// MinWindow is the shortest per-interval window.
+const MinWindow = time.Hour
+
+// Observer runs one observation.
+type Observer struct {
+	cfg     Config
+	start   time.Time
+	doc     *results.Observation
+	sel     *selector
+	devices map[sysfs.DevNum]*deviceState
+	devList []sysfs.DevNum // in order of first sight
+	systems []*systemState
+	byName  map[string]*systemState
+	events  []results.ObserveEvent
+}
+
+type deviceState struct {
+	dev    sysfs.DevNum
+	name   string
+	tr     tracker
+	s      *series
+	gone   bool
+	listed bool
+}
+
+type systemState struct {
+	name, cgroupPath string
+	auto             bool
+	reader           *cgroupReader
+	lines            map[sysfs.DevNum]*tracker
+	known            bool // the cgroup was read at least once
+	gone             bool
+	io               *series
+	perDevice        map[sysfs.DevNum]*results.DeviceTotals
+	db               *DatabaseSource
+	dbTr             tracker
+	dbUptime         uint64
+	dbGone           bool
+	dbSeries         *series
+	writeback        string
+}
+
+// New checks the configuration against the host before any sampling:
+// every named cgroup must exist and be readable.
+func New(cfg Config) (*Observer, error) {
+	if cfg.Interval <= 0 {
+		return nil, errors.New("interval must be positive")
+	}
+	if cfg.Window < MinWindow {
+		cfg.Window = MinWindow
+	}
+	if cfg.SaveEvery <= 0 {
+		cfg.SaveEvery = 10 * time.Second
+	}
+	o := &Observer{cfg: cfg, devices: map[sysfs.DevNum]*deviceState{}, byName: map[string]*systemState{},
+		sel: &selector{fs: cfg.FS, sys: cfg.SysRoot, sel: cfg.Devices, known: map[sysfs.DevNum]selected{}}}
+	if (len(cfg.Cgroups) > 0 || cfg.AutoCgroups) && cfg.Ctrl.Version == 0 {
+		return nil, ErrNoCgroups
+	}
+	for _, spec := range cfg.Cgroups {
+		if _, ok := o.byName[spec.Name]; ok {
+			return nil, &CgroupError{Spec: spec, Why: "a second system of that name (name them apart: PATH=NAME)"}
+		}
+		st, err := o.addCgroup(spec, false)
+		if err != nil {
+			return nil, err
+		}
+		if _, _, err := st.reader.read(); err != nil {
+			return nil, &CgroupError{Spec: spec, Why: cgroupWhy(cfg.Ctrl, err)}
+		}
+	}
+	for i := range cfg.Databases {
+		d := &cfg.Databases[i]
+		st, ok := o.byName[d.System]
+		if !ok && d.Cgroup != "" {
+			var err error
+			if st, err = o.addCgroup(CgroupSpec{Path: d.Cgroup, Name: d.System}, false); err != nil {
+				return nil, err
+			}
+		}
+		if st == nil {
+			st = &systemState{name: d.System}
+			o.systems = append(o.systems, st)
+			o.byName[d.System] = st
+		}
+		if st.db != nil {
+			return nil, fmt.Errorf("database for system %s given twice", d.System)
+		}
+		st.db = d
+	}
+	return o, nil
+}
+
+// ErrNoCgroups: cgroups were asked for on a host without cgroup I/O
+// accounting.
+var ErrNoCgroups = errors.New("no cgroup I/O controller (v1 blkio or v2 io) to read systems from")
+
+// CgroupError is a cgroup that cannot be observed.
+type CgroupError struct {
+	Spec CgroupSpec
+	Why  string
+}
+
+func (e *CgroupError) Error() string {
+	return fmt.Sprintf("cgroup %s (%s): %s", e.Spec.Path, e.Spec.Name, e.Why)
+}
+
+func cgroupWhy(ctrl cgroup.Controller, err error) string {
+	switch {
+	case errors.Is(err, os.ErrNotExist) && ctrl.Version == 2:
+		return "no such cgroup, or it has no io.stat (the io controller is not enabled in its parent's cgroup.subtree_control)"
+	case errors.Is(err, os.ErrNotExist):
+		return "no such cgroup in " + ctrl.Dir
+	}
+	return err.Error()
+}
+
+func (o *Observer) addCgroup(spec CgroupSpec, auto bool) (*systemState, error) {
+	dir := filepath.Join(o.cfg.Ctrl.Dir, spec.Path)
+	st := &systemState{name: spec.Name, cgroupPath: spec.Path, auto: auto,
+		reader: &cgroupReader{ctrl: o.cfg.Ctrl, dir: dir}, lines: map[sysfs.DevNum]*tracker{},
+		perDevice: map[sysfs.DevNum]*results.DeviceTotals{}, writeback: writeback(o.cfg.Ctrl, dir)}
+	o.systems = append(o.systems, st)
+	o.byName[spec.Name] = st
+	return st, nil
+}
+
+// Run samples until the duration is over or ctx is cancelled, saving the
+// document every SaveEvery and once more at the end; it returns the final
+// document. A failure to save is an error that ends the observation (the
+// document on disk stays the last one saved).
+func (o *Observer) Run(ctx context.Context) (*results.Observation, error) {
+	o.start = time.Now()
+	o.doc = results.NewObservation(o.settings(), o.start.UTC().Format(time.RFC3339))
+	o.doc.Accounting = o.accounting()
+	if o.cfg.AutoCgroups {
+		if err := o.rescan(0); err != nil {
+			return nil, err
+		}
+	}
+	if err := o.sample(ctx, 0); err != nil {
+		return nil, err
+	}
+	if err := o.save(0, false); err != nil {
+		return nil, err
+	}
+	lastSave := time.Duration(0)
+	lastScan := time.Duration(0)
+	stop := results.StopDuration
+	for k := int64(1); ; k++ {
+		next := time.Duration(k) * o.cfg.Interval
+		if o.cfg.Duration > 0 && next > o.cfg.Duration {
+			next = o.cfg.Duration
+		}
+		wait := time.Until(o.start.Add(next))
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				stop = results.StopInterrupted
+			case <-t.C:
+			}
+		} else if behind := -wait; behind > o.cfg.Interval {
+			// Fell behind (a stopped process, a slow source): skip the
+			// ticks missed; the next interval is simply longer.
+			k += int64(behind / o.cfg.Interval)
+		}
+		at := time.Since(o.start)
+		if err := o.sample(ctx, at); err != nil {
+			return o.finish(at, results.StopError, err)
+		}
+		if stop == results.StopInterrupted || ctx.Err() != nil {
+			return o.finish(at, results.StopInterrupted, nil)
+		}
+		if o.cfg.Duration > 0 && at >= o.cfg.Duration {
+			return o.finish(at, stop, nil)
+		}
+		if o.cfg.AutoCgroups && at-lastScan >= 10*time.Second {
+			lastScan = at
+			if err := o.rescan(at); err != nil {
+				o.event(at, "cgroups", results.EventError, err.Error())
+			}
+		}
+		if at-lastSave >= o.cfg.SaveEvery {
+			lastSave = at
+			if err := o.save(at, false); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+func (o *Observer) finish(at time.Duration, stop string, cause error) (*results.Observation, error) {
+	o.doc.Stop = stop
+	o.doc.FinishedAt = time.Now().UTC().Format(time.RFC3339)
+	if cause != nil {
+		o.doc.Error = cause.Error()
+	}
+	if err := o.save(at, true); err != nil {
+		return o.doc, err
+	}
+	return o.doc, cause
+}
+
+func (o *Observer) settings() results.ObserveSettings {
+	s := results.ObserveSettings{IntervalNS: o.cfg.Interval.Nanoseconds(), DurationNS: o.cfg.Duration.Nanoseconds(),
+		SecondsWindowNS: o.cfg.Window.Nanoseconds(), SaveEveryNS: o.cfg.SaveEvery.Nanoseconds(),
+		Devices: o.cfg.DeviceArgs, Cgroups: []string{}}
+	if len(s.Devices) == 0 {
+		s.Devices = []string{"auto"}
+	}
+	if o.cfg.AutoCgroups {
+		s.Cgroups = append(s.Cgroups, "auto")
+	}
+	for _, c := range o.cfg.Cgroups {
+		s.Cgroups = append(s.Cgroups, c.Path+"="+c.Name)
+	}
+	for _, d := range o.cfg.Databases {
+		s.Databases = append(s.Databases, d.System+" ("+d.DB.Kind()+")")
+	}
+	return s
+}
+
+// sample reads every source once, at offset at since the start.
+func (o *Observer) sample(ctx context.Context, at time.Duration) error {
+	stats, names, err := o.cfg.FS.AllDiskStats()
+	if err != nil {
+		return fmt.Errorf("read diskstats: %w", err)
+	}
+	o.sampleDevices(at, stats, names)
+	for _, st := range o.systems {
+		if st.reader != nil {
+			o.sampleCgroup(at, st)
+		}
+		if st.db != nil {
+			o.sampleDatabase(ctx, at, st)
+		}
+	}
+	return nil
+}
+
+func (o *Observer) sampleDevices(at time.Duration, stats map[sysfs.DevNum]sysfs.DiskStats, names map[sysfs.DevNum]string) {
+	for dev, st := range stats {
+		name := names[dev]
+		if !o.sel.take(dev, name) {
+			continue
+		}
+		d, ok := o.devices[dev]
+		if !ok {
+			d = &deviceState{dev: dev, name: name}
+			d.s = newSeries(name, "device", dev.String(), deviceLayout, o.cfg.Window, o.start)
+			o.devices[dev] = d
+			o.devList = append(o.devList, dev)
+			if at > 0 {
+				o.event(at, name, results.EventAppeared, "device "+dev.String())
+			}
+		}
+		if d.gone {
+			d.gone = false
+			o.event(at, name, results.EventAppeared, "device "+dev.String()+" is back")
+		}
+		o.record(at, name, &d.tr, d.s, name, deviceCounters(st), false, deviceScale)
+	}
+	for _, dev := range o.devList {
+		if _, ok := stats[dev]; ok {
+			continue
+		}
+		d := o.devices[dev]
+		if !d.gone {
+			d.gone = true
+			d.tr.gone()
+			o.event(at, d.name, results.EventGone, "device "+dev.String()+" left /proc/diskstats")
+		}
+	}
+}
+
+// record feeds one reading to a tracker and the interval it closes to a
+// series, with the tracker's events.
+func (o *Observer) record(at time.Duration, source string, tr *tracker, s *series, id string, c []uint64, restarted bool, scale []uint64) {
+	st := tr.next(id, c, restarted)
+	if st.event != "" {
+		o.event(at, source, st.event, st.why)
+	}
+	if st.delta == nil {
+		s.lastAt = at // a baseline: the next interval starts here
+		return
+	}
+	d := st.delta
+	if scale != nil {
+		d = slices.Clone(d)
+		for i := range d {
+			d[i] *= scale[i]
+		}
+	}
+	o.addInterval(s, at, d)
+}
+
+// lastAt is each series' last reading time; an interval runs from it.
+func (o *Observer) addInterval(s *series, at time.Duration, d []uint64) {
+	endMS := at.Milliseconds()
+	elapsed := at - s.lastAt
+	s.lastAt = at
+	if elapsed <= 0 {
+		return
+	}
+	s.add(endMS, elapsed.Microseconds(), d)
+}
+
+func (o *Observer) sampleCgroup(at time.Duration, st *systemState) {
+	m, id, err := st.reader.read()
+	if err != nil {
+		if !st.gone && st.known {
+			st.gone = true
+			why := err.Error()
+			if errors.Is(err, os.ErrNotExist) {
+				why = "the cgroup was removed"
+			}
+			o.event(at, st.name, results.EventGone, why)
+		}
+		st.lines = nil // the next read is a baseline
+		if !st.known && at == 0 {
+			o.event(at, st.name, results.EventError, err.Error())
+		}
+		return
+	}
+	if st.io == nil {
+		st.io = newSeries(st.name, "cgroup", "", cgroupLayout, o.cfg.Window, o.start)
+	}
+	if st.gone {
+		st.gone = false
+		o.event(at, st.name, results.EventAppeared, "the cgroup is there again ("+id+")")
+	}
+	if !st.known || st.lines == nil {
+		// A baseline, line by line, every device's (one observed later
+		// must not count its whole past at once).
+		st.known, st.lines = true, map[sysfs.DevNum]*tracker{}
+		for dev, c := range m {
+			tr := &tracker{}
+			tr.next(id, cgroupCounters(c), false)
+			st.lines[dev] = tr
+		}
+		st.io.lastAt = at
+		return
+	}
+	sum := make([]uint64, len(cgroupLayout.counters))
+	for dev, c := range m {
+		tr, ok := st.lines[dev]
+		if !ok {
+			// io.stat lists a device once the cgroup has done I/O on it:
+			// a new line counts from zero.
+			tr = &tracker{}
+			tr.next(id, make([]uint64, len(cgroupLayout.counters)), false)
+			st.lines[dev] = tr
+		}
+		step := tr.next(id, cgroupCounters(c), false)
+		if step.event != "" {
+			o.event(at, st.name, step.event, dev.String()+": "+step.why)
+		}
+		if d, observed := o.devices[dev]; step.delta == nil || !observed || d.gone {
+			continue
+		}
+		tot := st.perDevice[dev]
+		if tot == nil {
+			tot = &results.DeviceTotals{}
+			st.perDevice[dev] = tot
+		}
+		tot.ReadIOs += step.delta[0]
+		tot.WriteIOs += step.delta[1]
+		tot.ReadBytes += step.delta[2]
+		tot.WriteBytes += step.delta[3]
+		for i, v := range step.delta {
+			sum[i] += v
+		}
+	}
+	o.addInterval(st.io, at, sum)
+}
+
+func (o *Observer) sampleDatabase(ctx context.Context, at time.Duration, st *systemState) {
+	rctx, cancel := context.WithTimeout(ctx, max(o.cfg.Interval, time.Second))
+	defer cancel()
+	status, err := st.db.DB.Status(rctx)
+	source := st.name + "/" + st.db.DB.Kind()
+	if err != nil {
+		if !st.dbGone {
+			st.dbGone = true
+			o.event(at, source, results.EventGone, err.Error())
+		}
+		st.dbTr.gone()
+		return
+	}
+	if st.dbSeries == nil {
+		st.dbSeries = newSeries(st.name, st.db.DB.Kind(), "", databaseLayout, o.cfg.Window, o.start)
+	}
+	if st.dbGone {
+		st.dbGone = false
+		o.event(at, source, results.EventAppeared, "the server answers again")
+	}
+	c := make([]uint64, len(DatabaseCounters))
+	for i, name := range DatabaseCounters {
+		c[i] = status.Counters[name]
+	}
+	restarted := st.dbTr.present && status.UptimeS < st.dbUptime
+	st.dbUptime = status.UptimeS
+	o.record(at, source, &st.dbTr, st.dbSeries, "server", c, restarted, nil)
+}
+
+func (o *Observer) event(at time.Duration, source, kind, detail string) {
+	o.events = append(o.events, results.ObserveEvent{At: o.start.Add(at).UTC().Format(time.RFC3339),
+		OffsetMS: at.Milliseconds(), Source: source, Kind: kind, Detail: detail})
+}
+
+// rescan finds the auto cgroups: new ones become systems; those gone
+// are found so by their next read.
+func (o *Observer) rescan(at time.Duration) error {
+	found, err := Discover(o.cfg.Ctrl.Dir)
+	if err != nil {
+		return err
+	}
+	for _, spec := range found {
+		if st, ok := o.byName[spec.Name]; ok && st.cgroupPath == spec.Path {
+			continue
+		} else if ok {
+			spec.Name = spec.Path
+			if _, ok := o.byName[spec.Name]; ok {
+				continue
+			}
+		}
+		st, _ := o.addCgroup(spec, true)
+		if at > 0 {
+			o.event(at, st.name, results.EventAppeared, "cgroup "+spec.Path)
+		}
+	}
+	return nil
+}
+
+// save writes the document as it stands.
+func (o *Observer) save(at time.Duration, final bool) error {
+	began := time.Now()
+	doc := o.build()
+	data, err := encodeObservation(doc)
+	if err != nil {
+		return err
+	}
+	if o.cfg.Out != "" {
+		if err := results.WriteBytesAtomic(o.cfg.Out, data); err != nil {
+			return fmt.Errorf("save %s: %w", o.cfg.Out, err)
+		}
+	}
+	if o.cfg.Saved != nil {
+		o.cfg.Saved(SaveInfo{Elapsed: at, Bytes: len(data), Took: time.Since(began), Devices: len(doc.Devices),
+			Systems: len(doc.Systems), Final: final, Document: doc})
+	}
+	return nil
+}
+
+// build puts the series in the document.
+func (o *Observer) build() *results.Observation {
+	doc := o.doc
+	doc.SavedAt = time.Now().UTC().Format(time.RFC3339)
+	doc.Devices = doc.Devices[:0]
+	for _, dev := range o.devList {
+		doc.Devices = append(doc.Devices, *o.devices[dev].s.result(o.cfg.Interval))
+	}
+	doc.Systems = doc.Systems[:0]
+	for _, st := range o.systems {
+		sys := results.ObservedSystem{Name: st.name, Cgroup: st.cgroupPath, Writeback: st.writeback}
+		if st.io != nil {
+			sys.IO = st.io.result(o.cfg.Interval)
+			sys.PerDevice = map[string]results.DeviceTotals{}
+			for dev, t := range st.perDevice {
+				name := dev.String()
+				if d, ok := o.devices[dev]; ok {
+					name = d.name
+				}
+				sys.PerDevice[name] = *t
+			}
+		}
+		if st.dbSeries != nil {
+			sys.Database = st.dbSeries.result(o.cfg.Interval)
+		}
+		if sys.IO == nil && sys.Database == nil {
+			continue // never read: its error is among the events
+		}
+		sys.CrossCheck = crossCheck(sys.IO, sys.Database)
+		sys.Concurrency = o.concurrency(st)
+		doc.Systems = append(doc.Systems, sys)
+	}
+	doc.Events = slices.Clone(o.events)
+	return doc
+}
+
+// concurrency is a system's share of its devices' time-averaged queue
+// at its busiest hour: for each device it used, the device's aqu-sz in
+// that hour times the system's share of the device's I/Os then (the
+// system's I/Os in the hour apportioned over the devices as its totals
+// are). Cgroup counts are bios and diskstats' requests, so a share is
+// capped at 1.
+func (o *Observer) concurrency(st *systemState) float64 {
+	if st.io == nil || st.io.busiest == nil && st.io.count == 0 {
+		return 0
+	}
+	sum := st.io.summary()
+	h := sum.BusiestHour
+	if h == nil {
+		return 0
+	}
+	var all uint64
+	for _, t := range st.perDevice {
+		all += t.ReadIOs + t.WriteIOs
+	}
+	if all == 0 {
+		return 0
+	}
+	sysIOs := h.Mean["ios"]
+	var q float64
+	for dev, t := range st.perDevice {
+		d, ok := o.devices[dev]
+		if !ok {
+			continue
+		}
+		mins := minutesIn(d.s, h.StartMS, h.EndMS)
+		if len(mins) == 0 {
+			continue
+		}
+		tot := sumOf(mins, len(deviceLayout.counters))
+		secs := float64(tot.elapsedUS) / 1e6
+		devIOs := float64(tot.c[deviceLayout.rios]+tot.c[deviceLayout.wios]) / secs
+		if devIOs == 0 {
+			continue
+		}
+		share := min(1, sysIOs*float64(t.ReadIOs+t.WriteIOs)/float64(all)/devIOs)
+		q += aquSz(deviceLayout, tot) * share
+	}
+	return q
+}
+
+func minutesIn(s *series, startMS, endMS int64) []interval {
+	var out []interval
+	for _, m := range s.allMinutes() {
+		if m.endMS > startMS && m.endMS <= endMS {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// accounting states how this host counts.
+func (o *Observer) accounting() results.Accounting {
+	a := results.Accounting{CgroupVersion: o.cfg.Ctrl.Version, Notes: []string{
+		"Device figures are /proc/diskstats' and iostat's: requests as the device completed them, after the block layer merged and split them. %util is the share of time the device had at least one request in flight; it says nothing of a device that serves many at once (an SSD or a RAID at 100 % may have room to spare).",
+	}}
+	if o.cfg.Ctrl.Version != 0 {
+		a.CgroupMode = o.cfg.Ctrl.Mode.String()
+		a.Notes = append(a.Notes, "Cgroup figures count bios as they were submitted, before merging (a split bio counts each piece): they are not diskstats' requests, and a cgroup's sum over a device need not equal the device's figures.")
+	}
+	switch o.cfg.Ctrl.Version {
+	case 1:
+		a.Writeback = "root"
+		a.Notes = append(a.Notes, "This host accounts I/O in cgroup v1 (blkio): buffered writes reach the device from the kernel's flusher and are charged to the root cgroup, not to the system that dirtied the pages. A system's writes are its direct and synchronous ones only.")
+	case 2:
+		a.Writeback = "cgroup"
+		var root []string
+		for _, st := range o.systems {
+			if st.reader != nil && st.writeback == "root" {
+				root = append(root, st.name)
+			}
+		}
+		if len(root) == 0 {
+			a.Notes = append(a.Notes, "This host accounts I/O in cgroup v2 with the memory controller on the observed systems: buffered writeback is charged to the cgroup that dirtied the pages.")
+		} else {
+			a.Writeback = "root"
+			a.Notes = append(a.Notes, fmt.Sprintf("This host accounts I/O in cgroup v2, but %s lack the memory controller: their buffered writeback is charged to the root cgroup, not to them.", strings.Join(root, ", ")))
+		}
+	}
+	return a
+}
+
+// crossCheck compares a database's view with its cgroup's over the whole
+// observation.
+func crossCheck(io, db *results.ObservedSeries) *results.CrossCheck {
+	if io == nil || db == nil || io.Summary == nil || db.Summary == nil {
+		return nil
+	}
+	m, d := io.Summary.Mean, db.Summary.Mean
+	c := &results.CrossCheck{
+		DBReadIOPS: d["reads"], DBWriteIOPS: d["writes"], CgroupReadIOPS: m["reads"], CgroupWriteIOPS: m["writes"],
+		DBReadKBps: d["rkb"], DBWriteKBps: d["wkb"], CgroupReadKBps: m["rkb"], CgroupWriteKBps: m["wkb"],
+	}
+	if c.DBReadIOPS > 0 {
+		c.ReadRatio = c.CgroupReadIOPS / c.DBReadIOPS
+	}
+	if c.DBWriteIOPS > 0 {
+		c.WriteRatio = c.CgroupWriteIOPS / c.DBWriteIOPS
+	}
+	c.Notes = crossNotes(c, d)
+	return c
+}
+
+func crossNotes(c *results.CrossCheck, d map[string]float64) []string {
+	notes := []string{
+		"Reads served from the buffer pool never reach either count; the database's data reads are the pages it asked the OS for.",
+	}
+	switch {
+	case c.DBReadIOPS > 0 && c.ReadRatio < 0.9:
+		notes = append(notes, fmt.Sprintf("The cgroup saw %.0f %% of the database's reads: the rest came from the OS page cache (the server does not read with O_DIRECT), or were merged into larger requests.", 100*c.ReadRatio))
+	case c.DBReadIOPS > 0 && c.ReadRatio > 1.1:
+		notes = append(notes, fmt.Sprintf("The cgroup saw %.2f× the database's reads: other processes in the cgroup read too, or large reads were split, or read-ahead read more than asked.", c.ReadRatio))
+	}
+	if d["dblwr_writes"] > 0 {
+		notes = append(notes, fmt.Sprintf("%.1f of the database's writes per second are doublewrite batches: each page is written twice, once to the doublewrite buffer and once in place.", d["dblwr_writes"]))
+	}
+	if d["log_kb"] > 0 {
+		notes = append(notes, fmt.Sprintf("The redo log wrote %.0f KiB/s in small sequential writes, %.1f fsyncs/s; log writes are not counted among the data writes by every server version.", d["log_kb"], d["fsyncs"]))
+	}
+	switch {
+	case c.DBWriteIOPS > 0 && c.WriteRatio < 0.9:
+		notes = append(notes, fmt.Sprintf("The cgroup saw %.0f %% of the database's writes: buffered writes reached the device through the flusher (charged to the root on v1, or without the memory controller), or were merged.", 100*c.WriteRatio))
+	case c.DBWriteIOPS > 0 && c.WriteRatio > 1.1:
+		notes = append(notes, fmt.Sprintf("The cgroup saw %.2f× the database's writes: journal and metadata writes of the filesystem, fsync's flushes, and other processes in the cgroup count there and not in the database.", c.WriteRatio))
+	}
+	return notes
+}
+
+// encodeObservation is the document's bytes as saved: compact, since a
+// week's timelines indented would be mostly white space.
+func encodeObservation(doc *results.Observation) ([]byte, error) {
+	data, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("encode observation: %w", err)
+	}
+	return append(data, '\n'), nil
+}

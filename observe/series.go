@@ -1,0 +1,473 @@
+package observe
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/iomatrix/iomatrix/results"
+)
+
+// A series accumulates one source's intervals: the last window of them at
+// full resolution, every minute of the observation as the sum of its
+// intervals, the totals, a histogram of each figure's per-interval rates
+// (the per-second percentiles of a week cannot be kept value by value),
+// the size mix, and the busiest hour so far. Add is called once per
+// interval, from one goroutine.
+type series struct {
+	name, kind, device string
+	layout             *layout
+	window             time.Duration
+	start              time.Time // the observation's, for the busiest hour's times
+
+	secs     []interval // ascending; those older than window dropped
+	dropped  bool       // some intervals left the window
+	mins     []interval // closed minutes
+	minIdx   []int64    // each closed minute's index since the start
+	cur      interval   // the open minute
+	curIdx   int64
+	curUsed  bool
+	totals   []uint64
+	observed int64         // µs covered by intervals
+	lastAt   time.Duration // the last reading's offset: the next interval starts there
+	count    int
+
+	hist    map[string]*logHist // per figure, per-interval rates
+	sizeMix sizeMix             // every interval's I/Os by average size
+	busiest *results.BusiestHour
+	bestIOs float64 // the busiest hour's mean I/O rate
+}
+
+// interval is one interval's (or one minute's) counter increases.
+type interval struct {
+	endMS, elapsedUS int64
+	c                []uint64
+}
+
+// A layout names a source kind's counters and where its figures come
+// from.
+type layout struct {
+	counters []string
+	// Indices of the read and write I/O counts and bytes.
+	rios, wios, rbytes, wbytes int
+	// extra figures (mean rates) beyond the five every series has.
+	extra []figure
+	// device: the counters for iostat's queue, utilization and waits.
+	device bool
+	figs   []figure // built once: figures()
+}
+
+// figure is a named rate computed from an interval's counters.
+type figure struct {
+	name string
+	of   func(c []uint64) float64 // per interval, before dividing by time
+}
+
+// The figures every series has: I/Os per second by direction and both,
+// and KiB per second by direction.
+func (l *layout) figures() []figure {
+	if l.figs != nil {
+		return l.figs
+	}
+	f := []figure{
+		{"reads", func(c []uint64) float64 { return float64(c[l.rios]) }},
+		{"writes", func(c []uint64) float64 { return float64(c[l.wios]) }},
+		{"ios", func(c []uint64) float64 { return float64(c[l.rios] + c[l.wios]) }},
+		{"rkb", func(c []uint64) float64 { return float64(c[l.rbytes]) / 1024 }},
+		{"wkb", func(c []uint64) float64 { return float64(c[l.wbytes]) / 1024 }},
+	}
+	l.figs = append(f, l.extra...)
+	return l.figs
+}
+
+func (l *layout) index(name string) int {
+	return slices.Index(l.counters, name)
+}
+
+func counterFigure(l *layout, name, counter string, scale float64) figure {
+	i := l.index(counter)
+	return figure{name, func(c []uint64) float64 { return float64(c[i]) * scale }}
+}
+
+// The layouts of the three kinds of source. The device's counters are
+// /proc/diskstats' (sectors turned into bytes); the cgroup's io.stat's
+// (v1's serviced files give the same six); the database's its own.
+var (
+	deviceLayout = newLayout([]string{"rios", "wios", "rbytes", "wbytes", "rmerges", "wmerges",
+		"rticks_ms", "wticks_ms", "io_ticks_ms", "queue_ms", "dios", "dbytes", "dticks_ms", "fios", "fticks_ms"},
+		"rios", "wios", "rbytes", "wbytes", true)
+	cgroupLayout = newLayout([]string{"rios", "wios", "rbytes", "wbytes", "dios", "dbytes"},
+		"rios", "wios", "rbytes", "wbytes", false)
+	databaseLayout = newDatabaseLayout()
+)
+
+func newLayout(counters []string, r, w, rb, wb string, device bool) *layout {
+	l := &layout{counters: counters, device: device}
+	l.rios, l.wios, l.rbytes, l.wbytes = l.index(r), l.index(w), l.index(rb), l.index(wb)
+	return l
+}
+
+func newDatabaseLayout() *layout {
+	l := newLayout(DatabaseCounters, "data_reads", "data_writes", "data_read", "data_written", false)
+	l.extra = []figure{
+		counterFigure(l, "fsyncs", "data_fsyncs", 1),
+		counterFigure(l, "dblwr_writes", "dblwr_writes", 1),
+		counterFigure(l, "log_kb", "os_log_written", 1.0/1024),
+	}
+	return l
+}
+
+func newSeries(name, kind, device string, l *layout, window time.Duration, start time.Time) *series {
+	s := &series{name: name, kind: kind, device: device, layout: l, window: window, start: start,
+		totals: make([]uint64, len(l.counters)), hist: map[string]*logHist{}}
+	for _, f := range l.figures() {
+		s.hist[f.name] = &logHist{}
+	}
+	return s
+}
+
+const minuteMS = 60_000
+
+// add records one interval, ending endMS after the observation's start
+// and elapsedUS long on the monotonic clock, with the counters'
+// increases c (not kept: copied).
+func (s *series) add(endMS, elapsedUS int64, c []uint64) {
+	iv := interval{endMS: endMS, elapsedUS: elapsedUS, c: slices.Clone(c)}
+	idx := (endMS - 1) / minuteMS
+	if s.curUsed && idx != s.curIdx {
+		s.closeMinute()
+	}
+	if !s.curUsed {
+		s.cur = interval{c: make([]uint64, len(c))}
+		s.curIdx, s.curUsed = idx, true
+	}
+	s.cur.endMS = endMS
+	s.cur.elapsedUS += elapsedUS
+	for i, v := range c {
+		s.cur.c[i] += v
+		s.totals[i] += v
+	}
+	s.observed += elapsedUS
+	s.count++
+	secs := float64(elapsedUS) / 1e6
+	if secs > 0 {
+		for _, f := range s.layout.figures() {
+			s.hist[f.name].add(f.of(c) / secs)
+		}
+	}
+	s.sizeMix.add(s.layout, c)
+	s.secs = append(s.secs, iv)
+	// A minute beyond the window is kept, so that the hour a minute's end
+	// closes still has all its intervals (the first one included).
+	if cut := endMS - (s.window + time.Minute).Milliseconds(); s.secs[0].endMS <= cut {
+		n, _ := slices.BinarySearchFunc(s.secs, cut+1, func(iv interval, t int64) int { return int(iv.endMS - t) })
+		s.secs = slices.Delete(s.secs, 0, n)
+		s.dropped = true
+	}
+}
+
+// closeMinute ends the open minute and judges whether the hour it ends is
+// the busiest so far.
+func (s *series) closeMinute() {
+	s.mins = append(s.mins, s.cur)
+	s.minIdx = append(s.minIdx, s.curIdx)
+	s.curUsed = false
+	k := s.curIdx
+	if k < 59 {
+		return // no whole hour yet
+	}
+	var ios, us int64
+	first := len(s.mins)
+	for i := len(s.mins) - 1; i >= 0 && s.minIdx[i] > k-60; i-- {
+		m := s.mins[i]
+		ios += int64(m.c[s.layout.rios] + m.c[s.layout.wios])
+		us += m.elapsedUS
+		first = i
+	}
+	if us == 0 {
+		return
+	}
+	rate := float64(ios) / (float64(us) / 1e6)
+	if s.busiest != nil && rate <= s.bestIOs {
+		return
+	}
+	s.bestIOs = rate
+	s.busiest = s.hour(s.mins[first:], (k-59)*minuteMS, s.mins[len(s.mins)-1].endMS, false)
+}
+
+// hour summarizes minutes as an hour from startMS to endMS: its mean
+// figures and read share from the minutes, its size mix from the
+// intervals it holds that are still in the window (an hour just closed
+// always is, the window being at least an hour long).
+func (s *series) hour(mins []interval, startMS, endMS int64, whole bool) *results.BusiestHour {
+	sum := sumOf(mins, len(s.layout.counters))
+	h := &results.BusiestHour{
+		Start: s.at(startMS), End: s.at(endMS), StartMS: startMS, EndMS: endMS, Whole: whole,
+		Mean: s.means(sum),
+	}
+	if ios := sum.c[s.layout.rios] + sum.c[s.layout.wios]; ios > 0 {
+		h.ReadShare = float64(sum.c[s.layout.rios]) / float64(ios)
+	}
+	var mix sizeMix
+	for _, iv := range s.secs {
+		if iv.endMS > startMS && iv.endMS <= endMS {
+			mix.add(s.layout, iv.c)
+		}
+	}
+	h.SizeMix = mix.classes()
+	if s.layout.device {
+		h.AquSz = ptr(aquSz(s.layout, sum))
+	}
+	return h
+}
+
+func (s *series) at(ms int64) string {
+	return s.start.Add(time.Duration(ms) * time.Millisecond).UTC().Format(time.RFC3339)
+}
+
+func sumOf(ivs []interval, n int) interval {
+	sum := interval{c: make([]uint64, n)}
+	for _, iv := range ivs {
+		sum.elapsedUS += iv.elapsedUS
+		sum.endMS = max(sum.endMS, iv.endMS)
+		for i, v := range iv.c {
+			sum.c[i] += v
+		}
+	}
+	return sum
+}
+
+// means are the figures' rates over an interval (or a sum of them).
+func (s *series) means(iv interval) map[string]float64 {
+	m := map[string]float64{}
+	secs := float64(iv.elapsedUS) / 1e6
+	for _, f := range s.layout.figures() {
+		if secs > 0 {
+			m[f.name] = f.of(iv.c) / secs
+		} else {
+			m[f.name] = 0
+		}
+	}
+	return m
+}
+
+// allMinutes are the closed minutes and the open one, which counts as a
+// minute of its own once it covers half of one (or when it is all there
+// is): a minute's rate is over the time its intervals cover.
+func (s *series) allMinutes() []interval {
+	out := s.mins
+	if s.curUsed && (s.cur.elapsedUS >= minuteMS*1000/2 || len(s.mins) == 0) {
+		out = append(slices.Clip(out), s.cur)
+	}
+	return out
+}
+
+// summary is what the series demanded so far.
+func (s *series) summary() *results.SeriesSummary {
+	all := sumOf(s.mins, len(s.layout.counters))
+	if s.curUsed {
+		all = sumOf([]interval{all, s.cur}, len(s.layout.counters))
+	}
+	mins := s.allMinutes()
+	sum := &results.SeriesSummary{
+		ObservedNS: s.observed * 1000, Intervals: s.count, Minutes: len(mins),
+		Mean:      s.means(all),
+		PerSecond: map[string]results.Spread3{},
+		PerMinute: map[string]results.Spread3{},
+		SizeMix:   s.sizeMix.classes(),
+	}
+	for _, f := range s.layout.figures() {
+		if !s.dropped {
+			sum.PerSecond[f.name] = spreadOf(rates(s.secs, f))
+		} else {
+			sum.PerSecond[f.name] = s.hist[f.name].spread()
+		}
+		sum.PerMinute[f.name] = spreadOf(rates(mins, f))
+	}
+	switch {
+	case s.busiest != nil:
+		sum.BusiestHour = s.busiest
+	case s.count > 0:
+		// Shorter than an hour: the whole observation stands for it.
+		whole := s.mins
+		if s.curUsed {
+			whole = append(slices.Clip(whole), s.cur)
+		}
+		sum.BusiestHour = s.hour(whole, 0, all.endMS, true)
+	}
+	if s.layout.device && all.elapsedUS > 0 {
+		l := s.layout
+		sum.AquSz = ptr(aquSz(l, all))
+		sum.UtilPct = ptr(min(100, float64(all.c[l.index("io_ticks_ms")])/(float64(all.elapsedUS)/1000)*100))
+		if r := all.c[l.rios]; r > 0 {
+			sum.RAwait = ptr(float64(all.c[l.index("rticks_ms")]) / float64(r))
+		}
+		if w := all.c[l.wios]; w > 0 {
+			sum.WAwait = ptr(float64(all.c[l.index("wticks_ms")]) / float64(w))
+		}
+	}
+	return sum
+}
+
+// aquSz is iostat's average queue size: the weighted time in queue over
+// the time elapsed (Little's law: the mean number of requests in flight).
+func aquSz(l *layout, iv interval) float64 {
+	if iv.elapsedUS <= 0 {
+		return 0
+	}
+	return float64(iv.c[l.index("queue_ms")]) / (float64(iv.elapsedUS) / 1000)
+}
+
+func rates(ivs []interval, f figure) []float64 {
+	out := make([]float64, 0, len(ivs))
+	for _, iv := range ivs {
+		if iv.elapsedUS > 0 {
+			out = append(out, f.of(iv.c)/(float64(iv.elapsedUS)/1e6))
+		}
+	}
+	return out
+}
+
+// spreadOf gives exact nearest-rank percentiles: the p-th is the
+// smallest value at least p % of the values do not exceed.
+func spreadOf(v []float64) results.Spread3 {
+	if len(v) == 0 {
+		return results.Spread3{}
+	}
+	slices.Sort(v)
+	rank := func(p float64) float64 {
+		i := int(math.Ceil(p/100*float64(len(v)))) - 1
+		return v[max(0, min(i, len(v)-1))]
+	}
+	return results.Spread3{P50: rank(50), P95: rank(95), P99: rank(99), Max: v[len(v)-1]}
+}
+
+// timeline renders intervals in the document's columnar form.
+func (s *series) timeline(ivs []interval, step time.Duration) results.Timeline {
+	t := results.Timeline{StepNS: step.Nanoseconds(), EndMS: make([]int64, len(ivs)), ElapsedUS: make([]int64, len(ivs)),
+		Counters: map[string][]uint64{}}
+	cols := make([][]uint64, len(s.layout.counters))
+	for i := range cols {
+		cols[i] = make([]uint64, len(ivs))
+	}
+	for j, iv := range ivs {
+		t.EndMS[j], t.ElapsedUS[j] = iv.endMS, iv.elapsedUS
+		for i, v := range iv.c {
+			cols[i][j] = v
+		}
+	}
+	for i, name := range s.layout.counters {
+		t.Counters[name] = cols[i]
+	}
+	return t
+}
+
+// result is the series as the document holds it.
+func (s *series) result(interval time.Duration) *results.ObservedSeries {
+	mins := s.mins
+	if s.curUsed {
+		mins = append(slices.Clip(mins), s.cur)
+	}
+	out := &results.ObservedSeries{Name: s.name, Kind: s.kind, Device: s.device,
+		Seconds: s.timeline(s.secs, interval), Minutes: s.timeline(mins, time.Minute),
+		Totals: map[string]uint64{}}
+	for i, name := range s.layout.counters {
+		out.Totals[name] = s.totals[i]
+	}
+	if s.count > 0 {
+		out.Summary = s.summary()
+	}
+	return out
+}
+
+func ptr(v float64) *float64 { return &v }
+
+// sizeMix counts I/Os by the size class of their interval's average
+// size, reads and writes apart: classes are powers of two from 512 bytes
+// to 16 MiB, each holding the averages above the class below.
+type sizeMix struct {
+	reads, writes [nSizeClasses]uint64
+}
+
+const nSizeClasses = 16 // 512 B … 16 MiB
+
+func sizeClass(bytes, ios uint64) int {
+	avg := float64(bytes) / float64(ios)
+	c := 0
+	for c < nSizeClasses-1 && avg > float64(int64(512)<<c) {
+		c++
+	}
+	return c
+}
+
+func (m *sizeMix) add(l *layout, c []uint64) {
+	if r := c[l.rios]; r > 0 {
+		m.reads[sizeClass(c[l.rbytes], r)] += r
+	}
+	if w := c[l.wios]; w > 0 {
+		m.writes[sizeClass(c[l.wbytes], w)] += w
+	}
+}
+
+func (m *sizeMix) classes() []results.SizeClass {
+	var out []results.SizeClass
+	for c := range nSizeClasses {
+		if m.reads[c]+m.writes[c] > 0 {
+			out = append(out, results.SizeClass{Bytes: int64(512) << c, Reads: m.reads[c], Writes: m.writes[c]})
+		}
+	}
+	return out
+}
+
+// logHist is a histogram of rates in buckets 2^(1/128) wide (zero apart):
+// a percentile read from it, the geometric middle of its bucket, is within
+// 0.3 % of the exact value.
+type logHist struct {
+	zeros   uint64
+	buckets map[int32]uint64
+	n       uint64
+	max     float64
+}
+
+const histPrecisionPct = 0.3
+
+func (h *logHist) add(v float64) {
+	h.n++
+	h.max = max(h.max, v)
+	if v <= 0 {
+		h.zeros++
+		return
+	}
+	if h.buckets == nil {
+		h.buckets = map[int32]uint64{}
+	}
+	h.buckets[int32(math.Floor(math.Log2(v)*128))]++
+}
+
+func (h *logHist) quantile(p float64) float64 {
+	rank := uint64(math.Ceil(p / 100 * float64(h.n)))
+	if rank <= h.zeros {
+		return 0
+	}
+	keys := make([]int32, 0, len(h.buckets))
+	for k := range h.buckets {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	seen := h.zeros
+	for _, k := range keys {
+		seen += h.buckets[k]
+		if seen >= rank {
+			return min(math.Exp2((float64(k)+0.5)/128), h.max)
+		}
+	}
+	return h.max
+}
+
+func (h *logHist) spread() results.Spread3 {
+	if h.n == 0 {
+		return results.Spread3{}
+	}
+	return results.Spread3{P50: h.quantile(50), P95: h.quantile(95), P99: h.quantile(99), Max: h.max,
+		PrecisionPct: histPrecisionPct}
+}
