@@ -138,6 +138,7 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 	root.AddCommand(newChildCommand(g))
 	root.AddCommand(newCapCommand(g))
 	root.AddCommand(newThrottleCommand(g))
+	root.AddCommand(newObserveCommand(g))
 	root.AddCommand(newExecCommand())
 	root.SetGlobalNormalizationFunc(fioNames)
 	strictHelp(root)

@@ -1,0 +1,181 @@
+package sizing
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/iomatrix/iomatrix/internal/units"
+	"github.com/iomatrix/iomatrix/results"
+)
+
+// Statistic is which figure of an observation stands for a system's
+// demand in the workload file.
+type Statistic struct {
+	// Kind is "mean", "busiest-hour", "pNN" or "max"; PerSecond takes the
+	// percentile or maximum of the per-second rates instead of the
+	// per-minute ones.
+	Kind      string
+	Pct       float64
+	PerSecond bool
+	text      string
+}
+
+// DefaultStatistic is the p95 of the per-minute rates over the whole
+// observation: a level the systems exceed three minutes in an hour, not
+// one spike.
+const DefaultStatistic = "p95"
+
+// ParseStatistic reads --statistic: mean, busiest-hour, p50, p95, p99 or
+// max of the per-minute rates, or p50-second… max-second of the
+// per-second ones.
+func ParseStatistic(s string) (Statistic, error) {
+	st := Statistic{text: s}
+	base, sec := strings.CutSuffix(s, "-second")
+	st.PerSecond = sec
+	switch {
+	case base == "mean" && !sec, base == "busiest-hour" && !sec:
+		st.Kind = base
+	case base == "max":
+		st.Kind = "max"
+	case base == "p50", base == "p95", base == "p99":
+		st.Kind, st.Pct = "p", map[string]float64{"p50": 50, "p95": 95, "p99": 99}[base]
+	default:
+		return Statistic{}, fmt.Errorf("%q is not a statistic: mean, busiest-hour, p50, p95, p99 or max (of the per-minute rates), or p50-second, p95-second, p99-second, max-second", s)
+	}
+	return st, nil
+}
+
+// String is the statistic as written.
+func (s Statistic) String() string { return s.text }
+
+// Describe says in words what the statistic takes.
+func (s Statistic) Describe() string {
+	per := "per-minute"
+	if s.PerSecond {
+		per = "per-second"
+	}
+	switch s.Kind {
+	case "mean":
+		return "the mean over the whole observation"
+	case "busiest-hour":
+		return "the mean of its busiest hour (the 60 minutes with the most I/O)"
+	case "max":
+		return "the highest of its " + per + " rates"
+	}
+	return fmt.Sprintf("the p%g of its %s rates over the whole observation", s.Pct, per)
+}
+
+// of picks the statistic's figure f (reads, writes) from a summary.
+func (s Statistic) of(sum *results.SeriesSummary, f string) float64 {
+	spread := sum.PerMinute
+	if s.PerSecond {
+		spread = sum.PerSecond
+	}
+	switch s.Kind {
+	case "mean":
+		return sum.Mean[f]
+	case "busiest-hour":
+		if sum.BusiestHour == nil {
+			return sum.Mean[f]
+		}
+		return sum.BusiestHour.Mean[f]
+	case "max":
+		return spread[f].Max
+	}
+	sp := spread[f]
+	return map[float64]float64{50: sp.P50, 95: sp.P95, 99: sp.P99}[s.Pct]
+}
+
+// ObservedWorkload writes the workload file `fit --workload` reads from
+// an observation: each system's reads and writes per second at the
+// statistic, raised by headroomPct, its dominant block size (the size
+// class with the most I/Os in its busiest hour) and its concurrency (its
+// share of its devices' queue then, rounded up). Systems that did no I/O
+// are left out, and said so. source names the observation's file.
+func ObservedWorkload(o *results.Observation, st Statistic, headroomPct float64, source string) ([]byte, error) {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# A workload observed by iomatrix observe: %s\n", source)
+	fmt.Fprintf(&b, "# host %s, from %s to %s.\n", o.Host.Hostname, o.StartedAt, orRunning(o))
+	fmt.Fprintf(&b, "# reads and writes: for each system, %s (--statistic %s).\n", st.Describe(), st)
+	if headroomPct > 0 {
+		fmt.Fprintf(&b, "# headroom: %s added to every rate (--headroom).\n", units.FormatPercent(headroomPct))
+	} else {
+		b.WriteString("# headroom: none (add some with --headroom, or judge with fit's own margin).\n")
+	}
+	b.WriteString("# block_size: the size class with the most I/Os in the system's busiest hour (from each interval's average size).\n")
+	b.WriteString("# concurrency: the system's share of its devices' time-averaged queue (aqu-sz) in that hour, rounded up.\n")
+	b.WriteString("# Figures are the cgroup's (bios at submission) where the system has one, else its database's.\n")
+	b.WriteString("# Add latency bounds where the systems need them, e.g. latency: \"p99<5ms\".\n")
+	b.WriteString("systems:\n")
+	var n int
+	for _, sys := range o.Systems {
+		s, from := sys.IO, "cgroup "+sys.Cgroup
+		if s == nil || s.Summary == nil {
+			s, from = sys.Database, "database"
+		}
+		if s == nil || s.Summary == nil {
+			fmt.Fprintf(&b, "  # %s: never read\n", sys.Name)
+			continue
+		}
+		sum := s.Summary
+		k := 1 + headroomPct/100
+		reads, writes := math.Ceil(st.of(sum, "reads")*k), math.Ceil(st.of(sum, "writes")*k)
+		if reads+writes == 0 {
+			fmt.Fprintf(&b, "  # %s: no I/O at that statistic (%s)\n", sys.Name, from)
+			continue
+		}
+		bs := dominantSize(sum)
+		line := fmt.Sprintf("  - {name: %s, reads: %s, writes: %s, block_size: %s",
+			strconv.Quote(sys.Name), num(reads), num(writes), units.FormatSize(bs))
+		if c := math.Ceil(sys.Concurrency); c >= 1 {
+			line += fmt.Sprintf(", concurrency: %d", int(c))
+		}
+		fmt.Fprintf(&b, "  # %s: %s; mean %.0f r/s %.0f w/s", sys.Name, from, sum.Mean["reads"], sum.Mean["writes"])
+		if h := sum.BusiestHour; h != nil {
+			fmt.Fprintf(&b, "; busiest hour %s–%s %.0f r/s %.0f w/s, %.0f %% reads", clock(h.Start), clock(h.End), h.Mean["reads"], h.Mean["writes"], 100*h.ReadShare)
+		}
+		b.WriteString("\n" + line + "}\n")
+		n++
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("%s: no system did any I/O: no workload to write", source)
+	}
+	return b.Bytes(), nil
+}
+
+func orRunning(o *results.Observation) string {
+	if o.FinishedAt != "" {
+		return o.FinishedAt
+	}
+	return o.SavedAt + " (last saved; the observation did not finish)"
+}
+
+func clock(rfc string) string {
+	t, err := time.Parse(time.RFC3339, rfc)
+	if err != nil {
+		return rfc
+	}
+	return t.Format("Jan 2 15:04")
+}
+
+func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// dominantSize is the size class with the most I/Os in the busiest
+// hour, or over the whole observation; 4 KiB when nothing says.
+func dominantSize(sum *results.SeriesSummary) int64 {
+	mix := sum.SizeMix
+	if h := sum.BusiestHour; h != nil && len(h.SizeMix) > 0 {
+		mix = h.SizeMix
+	}
+	best, bs := uint64(0), int64(4096)
+	for _, c := range mix {
+		if n := c.Reads + c.Writes; n > best {
+			best, bs = n, c.Bytes
+		}
+	}
+	return max(bs, 512)
+}
