@@ -188,13 +188,20 @@ func cgroupWhy(ctrl cgroup.Controller, err error) string {
 }
 
 func (o *Observer) addCgroup(spec CgroupSpec, auto bool) (*systemState, error) {
-	dir := filepath.Join(o.cfg.Ctrl.Dir, spec.Path)
-	st := &systemState{name: spec.Name, cgroupPath: spec.Path, auto: auto,
-		reader: &cgroupReader{ctrl: o.cfg.Ctrl, dir: dir}, lines: map[sysfs.DevNum]*tracker{},
-		perDevice: map[sysfs.DevNum]*results.DeviceTotals{}, writeback: writeback(o.cfg.Ctrl, dir)}
+	st := &systemState{name: spec.Name}
+	o.attach(st, spec, auto)
 	o.systems = append(o.systems, st)
 	o.byName[spec.Name] = st
 	return st, nil
+}
+
+// attach makes a cgroup the system's.
+func (o *Observer) attach(st *systemState, spec CgroupSpec, auto bool) {
+	dir := filepath.Join(o.cfg.Ctrl.Dir, spec.Path)
+	st.cgroupPath, st.auto = spec.Path, auto
+	st.reader = &cgroupReader{ctrl: o.cfg.Ctrl, dir: dir}
+	st.perDevice = map[sysfs.DevNum]*results.DeviceTotals{}
+	st.writeback = writeback(o.cfg.Ctrl, dir)
 }
 
 // Run samples until the duration is over or ctx is cancelled, saving the
@@ -202,13 +209,8 @@ func (o *Observer) addCgroup(spec CgroupSpec, auto bool) (*systemState, error) {
 // document. A failure to save is an error that ends the observation (the
 // document on disk stays the last one saved).
 func (o *Observer) Run(ctx context.Context) (*results.Observation, error) {
-	o.start = time.Now()
-	o.doc = results.NewObservation(o.settings(), o.start.UTC().Format(time.RFC3339))
-	o.doc.Accounting = o.accounting()
-	if o.cfg.AutoCgroups {
-		if err := o.rescan(0); err != nil {
-			return nil, err
-		}
+	if err := o.begin(time.Now()); err != nil {
+		return nil, err
 	}
 	if err := o.sample(ctx, 0); err != nil {
 		return nil, err
@@ -261,6 +263,19 @@ func (o *Observer) Run(ctx context.Context) (*results.Observation, error) {
 			}
 		}
 	}
+}
+
+// begin starts the document and finds the auto cgroups.
+func (o *Observer) begin(start time.Time) error {
+	o.start = start
+	o.doc = results.NewObservation(o.settings(), o.start.UTC().Format(time.RFC3339))
+	if o.cfg.AutoCgroups {
+		if err := o.rescan(0); err != nil {
+			return fmt.Errorf("find cgroups: %w", err)
+		}
+	}
+	o.doc.Accounting = o.accounting()
+	return nil
 }
 
 func (o *Observer) finish(at time.Duration, stop string, cause error) (*results.Observation, error) {
@@ -491,6 +506,9 @@ func (o *Observer) rescan(at time.Duration) error {
 	}
 	for _, spec := range found {
 		if st, ok := o.byName[spec.Name]; ok && st.cgroupPath == spec.Path {
+			continue
+		} else if ok && st.reader == nil {
+			o.attach(st, spec, true) // a database's system: its cgroup found
 			continue
 		} else if ok {
 			spec.Name = spec.Path
