@@ -1,0 +1,387 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/iomatrix/iomatrix/internal/sysfs"
+	"github.com/iomatrix/iomatrix/internal/testenv"
+	"github.com/iomatrix/iomatrix/results"
+)
+
+// blkioGroup makes a v1 blkio cgroup for a test, removed when it ends
+// (after the processes in it are gone).
+func blkioGroup(t *testing.T, name string) string {
+	t.Helper()
+	testenv.Root(t)
+	base := "/sys/fs/cgroup/blkio"
+	_, err := os.Stat(filepath.Join(base, "blkio.throttle.io_serviced"))
+	testenv.Require(t, err == nil, "no v1 blkio hierarchy at "+base)
+	dir := filepath.Join(base, fmt.Sprintf("iomatrix-test-%s-%d", name, os.Getpid()))
+	testenv.Must(t, os.Mkdir(dir, 0o755))
+	t.Cleanup(func() {
+		for i := 0; i < 100; i++ {
+			if err := os.Remove(dir); err == nil || os.IsNotExist(err) {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Errorf("cgroup %s left behind", dir)
+	})
+	return dir
+}
+
+// inCgroup runs iomatrix (or, with bin set, another program) as a
+// process that enters the cgroup before it execs, so that its first I/O
+// is counted there.
+func inCgroup(t *testing.T, dir, bin string, args ...string) *exec.Cmd {
+	t.Helper()
+	if bin == "" {
+		exe, err := os.Executable()
+		testenv.Must(t, err)
+		bin = exe
+	}
+	cmd := exec.Command("sh", append([]string{"-c", `echo $$ > "$0"/cgroup.procs && exec "$@"`, dir, bin}, args...)...)
+	cmd.Env = append(os.Environ(), "IOMATRIX_TEST_MAIN=1")
+	return cmd
+}
+
+func devNumOf(t *testing.T, dev string) sysfs.DevNum {
+	t.Helper()
+	var st unix.Stat_t
+	testenv.Must(t, unix.Stat(dev, &st))
+	return sysfs.DevNum{Major: unix.Major(st.Rdev), Minor: unix.Minor(st.Rdev)}
+}
+
+func diskstatsOf(t *testing.T, d sysfs.DevNum) sysfs.DiskStats {
+	t.Helper()
+	st, err := sysfs.Default().DiskStats(d)
+	testenv.Must(t, err)
+	return st
+}
+
+func readObservation(t *testing.T, path string) *results.Observation {
+	t.Helper()
+	doc, err := results.ReadObservationFile(path)
+	testenv.Must(t, err)
+	return doc
+}
+
+func systemOf(t *testing.T, doc *results.Observation, name string) results.ObservedSystem {
+	t.Helper()
+	for _, s := range doc.Systems {
+		if s.Name == name {
+			if s.IO == nil || s.IO.Summary == nil {
+				t.Fatalf("system %s was never read: %+v", name, doc.Events)
+			}
+			return s
+		}
+	}
+	t.Fatalf("no system %s among %d", name, len(doc.Systems))
+	return results.ObservedSystem{}
+}
+
+func deviceOf(t *testing.T, doc *results.Observation, name string) results.ObservedSeries {
+	t.Helper()
+	for _, d := range doc.Devices {
+		if d.Name == name {
+			return d
+		}
+	}
+	t.Fatalf("no device %s in the observation", name)
+	return results.ObservedSeries{}
+}
+
+// Known loads are observed exactly: two runs capped at riops=2000 and
+// wiops=700 in cgroups of their own are seen at their caps, and a device
+// idle but for 1000 reads has, in the document, diskstats' own increase
+// over the observation, counter for counter.
+func TestObserveCappedLoads(t *testing.T) {
+	busy, idle := testenv.RAMDisk(t, 256<<20), testenv.RAMDisk(t, 64<<20)
+	bd, id := devNumOf(t, busy), devNumOf(t, idle)
+	reader, writer, prober := blkioGroup(t, "reader"), blkioGroup(t, "writer"), blkioGroup(t, "prober")
+	testenv.Must(t, os.WriteFile(filepath.Join(reader, "blkio.throttle.read_iops_device"), []byte(bd.String()+" 2000"), 0))
+	testenv.Must(t, os.WriteFile(filepath.Join(writer, "blkio.throttle.write_iops_device"), []byte(bd.String()+" 700"), 0))
+	dir := t.TempDir()
+	loads := []*exec.Cmd{
+		inCgroup(t, reader, "", "run", busy, "--rw", "randread", "--bs", "4k", "--qd", "8", "--runtime", "7s", "--ramp", "0", "-o", filepath.Join(dir, "r.json"), "--format", "json"),
+		inCgroup(t, writer, "", "run", busy, "--rw", "randwrite", "--bs", "4k", "--qd", "8", "--runtime", "7s", "--ramp", "0", "--allow-destructive", "-o", filepath.Join(dir, "w.json"), "--format", "json"),
+	}
+	for _, c := range loads {
+		testenv.Must(t, c.Start())
+	}
+	defer func() {
+		for _, c := range loads {
+			if err := c.Wait(); err != nil {
+				t.Errorf("%v: %v", c.Args, err)
+			}
+		}
+	}()
+	// Both under way: their cgroups count.
+	waitCounting(t, reader, "Read")
+	waitCounting(t, writer, "Write")
+
+	before := diskstatsOf(t, id)
+	out := filepath.Join(dir, "obs.json")
+	obs := iomatrixCmd(t, "observe", busy, idle, "--cgroup", reader+"=reader", "--cgroup", writer+"=writer", "--cgroup", prober+"=prober",
+		"--interval", "250ms", "--duration", "4s", "-o", out, "-q")
+	var stdout, stderr strings.Builder
+	obs.Stdout, obs.Stderr = &stdout, &stderr
+	testenv.Must(t, obs.Start())
+	time.Sleep(time.Second)
+	dd := inCgroup(t, prober, "dd", "if="+idle, "of=/dev/null", "bs=4k", "count=1000", "iflag=direct")
+	if b, err := dd.CombinedOutput(); err != nil {
+		t.Fatalf("dd: %v: %s", err, b)
+	}
+	if err := obs.Wait(); err != nil {
+		t.Fatalf("observe: %v\n%s", err, stderr.String())
+	}
+	after := diskstatsOf(t, id)
+	doc := readObservation(t, out)
+
+	for _, c := range []struct {
+		system, figure string
+		cap            float64
+	}{{"reader", "reads", 2000}, {"writer", "writes", 700}} {
+		s := systemOf(t, doc, c.system)
+		m := s.IO.Summary.Mean[c.figure]
+		t.Logf("%s: %.1f %s/s over %.2f s (cap %.0f)", c.system, m, c.figure, float64(s.IO.Summary.ObservedNS)/1e9, c.cap)
+		if math.Abs(m/c.cap-1) > 0.01 {
+			t.Errorf("%s: mean %.1f %s/s, want its cap %.0f within 1 %%", c.system, m, c.figure, c.cap)
+		}
+	}
+	idleDev := deviceOf(t, doc, filepath.Base(idle))
+	want := map[string]uint64{
+		"rios": after.ReadIOs - before.ReadIOs, "wios": after.WriteIOs - before.WriteIOs,
+		"rbytes": 512 * (after.ReadSectors - before.ReadSectors), "wbytes": 512 * (after.WriteSectors - before.WriteSectors),
+		"rticks_ms": after.ReadTicksMs - before.ReadTicksMs, "io_ticks_ms": after.IOTicksMs - before.IOTicksMs,
+		"queue_ms": after.TimeInQueueMs - before.TimeInQueueMs,
+	}
+	for k, v := range want {
+		if got := idleDev.Totals[k]; got != v {
+			t.Errorf("idle device %s: %d in the observation, diskstats moved %d", k, got, v)
+		}
+	}
+	if want["rios"] < 1000 {
+		t.Errorf("idle device: %d reads, dd did 1000", want["rios"])
+	}
+	if p := systemOf(t, doc, "prober"); p.IO.Totals["rios"] != 1000 || p.IO.Totals["rbytes"] != 1000*4096 {
+		t.Errorf("prober: %d reads of %d bytes, dd did 1000 of 4096", p.IO.Totals["rios"], p.IO.Totals["rbytes"])
+	}
+	if doc.Accounting.CgroupVersion != 1 || doc.Accounting.Writeback != "root" || doc.Stop != results.StopDuration {
+		t.Errorf("accounting %+v, stop %q", doc.Accounting, doc.Stop)
+	}
+}
+
+// waitCounting waits until a v1 cgroup has counted I/O in direction op.
+func waitCounting(t *testing.T, dir, op string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		data, _ := os.ReadFile(filepath.Join(dir, "blkio.throttle.io_serviced"))
+		for _, line := range strings.Split(string(data), "\n") {
+			if f := strings.Fields(line); len(f) == 3 && f[1] == op && f[2] != "0" {
+				return
+			}
+		}
+	}
+	t.Fatalf("%s: no %s counted after 20 s", dir, op)
+}
+
+// A cgroup removed and a device added and removed while observing: the
+// document says when, keeps what was counted before, and never turns the
+// change into a negative (huge) rate.
+func TestObserveSourcesComeAndGo(t *testing.T) {
+	testenv.Root(t)
+	backing := filepath.Join(testenv.RAMDir(t, 64<<20), "disk.img")
+	testenv.Must(t, os.WriteFile(backing, make([]byte, 16<<20), 0o644))
+	short := blkioGroup(t, "short")
+	dir := t.TempDir()
+	out := filepath.Join(dir, "obs.json")
+	obs := iomatrixCmd(t, "observe", "--all-devices", "--cgroup", short+"=short", "--interval", "100ms", "--duration", "4s", "-o", out, "-q")
+	var stderr strings.Builder
+	obs.Stderr = &stderr
+	testenv.Must(t, obs.Start())
+	time.Sleep(500 * time.Millisecond)
+
+	// The short-lived system reads, ends, and its cgroup is removed.
+	if b, err := inCgroup(t, short, "dd", "if="+backing, "of=/dev/null", "bs=4k", "count=200", "iflag=direct").CombinedOutput(); err != nil {
+		t.Fatalf("dd: %v: %s", err, b)
+	}
+	time.Sleep(300 * time.Millisecond)
+	testenv.Must(t, os.Remove(short))
+
+	// A loop device is created, read, detached and deleted.
+	ctl, err := os.OpenFile("/dev/loop-control", os.O_RDWR, 0)
+	testenv.Require(t, err == nil, "no /dev/loop-control")
+	defer ctl.Close()
+	n, err := unix.IoctlRetInt(int(ctl.Fd()), unix.LOOP_CTL_GET_FREE)
+	testenv.Must(t, err)
+	loop := "/dev/loop" + strconv.Itoa(n)
+	time.Sleep(300 * time.Millisecond)
+	if b, err := exec.Command("losetup", "--direct-io=on", loop, backing).CombinedOutput(); err != nil {
+		t.Fatalf("losetup: %v: %s", err, b)
+	}
+	if b, err := exec.Command("dd", "if="+loop, "of=/dev/null", "bs=4k", "count=300", "iflag=direct").CombinedOutput(); err != nil {
+		t.Fatalf("dd: %v: %s", err, b)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if b, err := exec.Command("losetup", "-d", loop).CombinedOutput(); err != nil {
+		t.Fatalf("losetup -d: %v: %s", err, b)
+	}
+	removed := false
+	for i := 0; i < 50 && !removed; i++ {
+		_, err = unix.IoctlRetInt(int(ctl.Fd()), unix.LOOP_CTL_REMOVE, n)
+		removed = err == nil
+		if !removed {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if err := obs.Wait(); err != nil {
+		t.Fatalf("observe: %v\n%s", err, stderr.String())
+	}
+	doc := readObservation(t, out)
+	kinds := map[string][]string{}
+	for _, e := range doc.Events {
+		kinds[e.Source] = append(kinds[e.Source], e.Kind)
+	}
+	name := filepath.Base(loop)
+	t.Logf("events: %v", kinds)
+	if s := systemOf(t, doc, "short"); s.IO.Totals["rios"] != 200 || !contains(kinds["short"], results.EventGone) {
+		t.Errorf("short: %d reads (dd did 200), events %v", s.IO.Totals["rios"], kinds["short"])
+	}
+	// The loop device may have existed (unattached) before: then it did
+	// not appear, but it goes when removed.
+	if d := deviceOf(t, doc, name); d.Totals["rios"] < 300 {
+		t.Errorf("%s: %d reads, dd did 300", name, d.Totals["rios"])
+	}
+	if removed && !contains(kinds[name], results.EventGone) {
+		t.Errorf("%s removed, events %v", name, kinds[name])
+	}
+	for _, s := range doc.Devices {
+		for c, col := range s.Seconds.Counters {
+			for i, v := range col {
+				if v > 1<<40 {
+					t.Errorf("%s %s interval %d: %d", s.Name, c, i, v)
+				}
+			}
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Ctrl-C ends an observation cleanly (exit 0, the document finished);
+// SIGKILL leaves the last save, a valid document that says it did not
+// finish.
+func TestObserveSignals(t *testing.T) {
+	testenv.Integration(t)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
+		t.Run(sig.String(), func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "obs.json")
+			cmd := iomatrixCmd(t, "observe", "--interval", "100ms", "--save-every", "200ms", "-o", out, "-q")
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			testenv.Must(t, cmd.Start())
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				if doc, err := results.ReadObservationFile(out); err == nil && len(doc.Devices) > 0 && doc.Devices[0].Seconds.Len() >= 5 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no document with 5 intervals after 30 s: %s", stderr.String())
+				}
+			}
+			testenv.Must(t, cmd.Process.Signal(sig))
+			err := cmd.Wait()
+			doc := readObservation(t, out)
+			switch sig {
+			case syscall.SIGINT:
+				if err != nil || doc.Stop != results.StopInterrupted || doc.FinishedAt == "" || stdout.Len() == 0 {
+					t.Errorf("after SIGINT: %v, stop %q, finished %q, stdout %q, stderr %s", err, doc.Stop, doc.FinishedAt, stdout.String(), stderr.String())
+				}
+			case syscall.SIGKILL:
+				saved, perr := time.Parse(time.RFC3339, doc.SavedAt)
+				if doc.FinishedAt != "" || perr != nil || time.Since(saved) > 3*time.Second {
+					t.Errorf("after SIGKILL: finished %q, saved %q (%v)", doc.FinishedAt, doc.SavedAt, perr)
+				}
+			}
+		})
+	}
+}
+
+// Bad input is refused before any sampling, with one line naming the
+// flag, and no document is written.
+func TestObserveBadInput(t *testing.T) {
+	testenv.Integration(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cgroups", "auto", "--cgroupfs", "/nonexistent"}, "--cgroups auto:"},
+		{[]string{"--cgroup", "/no/such/group=x"}, "--cgroup /no/such/group"},
+		{[]string{"--cgroups", "all"}, "--cgroups:"},
+		{[]string{"--interval", "10ms"}, "--interval:"},
+		{[]string{"--window", "10m"}, "--window:"},
+		{[]string{"nosuchdisk0"}, "device nosuchdisk0"},
+		{[]string{"--statistic", "p42"}, "--statistic:"},
+		{[]string{"--headroom", "lots"}, "--headroom:"},
+		{[]string{"--procfs", "/nonexistent"}, "--procfs:"},
+		{[]string{"--from", "/nonexistent/obs.json", "--workload", "w.yaml"}, "/nonexistent/obs.json"},
+	} {
+		dir := t.TempDir()
+		out := filepath.Join(dir, "obs.json")
+		r := runIomatrix(t, iomatrixCmd(t, append([]string{"observe", "-o", out, "--duration", "1s"}, c.args...)...))
+		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+		if r.code != exitUsage || len(lines) != 1 || !strings.Contains(lines[0], c.want) {
+			t.Errorf("observe %v: exit %d, stderr %q; want 2 and one line with %q", c.args, r.code, r.stderr, c.want)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Errorf("observe %v left %v behind", c.args, entries)
+		}
+	}
+}
+
+// A read-only cgroupfs (a container's, say) is all observe needs: it
+// never writes there.
+func TestObserveReadOnlyCgroupfs(t *testing.T) {
+	g := blkioGroup(t, "ro")
+	ro := t.TempDir()
+	testenv.Must(t, os.Mkdir(filepath.Join(ro, "blkio"), 0o755))
+	if b, err := exec.Command("mount", "-t", "cgroup", "-o", "ro,blkio", "none", filepath.Join(ro, "blkio")).CombinedOutput(); err != nil {
+		testenv.Require(t, false, fmt.Sprintf("mount a read-only blkio hierarchy: %v: %s", err, b))
+	}
+	defer exec.Command("umount", filepath.Join(ro, "blkio")).Run()
+	backing := filepath.Join(testenv.RAMDir(t, 64<<20), "f")
+	testenv.Must(t, os.WriteFile(backing, make([]byte, 4<<20), 0o644))
+	out := filepath.Join(t.TempDir(), "obs.json")
+	obs := iomatrixCmd(t, "observe", "--cgroupfs", ro, "--cgroup", "/"+filepath.Base(g)+"=sys", "--interval", "100ms", "--duration", "2s", "-o", out, "-q")
+	var stderr strings.Builder
+	obs.Stderr = &stderr
+	testenv.Must(t, obs.Start())
+	time.Sleep(500 * time.Millisecond)
+	if b, err := inCgroup(t, g, "dd", "if="+backing, "of=/dev/null", "bs=4k", "count=100", "iflag=direct").CombinedOutput(); err != nil {
+		t.Fatalf("dd: %v: %s", err, b)
+	}
+	if err := obs.Wait(); err != nil {
+		t.Fatalf("observe: %v\n%s", err, stderr.String())
+	}
+	if s := systemOf(t, readObservation(t, out), "sys"); s.IO.Totals["rios"] != 100 {
+		t.Errorf("through a read-only cgroupfs: %d reads, dd did 100", s.IO.Totals["rios"])
+	}
+}
