@@ -21,10 +21,3 @@ type DBStatus struct {
 	// reading means it restarted.
 	UptimeS uint64
 }
-
-// DatabaseCounters are the names of a database's counters in DBStatus,
-// in the order the document lists them. For MySQL and MariaDB they are
-// SHOW GLOBAL STATUS's Innodb_data_reads, Innodb_data_writes,
-// Innodb_data_read, Innodb_data_written (bytes), Innodb_data_fsyncs,
-// Innodb_dblwr_writes and Innodb_os_log_written (bytes).
-var DatabaseCounters = []string{"data_reads", "data_writes", "data_read", "data_written", "data_fsyncs", "dblwr_writes", "os_log_written"}

@@ -38,6 +38,10 @@ type Config struct {
 	AutoCgroups bool
 
 	Databases []DatabaseSource
+	// EnableV1Counters, on cgroup v1, sets and at once removes a throttle
+	// rule on each observed device (in a cgroup of the observer's own),
+	// so that the kernel counts the device's cgroup I/O from then on.
+	EnableV1Counters bool
 
 	Interval, Duration time.Duration
 	// Window is how long per-interval timelines reach back (at least an
@@ -87,12 +91,17 @@ type Observer struct {
 }
 
 type deviceState struct {
-	dev    sysfs.DevNum
-	name   string
-	tr     tracker
-	s      *series
-	gone   bool
-	listed bool
+	dev  sysfs.DevNum
+	name string
+	tr   tracker
+	s    *series
+	gone bool
+	// On v1: the root hierarchy's recursive counts of the device, and the
+	// intervals in which the device did I/O that no cgroup counted.
+	rootTr     tracker
+	lastIOs    uint64 // the device's reads and writes in the last interval
+	uncounted  int
+	haveLatest bool
 }
 
 type systemState struct {
@@ -316,6 +325,9 @@ func (o *Observer) sample(ctx context.Context, at time.Duration) error {
 		return fmt.Errorf("read diskstats: %w", err)
 	}
 	o.sampleDevices(at, stats, names)
+	if o.cfg.Ctrl.Version == 1 {
+		o.sampleV1Root()
+	}
 	for _, st := range o.systems {
 		if st.reader != nil {
 			o.sampleCgroup(at, st)
@@ -335,6 +347,11 @@ func (o *Observer) sampleDevices(at time.Duration, stats map[sysfs.DevNum]sysfs.
 		}
 		d, ok := o.devices[dev]
 		if !ok {
+			if o.cfg.EnableV1Counters && o.cfg.Ctrl.Version == 1 {
+				if err := EnableV1Counters(o.cfg.Ctrl, dev, os.Getpid()); err != nil {
+					o.event(at, name, results.EventError, err.Error())
+				}
+			}
 			d = &deviceState{dev: dev, name: name}
 			d.s = newSeries(name, "device", dev.String(), deviceLayout, o.cfg.Window, o.start)
 			o.devices[dev] = d
@@ -347,7 +364,13 @@ func (o *Observer) sampleDevices(at time.Duration, stats map[sysfs.DevNum]sysfs.
 			d.gone = false
 			o.event(at, name, results.EventAppeared, "device "+dev.String()+" is back")
 		}
+		n := d.s.count
 		o.record(at, name, &d.tr, d.s, name, deviceCounters(st), false, deviceScale)
+		d.haveLatest = d.s.count > n
+		if d.haveLatest {
+			last := d.s.secs[len(d.s.secs)-1].c
+			d.lastIOs = last[deviceLayout.rios] + last[deviceLayout.wios]
+		}
 	}
 	for _, dev := range o.devList {
 		if _, ok := stats[dev]; ok {
@@ -360,6 +383,47 @@ func (o *Observer) sampleDevices(at time.Duration, stats map[sysfs.DevNum]sysfs.
 			o.event(at, d.name, results.EventGone, "device "+dev.String()+" left /proc/diskstats")
 		}
 	}
+}
+
+// sampleV1Root finds the devices whose I/O the v1 hierarchy did not
+// count in the last interval: the root's recursive counts hold every
+// cgroup's.
+func (o *Observer) sampleV1Root() {
+	m, _, err := cgroupReader{ctrl: o.cfg.Ctrl, dir: o.cfg.Ctrl.Dir}.read()
+	if err != nil {
+		return
+	}
+	for _, dev := range o.devList {
+		d := o.devices[dev]
+		c := m[dev]
+		st := d.rootTr.next("root", []uint64{c.ReadIOs, c.WriteIOs}, false)
+		if st.delta == nil || !d.haveLatest {
+			continue
+		}
+		if d.lastIOs > 0 && st.delta[0]+st.delta[1] == 0 {
+			d.uncounted++
+		}
+	}
+}
+
+// EnableV1Counters makes a cgroup v1 kernel count cgroup I/O on dev: it
+// does so only once a throttle rule was set on the device, and goes on
+// after the rule is removed. The rule is set and removed in a cgroup of
+// the caller's own (named by pid), removed at once: nothing is limited.
+func EnableV1Counters(ctrl cgroup.Controller, dev sysfs.DevNum, pid int) error {
+	dir := filepath.Join(ctrl.Dir, fmt.Sprintf("iomatrix-observe-%d", pid))
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("enable v1 counters on %s: %w", dev, err)
+	}
+	defer os.Remove(dir)
+	file := filepath.Join(dir, "blkio.throttle.read_iops_device")
+	if err := os.WriteFile(file, []byte(dev.String()+" 1000000000"), 0); err != nil {
+		return fmt.Errorf("enable v1 counters on %s: %w", dev, err)
+	}
+	if err := os.WriteFile(file, []byte(dev.String()+" 0"), 0); err != nil {
+		return fmt.Errorf("enable v1 counters on %s: remove the rule: %w", dev, err)
+	}
+	return nil
 }
 
 // record feeds one reading to a tracker and the interval it closes to a
@@ -549,8 +613,19 @@ func (o *Observer) build() *results.Observation {
 	doc := o.doc
 	doc.SavedAt = time.Now().UTC().Format(time.RFC3339)
 	doc.Devices = doc.Devices[:0]
+	var blind []string
 	for _, dev := range o.devList {
-		doc.Devices = append(doc.Devices, *o.devices[dev].s.result(o.cfg.Interval))
+		d := o.devices[dev]
+		r := d.s.result(o.cfg.Interval)
+		r.UncountedIntervals = d.uncounted
+		if d.uncounted > 0 {
+			blind = append(blind, d.name)
+		}
+		doc.Devices = append(doc.Devices, *r)
+	}
+	doc.Accounting.Notes = slices.DeleteFunc(doc.Accounting.Notes, func(n string) bool { return strings.HasPrefix(n, uncountedNote) })
+	if len(blind) > 0 {
+		doc.Accounting.Notes = append(doc.Accounting.Notes, fmt.Sprintf("%s %s: this kernel counts a device's I/O in v1 cgroups only once a throttle rule was set on the device, and none was. The systems' figures on it are missing, not zero; observe again with --v1-enable-counters.", uncountedNote, strings.Join(blind, ", ")))
 	}
 	doc.Systems = doc.Systems[:0]
 	for _, st := range o.systems {
@@ -665,6 +740,8 @@ func (o *Observer) accounting() results.Accounting {
 	}
 	return a
 }
+
+const uncountedNote = "No cgroup counted the I/O of"
 
 // crossCheck compares a database's view with its cgroup's over the whole
 // observation.

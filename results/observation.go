@@ -119,6 +119,12 @@ type ObservedSeries struct {
 	// Totals are the counters' increase over the whole observation.
 	Totals  map[string]uint64 `json:"totals"`
 	Summary *SeriesSummary    `json:"summary,omitempty"`
+	// UncountedIntervals, on a device under cgroup v1, are the intervals
+	// in which the device did I/O and the v1 hierarchy counted none of it:
+	// the kernel counts a device's cgroup I/O only once a throttle rule
+	// was set on the device (any rule, in any cgroup). Systems' figures
+	// on it are then missing, not zero.
+	UncountedIntervals int `json:"uncounted_intervals,omitempty"`
 }
 
 // ObservedSystem is one system: a cgroup, and a database belonging to

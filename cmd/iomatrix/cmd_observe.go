@@ -34,6 +34,7 @@ type observeOptions struct {
 	Headroom           string
 	From               string
 	Quiet              bool
+	EnableV1           bool
 	ProcFS, SysFS      string
 	CgroupFS           string
 }
@@ -53,6 +54,7 @@ func (o *observeOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.Statistic, "statistic", sizing.DefaultStatistic, "the workload's rates: p50, p95, p99 or max of the per-minute rates, the same of the per-second ones (p95-second…), mean, or busiest-hour")
 	f.StringVar(&o.Headroom, "headroom", "0%", "raise every rate in the workload file by this much (e.g. 30%)")
 	f.StringVar(&o.From, "from", "", "sample nothing: read this observation and write its --workload (and its report)")
+	f.BoolVar(&o.EnableV1, "v1-enable-counters", false, "cgroup v1: make the kernel count cgroup I/O on the observed devices, which it does only once a throttle rule was set on a device, by setting and at once removing one in a cgroup of iomatrix's own (nothing is limited; the device's throttling stays on, without limits, until it goes away)")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress on stderr")
 	f.StringVar(&o.ProcFS, "procfs", "/proc", "where procfs is mounted (a container observing its host: the host's /proc mounted elsewhere)")
 	f.StringVar(&o.SysFS, "sysfs", "/sys", "where sysfs is mounted")
@@ -159,7 +161,7 @@ func (o *observeOptions) config(args []string) (observe.Config, error) {
 	}
 	fs := sysfs.NewFS(o.SysFS, o.ProcFS)
 	cfg := observe.Config{FS: fs, SysRoot: o.SysFS, Interval: o.Interval, Duration: o.Duration, Window: o.Window,
-		SaveEvery: o.SaveEvery, Out: o.Out, AutoCgroups: o.Cgroups == "auto", DeviceArgs: args,
+		SaveEvery: o.SaveEvery, Out: o.Out, AutoCgroups: o.Cgroups == "auto", DeviceArgs: args, EnableV1Counters: o.EnableV1,
 		Devices: observe.DeviceSelection{All: o.AllDevices, Partitions: o.Partitions}}
 	if _, err := os.Stat(filepath.Join(o.ProcFS, "diskstats")); err != nil {
 		return cfg, usagef("--procfs: %s has no diskstats: %w", o.ProcFS, err)
@@ -183,6 +185,9 @@ func (o *observeOptions) config(args []string) (observe.Config, error) {
 			}
 			return cfg, usagef("%s: %w", flag, err)
 		}
+	}
+	if o.EnableV1 && cfg.Ctrl.Version != 1 {
+		return cfg, usagef("--v1-enable-counters: only for cgroup v1, with --cgroup or --cgroups (this host's I/O controller: %s)", controllerName(cfg.Ctrl))
 	}
 	for _, s := range o.Cgroup {
 		spec, err := observe.ParseCgroupSpec(cfg.Ctrl, s)
@@ -245,4 +250,11 @@ func writeObservedWorkload(g *globalOptions, doc *results.Observation, stat sizi
 	}
 	fmt.Fprintf(g.stderr, "iomatrix: wrote %s (judge it: iomatrix fit SWEEP.json --workload %s)\n", path, path)
 	return nil
+}
+
+func controllerName(c cgroup.Controller) string {
+	if c.Version == 0 {
+		return "none asked for"
+	}
+	return fmt.Sprintf("cgroup v%d, %s", c.Version, c.Mode)
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,8 +15,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/internal/testenv"
+	"github.com/iomatrix/iomatrix/observe"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -134,7 +137,7 @@ func TestObserveCappedLoads(t *testing.T) {
 	before := diskstatsOf(t, id)
 	out := filepath.Join(dir, "obs.json")
 	obs := iomatrixCmd(t, "observe", busy, idle, "--cgroup", reader+"=reader", "--cgroup", writer+"=writer", "--cgroup", prober+"=prober",
-		"--interval", "250ms", "--duration", "4s", "-o", out, "-q")
+		"--interval", "250ms", "--duration", "4s", "--v1-enable-counters", "-o", out, "-q")
 	var stdout, stderr strings.Builder
 	obs.Stdout, obs.Stderr = &stdout, &stderr
 	testenv.Must(t, obs.Start())
@@ -178,6 +181,9 @@ func TestObserveCappedLoads(t *testing.T) {
 	if p := systemOf(t, doc, "prober"); p.IO.Totals["rios"] != 1000 || p.IO.Totals["rbytes"] != 1000*4096 {
 		t.Errorf("prober: %d reads of %d bytes, dd did 1000 of 4096", p.IO.Totals["rios"], p.IO.Totals["rbytes"])
 	}
+	if idleDev.UncountedIntervals != 0 {
+		t.Errorf("idle device: %d intervals uncounted, with its counters enabled", idleDev.UncountedIntervals)
+	}
 	if doc.Accounting.CgroupVersion != 1 || doc.Accounting.Writeback != "root" || doc.Stop != results.StopDuration {
 		t.Errorf("accounting %+v, stop %q", doc.Accounting, doc.Stop)
 	}
@@ -202,19 +208,30 @@ func waitCounting(t *testing.T, dir, op string) {
 // change into a negative (huge) rate.
 func TestObserveSourcesComeAndGo(t *testing.T) {
 	testenv.Root(t)
-	backing := filepath.Join(testenv.RAMDir(t, 64<<20), "disk.img")
+	disk := testenv.RAMDisk(t, 32<<20)
+	shm, err := os.MkdirTemp("/dev/shm", "iomatrix-test-")
+	testenv.Must(t, err)
+	t.Cleanup(func() { os.RemoveAll(shm) })
+	backing := filepath.Join(shm, "disk.img")
 	testenv.Must(t, os.WriteFile(backing, make([]byte, 16<<20), 0o644))
+	// A loop device number nobody has: it is created and deleted here.
+	n := 200
+	for ; n < 1000; n++ {
+		if _, err := os.Stat(fmt.Sprintf("/sys/block/loop%d", n)); os.IsNotExist(err) {
+			break
+		}
+	}
 	short := blkioGroup(t, "short")
 	dir := t.TempDir()
 	out := filepath.Join(dir, "obs.json")
-	obs := iomatrixCmd(t, "observe", "--all-devices", "--cgroup", short+"=short", "--interval", "100ms", "--duration", "4s", "-o", out, "-q")
+	obs := iomatrixCmd(t, "observe", "--all-devices", "--v1-enable-counters", "--cgroup", short+"=short", "--interval", "100ms", "--duration", "4s", "-o", out, "-q")
 	var stderr strings.Builder
 	obs.Stderr = &stderr
 	testenv.Must(t, obs.Start())
 	time.Sleep(500 * time.Millisecond)
 
 	// The short-lived system reads, ends, and its cgroup is removed.
-	if b, err := inCgroup(t, short, "dd", "if="+backing, "of=/dev/null", "bs=4k", "count=200", "iflag=direct").CombinedOutput(); err != nil {
+	if b, err := inCgroup(t, short, "dd", "if="+disk, "of=/dev/null", "bs=4k", "count=200", "iflag=direct").CombinedOutput(); err != nil {
 		t.Fatalf("dd: %v: %s", err, b)
 	}
 	time.Sleep(300 * time.Millisecond)
@@ -224,8 +241,20 @@ func TestObserveSourcesComeAndGo(t *testing.T) {
 	ctl, err := os.OpenFile("/dev/loop-control", os.O_RDWR, 0)
 	testenv.Require(t, err == nil, "no /dev/loop-control")
 	defer ctl.Close()
-	n, err := unix.IoctlRetInt(int(ctl.Fd()), unix.LOOP_CTL_GET_FREE)
-	testenv.Must(t, err)
+	loopIoctl := func(req uintptr) error {
+		if _, _, errno := unix.Syscall(unix.SYS_IOCTL, ctl.Fd(), req, uintptr(n)); errno != 0 {
+			return errno
+		}
+		return nil
+	}
+	testenv.Must(t, loopIoctl(unix.LOOP_CTL_ADD))
+	removed := false
+	defer func() {
+		if !removed {
+			exec.Command("losetup", "-d", fmt.Sprintf("/dev/loop%d", n)).Run()
+			loopIoctl(unix.LOOP_CTL_REMOVE)
+		}
+	}()
 	loop := "/dev/loop" + strconv.Itoa(n)
 	time.Sleep(300 * time.Millisecond)
 	if b, err := exec.Command("losetup", "--direct-io=on", loop, backing).CombinedOutput(); err != nil {
@@ -238,14 +267,13 @@ func TestObserveSourcesComeAndGo(t *testing.T) {
 	if b, err := exec.Command("losetup", "-d", loop).CombinedOutput(); err != nil {
 		t.Fatalf("losetup -d: %v: %s", err, b)
 	}
-	removed := false
 	for i := 0; i < 50 && !removed; i++ {
-		_, err = unix.IoctlRetInt(int(ctl.Fd()), unix.LOOP_CTL_REMOVE, n)
-		removed = err == nil
+		removed = loopIoctl(unix.LOOP_CTL_REMOVE) == nil
 		if !removed {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+	testenv.Require(t, removed, "the loop device could not be removed")
 	if err := obs.Wait(); err != nil {
 		t.Fatalf("observe: %v\n%s", err, stderr.String())
 	}
@@ -256,16 +284,15 @@ func TestObserveSourcesComeAndGo(t *testing.T) {
 	}
 	name := filepath.Base(loop)
 	t.Logf("events: %v", kinds)
-	if s := systemOf(t, doc, "short"); s.IO.Totals["rios"] != 200 || !contains(kinds["short"], results.EventGone) {
+	if s := systemOf(t, doc, "short"); s.IO.Totals["rios"] != 200 || !slices.Contains(kinds["short"], results.EventGone) {
 		t.Errorf("short: %d reads (dd did 200), events %v", s.IO.Totals["rios"], kinds["short"])
 	}
-	// The loop device may have existed (unattached) before: then it did
-	// not appear, but it goes when removed.
+	// udev and the partition scan may read the new device too.
 	if d := deviceOf(t, doc, name); d.Totals["rios"] < 300 {
 		t.Errorf("%s: %d reads, dd did 300", name, d.Totals["rios"])
 	}
-	if removed && !contains(kinds[name], results.EventGone) {
-		t.Errorf("%s removed, events %v", name, kinds[name])
+	if !slices.Contains(kinds[name], results.EventAppeared) || !slices.Contains(kinds[name], results.EventGone) {
+		t.Errorf("%s created and removed, events %v", name, kinds[name])
 	}
 	for _, s := range doc.Devices {
 		for c, col := range s.Seconds.Counters {
@@ -276,15 +303,6 @@ func TestObserveSourcesComeAndGo(t *testing.T) {
 			}
 		}
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Ctrl-C ends an observation cleanly (exit 0, the document finished);
@@ -367,15 +385,17 @@ func TestObserveReadOnlyCgroupfs(t *testing.T) {
 		testenv.Require(t, false, fmt.Sprintf("mount a read-only blkio hierarchy: %v: %s", err, b))
 	}
 	defer exec.Command("umount", filepath.Join(ro, "blkio")).Run()
-	backing := filepath.Join(testenv.RAMDir(t, 64<<20), "f")
-	testenv.Must(t, os.WriteFile(backing, make([]byte, 4<<20), 0o644))
+	disk := testenv.RAMDisk(t, 16<<20)
+	ctrl, err := cgroup.Detect(cgroup.DefaultRoot)
+	testenv.Must(t, err)
+	testenv.Must(t, observe.EnableV1Counters(ctrl, devNumOf(t, disk), os.Getpid()))
 	out := filepath.Join(t.TempDir(), "obs.json")
-	obs := iomatrixCmd(t, "observe", "--cgroupfs", ro, "--cgroup", "/"+filepath.Base(g)+"=sys", "--interval", "100ms", "--duration", "2s", "-o", out, "-q")
+	obs := iomatrixCmd(t, "observe", disk, "--cgroupfs", ro, "--cgroup", "/"+filepath.Base(g)+"=sys", "--interval", "100ms", "--duration", "2s", "-o", out, "-q")
 	var stderr strings.Builder
 	obs.Stderr = &stderr
 	testenv.Must(t, obs.Start())
 	time.Sleep(500 * time.Millisecond)
-	if b, err := inCgroup(t, g, "dd", "if="+backing, "of=/dev/null", "bs=4k", "count=100", "iflag=direct").CombinedOutput(); err != nil {
+	if b, err := inCgroup(t, g, "dd", "if="+disk, "of=/dev/null", "bs=4k", "count=100", "iflag=direct").CombinedOutput(); err != nil {
 		t.Fatalf("dd: %v: %s", err, b)
 	}
 	if err := obs.Wait(); err != nil {
@@ -383,5 +403,79 @@ func TestObserveReadOnlyCgroupfs(t *testing.T) {
 	}
 	if s := systemOf(t, readObservation(t, out), "sys"); s.IO.Totals["rios"] != 100 {
 		t.Errorf("through a read-only cgroupfs: %d reads, dd did 100", s.IO.Totals["rios"])
+	}
+}
+
+// freshLoop creates a loop device of its own over a file in /dev/shm (a
+// request queue no throttle rule ever touched), deleted when the test
+// ends.
+func freshLoop(t *testing.T) string {
+	t.Helper()
+	testenv.Root(t)
+	shm, err := os.MkdirTemp("/dev/shm", "iomatrix-test-")
+	testenv.Must(t, err)
+	t.Cleanup(func() { os.RemoveAll(shm) })
+	backing := filepath.Join(shm, "disk.img")
+	testenv.Must(t, os.WriteFile(backing, make([]byte, 8<<20), 0o644))
+	ctl, err := os.OpenFile("/dev/loop-control", os.O_RDWR, 0)
+	testenv.Require(t, err == nil, "no /dev/loop-control")
+	n := 300
+	for ; n < 1000; n++ {
+		if _, err := os.Stat(fmt.Sprintf("/sys/block/loop%d", n)); os.IsNotExist(err) {
+			break
+		}
+	}
+	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, ctl.Fd(), unix.LOOP_CTL_ADD, uintptr(n)); errno != 0 {
+		t.Fatalf("add loop%d: %v", n, errno)
+	}
+	loop := fmt.Sprintf("/dev/loop%d", n)
+	t.Cleanup(func() {
+		defer ctl.Close()
+		exec.Command("losetup", "-d", loop).Run()
+		for i := 0; i < 50; i++ {
+			if _, _, errno := unix.Syscall(unix.SYS_IOCTL, ctl.Fd(), unix.LOOP_CTL_REMOVE, uintptr(n)); errno == 0 {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Errorf("loop%d left behind", n)
+	})
+	if b, err := exec.Command("losetup", "--direct-io=on", loop, backing).CombinedOutput(); err != nil {
+		t.Fatalf("losetup: %v: %s", err, b)
+	}
+	return loop
+}
+
+// On v1, a device no throttle rule ever covered is not counted in any
+// cgroup: observe says so instead of reporting the systems idle, and
+// --v1-enable-counters makes the kernel count it.
+func TestObserveV1UncountedDevice(t *testing.T) {
+	for _, enable := range []bool{false, true} {
+		t.Run(fmt.Sprintf("enable=%v", enable), func(t *testing.T) {
+			loop := freshLoop(t)
+			g := blkioGroup(t, "blind")
+			out := filepath.Join(t.TempDir(), "obs.json")
+			args := []string{"observe", loop, "--cgroup", g + "=sys", "--interval", "100ms", "--duration", "1500ms", "-o", out, "-q"}
+			if enable {
+				args = append(args, "--v1-enable-counters")
+			}
+			obs := iomatrixCmd(t, args...)
+			testenv.Must(t, obs.Start())
+			time.Sleep(400 * time.Millisecond)
+			if b, err := inCgroup(t, g, "dd", "if="+loop, "of=/dev/null", "bs=4k", "count=100", "iflag=direct").CombinedOutput(); err != nil {
+				t.Fatalf("dd: %v: %s", err, b)
+			}
+			testenv.Must(t, obs.Wait())
+			doc := readObservation(t, out)
+			dev := deviceOf(t, doc, filepath.Base(loop))
+			reads := systemOf(t, doc, "sys").IO.Totals["rios"]
+			noted := strings.Contains(strings.Join(doc.Accounting.Notes, " "), "No cgroup counted the I/O of "+filepath.Base(loop))
+			if enable && (reads != 100 || dev.UncountedIntervals != 0 || noted) {
+				t.Errorf("enabled: %d reads (dd did 100), %d uncounted intervals, noted %v", reads, dev.UncountedIntervals, noted)
+			}
+			if !enable && (reads != 0 || dev.UncountedIntervals == 0 || !noted) {
+				t.Errorf("not enabled: %d reads, %d uncounted intervals, noted %v: the kernel counts now, or observe missed it", reads, dev.UncountedIntervals, noted)
+			}
+		})
 	}
 }
