@@ -546,6 +546,9 @@ func (o *Observer) sampleDatabase(ctx context.Context, at time.Duration, st *sys
 	if st.dbGone {
 		st.dbGone = false
 		o.event(at, source, results.EventAppeared, "the server answers again")
+		if status.UptimeS < st.dbUptime {
+			o.event(at, source, results.EventReset, fmt.Sprintf("restarted while it did not answer (up %d s): its I/O from the restart to now is not in the timeline", status.UptimeS))
+		}
 	}
 	c := make([]uint64, len(DatabaseCounters))
 	for i, name := range DatabaseCounters {

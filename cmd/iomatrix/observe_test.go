@@ -479,3 +479,107 @@ func TestObserveV1UncountedDevice(t *testing.T) {
 		})
 	}
 }
+
+// A real database in its own cgroup, observed through both: its InnoDB
+// counters beside the cgroup's, a restart of the server (its counters
+// start again) taken as a reset, and the sources that cannot be used
+// refused before sampling, never with the password in the line.
+func TestObserveMySQL(t *testing.T) {
+	g := blkioGroup(t, "mariadb")
+	srv := testenv.MariaDB(t, testenv.MariaDBOptions{CgroupProcs: filepath.Join(g, "cgroup.procs"), ObserverPassword: "Corr3ctHorse"})
+	srv.Exec(t, "CREATE DATABASE obs")
+	srv.Exec(t, "CREATE TABLE obs.t (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(200)) ENGINE=InnoDB")
+	// Dirty pages are written at once, not minutes later.
+	srv.Exec(t, "SET GLOBAL innodb_max_dirty_pages_pct = 0")
+
+	dir := t.TempDir()
+	out := filepath.Join(dir, "obs.json")
+	obs := iomatrixCmd(t, "observe", "--cgroup", g+"=erp", "--mysql", "erp=env:ERP_DSN", "--v1-enable-counters",
+		"--interval", "200ms", "--duration", "5s", "-o", out, "--workload", filepath.Join(dir, "systems.yaml"))
+	obs.Env = append(obs.Env, "ERP_DSN="+srv.DSN())
+	var stdout, stderr strings.Builder
+	obs.Stdout, obs.Stderr = &stdout, &stderr
+	testenv.Must(t, obs.Start())
+	load := func(n int) {
+		for i := 0; i < n; i++ {
+			srv.Exec(t, "INSERT INTO obs.t (v) VALUES (REPEAT('x', 200))")
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	load(100)
+	time.Sleep(time.Second)
+	srv.Restart(t)
+	srv.Exec(t, "SET GLOBAL innodb_max_dirty_pages_pct = 0")
+	load(100)
+	if err := obs.Wait(); err != nil {
+		t.Fatalf("observe: %v\n%s", err, stderr.String())
+	}
+	doc := readObservation(t, out)
+	erp := systemOf(t, doc, "erp")
+	if erp.Database == nil || erp.Database.Totals["data_writes"] == 0 || erp.Database.Totals["data_fsyncs"] == 0 {
+		t.Fatalf("erp's database: %+v", erp.Database)
+	}
+	reset := false
+	for _, e := range doc.Events {
+		reset = reset || e.Source == "erp/mysql" && e.Kind == results.EventReset
+	}
+	if !reset {
+		t.Errorf("the restart is not a reset among %+v", doc.Events)
+	}
+	if erp.IO.Totals["wios"] == 0 || erp.CrossCheck == nil {
+		t.Errorf("erp's cgroup: %v writes, cross-check %+v", erp.IO.Totals["wios"], erp.CrossCheck)
+	}
+	for c, col := range erp.Database.Seconds.Counters {
+		for i, v := range col {
+			if v > 1<<40 {
+				t.Errorf("database %s interval %d: %d", c, i, v)
+			}
+		}
+	}
+	wl, err := os.ReadFile(filepath.Join(dir, "systems.yaml"))
+	testenv.Must(t, err)
+	if !strings.Contains(string(wl), `name: "erp"`) {
+		t.Errorf("workload file:\n%s", wl)
+	}
+
+	sock := srv.Socket()
+	for _, c := range []struct {
+		source, env string
+		code        int
+		want        string
+	}{
+		{"erp=root:Sup3rSecret@unix(" + sock + ")/", "", exitUsage, "--mysql"},
+		{"erp=env:IOMATRIX_TEST_NO_SUCH_VAR", "", exitUsage, "IOMATRIX_TEST_NO_SUCH_VAR"},
+		{"erp=file:/etc/passwd", "", exitUsage, "/etc/passwd"},
+		{"erp=root@unix(/nonexistent/mysqld.sock)/", "", exitFailure, "--mysql erp"},
+		{"erp=env:ERP_DSN", "ERP_DSN=observer:Wr0ngPa55@unix(" + sock + ")/", exitFailure, "--mysql erp"},
+		{"erp=env:ERP_DSN", "ERP_DSN=observer@unix(" + sock + ")/", 0, ""}, // MYSQL_PWD below
+	} {
+		out := filepath.Join(t.TempDir(), "o.json")
+		cmd := iomatrixCmd(t, "observe", "--mysql", c.source, "--duration", "200ms", "--interval", "100ms", "-o", out, "-q")
+		cmd.Env = append(cmd.Env, c.env, "MYSQL_PWD=Corr3ctHorse")
+		if c.code != 0 {
+			cmd.Env = append(cmd.Env[:len(cmd.Env)-1], "MYSQL_PWD=")
+		}
+		start := time.Now()
+		r := runIomatrix(t, cmd)
+		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+		for _, secret := range []string{"Sup3rSecret", "Wr0ngPa55", "Corr3ctHorse"} {
+			if strings.Contains(r.stderr+r.stdout, secret) {
+				t.Errorf("--mysql %s: the password is in the output: %q", c.source, r.stderr)
+			}
+		}
+		if c.code == 0 {
+			if r.code != 0 {
+				t.Errorf("--mysql %s with MYSQL_PWD: exit %d: %s", c.source, r.code, r.stderr)
+			}
+			continue
+		}
+		if r.code != c.code || len(lines) != 1 || !strings.Contains(lines[0], c.want) || time.Since(start) > 10*time.Second {
+			t.Errorf("--mysql %s: exit %d after %s, stderr %q; want %d and one line with %q", c.source, r.code, time.Since(start), r.stderr, c.code, c.want)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("--mysql %s: a document was written", c.source)
+		}
+	}
+}
