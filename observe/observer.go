@@ -44,8 +44,9 @@ type Config struct {
 	EnableV1Counters bool
 
 	Interval, Duration time.Duration
-	// Window is how long per-interval timelines reach back (at least an
-	// hour: the busiest hour's size mix is taken from its intervals).
+	// Window is how far back the document's per-interval timelines
+	// reach (memory keeps at least an hour: the busiest hour's size mix is
+	// taken from its intervals).
 	Window    time.Duration
 	SaveEvery time.Duration
 	Out       string
@@ -74,8 +75,13 @@ type SaveInfo struct {
 	Document *results.Observation
 }
 
-// MinWindow is the shortest per-interval window.
-const MinWindow = time.Hour
+// MinWindow is the shortest per-interval window of the document, and
+// DefaultWindow its default: ten minutes at full resolution keep the file
+// of a week small, the busiest hour is judged from memory.
+const (
+	MinWindow     = time.Minute
+	DefaultWindow = 10 * time.Minute
+)
 
 // Observer runs one observation.
 type Observer struct {
@@ -128,7 +134,7 @@ func New(cfg Config) (*Observer, error) {
 		return nil, errors.New("interval must be positive")
 	}
 	if cfg.Window < MinWindow {
-		cfg.Window = MinWindow
+		cfg.Window = DefaultWindow
 	}
 	if cfg.SaveEvery <= 0 {
 		cfg.SaveEvery = 10 * time.Second
@@ -368,7 +374,7 @@ func (o *Observer) sampleDevices(at time.Duration, stats map[sysfs.DevNum]sysfs.
 		o.record(at, name, &d.tr, d.s, name, deviceCounters(st), false, deviceScale)
 		d.haveLatest = d.s.count > n
 		if d.haveLatest {
-			last := d.s.secs[len(d.s.secs)-1].c
+			last := d.s.kept[len(d.s.kept)-1].c
 			d.lastIOs = last[deviceLayout.rios] + last[deviceLayout.wios]
 		}
 	}

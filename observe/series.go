@@ -17,11 +17,16 @@ import (
 type series struct {
 	name, kind, device string
 	layout             *layout
-	window             time.Duration
-	start              time.Time // the observation's, for the busiest hour's times
+	// window is how far back the document's per-interval timeline
+	// reaches; keep how far back memory does: at least an hour and a
+	// minute, so that the hour a minute's end closes still has all its
+	// intervals, the first one included.
+	window, keep time.Duration
+	start        time.Time // the observation's, for the busiest hour's times
 
-	secs     []interval // ascending; those older than window dropped
-	dropped  bool       // some intervals left the window
+	kept     []interval // ascending from head; those older than keep dropped
+	head     int
+	dropped  bool // some intervals left memory
 	mins     []interval // closed minutes
 	minIdx   []int64    // each closed minute's index since the start
 	cur      interval   // the open minute
@@ -32,7 +37,12 @@ type series struct {
 	lastAt   time.Duration // the last reading's offset: the next interval starts there
 	count    int
 
-	hist    map[string]*logHist // per figure, per-interval rates
+	hist    []logHist // per figure (layout.figures), per-interval rates
+	// perMinute caches the per-minute spreads, which change only when a
+	// minute closes: sorting a week of minutes at every save would cost
+	// more than all the sampling.
+	sortedMinutes [][]float64 // per figure, the closed minutes' rates sorted
+	sortedOver    int         // the closed minutes they hold
 	sizeMix sizeMix             // every interval's I/Os by average size
 	busiest *results.BusiestHour
 	bestIOs float64 // the busiest hour's mean I/O rate
@@ -118,12 +128,9 @@ func newDatabaseLayout() *layout {
 }
 
 func newSeries(name, kind, device string, l *layout, window time.Duration, start time.Time) *series {
-	s := &series{name: name, kind: kind, device: device, layout: l, window: window, start: start,
-		totals: make([]uint64, len(l.counters)), hist: map[string]*logHist{}}
-	for _, f := range l.figures() {
-		s.hist[f.name] = &logHist{}
-	}
-	return s
+	return &series{name: name, kind: kind, device: device, layout: l, window: window, start: start,
+		keep:   max(window, time.Hour) + time.Minute,
+		totals: make([]uint64, len(l.counters)), hist: make([]logHist, len(l.figures()))}
 }
 
 const minuteMS = 60_000
@@ -151,18 +158,21 @@ func (s *series) add(endMS, elapsedUS int64, c []uint64) {
 	s.count++
 	secs := float64(elapsedUS) / 1e6
 	if secs > 0 {
-		for _, f := range s.layout.figures() {
-			s.hist[f.name].add(f.of(c) / secs)
+		for i, f := range s.layout.figures() {
+			s.hist[i].add(f.of(c) / secs)
 		}
 	}
 	s.sizeMix.add(s.layout, c)
-	s.secs = append(s.secs, iv)
-	// A minute beyond the window is kept, so that the hour a minute's end
-	// closes still has all its intervals (the first one included).
-	if cut := endMS - (s.window + time.Minute).Milliseconds(); s.secs[0].endMS <= cut {
-		n, _ := slices.BinarySearchFunc(s.secs, cut+1, func(iv interval, t int64) int { return int(iv.endMS - t) })
-		s.secs = slices.Delete(s.secs, 0, n)
+	s.kept = append(s.kept, iv)
+	cut := endMS - s.keep.Milliseconds()
+	for s.kept[s.head].endMS <= cut {
+		s.kept[s.head] = interval{}
+		s.head++
 		s.dropped = true
+	}
+	if s.head > 4096 && s.head > len(s.kept)/2 {
+		s.kept = append(s.kept[:0], s.kept[s.head:]...)
+		s.head = 0
 	}
 }
 
@@ -209,7 +219,7 @@ func (s *series) hour(mins []interval, startMS, endMS int64, whole bool) *result
 		h.ReadShare = float64(sum.c[s.layout.rios]) / float64(ios)
 	}
 	var mix sizeMix
-	for _, iv := range s.secs {
+	for _, iv := range s.secs() {
 		if iv.endMS > startMS && iv.endMS <= endMS {
 			mix.add(s.layout, iv.c)
 		}
@@ -255,11 +265,24 @@ func (s *series) means(iv interval) map[string]float64 {
 // minute of its own once it covers half of one (or when it is all there
 // is): a minute's rate is over the time its intervals cover.
 func (s *series) allMinutes() []interval {
-	out := s.mins
 	if s.curUsed && (s.cur.elapsedUS >= minuteMS*1000/2 || len(s.mins) == 0) {
-		out = append(slices.Clip(out), s.cur)
+		return append(slices.Clip(s.mins), s.cur)
 	}
-	return out
+	return s.mins
+}
+
+// secs are the intervals in memory.
+func (s *series) secs() []interval { return s.kept[s.head:] }
+
+// recent are the intervals of the document's window.
+func (s *series) recent() []interval {
+	all := s.secs()
+	if len(all) == 0 {
+		return all
+	}
+	cut := all[len(all)-1].endMS - s.window.Milliseconds()
+	i, _ := slices.BinarySearchFunc(all, cut+1, func(iv interval, t int64) int { return int(iv.endMS - t) })
+	return all[i:]
 }
 
 // summary is what the series demanded so far.
@@ -276,13 +299,29 @@ func (s *series) summary() *results.SeriesSummary {
 		PerMinute: map[string]results.Spread3{},
 		SizeMix:   s.sizeMix.classes(),
 	}
-	for _, f := range s.layout.figures() {
-		if !s.dropped {
-			sum.PerSecond[f.name] = spreadOf(rates(s.secs, f))
-		} else {
-			sum.PerSecond[f.name] = s.hist[f.name].spread()
+	if s.sortedMinutes == nil || s.sortedOver != len(s.mins) {
+		s.sortedMinutes, s.sortedOver = make([][]float64, len(s.layout.figures())), len(s.mins)
+		for i, f := range s.layout.figures() {
+			s.sortedMinutes[i] = rates(s.mins, f)
+			slices.Sort(s.sortedMinutes[i])
 		}
-		sum.PerMinute[f.name] = spreadOf(rates(mins, f))
+	}
+	open := len(mins) > len(s.mins)
+	for i, f := range s.layout.figures() {
+		v := s.sortedMinutes[i]
+		if open {
+			r := rates(mins[len(mins)-1:], f)
+			if len(r) > 0 {
+				j, _ := slices.BinarySearch(v, r[0])
+				v = slices.Insert(slices.Clone(v), j, r[0])
+			}
+		}
+		sum.PerMinute[f.name] = spreadOf(v)
+		if !s.dropped {
+			sum.PerSecond[f.name] = spreadOf(rates(s.secs(), f))
+		} else {
+			sum.PerSecond[f.name] = s.hist[i].spread()
+		}
 	}
 	switch {
 	case s.busiest != nil:
@@ -334,7 +373,9 @@ func spreadOf(v []float64) results.Spread3 {
 	if len(v) == 0 {
 		return results.Spread3{}
 	}
-	slices.Sort(v)
+	if !slices.IsSorted(v) {
+		slices.Sort(v)
+	}
 	rank := func(p float64) float64 {
 		i := int(math.Ceil(p/100*float64(len(v)))) - 1
 		return v[max(0, min(i, len(v)-1))]
@@ -369,7 +410,7 @@ func (s *series) result(interval time.Duration) *results.ObservedSeries {
 		mins = append(slices.Clip(mins), s.cur)
 	}
 	out := &results.ObservedSeries{Name: s.name, Kind: s.kind, Device: s.device,
-		Seconds: s.timeline(s.secs, interval), Minutes: s.timeline(mins, time.Minute),
+		Seconds: s.timeline(s.recent(), interval), Minutes: s.timeline(mins, time.Minute),
 		Totals: map[string]uint64{}}
 	for i, name := range s.layout.counters {
 		out.Totals[name] = s.totals[i]

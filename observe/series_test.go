@@ -116,8 +116,11 @@ func TestSummaryShorterThanAnHour(t *testing.T) {
 func TestTimelineWindow(t *testing.T) {
 	s := synthetic(t, 180)
 	r := s.result(time.Second)
-	if n := r.Seconds.Len(); n != 3660 {
-		t.Errorf("per-interval timeline holds %d intervals, want the hour's and a minute", n)
+	if n := r.Seconds.Len(); n != 3600 {
+		t.Errorf("per-interval timeline holds %d intervals, want the window's hour", n)
+	}
+	if n := len(s.secs()); n != 3660 {
+		t.Errorf("memory holds %d intervals, want an hour and a minute", n)
 	}
 	if r.Minutes.Len() != 180 || r.Minutes.Rate("rios", 75) != 1000 {
 		t.Errorf("minutes %d, minute 75's rate %v", r.Minutes.Len(), r.Minutes.Rate("rios", 75))

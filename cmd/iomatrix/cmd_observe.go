@@ -42,7 +42,7 @@ type observeOptions struct {
 func (o *observeOptions) AddFlags(f *pflag.FlagSet) {
 	durationVar(f, &o.Interval, "interval", time.Second, "sampling interval (100ms to 1m)")
 	durationVar(f, &o.Duration, "duration", 0, "stop after this long (e.g. 24h; default: until Ctrl-C or SIGTERM)")
-	durationVar(f, &o.Window, "window", observe.MinWindow, "how far back the per-interval timelines reach in the file (at least 1h); per-minute ones cover the whole observation")
+	durationVar(f, &o.Window, "window", observe.DefaultWindow, "how far back the per-interval timelines reach in the file (at least 1m); per-minute ones cover the whole observation")
 	durationVar(f, &o.SaveEvery, "save-every", 10*time.Second, "save the document this often (at most 10s unless you accept losing more on a crash)")
 	f.BoolVar(&o.AllDevices, "all-devices", false, "observe every whole device, virtual ones (loop, zram, device-mapper, md) included; their I/O is then counted on the disks below them too")
 	f.BoolVar(&o.Partitions, "partitions", false, "observe partitions too")
@@ -151,7 +151,7 @@ func (o *observeOptions) config(args []string) (observe.Config, error) {
 		return observe.Config{}, usagef("--duration: %s is negative", o.Duration)
 	}
 	if o.Window < observe.MinWindow {
-		return observe.Config{}, usagef("--window: %s is shorter than 1h (the busiest hour's size mix is read from it)", o.Window)
+		return observe.Config{}, usagef("--window: %s is shorter than 1m", o.Window)
 	}
 	if o.SaveEvery < o.Interval {
 		return observe.Config{}, usagef("--save-every: %s is shorter than --interval %s", o.SaveEvery, o.Interval)
