@@ -27,3 +27,22 @@ func TestVMGuestBoots(t *testing.T) {
 		t.Errorf("fails: %+v", rs[1])
 	}
 }
+
+// vmTreePrelude is shell for cases that must leave the guest's cgroup
+// tree as they found it: found takes the tree's snapshot (every
+// directory with what it enables for its children), as_found prints the
+// verdict on it and fails if it changed. host DIR... is the host's part
+// of a case, as systemd or a container runtime would do it: io for the
+// root's children, and memory where the kernel has it (cgroup writeback
+// needs both), then the cgroups DIR; unhost undoes it.
+const vmTreePrelude = `CG=/sys/fs/cgroup
+tree() { find $CG -type d | sort | while read d; do echo "$d [$(cat $d/cgroup.subtree_control)]"; done; }
+found() { tree >/tmp/tree.found; }
+as_found() {
+	tree >/tmp/tree.now
+	if cmp -s /tmp/tree.found /tmp/tree.now; then echo "TREE as found, root [$(cat $CG/cgroup.subtree_control)]"; else echo "TREE changed"; diff /tmp/tree.found /tmp/tree.now; return 1; fi
+}
+ctls() { for c in io memory; do grep -qw $c $CG/cgroup.controllers && echo -n "$1$c "; done; }
+host() { echo "$(ctls +)" >$CG/cgroup.subtree_control && mkdir "$@"; }
+unhost() { [ $# = 0 ] || rmdir "$@"; echo "$(ctls -)" >$CG/cgroup.subtree_control; }
+`

@@ -18,16 +18,7 @@ import (
 
 // placementPrelude is sourced by every case: the tree's snapshot, and a
 // watcher that reports where a run's cgroups are while it runs.
-const placementPrelude = `CG=/sys/fs/cgroup
-# tree: every directory of the hierarchy with what it enables for its
-# children.
-tree() { find $CG -type d | sort | while read d; do echo "$d [$(cat $d/cgroup.subtree_control)]"; done; }
-found() { tree >/tmp/tree.found; }
-# as_found prints the verdict on the tree, and fails the case if it changed.
-as_found() {
-	tree >/tmp/tree.now
-	if cmp -s /tmp/tree.found /tmp/tree.now; then echo "TREE as found, root [$(cat $CG/cgroup.subtree_control)]"; else echo "TREE changed"; diff /tmp/tree.found /tmp/tree.now; return 1; fi
-}
+const placementPrelude = vmTreePrelude + `
 # watch DIR: while iomatrix runs, once its capped worker is in a cgroup
 # below DIR, report every cgroup there that holds a process, with its
 # io.max. (cgroupfs files have no size: test -s cannot tell.)
@@ -42,11 +33,6 @@ watch() {
 	done
 	echo "PLACED nowhere below $1"
 }
-# host DIR...: the host's part of a case, as systemd or a container
-# runtime would do it: io and memory for the root's children, and the
-# cgroups DIR; unhost undoes it.
-host() { echo "+io +memory" >$CG/cgroup.subtree_control && mkdir "$@"; }
-unhost() { rmdir "$@"; echo "-io -memory" >$CG/cgroup.subtree_control; }
 # end RC [UNDO...]: the case's verdict lines, then UNDO (its own
 # scaffolding, after the tree was compared); the case fails with RC, or 1
 # if the tree changed.
