@@ -9,7 +9,6 @@ package observe
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -657,7 +656,9 @@ func (o *Observer) build() *results.Observation {
 			continue // never read: its error is among the events
 		}
 		sys.CrossCheck = crossCheck(sys.IO, sys.Database)
-		sys.Concurrency = o.concurrency(st)
+		if sys.IO != nil {
+			sys.Concurrency = o.concurrency(st, sys.IO.Summary)
+		}
 		doc.Systems = append(doc.Systems, sys)
 	}
 	doc.Events = slices.Clone(o.events)
@@ -670,15 +671,11 @@ func (o *Observer) build() *results.Observation {
 // system's I/Os in the hour apportioned over the devices as its totals
 // are). Cgroup counts are bios and diskstats' requests, so a share is
 // capped at 1.
-func (o *Observer) concurrency(st *systemState) float64 {
-	if st.io == nil || st.io.busiest == nil && st.io.count == 0 {
+func (o *Observer) concurrency(st *systemState, sum *results.SeriesSummary) float64 {
+	if sum == nil || sum.BusiestHour == nil {
 		return 0
 	}
-	sum := st.io.summary()
 	h := sum.BusiestHour
-	if h == nil {
-		return 0
-	}
 	var all uint64
 	for _, t := range st.perDevice {
 		all += t.ReadIOs + t.WriteIOs
@@ -798,12 +795,7 @@ func crossNotes(c *results.CrossCheck, d map[string]float64) []string {
 	return notes
 }
 
-// encodeObservation is the document's bytes as saved: compact, since a
-// week's timelines indented would be mostly white space.
+// encodeObservation is the document's bytes as saved.
 func encodeObservation(doc *results.Observation) ([]byte, error) {
-	data, err := json.Marshal(doc)
-	if err != nil {
-		return nil, fmt.Errorf("encode observation: %w", err)
-	}
-	return append(data, '\n'), nil
+	return results.EncodeObservation(doc)
 }

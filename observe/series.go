@@ -26,7 +26,7 @@ type series struct {
 
 	kept     []interval // ascending from head; those older than keep dropped
 	head     int
-	dropped  bool // some intervals left memory
+	dropped  bool       // some intervals left memory
 	mins     []interval // closed minutes
 	minIdx   []int64    // each closed minute's index since the start
 	cur      interval   // the open minute
@@ -37,15 +37,16 @@ type series struct {
 	lastAt   time.Duration // the last reading's offset: the next interval starts there
 	count    int
 
-	hist    []logHist // per figure (layout.figures), per-interval rates
+	hist []logHist // per figure (layout.figures), per-interval rates
 	// perMinute caches the per-minute spreads, which change only when a
 	// minute closes: sorting a week of minutes at every save would cost
 	// more than all the sampling.
-	sortedMinutes [][]float64 // per figure, the closed minutes' rates sorted
-	sortedOver    int         // the closed minutes they hold
-	sizeMix sizeMix             // every interval's I/Os by average size
-	busiest *results.BusiestHour
-	bestIOs float64 // the busiest hour's mean I/O rate
+	minCache      results.TimelineCache // the closed minutes' encoding
+	sortedMinutes [][]float64           // per figure, the closed minutes' rates sorted
+	sortedOver    int                   // the closed minutes they hold
+	sizeMix       sizeMix               // every interval's I/Os by average size
+	busiest       *results.BusiestHour
+	bestIOs       float64 // the busiest hour's mean I/O rate
 }
 
 // interval is one interval's (or one minute's) counter increases.
@@ -412,6 +413,7 @@ func (s *series) result(interval time.Duration) *results.ObservedSeries {
 	out := &results.ObservedSeries{Name: s.name, Kind: s.kind, Device: s.device,
 		Seconds: s.timeline(s.recent(), interval), Minutes: s.timeline(mins, time.Minute),
 		Totals: map[string]uint64{}}
+	out.Minutes.Stable, out.Minutes.Cache = len(s.mins), &s.minCache
 	for i, name := range s.layout.counters {
 		out.Totals[name] = s.totals[i]
 	}

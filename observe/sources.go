@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"unicode"
 
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
@@ -159,6 +160,9 @@ func ParseCgroupSpec(ctrl cgroup.Controller, s string) (CgroupSpec, error) {
 	path = "/" + strings.Trim(filepath.Clean("/"+path), "/")
 	if name == "" {
 		name = SystemName(path)
+	}
+	if strings.ContainsFunc(name, unicode.IsControl) {
+		return CgroupSpec{}, fmt.Errorf("%q: a name of control characters", s)
 	}
 	return CgroupSpec{Path: path, Name: name}, nil
 }

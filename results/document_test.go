@@ -1,6 +1,8 @@
 package results
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -61,5 +63,64 @@ func TestOtherLoad(t *testing.T) {
 		if got := tc.d.OtherLoad(tc.knownIOs, tc.knownBy); got != tc.want {
 			t.Errorf("%s: OtherLoad(%d, %d) of %+v = %v, want %v", tc.name, tc.knownIOs, tc.knownBy, tc.d, got, tc.want)
 		}
+	}
+}
+
+// A timeline's fast encoder writes what encoding/json reads back, and
+// what it would have written itself.
+func TestTimelineJSON(t *testing.T) {
+	tl := Timeline{StepNS: 1e9, EndMS: []int64{1000, 2001}, ElapsedUS: []int64{1000000, 1001000},
+		Counters: map[string][]uint64{"wios": {3, 4}, "rios": {1, 18446744073709551615}}}
+	data, err := json.Marshal(tl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type plain Timeline // without the method: reflection's encoding
+	want, _ := json.Marshal(plain(tl))
+	if string(data) != string(want) {
+		t.Errorf("encoded\n%s\nwant\n%s", data, want)
+	}
+	var back Timeline
+	if err := json.Unmarshal(data, &back); err != nil || back.Counters["rios"][1] != 18446744073709551615 || back.EndMS[1] != 2001 {
+		t.Errorf("read back %+v, %v", back, err)
+	}
+	empty, _ := json.Marshal(Timeline{})
+	var e Timeline
+	if err := json.Unmarshal(empty, &e); err != nil {
+		t.Errorf("empty timeline %s: %v", empty, err)
+	}
+}
+
+// A cached timeline encodes what an uncached one does, as it grows, and
+// the document spliced from them is the document encoding/json reads.
+func TestTimelineCache(t *testing.T) {
+	var cache TimelineCache
+	tl := Timeline{StepNS: 6e10, Counters: map[string][]uint64{"rios": nil, "wios": nil}, Cache: &cache}
+	for i := range 5 {
+		tl.EndMS = append(tl.EndMS, int64(i+1)*60000)
+		tl.ElapsedUS = append(tl.ElapsedUS, 6e7)
+		tl.Counters["rios"] = append(tl.Counters["rios"], uint64(i*7))
+		tl.Counters["wios"] = append(tl.Counters["wios"], uint64(i*3))
+		tl.Stable = i // the last one is still open
+		plain := tl
+		plain.Cache, plain.Stable = nil, 0
+		got, want := tl.appendJSON(nil), plain.appendJSON(nil)
+		if string(got) != string(want) {
+			t.Fatalf("after %d intervals: cached\n%s\nplain\n%s", i+1, got, want)
+		}
+	}
+	o := NewObservation(ObserveSettings{}, "2026-12-01T00:00:00Z")
+	o.Devices = append(o.Devices, ObservedSeries{Name: "vda", Kind: "device", Seconds: tl, Minutes: tl})
+	o.Systems = append(o.Systems, ObservedSystem{Name: "erp \u0000timeline:1", IO: &ObservedSeries{Name: "erp", Minutes: tl}})
+	data, err := EncodeObservation(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadObservation(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, data)
+	}
+	if back.Devices[0].Minutes.Counters["rios"][4] != 28 || back.Systems[0].IO.Minutes.Len() != 5 || back.Systems[0].Name != o.Systems[0].Name {
+		t.Errorf("read back %+v", back.Systems[0])
 	}
 }

@@ -1,10 +1,13 @@
 package results
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strconv"
 )
 
 // KindObservation is the "kind" of the document `iomatrix observe`
@@ -193,6 +196,12 @@ type Timeline struct {
 	ElapsedUS []int64 `json:"elapsed_us"`
 	// Counters are the increase of each counter in each interval.
 	Counters map[string][]uint64 `json:"counters"`
+
+	// Stable, with Cache set, is how many intervals from the start will
+	// never change: their encoding is kept in Cache between saves.
+	Stable int            `json:"-"`
+	Cache  *TimelineCache `json:"-"`
+	slot   int            // EncodeObservation's stand-in
 }
 
 // Len is the number of intervals.
@@ -347,4 +356,156 @@ func ReadObservationFile(path string) (*Observation, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return o, nil
+}
+
+// MarshalJSON writes a timeline with strconv's appenders, in the plain
+// form encoding/json reads back (EncodeObservation, which observe saves
+// with, goes further).
+func (t Timeline) MarshalJSON() ([]byte, error) {
+	if t.slot > 0 {
+		return []byte(fmt.Sprintf(`"%s%d\u0000"`, slotMark, t.slot)), nil
+	}
+	return t.appendJSON(nil), nil
+}
+
+// TimelineCache keeps the encoding of a timeline that only grows: the
+// intervals before Timeline.Stable never change, and are encoded once,
+// not at every save of a week-long observation.
+type TimelineCache struct {
+	n            int
+	end, elapsed []byte
+	cols         map[string][]byte
+}
+
+func (t *Timeline) appendJSON(b []byte) []byte {
+	c := t.Cache
+	if c == nil || t.Stable < c.n {
+		c = &TimelineCache{}
+		if t.Cache != nil {
+			*t.Cache = *c
+			c = t.Cache
+		}
+	}
+	if c.cols == nil {
+		c.cols = map[string][]byte{}
+	}
+	stable := min(t.Stable, len(t.EndMS))
+	if t.Cache == nil {
+		stable = 0
+	}
+	c.end = appendInts(c.end, t.EndMS[c.n:stable], c.n > 0)
+	c.elapsed = appendInts(c.elapsed, t.ElapsedUS[c.n:stable], c.n > 0)
+	names := make([]string, 0, len(t.Counters))
+	for n := range t.Counters {
+		names = append(names, n)
+		c.cols[n] = appendUints(c.cols[n], t.Counters[n][c.n:stable], c.n > 0)
+	}
+	c.n = stable
+	slices.Sort(names)
+	b = append(b, `{"step_ns":`...)
+	b = strconv.AppendInt(b, t.StepNS, 10)
+	b = append(b, `,"end_ms":[`...)
+	b = appendInts(append(b, c.end...), t.EndMS[stable:], stable > 0)
+	b = append(b, `],"elapsed_us":[`...)
+	b = appendInts(append(b, c.elapsed...), t.ElapsedUS[stable:], stable > 0)
+	b = append(b, `],"counters":{`...)
+	for i, n := range names {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, n)
+		b = append(b, ":["...)
+		b = appendUints(append(b, c.cols[n]...), t.Counters[n][stable:], stable > 0)
+		b = append(b, ']')
+	}
+	return append(b, "}}"...)
+}
+
+// sizeHint is about how many bytes the timeline encodes to.
+func (t *Timeline) sizeHint() int {
+	n := 64 + 24*(len(t.EndMS)-t.Stable)*(2+len(t.Counters))
+	if c := t.Cache; c != nil {
+		n += len(c.end) + len(c.elapsed)
+		for _, col := range c.cols {
+			n += len(col) + 16
+		}
+	}
+	return n
+}
+
+func appendInts(b []byte, v []int64, comma bool) []byte {
+	for _, x := range v {
+		if comma {
+			b = append(b, ',')
+		}
+		b, comma = strconv.AppendInt(b, x, 10), true
+	}
+	return b
+}
+
+func appendUints(b []byte, v []uint64, comma bool) []byte {
+	for _, x := range v {
+		if comma {
+			b = append(b, ',')
+		}
+		b, comma = strconv.AppendUint(b, x, 10), true
+	}
+	return b
+}
+
+// slotMark starts the stand-in EncodeObservation has encoding/json write
+// for a timeline (a NUL, which no name can hold, closes it).
+const slotMark = `\u0000timeline:`
+
+// EncodeObservation is the document's bytes as observe saves them:
+// compact JSON, the timelines (nearly all of a week's bytes) written by
+// their own encoder, cached where they only grow, and spliced in, so that
+// encoding/json neither reflects over nor re-scans millions of numbers.
+func EncodeObservation(o *Observation) ([]byte, error) {
+	var tls []*Timeline
+	add := func(s *ObservedSeries) {
+		if s != nil {
+			tls = append(tls, &s.Seconds, &s.Minutes)
+		}
+	}
+	for i := range o.Devices {
+		add(&o.Devices[i])
+	}
+	for i := range o.Systems {
+		add(o.Systems[i].IO)
+		add(o.Systems[i].Database)
+	}
+	for i, t := range tls {
+		t.slot = i + 1
+	}
+	defer func() {
+		for _, t := range tls {
+			t.slot = 0
+		}
+	}()
+	skeleton, err := json.Marshal(o)
+	if err != nil {
+		return nil, fmt.Errorf("encode observation: %w", err)
+	}
+	size := len(skeleton)
+	for _, t := range tls {
+		size += t.sizeHint()
+	}
+	out := make([]byte, 0, size)
+	mark := []byte(`"` + slotMark)
+	for {
+		i := bytes.Index(skeleton, mark)
+		if i < 0 {
+			break
+		}
+		rest := skeleton[i+len(mark):]
+		j := bytes.Index(rest, []byte(`\u0000"`))
+		n, err := strconv.Atoi(string(rest[:max(j, 0)]))
+		if j < 0 || err != nil || n < 1 || n > len(tls) {
+			return nil, fmt.Errorf("encode observation: a timeline's place is lost at byte %d", i)
+		}
+		out = tls[n-1].appendJSON(append(out, skeleton[:i]...))
+		skeleton = rest[j+len(`\u0000"`):]
+	}
+	return append(append(out, skeleton...), '\n'), nil
 }
