@@ -190,12 +190,14 @@ func hourRange(t results.Timeline, h *results.BusiestHour) (from, to int) {
 // separators, decimals only where they carry information; "-" where
 // there is no figure (no I/O has no size or wait), never 0.
 func num(v float64) string {
-	switch {
+	// The bounds are where rounding reaches the next magnitude: 99.97
+	// is "100", not "100.0".
+	switch a := math.Abs(v); {
 	case math.IsNaN(v) || math.IsInf(v, 0):
 		return "-"
-	case math.Abs(v) >= 100:
+	case a >= 99.95:
 		return units.Thousands(v, 0)
-	case math.Abs(v) >= 10:
+	case a >= 9.995:
 		return units.Thousands(v, 1)
 	}
 	return units.Thousands(v, 2)
@@ -391,6 +393,12 @@ func each(o *results.Observation, f func(name string, s *results.ObservedSeries)
 // stated beside the figures: a cgroup's I/Os are not a device's.
 func accountingNotes(o *results.Observation) []string {
 	a := o.Accounting
+	if len(a.Notes) > 0 {
+		// The writer states them in its own words, from what it found.
+		return a.Notes
+	}
+	// A document without them still says how it was counted in its
+	// fields: what its cgroup version and writeback mean.
 	var notes []string
 	files := map[int]string{1: "blkio.throttle.io_serviced and io_service_bytes", 2: "io.stat"}[a.CgroupVersion]
 	mode := ""
@@ -418,7 +426,7 @@ func accountingNotes(o *results.Observation) []string {
 				"root": "the root cgroup", "cgroup": "its own cgroup"}[sys.Writeback]))
 		}
 	}
-	return append(notes, a.Notes...)
+	return notes
 }
 
 // iostatHeader are iostat -x's columns, d/s and f/s where the device
@@ -468,12 +476,17 @@ func devicePart(d *results.ObservedSeries) obsPart {
 	t := obsTable{Header: iostatHeader(discards, flushes)}
 	t.Rows = append(t.Rows, iostatRow(label, iostatOf(whole), discards, flushes))
 	if s := d.Summary; s != nil && s.BusiestHour != nil {
-		if from, to := hourRange(d.Minutes, s.BusiestHour); to > from {
+		// A busiest hour that is the whole observation is the row above.
+		if from, to := hourRange(d.Minutes, s.BusiestHour); to > from && !s.BusiestHour.Whole {
 			t.Rows = append(t.Rows, iostatRow(hourLabel(s.BusiestHour), iostatOf(spanOf(d.Minutes, from, to)), discards, flushes))
 		}
 		if !s.BusiestHour.Whole {
 			t.Notes = append(t.Notes, "busiest hour: "+whenBusiest(s.BusiestHour))
 		}
+	}
+	if n := d.UncountedIntervals; n > 0 {
+		t.Notes = append(t.Notes, fmt.Sprintf("no cgroup counted this device's I/O in %s: the systems' figures on it are missing there, not zero "+
+			"(cgroup v1 counts a device's I/O only once a throttle rule was set on it)", units.Count(n, "interval")))
 	}
 	title := "device " + d.Name
 	if d.Device != "" {
@@ -491,6 +504,10 @@ func whenBusiest(h *results.BusiestHour) string {
 // spreadHeader heads a table of figures: the mean, the busiest hour's,
 // and the spread of the minutes' and the intervals' rates.
 var spreadHeader = []string{"", "mean", "busiest hour", "minute p50", "p95", "p99", "max", "second p50", "p95", "p99", "max"}
+
+// spreadNote says what spreadHeader's columns are.
+const spreadNote = "each figure per second: the mean over the observation, the busiest hour's mean, " +
+	"and the spread of each minute's and each interval's rate"
 
 // spreadRow is a figure's row of the spread table, each value divided by
 // scale (1024 for bytes shown as KiB).
@@ -533,9 +550,88 @@ func precisionNote(s *results.SeriesSummary) []string {
 	return []string{fmt.Sprintf("per-second percentiles are from a histogram (the observation outlasts its window): each within %s of the exact value", units.FormatPercent(worst))}
 }
 
-// cgroupFigures are a cgroup's figures, by the summary's names.
-var cgroupFigures = []struct{ label, figure string }{
-	{"r/s", "reads"}, {"w/s", "writes"}, {"IOPS", "ios"}, {"rkB/s", "rkb"}, {"wkB/s", "wkb"},
+// figureOrder is the order of a summary's figures: every series' five,
+// then a database's own.
+var figureOrder = []string{"reads", "writes", "ios", "rkb", "wkb", "fsyncs", "dblwr_writes", "log_kb"}
+
+var figureLabels = map[string]string{"reads": "r/s", "writes": "w/s", "ios": "IOPS", "rkb": "rkB/s", "wkb": "wkB/s"}
+
+// figureLabel names a figure in a table's row, with the divisor that
+// turns its rate into the label's unit.
+func figureLabel(name string) (string, float64) {
+	switch {
+	case figureLabels[name] != "":
+		return figureLabels[name], 1
+	case databaseBytes[name]:
+		return name + " kB/s", 1024 // a counter of bytes, as the database names it
+	case strings.HasSuffix(name, "_kb"):
+		return strings.TrimSuffix(name, "_kb") + " kB/s", 1
+	}
+	return name + "/s", 1
+}
+
+// orderFigures sorts figure (or counter) names as the tables list them:
+// the known ones in their order, the others by name after them.
+func orderFigures(names []string) []string {
+	rank := func(n string) int {
+		if i := slices.Index(figureOrder, n); i >= 0 {
+			return i
+		}
+		if i := slices.Index(databaseOrder, n); i >= 0 {
+			return len(figureOrder) + i
+		}
+		return len(figureOrder) + len(databaseOrder)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		if ra, rb := rank(a), rank(b); ra != rb {
+			return ra - rb
+		}
+		return strings.Compare(a, b)
+	})
+	return slices.Compact(names)
+}
+
+// spreadTable is a series' figures from its summary or, where the
+// document has none yet (observe summarizes when it saves; a file cut
+// short before then still has its timelines), the means of its minutes.
+func spreadTable(title string, s *results.ObservedSeries) obsTable {
+	t := obsTable{Title: title, Header: spreadHeader}
+	if sum := s.Summary; sum != nil {
+		var names []string
+		for n := range sum.Mean {
+			names = append(names, n)
+		}
+		for n := range sum.PerMinute {
+			names = append(names, n)
+		}
+		for _, n := range orderFigures(names) {
+			label, scale := figureLabel(n)
+			t.Rows = append(t.Rows, spreadRow(label, n, sum, scale))
+		}
+		t.Notes = precisionNote(sum)
+		return t
+	}
+	t.Header = []string{"", "mean"}
+	whole := spanOf(s.Minutes, 0, s.Minutes.Len())
+	c := countersOf(s.Kind)
+	t.Rows = [][]string{{"r/s", num(whole.rate(c.reads))}, {"w/s", num(whole.rate(c.writes))},
+		{"IOPS", num(whole.rate(c.reads) + whole.rate(c.writes))},
+		{"rkB/s", num(whole.rate(c.readBytes) / 1024)}, {"wkB/s", num(whole.rate(c.writeBytes) / 1024)}}
+	if s.Kind != "cgroup" && s.Kind != "device" {
+		// A database's counters beyond its reads and writes.
+		var extra []string
+		for n := range s.Minutes.Counters {
+			if n != c.reads && n != c.writes && n != c.readBytes && n != c.writeBytes {
+				extra = append(extra, n)
+			}
+		}
+		for _, n := range orderFigures(extra) {
+			label, scale := figureLabel(n)
+			t.Rows = append(t.Rows, []string{label, num(whole.rate(n) / scale)})
+		}
+	}
+	t.Notes = []string{"no summary in the document yet: the means are the minutes', and there is no spread"}
+	return t
 }
 
 // systemPart is a system's demand: its cgroup's figures, its busiest
@@ -546,11 +642,20 @@ func systemPart(o *results.Observation, sys *results.ObservedSystem) obsPart {
 		title += " (cgroup " + sys.Cgroup + ")"
 	}
 	p := obsPart{Title: title, System: sys}
-	if sys.IO != nil {
-		p.Tables = append(p.Tables, cgroupTable(o, sys))
+	explained := false
+	add := func(t obsTable) {
+		if !explained && len(t.Header) == len(spreadHeader) {
+			// Once, under the first table of those columns.
+			t.Notes = append([]string{spreadNote}, t.Notes...)
+			explained = true
+		}
+		p.Tables = append(p.Tables, t)
 	}
-	if sys.Database != nil {
-		p.Tables = append(p.Tables, databaseTable(sys))
+	if sys.IO != nil {
+		add(cgroupTable(o, sys))
+	}
+	if db := sys.Database; db != nil {
+		add(spreadTable(fmt.Sprintf("%s: its database's own counters (%s)", sys.Name, db.Kind), db))
 	}
 	if c := sys.CrossCheck; c != nil {
 		p.Tables = append(p.Tables, crossCheckTable(sys.Name, sys.Database, c))
@@ -558,48 +663,31 @@ func systemPart(o *results.Observation, sys *results.ObservedSystem) obsPart {
 	return p
 }
 
+// cgroupTable is a system's cgroup figures, with its busiest hour, its
+// size mix, the I/Os it kept in flight and its totals by device.
 func cgroupTable(o *results.Observation, sys *results.ObservedSystem) obsTable {
-	t := obsTable{Title: sys.Name + ": its cgroup's I/O", Header: spreadHeader}
-	s := sys.IO.Summary
-	if s == nil {
-		// Observe summarizes when it saves; a file cut short before
-		// its first summary still has its timelines.
-		t.Header = []string{"", "mean"}
-		whole := spanOf(sys.IO.Minutes, 0, sys.IO.Minutes.Len())
-		for _, f := range []struct {
-			label string
-			v     float64
-		}{{"r/s", whole.rate(cReads)}, {"w/s", whole.rate(cWrites)}, {"IOPS", whole.rate(cReads) + whole.rate(cWrites)},
-			{"rkB/s", whole.rate(cReadBytes) / 1024}, {"wkB/s", whole.rate(cWriteBytes) / 1024}} {
-			t.Rows = append(t.Rows, []string{f.label, num(f.v)})
+	t := spreadTable(sys.Name+": its cgroup's I/O", sys.IO)
+	if s := sys.IO.Summary; s != nil {
+		if h := s.BusiestHour; h != nil {
+			line := "busiest hour: "
+			if h.Whole {
+				line += "the whole observation (shorter than an hour)"
+			} else {
+				line += whenBusiest(h)
+			}
+			line += "; reads " + pct(h.ReadShare) + " of its I/Os"
+			if mix := sizeMix(h.SizeMix); mix != "" {
+				line += "; sizes " + mix
+			}
+			t.Notes = append(t.Notes, line)
 		}
-		t.Notes = []string{"no summary in the document yet: the means are the minutes', and there is no spread"}
-		return t
-	}
-	for _, f := range cgroupFigures {
-		t.Rows = append(t.Rows, spreadRow(f.label, f.figure, s, 1))
-	}
-	t.Notes = append(t.Notes, "each figure per second: the mean over the observation, the busiest hour's mean, and the spread of each minute's and each interval's rate")
-	if h := s.BusiestHour; h != nil {
-		line := "busiest hour: "
-		if h.Whole {
-			line += "the whole observation (shorter than an hour)"
-		} else {
-			line += whenBusiest(h)
+		if mix := sizeMix(s.SizeMix); mix != "" {
+			t.Notes = append(t.Notes, "sizes over the whole observation: "+mix)
 		}
-		line += "; reads " + pct(h.ReadShare) + " of its I/Os"
-		if mix := sizeMix(h.SizeMix); mix != "" {
-			line += "; sizes " + mix
-		}
-		t.Notes = append(t.Notes, line)
-	}
-	if mix := sizeMix(s.SizeMix); mix != "" {
-		t.Notes = append(t.Notes, "sizes over the whole observation: "+mix)
 	}
 	if sys.Concurrency > 0 {
 		t.Notes = append(t.Notes, fmt.Sprintf("I/Os in flight at the busiest hour: %s (its share of its devices' aqu-sz)", num(sys.Concurrency)))
 	}
-	t.Notes = append(t.Notes, precisionNote(s)...)
 	t.Notes = append(t.Notes, perDeviceNotes(o, sys)...)
 	return t
 }
@@ -633,52 +721,6 @@ func perDeviceNotes(o *results.Observation, sys *results.ObservedSystem) []strin
 			units.Thousands(float64(d.WriteIOs), 0), units.FormatSize(int64(d.WriteBytes))))
 	}
 	return notes
-}
-
-// databaseTable is the database's own counters, each as its rate.
-func databaseTable(sys *results.ObservedSystem) obsTable {
-	db := sys.Database
-	t := obsTable{Title: fmt.Sprintf("%s: its database's own counters (%s)", sys.Name, db.Kind), Header: spreadHeader}
-	var names []string
-	for name := range db.Totals {
-		names = append(names, name)
-	}
-	if s := db.Summary; s != nil {
-		for name := range s.Mean {
-			if !slices.Contains(names, name) {
-				names = append(names, name)
-			}
-		}
-	}
-	slices.SortFunc(names, func(a, b string) int {
-		ia, ib := slices.Index(databaseOrder, a), slices.Index(databaseOrder, b)
-		switch {
-		case ia >= 0 && ib >= 0:
-			return ia - ib
-		case ia >= 0:
-			return -1
-		case ib >= 0:
-			return 1
-		}
-		return strings.Compare(a, b)
-	})
-	whole := spanOf(db.Minutes, 0, db.Minutes.Len())
-	for _, name := range names {
-		label, scale := name+" /s", 1.0
-		if databaseBytes[name] {
-			label, scale = name+" kB/s", 1024
-		}
-		if db.Summary == nil {
-			t.Header = []string{"", "mean"}
-			t.Rows = append(t.Rows, []string{label, num(whole.rate(name) / scale)})
-			continue
-		}
-		t.Rows = append(t.Rows, spreadRow(label, name, db.Summary, scale))
-	}
-	if db.Summary != nil {
-		t.Notes = precisionNote(db.Summary)
-	}
-	return t
 }
 
 // crossCheckTable puts the database's figures beside its cgroup's.

@@ -133,8 +133,12 @@ func observation() *results.Observation {
 	o.Tool.Version = "0.1.0"
 	o.Host = results.Host{Hostname: "db1", Kernel: "6.1.0-18-amd64", CPUs: 2}
 	o.FinishedAt, o.SavedAt, o.Stop = "2024-05-01T10:00:00Z", "2024-05-01T10:00:00Z", "duration"
-	o.Accounting = results.Accounting{CgroupVersion: 2, CgroupMode: "unified", Writeback: "root",
-		Notes: []string{"Only the observed devices' lines of io.stat are summed."}}
+	// Notes as observe words them.
+	o.Accounting = results.Accounting{CgroupVersion: 2, CgroupMode: "unified", Writeback: "root", Notes: []string{
+		"Device figures are /proc/diskstats' and iostat's: requests as the device completed them.",
+		"Cgroup figures count bios as they were submitted, before merging: they are not diskstats' requests.",
+		"This host accounts I/O in cgroup v2, but erp, batch lack the memory controller: their buffered writeback is charged to the root cgroup, not to them.",
+	}}
 
 	sdbGone := func(endS int64) bool { return endS > sdbGoneMin*60 && endS <= sdbBackMin*60 }
 	vda := series("vda", "254:0", "device", nil, vdaPerSecond)
@@ -144,6 +148,7 @@ func observation() *results.Observation {
 		PerMinute:   map[string]results.Spread3{"ios": spread(800, 1500, 1500, 1500)},
 		BusiestHour: &results.BusiestHour{Start: "2024-05-01T08:30:00Z", End: "2024-05-01T09:30:00Z", StartMS: busyFromMin * 60000, EndMS: busyToMin * 60000}}
 	sdb := series("sdb", "8:16", "device", sdbGone, sdbPerSecond)
+	sdb.UncountedIntervals = 12
 	sdb.Summary = &results.SeriesSummary{BusiestHour: &results.BusiestHour{Start: "2024-05-01T08:00:00Z", End: "2024-05-01T09:00:00Z", StartMS: 0, EndMS: 3600000}}
 	o.Devices = []results.ObservedSeries{vda, sdb}
 
@@ -158,12 +163,14 @@ func observation() *results.Observation {
 		SizeMix:     []results.SizeClass{{Bytes: 4096, Reads: 4536000}, {Bytes: 16384, Writes: 1260000}},
 	}
 	erpDB := series("erp", "", "mysql", nil, mysqlPerSecond)
+	// A database's figures by observe's names: the five of every series
+	// from its data_* counters, and its own.
 	erpDB.Summary = &results.SeriesSummary{
-		Mean: map[string]float64{"data_reads": 1200, "data_writes": 225, "data_read": 1200 * 16384, "data_written": 225 * 16384,
-			"data_fsyncs": 20, "dblwr_writes": 40, "os_log_written": 512000},
-		PerMinute:   map[string]results.Spread3{"data_reads": spread(800, 1600, 1600, 1600), "data_read": spread(800*16384, 1600*16384, 1600*16384, 1600*16384)},
-		PerSecond:   map[string]results.Spread3{"data_reads": spread(800, 1600, 1610, 1700)},
-		BusiestHour: &results.BusiestHour{Mean: map[string]float64{"data_reads": 1600}},
+		Mean: map[string]float64{"reads": 1200, "writes": 225, "ios": 1425, "rkb": 1200 * 16, "wkb": 225 * 16,
+			"fsyncs": 20, "dblwr_writes": 40, "log_kb": 500},
+		PerMinute:   map[string]results.Spread3{"reads": spread(800, 1600, 1600, 1600), "rkb": spread(800*16, 1600*16, 1600*16, 1600*16)},
+		PerSecond:   map[string]results.Spread3{"reads": spread(800, 1600, 1610, 1700)},
+		BusiestHour: &results.BusiestHour{Mean: map[string]float64{"reads": 1600}},
 	}
 	web := series("web", "", "cgroup", nil, share(1, 10))
 	web.Summary = &results.SeriesSummary{Mean: map[string]float64{"reads": 90, "writes": 25, "ios": 115, "rkb": 360, "wkb": 400},
@@ -260,6 +267,12 @@ func TestIostatOfOneInterval(t *testing.T) {
 			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
 		}
 	}
+	// Rounding that reaches the next magnitude takes its decimals.
+	for v, want := range map[float64]string{99.97: "100", 9.996: "10.0", 9.99: "9.99", 1234.6: "1,235", 0.004: "0.00"} {
+		if got := num(v); got != want {
+			t.Errorf("num(%v) = %q, want %q", v, got, want)
+		}
+	}
 	// No writes: no size and no wait, rather than a measured 0.
 	if num(f.WriteSize) != "-" || num(f.WriteAwait) != "-" {
 		t.Errorf("wareq-sz %v, w_await %v without writes", f.WriteSize, f.WriteAwait)
@@ -295,7 +308,8 @@ func TestObservationTextFigures(t *testing.T) {
 		"on vda: 4,536,000 reads (17.3GiB)",
 		// The database beside its cgroup, with the notes.
 		"The buffer pool serves reads the device never sees.",
-		"| data_read kB/s ",
+		"| log kB/s ",
+		"no cgroup counted this device's I/O in 12 intervals",
 		// batch has no summary: its mean from its minutes, 10 % of vda's.
 		"no summary in the document yet",
 		"%util is the share of time the device had at least one I/O in flight",
@@ -305,23 +319,30 @@ func TestObservationTextFigures(t *testing.T) {
 	if got := tableRow(t, text, "r/s")[:3]; !slices.Equal(got, []string{"630", "840", "420"}) {
 		t.Errorf("erp r/s: mean, busiest hour, minute p50 %q", got)
 	}
-	if got := tableRow(t, text, "data_read kB/s")[:4]; !slices.Equal(got, []string{"19,200", "-", "12,800", "25,600"}) {
-		t.Errorf("erp's database data_read in kB/s: %q", got)
+	if got := tableRow(t, text, "log kB/s")[:2]; !slices.Equal(got, []string{"500", "-"}) {
+		t.Errorf("erp's database's log: %q", got)
+	}
+	if got := tableRow(t, text, "fsyncs/s")[:1]; !slices.Equal(got, []string{"20.0"}) {
+		t.Errorf("erp's database's fsyncs: %q", got)
 	}
 }
 
 // The notes on how the kernel counted are in every format that has
-// prose: a cgroup's counts are bios at submission, writeback is charged
-// where it is, and the document's own notes.
+// prose: the document's own, or, in a document without them, what its
+// fields say: a cgroup's counts are bios at submission, and where
+// writeback is charged.
 func TestObservationAccountingNotes(t *testing.T) {
 	o := observation()
+	for _, format := range []string{"text", "markdown", "html"} {
+		containsAll(t, format, html.UnescapeString(renderObservation(t, o, format)), o.Accounting.Notes...)
+	}
+	o.Accounting.Notes = nil
 	for _, format := range []string{"text", "markdown", "html"} {
 		containsAll(t, format, html.UnescapeString(renderObservation(t, o, format)),
 			"a system's counts are its cgroup's io.stat, bios counted as they are submitted",
 			"/proc/diskstats' requests",
 			"buffered writeback is charged to the root cgroup on this host",
-			"web: its buffered writeback is charged to its own cgroup",
-			"Only the observed devices' lines of io.stat are summed")
+			"web: its buffered writeback is charged to its own cgroup")
 	}
 }
 
@@ -441,7 +462,7 @@ func TestObservationPartialSeries(t *testing.T) {
 			delete(tl.Counters, "queue_ms")
 		}
 	})
-	o.Systems[0].CrossCheck = nil
+	o.Systems[0].CrossCheck, o.Systems[0].Concurrency = nil, 0
 	o.Events = nil
 	for _, format := range ObservationFormats {
 		out := renderObservation(t, o, format)

@@ -111,13 +111,6 @@ func (a timeAxis) apply(p *plot.Plot) {
 	p.X.Label.Text = "time (" + zoneName(a.start) + ")"
 }
 
-// pad widens a chart's time axis once its data is added: room at the
-// right for the label of a tick at the last time, which gonum would cut
-// at the edge.
-func (a timeAxis) pad(p *plot.Plot) {
-	p.X.Max += 0.04 * (p.X.Max - p.X.Min)
-}
-
 // legendRoom is how far above the data a chart's value axis reaches, so
 // that its legend, at the top, covers none of it.
 const legendRoom = 1.3
@@ -219,7 +212,6 @@ func ioTimelineSVG(title string, a timeAxis, t results.Timeline, h *results.Busi
 			}
 		}
 	}
-	a.pad(p)
 	p.Y.Min, p.Y.Max = 0, top
 	p.Y.Tick.Marker = rateTicks{}
 	p.Add(plotter.NewGrid())
@@ -311,7 +303,6 @@ func systemsSection(a timeAxis, o *results.Observation) (*htmlSection, error) {
 		p.Add(line)
 		p.Legend.Add("devices (diskstats)", line)
 	}
-	a.pad(p)
 	p.Y.Min = 0
 	p.Y.Max *= legendRoom
 	p.Y.Tick.Marker = rateTicks{}

@@ -145,6 +145,10 @@ var clockSteps = []time.Duration{
 
 const maxClockTicks = 8
 
+// clockEndRoom is the share of the axis at its right end where a tick
+// keeps its mark but not its label.
+const clockEndRoom = 0.05
+
 func (c clockTicks) Ticks(lo, hi float64) []plot.Tick {
 	if !(hi > lo) || math.IsInf(lo, 0) || math.IsInf(hi, 0) {
 		return nil
@@ -172,7 +176,13 @@ func (c clockTicks) Ticks(lo, hi float64) []plot.Tick {
 	st := step.Seconds()
 	var ticks []plot.Tick
 	for v := math.Ceil((lo+float64(off))/st)*st - float64(off); v <= hi; v += st {
-		ticks = append(ticks, plot.Tick{Value: v, Label: time.Unix(int64(v), 0).In(c.loc).Format(layout)})
+		t := plot.Tick{Value: v}
+		// A label centred on a tick at the right end would reach past
+		// the chart's edge, which cuts it.
+		if hi-v >= clockEndRoom*(hi-lo) {
+			t.Label = time.Unix(int64(v), 0).In(c.loc).Format(layout)
+		}
+		ticks = append(ticks, t)
 	}
 	return ticks
 }

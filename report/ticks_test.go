@@ -102,13 +102,16 @@ func TestClockTicks(t *testing.T) {
 		loc    *time.Location
 		want   []string
 	}{
-		// Two hours from a minute past: every 15 minutes, on the quarter.
+		// Two hours from a minute past: every 15 minutes, on the quarter;
+		// the tick at the right end has no label, which the chart's edge
+		// would cut.
 		{"2024-05-01T08:01:00Z", "2024-05-01T10:00:00Z", time.UTC,
-			[]string{"08:15", "08:30", "08:45", "09:00", "09:15", "09:30", "09:45", "10:00"}},
+			[]string{"08:15", "08:30", "08:45", "09:00", "09:15", "09:30", "09:45"}},
 		// An hour: every 10 minutes.
-		{"2024-05-01T09:00:00Z", "2024-05-01T10:00:00Z", time.UTC, []string{"09:00", "09:10", "09:20", "09:30", "09:40", "09:50", "10:00"}},
+		{"2024-05-01T09:00:00Z", "2024-05-01T10:02:00Z", time.UTC, []string{"09:00", "09:10", "09:20", "09:30", "09:40", "09:50"}},
+		{"2024-05-01T09:00:00Z", "2024-05-01T10:04:00Z", time.UTC, []string{"09:00", "09:10", "09:20", "09:30", "09:40", "09:50", "10:00"}},
 		// A minute: seconds shown.
-		{"2024-05-01T09:00:00Z", "2024-05-01T09:01:00Z", time.UTC, []string{"09:00:00", "09:00:10", "09:00:20", "09:00:30", "09:00:40", "09:00:50", "09:01:00"}},
+		{"2024-05-01T09:00:00Z", "2024-05-01T09:01:00Z", time.UTC, []string{"09:00:00", "09:00:10", "09:00:20", "09:00:30", "09:00:40", "09:00:50"}},
 		// Round hours of the zone's clock, half past UTC's: 08:00 UTC is
 		// 13:30 IST.
 		{"2024-05-01T08:00:00Z", "2024-05-01T14:00:00Z", india, []string{"14:00", "15:00", "16:00", "17:00", "18:00", "19:00"}},
