@@ -42,6 +42,8 @@ type htmlTable struct {
 	Title string
 	Cols  []string
 	Rows  []htmlRow
+	// Notes are said right under the table, before the next one.
+	Notes []string
 }
 
 type htmlRow struct {
@@ -475,12 +477,9 @@ func inlineSVG(p *plot.Plot) (template.HTML, error) {
 	return template.HTML(s), nil
 }
 
-var htmlPage = template.Must(template.New("page").Parse(`<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>iomatrix — {{.Doc.Target.Path}}</title>
-<style>
+// pageParts are what every page shares: its style sheet, and a section
+// with its charts, tables and notes.
+var pageParts = template.Must(template.New("parts").Parse(`{{define "style"}}<style>
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em; color: #222; }
 h1 { font-size: 1.4em; margin-bottom: 0.2em; }
 h2 { font-size: 1.15em; margin-top: 2em; border-bottom: 1px solid #ccc; }
@@ -499,14 +498,7 @@ td.fewios { color: #666; text-decoration: underline dotted; }
 tr:has(td.knee) th, td.knee { font-weight: 700; }
 td.unsettled { background-image: repeating-linear-gradient(45deg, rgba(0,0,0,0.13) 0 2px, transparent 2px 7px); }
 .legend { font-size: 0.85em; color: #555; }
-</style>
-</head>
-<body>
-<h1>iomatrix results</h1>
-<p class="meta">{{.Describe}}<br>
-host {{.Doc.Host.Hostname}}, kernel {{.Doc.Host.Kernel}}, {{.CPUs}}; started {{.Doc.StartedAt}}{{if .Doc.FinishedAt}}, finished {{.Doc.FinishedAt}}{{else}}, not finished{{end}}; {{.Results}}</p>
-<p class="legend">Cells are coloured from worst (red) to best (green) within each table. Outlined cells are the ones CrystalDiskMark reports (4K random, QD1 and QD32, 100 % and 0 % reads). Empty cells were not measured.</p>
-{{range .Sections}}
+</style>{{end}}{{define "section"}}
 <h2>{{.Title}}</h2>
 {{if .Charts}}<div class="charts">{{range .Charts}}{{.}}{{end}}</div>{{end}}
 {{range .Tables}}
@@ -515,9 +507,29 @@ host {{.Doc.Host.Hostname}}, kernel {{.Doc.Host.Kernel}}, {{.CPUs}}; started {{.
 <tr><th></th>{{range .Cols}}<th>{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr><th>{{.Label}}</th>{{range .Cells}}<td{{with .Class}} class="{{.}}"{{end}}{{if .Style}} style="{{.Style}}"{{end}}{{with .Title}} title="{{.}}"{{end}}>{{.Text}}</td>{{end}}</tr>
 {{end}}</table>
-{{end}}{{if .Notes}}
+{{with .Notes}}<p class="legend">{{range .}}{{.}}.<br>{{end}}</p>
+{{end}}{{end}}{{if .Notes}}
 <p class="legend">{{range .Notes}}{{.}}.<br>{{end}}{{with .Legend}}{{.}}{{else}}In the charts these values are hollow points; not converged cells are hatched.{{end}}</p>{{end}}
-{{end}}
+{{end}}`))
+
+// page is a page of its own made from pageParts.
+func page(text string) *template.Template {
+	return template.Must(template.Must(pageParts.Clone()).New("page").Parse(text))
+}
+
+var htmlPage = page(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>iomatrix — {{.Doc.Target.Path}}</title>
+{{template "style"}}
+</head>
+<body>
+<h1>iomatrix results</h1>
+<p class="meta">{{.Describe}}<br>
+host {{.Doc.Host.Hostname}}, kernel {{.Doc.Host.Kernel}}, {{.CPUs}}; started {{.Doc.StartedAt}}{{if .Doc.FinishedAt}}, finished {{.Doc.FinishedAt}}{{else}}, not finished{{end}}; {{.Results}}</p>
+<p class="legend">Cells are coloured from worst (red) to best (green) within each table. Outlined cells are the ones CrystalDiskMark reports (4K random, QD1 and QD32, 100 % and 0 % reads). Empty cells were not measured.</p>
+{{range .Sections}}{{template "section" .}}{{end}}
 {{with .Members}}
 <h2>Members</h2>
 <p class="meta">{{.Title}}</p>
@@ -529,4 +541,4 @@ host {{.Doc.Host.Hostname}}, kernel {{.Doc.Host.Kernel}}, {{.CPUs}}; started {{.
 {{end}}
 </body>
 </html>
-`))
+`)

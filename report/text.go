@@ -34,11 +34,19 @@ func renderTable(w io.Writer, m Metric, t Table, r tw.Renderer) error {
 // renderRows draws a table: the first column left-aligned labels, the
 // others right-aligned numbers.
 func renderRows(w io.Writer, header []string, rows [][]string, r tw.Renderer) error {
+	return renderAligned(w, header, rows, r, 1)
+}
+
+// renderAligned draws a table whose first left columns are left-aligned
+// text and the others right-aligned numbers.
+func renderAligned(w io.Writer, header []string, rows [][]string, r tw.Renderer, left int) error {
 	align := make([]tw.Align, len(header))
 	for i := range align {
 		align[i] = tw.AlignRight
+		if i < left {
+			align[i] = tw.AlignLeft
+		}
 	}
-	align[0] = tw.AlignLeft
 	tbl := tablewriter.NewTable(w,
 		tablewriter.WithRenderer(r),
 		tablewriter.WithHeaderAutoFormat(tw.Off),

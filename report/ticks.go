@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"time"
 
 	"gonum.org/v1/plot"
 )
@@ -123,4 +124,65 @@ func roundSignificant(v float64, round func(float64) float64) float64 {
 	}
 	p := math.Pow10(e)
 	return round(v/p) * p
+}
+
+// clockTicks marks a time axis of Unix seconds at round times of the
+// clock in loc (every 10 minutes, every hour, ...), labelled "15:04", with
+// seconds where the steps are shorter than a minute and by the date where
+// they are days: a reader places what happened by the clock, and the
+// linear ticks of an axis in seconds since 1970 fall on no round time.
+type clockTicks struct{ loc *time.Location }
+
+var _ plot.Ticker = clockTicks{}
+
+// clockSteps are the round steps, shortest first; the axis takes the
+// shortest that leaves no more than maxClockTicks steps along it.
+var clockSteps = []time.Duration{
+	time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 15 * time.Second, 30 * time.Second,
+	time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute,
+	time.Hour, 2 * time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour,
+}
+
+const maxClockTicks = 8
+
+// clockEndRoom is the share of the axis at its right end where a tick
+// keeps its mark but not its label.
+const clockEndRoom = 0.05
+
+func (c clockTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) || math.IsInf(lo, 0) || math.IsInf(hi, 0) {
+		return nil
+	}
+	step := clockSteps[len(clockSteps)-1]
+	for _, s := range clockSteps {
+		if (hi-lo)/s.Seconds() <= maxClockTicks {
+			step = s
+			break
+		}
+	}
+	for (hi-lo)/step.Seconds() > maxClockTicks {
+		step *= 2 // weeks and more: whole days still
+	}
+	layout := "15:04"
+	switch {
+	case step < time.Minute:
+		layout = "15:04:05"
+	case step >= 24*time.Hour:
+		layout = "Jan 2"
+	}
+	// Round in the zone's clock, not in UTC's: 09:30 in +05:30 is a
+	// round half hour that UTC's multiples miss.
+	_, off := time.Unix(int64(lo), 0).In(c.loc).Zone()
+	st := step.Seconds()
+	var ticks []plot.Tick
+	for v := math.Ceil((lo+float64(off))/st)*st - float64(off); v <= hi; v += st {
+		t := plot.Tick{Value: v}
+		// A label centred on a tick at the right end would reach past
+		// the chart's edge, which cuts it.
+		if hi-v >= clockEndRoom*(hi-lo) {
+			t.Label = time.Unix(int64(v), 0).In(c.loc).Format(layout)
+		}
+		ticks = append(ticks, t)
+	}
+	return ticks
 }

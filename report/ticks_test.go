@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"gonum.org/v1/plot"
 
@@ -84,5 +85,45 @@ func cellAt(qd int, v float64) *Cell {
 func TestRateTicks(t *testing.T) {
 	if got := labels((rateTicks{}).Ticks(0, 50000)); !slices.Contains(got, "25,000") || slices.Contains(got, "25000.00") {
 		t.Errorf("IOPS axis labels %v, want 25,000 written as the tables write IOPS", got)
+	}
+}
+
+func TestClockTicks(t *testing.T) {
+	at := func(s string) float64 {
+		v, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return float64(v.Unix())
+	}
+	india := time.FixedZone("IST", 5*3600+1800)
+	for _, c := range []struct {
+		lo, hi string
+		loc    *time.Location
+		want   []string
+	}{
+		// Two hours from a minute past: every 15 minutes, on the quarter;
+		// the tick at the right end has no label, which the chart's edge
+		// would cut.
+		{"2024-05-01T08:01:00Z", "2024-05-01T10:00:00Z", time.UTC,
+			[]string{"08:15", "08:30", "08:45", "09:00", "09:15", "09:30", "09:45"}},
+		// An hour: every 10 minutes.
+		{"2024-05-01T09:00:00Z", "2024-05-01T10:02:00Z", time.UTC, []string{"09:00", "09:10", "09:20", "09:30", "09:40", "09:50"}},
+		{"2024-05-01T09:00:00Z", "2024-05-01T10:04:00Z", time.UTC, []string{"09:00", "09:10", "09:20", "09:30", "09:40", "09:50", "10:00"}},
+		// A minute: seconds shown.
+		{"2024-05-01T09:00:00Z", "2024-05-01T09:01:00Z", time.UTC, []string{"09:00:00", "09:00:10", "09:00:20", "09:00:30", "09:00:40", "09:00:50"}},
+		// Round hours of the zone's clock, half past UTC's: 08:00 UTC is
+		// 13:30 IST.
+		{"2024-05-01T08:00:00Z", "2024-05-01T14:00:00Z", india, []string{"14:00", "15:00", "16:00", "17:00", "18:00", "19:00"}},
+		// A week: whole days, by the date.
+		{"2024-05-01T00:00:00Z", "2024-05-07T12:00:00Z", time.UTC, []string{"May 1", "May 2", "May 3", "May 4", "May 5", "May 6", "May 7"}},
+	} {
+		got := labels(clockTicks{c.loc}.Ticks(at(c.lo), at(c.hi)))
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s to %s in %s: %q, want %q", c.lo, c.hi, c.loc, got, c.want)
+		}
+	}
+	if ticks := (clockTicks{time.UTC}).Ticks(5, 5); ticks != nil {
+		t.Errorf("an empty axis: %v", ticks)
 	}
 }

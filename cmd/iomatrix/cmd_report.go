@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/report"
@@ -25,16 +28,19 @@ func newReportCommand(g *globalOptions) *cobra.Command {
 	o := &reportOptions{}
 	cmd := &cobra.Command{
 		Use:     "report FILE.json",
-		Short:   "Render a results file as text, Markdown, CSV, JSON, HTML or XLSX",
+		Short:   "Render a results file or an observation as text, Markdown, CSV, JSON, HTML or XLSX",
 		Long:    longHelp("report"),
 		Example: examples("report"),
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if data := observationBytes(args[0]); data != nil {
+				return runObservationReport(g, o, args[0], data, cmd.Flags())
+			}
 			return runReport(g, o, args[0], cmd.Flags().Changed("format"))
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Format, "format", "text", "output format: text, markdown, csv, json, html, xlsx, openmetrics")
+	f.StringVar(&o.Format, "format", "text", "output format: text, markdown, csv, json, html, xlsx, openmetrics (an observation: text, markdown, csv, html, json)")
 	f.StringVar(&o.Metric, "metric", "iops", "cell value: iops, mibps, lat-mean, lat-p50, lat-p99, lat-p99.9, or iops@p99<2ms (per row, the most IOPS whose p99 proves the bound)")
 	f.BoolVar(&o.Wide, "wide", false, "csv: the matrix shape instead of one row per result")
 	f.StringVarP(&o.Out, "out", "o", "", "write to this file instead of stdout (format from its extension)")
@@ -100,11 +106,68 @@ func runReport(g *globalOptions, o *reportOptions, path string, formatSet bool) 
 	if err := write(&buf, doc, report.Options{Metric: metric, Wide: o.Wide, Outlier: outlier}); err != nil {
 		return fmt.Errorf("render %s: %w", path, err)
 	}
-	if o.Out == "" {
-		_, err := g.stdout.Write(buf.Bytes())
+	return emitReport(g, o.Out, buf.Bytes())
+}
+
+// emitReport writes a rendering whole, to stdout or atomically to out:
+// a failed rendering leaves neither half a page nor a broken file.
+func emitReport(g *globalOptions, out string, rendered []byte) error {
+	if out == "" {
+		_, err := g.stdout.Write(rendered)
 		return err
 	}
-	return results.WriteBytesAtomic(o.Out, buf.Bytes())
+	return results.WriteBytesAtomic(out, rendered)
+}
+
+// observationBytes is the content of path when it is an observation,
+// nil otherwise: a file that cannot be read or is no iomatrix document is
+// left to the results reader, which says what is wrong with it.
+func observationBytes(path string) []byte {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	if kind, err := results.DocumentKind(data); err != nil || kind != results.KindObservation {
+		return nil
+	}
+	return data
+}
+
+// runObservationReport renders an observation (iomatrix observe's
+// document) in one of report.ObservationFormats. The flags that shape a
+// results file's matrix have nothing to act on here: given explicitly,
+// they are refused rather than ignored.
+func runObservationReport(g *globalOptions, o *reportOptions, path string, data []byte, flags *pflag.FlagSet) error {
+	for _, name := range []string{"metric", "wide", "outlier"} {
+		if flags.Changed(name) {
+			return usagef("--%s: %s is an observation, which has no matrix to pick cells or members from", name, path)
+		}
+	}
+	format := o.Format
+	if o.Out != "" && !flags.Changed("format") {
+		f, ok := report.FormatForPath(o.Out)
+		if !ok || !slices.Contains(report.ObservationFormats, f) {
+			return usagef("-o %s: an observation renders as %s; give -o a file ending .txt, .md, .csv, .html or .json, or --format",
+				o.Out, strings.Join(report.ObservationFormats, ", "))
+		}
+		format = f
+	}
+	write, err := report.LookupObservation(format)
+	if err != nil {
+		return usagef("--format %s: an observation renders as %s", format, strings.Join(report.ObservationFormats, ", "))
+	}
+	if err := checkOutPath("--out", o.Out); err != nil {
+		return err
+	}
+	obs, err := results.ReadObservation(bytes.NewReader(data))
+	if err != nil {
+		return fault.AsInput(fmt.Errorf("%s: %w", path, err))
+	}
+	var buf bytes.Buffer
+	if err := write(&buf, obs); err != nil {
+		return fmt.Errorf("render %s: %w", path, err)
+	}
+	return emitReport(g, o.Out, buf.Bytes())
 }
 
 type compareOptions struct {

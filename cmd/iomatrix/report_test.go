@@ -143,3 +143,84 @@ func TestCompareCSVNotesDifferences(t *testing.T) {
 		t.Errorf("text: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// tinyObservation is an observation of one device and one system for a
+// minute and its last two seconds: 600 reads of 4 KiB a second, their
+// ticks 300 ms, on vda.
+const tinyObservation = `{"schema_version": 1, "kind": "observation", "tool": {"name": "iomatrix", "version": "0.1.0"},
+ "host": {"hostname": "db1", "kernel": "6.1.0", "cpus": 2},
+ "started_at": "2024-05-01T08:00:00Z", "finished_at": "2024-05-01T08:01:00Z", "saved_at": "2024-05-01T08:01:00Z", "stop": "duration",
+ "settings": {"interval_ns": 1000000000, "duration_ns": 60000000000, "seconds_window_ns": 2000000000, "save_every_ns": 10000000000,
+  "devices": ["vda"], "cgroups": ["/erp.slice=erp"]},
+ "accounting": {"cgroup_version": 2, "cgroup_mode": "unified", "writeback": "root", "notes": []},
+ "devices": [{"name": "vda", "device": "254:0", "kind": "device",
+  "seconds": {"step_ns": 1000000000, "end_ms": [59000, 60000], "elapsed_us": [1000000, 1000000],
+   "counters": {"rios": [600, 600], "rbytes": [2457600, 2457600], "rticks_ms": [300, 300], "io_ticks_ms": [500, 500], "queue_ms": [700, 700]}},
+  "minutes": {"step_ns": 60000000000, "end_ms": [60000], "elapsed_us": [60000000],
+   "counters": {"rios": [36000], "rbytes": [147456000], "rticks_ms": [18000], "io_ticks_ms": [30000], "queue_ms": [42000]}},
+  "totals": {"rios": 36000}}],
+ "systems": [{"name": "erp", "cgroup": "/erp.slice", "writeback": "root",
+  "io": {"name": "erp", "kind": "cgroup",
+   "seconds": {"step_ns": 1000000000, "end_ms": [59000, 60000], "elapsed_us": [1000000, 1000000], "counters": {"rios": [600, 600], "rbytes": [2457600, 2457600]}},
+   "minutes": {"step_ns": 60000000000, "end_ms": [60000], "elapsed_us": [60000000], "counters": {"rios": [36000], "rbytes": [147456000]}},
+   "totals": {"rios": 36000},
+   "summary": {"observed_ns": 60000000000, "intervals": 60, "minutes": 1, "mean": {"reads": 600, "writes": 0, "ios": 600, "rkb": 2400, "wkb": 0},
+    "per_second": {"reads": {"p50": 600, "p95": 600, "p99": 600, "max": 600}}, "per_minute": {"reads": {"p50": 600, "p95": 600, "p99": 600, "max": 600}}}}}],
+ "events": []}
+`
+
+// report renders an observation in each of its formats, from --format
+// and from -o's extension, and refuses the formats and flags it has no
+// use for in one line.
+func TestReportObservation(t *testing.T) {
+	dir := t.TempDir()
+	obs := filepath.Join(dir, "obs.json")
+	testenv.Must(t, os.WriteFile(obs, []byte(tinyObservation), 0o644))
+	for _, c := range []struct {
+		format string
+		want   string
+	}{
+		{"text", "| whole observation (1m0s) | 600 | 0.00 | 2,400 |"},
+		{"markdown", "## iomatrix observation of db1"},
+		{"csv", "vda,device,interval,2024-05-01T08:01:00Z,1,600,0,2400,0,0.5,,0.7,50\n"},
+		{"html", "<h2>device vda (254:0)</h2>"},
+		{"json", `"kind": "observation"`},
+	} {
+		r := runInProcess("report", obs, "--format", c.format)
+		if r.code != 0 || r.stderr != "" || !strings.Contains(r.stdout, c.want) {
+			t.Errorf("%s: exit %d, stderr %q, no %q in\n%s", c.format, r.code, r.stderr, c.want, r.stdout)
+		}
+	}
+	for _, ext := range []string{"txt", "md", "csv", "html", "json"} {
+		out := filepath.Join(dir, "r."+ext)
+		if r := runInProcess("report", obs, "-o", out); r.code != 0 || r.stdout != "" {
+			t.Errorf("-o r.%s: exit %d, stdout %q, stderr %q", ext, r.code, r.stdout, r.stderr)
+		}
+		if fi, err := os.Stat(out); err != nil || fi.Size() == 0 {
+			t.Errorf("r.%s: %v %v", ext, fi, err)
+		}
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "r.json"))
+	if o, err := results.ReadObservation(strings.NewReader(string(data))); err != nil || o.Devices[0].Minutes.Counters["rios"][0] != 36000 {
+		t.Errorf("json report is not the observation: %v", err)
+	}
+	for _, c := range []struct {
+		name    string
+		args    []string
+		mention string
+	}{
+		{"xlsx", []string{"--format", "xlsx"}, "--format xlsx: an observation renders as text, markdown, csv, html, json"},
+		{"openmetrics", []string{"--format", "openmetrics"}, "--format openmetrics"},
+		{"xlsx file", []string{"-o", filepath.Join(dir, "r.xlsx")}, "r.xlsx: an observation renders as"},
+		{"metric", []string{"--metric", "lat-p99"}, "--metric: " + obs + " is an observation"},
+		{"wide", []string{"--format", "csv", "--wide"}, "--wide"},
+		{"outlier", []string{"--outlier", "5%"}, "--outlier"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			checkRefused(t, runInProcess(append([]string{"report", obs}, c.args...)...), c.mention)
+		})
+	}
+	if _, err := os.Stat(filepath.Join(dir, "r.xlsx")); !os.IsNotExist(err) {
+		t.Error("a refused report wrote r.xlsx")
+	}
+}
