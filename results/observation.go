@@ -208,11 +208,13 @@ type Timeline struct {
 func (t Timeline) Len() int { return len(t.EndMS) }
 
 // Rate is counter c's rate per second in interval i.
+// A counter the timeline lacks, or an interval it does not hold, is 0.
 func (t Timeline) Rate(c string, i int) float64 {
-	if t.ElapsedUS[i] <= 0 {
+	col := t.Counters[c]
+	if i < 0 || i >= len(col) || i >= len(t.ElapsedUS) || t.ElapsedUS[i] <= 0 {
 		return 0
 	}
-	return float64(t.Counters[c][i]) / (float64(t.ElapsedUS[i]) / 1e6)
+	return float64(col[i]) / (float64(t.ElapsedUS[i]) / 1e6)
 }
 
 // SeriesSummary is what a series demanded over the observation.
@@ -223,8 +225,9 @@ type SeriesSummary struct {
 	Intervals  int   `json:"intervals"`
 	Minutes    int   `json:"minutes"`
 	// Figures are by name: "reads" and "writes" (I/Os per second),
-	// "ios" (both), "rkb" and "wkb" (KiB per second); a database's by
-	// its own counters' names.
+	// "ios" (both), "rkb" and "wkb" (KiB per second); a database's
+	// are its data reads and writes under those names, and "fsyncs",
+	// "dblwr_writes" (per second) and "log_kb" (KiB per second).
 	Mean      map[string]float64 `json:"mean"`
 	PerSecond map[string]Spread3 `json:"per_second"`
 	PerMinute map[string]Spread3 `json:"per_minute"`
@@ -334,8 +337,12 @@ func ReadObservation(r io.Reader) (*Observation, error) {
 	if err != nil {
 		return nil, err
 	}
-	if kind != KindObservation {
+	switch kind {
+	case KindObservation:
+	case "":
 		return nil, fmt.Errorf("%w: a results file, not an observation (iomatrix observe writes those)", ErrBadDocument)
+	default:
+		return nil, fmt.Errorf("%w: a document of kind %q, not an observation", ErrBadDocument, kind)
 	}
 	var o Observation
 	if err := json.Unmarshal(data, &o); err != nil {
