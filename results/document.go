@@ -413,29 +413,14 @@ func ReadDocument(r io.Reader) (*Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	var probe struct {
-		SchemaVersion *int            `json:"schema_version"`
-		Tool          *Tool           `json:"tool"`
-		FioVersion    string          `json:"fio version"`
-		Results       json.RawMessage `json:"results"`
-		Kind          string          `json:"kind"`
-	}
-	if err := json.Unmarshal(data, &probe); err != nil {
-		return nil, fmt.Errorf("%w: not JSON: %w", ErrBadDocument, err)
-	}
+	kind, err := DocumentKind(data)
 	switch {
-	case probe.FioVersion != "":
-		return nil, fmt.Errorf("%w: this is fio output (%s); convert it with `iomatrix import`", ErrBadDocument, probe.FioVersion)
-	case probe.SchemaVersion == nil || probe.Tool == nil || probe.Tool.Name != "iomatrix":
-		return nil, fmt.Errorf("%w: JSON without iomatrix's schema_version and tool fields", ErrBadDocument)
-	case *probe.SchemaVersion > SchemaVersion:
-		return nil, fmt.Errorf("%w: schema_version %d is newer than this iomatrix (%s) reads (%d); upgrade iomatrix", ErrBadDocument, *probe.SchemaVersion, Version, SchemaVersion)
-	case *probe.SchemaVersion < 1:
-		return nil, fmt.Errorf("%w: schema_version %d", ErrBadDocument, *probe.SchemaVersion)
-	case probe.Kind == KindObservation:
+	case err != nil:
+		return nil, err
+	case kind == KindObservation:
 		return nil, fmt.Errorf("%w: this is an observation (iomatrix observe), not measured cells; render it with `iomatrix report`, or size from it with `iomatrix observe --workload`", ErrBadDocument)
-	case probe.Kind != "":
-		return nil, fmt.Errorf("%w: a document of kind %q, which this iomatrix (%s) does not know", ErrBadDocument, probe.Kind, Version)
+	case kind != "":
+		return nil, fmt.Errorf("%w: a document of kind %q, which this iomatrix (%s) does not know", ErrBadDocument, kind, Version)
 	}
 	var d Document
 	if err := json.Unmarshal(data, &d); err != nil {
@@ -446,12 +431,17 @@ func ReadDocument(r io.Reader) (*Document, error) {
 
 // ReadDocumentFile reads and parses a results file.
 func ReadDocumentFile(path string) (*Document, error) {
+	return readFile(path, ReadDocument)
+}
+
+// readFile reads a document of iomatrix's from a file; errors name it.
+func readFile[T any](path string, read func(io.Reader) (*T, error)) (*T, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	d, err := ReadDocument(f)
+	d, err := read(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 )
@@ -353,16 +352,7 @@ func ReadObservation(r io.Reader) (*Observation, error) {
 
 // ReadObservationFile reads and parses an observation document.
 func ReadObservationFile(path string) (*Observation, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	o, err := ReadObservation(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return o, nil
+	return readFile(path, ReadObservation)
 }
 
 // MarshalJSON writes a timeline with strconv's appenders, in the plain
@@ -441,21 +431,21 @@ func (t *Timeline) sizeHint() int {
 }
 
 func appendInts(b []byte, v []int64, comma bool) []byte {
-	for _, x := range v {
-		if comma {
-			b = append(b, ',')
-		}
-		b, comma = strconv.AppendInt(b, x, 10), true
-	}
-	return b
+	return appendNums(b, v, comma, func(b []byte, x int64) []byte { return strconv.AppendInt(b, x, 10) })
 }
 
 func appendUints(b []byte, v []uint64, comma bool) []byte {
+	return appendNums(b, v, comma, func(b []byte, x uint64) []byte { return strconv.AppendUint(b, x, 10) })
+}
+
+// appendNums appends v comma-separated, with a comma first when comma is
+// set (the numbers continue a list).
+func appendNums[T any](b []byte, v []T, comma bool, app func([]byte, T) []byte) []byte {
 	for _, x := range v {
 		if comma {
 			b = append(b, ',')
 		}
-		b, comma = strconv.AppendUint(b, x, 10), true
+		b, comma = app(b, x), true
 	}
 	return b
 }

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -214,13 +213,6 @@ func TestObserveSourcesComeAndGo(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(shm) })
 	backing := filepath.Join(shm, "disk.img")
 	testenv.Must(t, os.WriteFile(backing, make([]byte, 16<<20), 0o644))
-	// A loop device number nobody has: it is created and deleted here.
-	n := 200
-	for ; n < 1000; n++ {
-		if _, err := os.Stat(fmt.Sprintf("/sys/block/loop%d", n)); os.IsNotExist(err) {
-			break
-		}
-	}
 	short := blkioGroup(t, "short")
 	dir := t.TempDir()
 	out := filepath.Join(dir, "obs.json")
@@ -238,24 +230,8 @@ func TestObserveSourcesComeAndGo(t *testing.T) {
 	testenv.Must(t, os.Remove(short))
 
 	// A loop device is created, read, detached and deleted.
-	ctl, err := os.OpenFile("/dev/loop-control", os.O_RDWR, 0)
-	testenv.Require(t, err == nil, "no /dev/loop-control")
-	defer ctl.Close()
-	loopIoctl := func(req uintptr) error {
-		if _, _, errno := unix.Syscall(unix.SYS_IOCTL, ctl.Fd(), req, uintptr(n)); errno != 0 {
-			return errno
-		}
-		return nil
-	}
-	testenv.Must(t, loopIoctl(unix.LOOP_CTL_ADD))
-	removed := false
-	defer func() {
-		if !removed {
-			exec.Command("losetup", "-d", fmt.Sprintf("/dev/loop%d", n)).Run()
-			loopIoctl(unix.LOOP_CTL_REMOVE)
-		}
-	}()
-	loop := "/dev/loop" + strconv.Itoa(n)
+	ln := newLoopNumber(t)
+	loop := ln.path()
 	time.Sleep(300 * time.Millisecond)
 	if b, err := exec.Command("losetup", "--direct-io=on", loop, backing).CombinedOutput(); err != nil {
 		t.Fatalf("losetup: %v: %s", err, b)
@@ -267,13 +243,7 @@ func TestObserveSourcesComeAndGo(t *testing.T) {
 	if b, err := exec.Command("losetup", "-d", loop).CombinedOutput(); err != nil {
 		t.Fatalf("losetup -d: %v: %s", err, b)
 	}
-	for i := 0; i < 50 && !removed; i++ {
-		removed = loopIoctl(unix.LOOP_CTL_REMOVE) == nil
-		if !removed {
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	testenv.Require(t, removed, "the loop device could not be removed")
+	testenv.Must(t, ln.remove())
 	if err := obs.Wait(); err != nil {
 		t.Fatalf("observe: %v\n%s", err, stderr.String())
 	}
@@ -406,9 +376,64 @@ func TestObserveReadOnlyCgroupfs(t *testing.T) {
 	}
 }
 
-// freshLoop creates a loop device of its own over a file in /dev/shm (a
-// request queue no throttle rule ever touched), deleted when the test
-// ends.
+// loopNumber is a loop device the test created (LOOP_CTL_ADD) under a
+// number nobody had, deleted when the test ends if it has not been.
+type loopNumber struct {
+	ctl     *os.File
+	n       int
+	removed bool
+}
+
+func newLoopNumber(t *testing.T) *loopNumber {
+	t.Helper()
+	testenv.Root(t)
+	ctl, err := os.OpenFile("/dev/loop-control", os.O_RDWR, 0)
+	testenv.Require(t, err == nil, "no /dev/loop-control")
+	l := &loopNumber{ctl: ctl, n: 200}
+	for ; l.n < 1000; l.n++ {
+		if _, err := os.Stat(fmt.Sprintf("/sys/block/loop%d", l.n)); os.IsNotExist(err) {
+			break
+		}
+	}
+	if err := l.ioctl(unix.LOOP_CTL_ADD); err != nil {
+		t.Fatalf("add loop%d: %v", l.n, err)
+	}
+	t.Cleanup(func() {
+		defer ctl.Close()
+		if !l.removed {
+			exec.Command("losetup", "-d", l.path()).Run()
+			if err := l.remove(); err != nil {
+				t.Errorf("loop%d left behind: %v", l.n, err)
+			}
+		}
+	})
+	return l
+}
+
+func (l *loopNumber) path() string { return fmt.Sprintf("/dev/loop%d", l.n) }
+
+func (l *loopNumber) ioctl(req uintptr) error {
+	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, l.ctl.Fd(), req, uintptr(l.n)); errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// remove deletes the device, waiting for a detach to let go of it.
+func (l *loopNumber) remove() error {
+	var err error
+	for i := 0; i < 50; i++ {
+		if err = l.ioctl(unix.LOOP_CTL_REMOVE); err == nil {
+			l.removed = true
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("remove loop%d: %w", l.n, err)
+}
+
+// freshLoop attaches a loop device of the test's own over a file in
+// /dev/shm: a request queue no throttle rule ever touched.
 func freshLoop(t *testing.T) string {
 	t.Helper()
 	testenv.Root(t)
@@ -417,29 +442,7 @@ func freshLoop(t *testing.T) string {
 	t.Cleanup(func() { os.RemoveAll(shm) })
 	backing := filepath.Join(shm, "disk.img")
 	testenv.Must(t, os.WriteFile(backing, make([]byte, 8<<20), 0o644))
-	ctl, err := os.OpenFile("/dev/loop-control", os.O_RDWR, 0)
-	testenv.Require(t, err == nil, "no /dev/loop-control")
-	n := 300
-	for ; n < 1000; n++ {
-		if _, err := os.Stat(fmt.Sprintf("/sys/block/loop%d", n)); os.IsNotExist(err) {
-			break
-		}
-	}
-	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, ctl.Fd(), unix.LOOP_CTL_ADD, uintptr(n)); errno != 0 {
-		t.Fatalf("add loop%d: %v", n, errno)
-	}
-	loop := fmt.Sprintf("/dev/loop%d", n)
-	t.Cleanup(func() {
-		defer ctl.Close()
-		exec.Command("losetup", "-d", loop).Run()
-		for i := 0; i < 50; i++ {
-			if _, _, errno := unix.Syscall(unix.SYS_IOCTL, ctl.Fd(), unix.LOOP_CTL_REMOVE, uintptr(n)); errno == 0 {
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		t.Errorf("loop%d left behind", n)
-	})
+	loop := newLoopNumber(t).path()
 	if b, err := exec.Command("losetup", "--direct-io=on", loop, backing).CombinedOutput(); err != nil {
 		t.Fatalf("losetup: %v: %s", err, b)
 	}
