@@ -690,11 +690,10 @@ func (o *Observer) concurrency(st *systemState, sum *results.SeriesSummary) floa
 		if !ok {
 			continue
 		}
-		mins := minutesIn(d.s, h.StartMS, h.EndMS)
-		if len(mins) == 0 {
+		tot := d.s.within(h.StartMS, h.EndMS)
+		if tot.elapsedUS == 0 {
 			continue
 		}
-		tot := sumOf(mins, len(deviceLayout.counters))
 		secs := float64(tot.elapsedUS) / 1e6
 		devIOs := float64(tot.c[deviceLayout.rios]+tot.c[deviceLayout.wios]) / secs
 		if devIOs == 0 {
@@ -704,16 +703,6 @@ func (o *Observer) concurrency(st *systemState, sum *results.SeriesSummary) floa
 		q += aquSz(deviceLayout, tot) * share
 	}
 	return q
-}
-
-func minutesIn(s *series, startMS, endMS int64) []interval {
-	var out []interval
-	for _, m := range s.allMinutes() {
-		if m.endMS > startMS && m.endMS <= endMS {
-			out = append(out, m)
-		}
-	}
-	return out
 }
 
 // accounting states how this host counts.

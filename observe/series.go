@@ -26,10 +26,9 @@ type series struct {
 
 	kept     []interval // ascending from head; those older than keep dropped
 	head     int
-	dropped  bool       // some intervals left memory
-	mins     []interval // closed minutes
-	minIdx   []int64    // each closed minute's index since the start
-	cur      interval   // the open minute
+	dropped  bool     // some intervals left memory
+	mins     minutes  // closed minutes, by column
+	cur      interval // the open minute
 	curIdx   int64
 	curUsed  bool
 	totals   []uint64
@@ -180,38 +179,92 @@ func (s *series) add(endMS, elapsedUS int64, c []uint64) {
 // closeMinute ends the open minute and judges whether the hour it ends is
 // the busiest so far.
 func (s *series) closeMinute() {
-	s.mins = append(s.mins, s.cur)
-	s.minIdx = append(s.minIdx, s.curIdx)
+	s.mins.push(s.curIdx, s.cur)
 	s.curUsed = false
+	if s.sortedMinutes == nil {
+		s.sortedMinutes = make([][]float64, len(s.layout.figures()))
+	}
+	if s.cur.elapsedUS > 0 {
+		for i, f := range s.layout.figures() {
+			r := f.of(s.cur.c) / (float64(s.cur.elapsedUS) / 1e6)
+			j, _ := slices.BinarySearch(s.sortedMinutes[i], r)
+			s.sortedMinutes[i] = slices.Insert(s.sortedMinutes[i], j, r)
+		}
+	}
 	k := s.curIdx
 	if k < 59 {
 		return // no whole hour yet
 	}
-	var ios, us int64
-	first := len(s.mins)
-	for i := len(s.mins) - 1; i >= 0 && s.minIdx[i] > k-60; i-- {
-		m := s.mins[i]
-		ios += int64(m.c[s.layout.rios] + m.c[s.layout.wios])
-		us += m.elapsedUS
-		first = i
-	}
-	if us == 0 {
+	first := s.mins.since(k - 59)
+	sum := s.mins.sum(first, s.mins.len())
+	if sum.elapsedUS == 0 {
 		return
 	}
-	rate := float64(ios) / (float64(us) / 1e6)
+	rate := float64(sum.c[s.layout.rios]+sum.c[s.layout.wios]) / (float64(sum.elapsedUS) / 1e6)
 	if s.busiest != nil && rate <= s.bestIOs {
 		return
 	}
 	s.bestIOs = rate
-	s.busiest = s.hour(s.mins[first:], (k-59)*minuteMS, s.mins[len(s.mins)-1].endMS, false)
+	s.busiest = s.hour(sum, (k-59)*minuteMS, sum.endMS, false)
 }
 
-// hour summarizes minutes as an hour from startMS to endMS: its mean
-// figures and read share from the minutes, its size mix from the
-// intervals it holds that are still in the window (an hour just closed
-// always is, the window being at least an hour long).
-func (s *series) hour(mins []interval, startMS, endMS int64, whole bool) *results.BusiestHour {
-	sum := sumOf(mins, len(s.layout.counters))
+// minutes are closed minutes column by column: a week of them is
+// encoded and summed without an allocation per minute.
+type minutes struct {
+	idx, end, elapsed []int64 // each minute's index since the start, end, length
+	cols              [][]uint64
+}
+
+func (m *minutes) len() int { return len(m.end) }
+
+func (m *minutes) push(idx int64, iv interval) {
+	if m.cols == nil {
+		m.cols = make([][]uint64, len(iv.c))
+	}
+	m.idx, m.end, m.elapsed = append(m.idx, idx), append(m.end, iv.endMS), append(m.elapsed, iv.elapsedUS)
+	for i, v := range iv.c {
+		m.cols[i] = append(m.cols[i], v)
+	}
+}
+
+// since is the first minute whose index is at least k.
+func (m *minutes) since(k int64) int {
+	i, _ := slices.BinarySearch(m.idx, k)
+	return i
+}
+
+// sum adds minutes [from, to) into one interval (its end the last one's).
+func (m *minutes) sum(from, to int) interval {
+	out := interval{c: make([]uint64, len(m.cols))}
+	for j := from; j < to; j++ {
+		out.elapsedUS += m.elapsed[j]
+		out.endMS = m.end[j]
+	}
+	for i, col := range m.cols {
+		for _, v := range col[from:to] {
+			out.c[i] += v
+		}
+	}
+	return out
+}
+
+// within is the sum of the minutes ending in (startMS, endMS], the open
+// one included.
+func (s *series) within(startMS, endMS int64) interval {
+	i, _ := slices.BinarySearch(s.mins.end, startMS+1)
+	j, _ := slices.BinarySearch(s.mins.end, endMS+1)
+	sum := s.mins.sum(i, j)
+	if s.curUsed && s.cur.endMS > startMS && s.cur.endMS <= endMS {
+		sum = sumOf([]interval{sum, s.cur}, len(s.layout.counters))
+	}
+	return sum
+}
+
+// hour summarizes a sum of minutes as an hour from startMS to endMS: its
+// mean figures and read share from the minutes, its size mix from the
+// intervals it holds that are still in memory (an hour just closed always
+// is: memory keeps an hour and a minute).
+func (s *series) hour(sum interval, startMS, endMS int64, whole bool) *results.BusiestHour {
 	h := &results.BusiestHour{
 		Start: s.at(startMS), End: s.at(endMS), StartMS: startMS, EndMS: endMS, Whole: whole,
 		Mean: s.means(sum),
@@ -262,14 +315,11 @@ func (s *series) means(iv interval) map[string]float64 {
 	return m
 }
 
-// allMinutes are the closed minutes and the open one, which counts as a
-// minute of its own once it covers half of one (or when it is all there
-// is): a minute's rate is over the time its intervals cover.
-func (s *series) allMinutes() []interval {
-	if s.curUsed && (s.cur.elapsedUS >= minuteMS*1000/2 || len(s.mins) == 0) {
-		return append(slices.Clip(s.mins), s.cur)
-	}
-	return s.mins
+// openCounts tells whether the open minute counts as a minute of its own
+// in the per-minute figures: once it covers half of one, or when it is
+// all there is (a minute's rate is over the time its intervals cover).
+func (s *series) openCounts() bool {
+	return s.curUsed && (s.cur.elapsedUS >= minuteMS*1000/2 || s.mins.len() == 0)
 }
 
 // secs are the intervals in memory.
@@ -288,34 +338,28 @@ func (s *series) recent() []interval {
 
 // summary is what the series demanded so far.
 func (s *series) summary() *results.SeriesSummary {
-	all := sumOf(s.mins, len(s.layout.counters))
-	if s.curUsed {
-		all = sumOf([]interval{all, s.cur}, len(s.layout.counters))
+	all := interval{elapsedUS: s.observed, c: s.totals, endMS: s.lastEnd()}
+	open := s.openCounts()
+	n := s.mins.len()
+	if open {
+		n++
 	}
-	mins := s.allMinutes()
 	sum := &results.SeriesSummary{
-		ObservedNS: s.observed * 1000, Intervals: s.count, Minutes: len(mins),
+		ObservedNS: s.observed * 1000, Intervals: s.count, Minutes: n,
 		Mean:      s.means(all),
 		PerSecond: map[string]results.Spread3{},
 		PerMinute: map[string]results.Spread3{},
 		SizeMix:   s.sizeMix.classes(),
 	}
-	if s.sortedMinutes == nil || s.sortedOver != len(s.mins) {
-		s.sortedMinutes, s.sortedOver = make([][]float64, len(s.layout.figures())), len(s.mins)
-		for i, f := range s.layout.figures() {
-			s.sortedMinutes[i] = rates(s.mins, f)
-			slices.Sort(s.sortedMinutes[i])
-		}
-	}
-	open := len(mins) > len(s.mins)
 	for i, f := range s.layout.figures() {
-		v := s.sortedMinutes[i]
-		if open {
-			r := rates(mins[len(mins)-1:], f)
-			if len(r) > 0 {
-				j, _ := slices.BinarySearch(v, r[0])
-				v = slices.Insert(slices.Clone(v), j, r[0])
-			}
+		var v []float64
+		if s.sortedMinutes != nil {
+			v = s.sortedMinutes[i]
+		}
+		if open && s.cur.elapsedUS > 0 {
+			r := f.of(s.cur.c) / (float64(s.cur.elapsedUS) / 1e6)
+			j, _ := slices.BinarySearch(v, r)
+			v = slices.Insert(slices.Clone(v), j, r)
 		}
 		sum.PerMinute[f.name] = spreadOf(v)
 		if !s.dropped {
@@ -329,11 +373,7 @@ func (s *series) summary() *results.SeriesSummary {
 		sum.BusiestHour = s.busiest
 	case s.count > 0:
 		// Shorter than an hour: the whole observation stands for it.
-		whole := s.mins
-		if s.curUsed {
-			whole = append(slices.Clip(whole), s.cur)
-		}
-		sum.BusiestHour = s.hour(whole, 0, all.endMS, true)
+		sum.BusiestHour = s.hour(all, 0, all.endMS, true)
 	}
 	if s.layout.device && all.elapsedUS > 0 {
 		l := s.layout
@@ -404,16 +444,60 @@ func (s *series) timeline(ivs []interval, step time.Duration) results.Timeline {
 	return t
 }
 
+// lastEnd is the end of the last interval added.
+func (s *series) lastEnd() int64 {
+	if s.curUsed {
+		return s.cur.endMS
+	}
+	if n := s.mins.len(); n > 0 {
+		return s.mins.end[n-1]
+	}
+	return 0
+}
+
+// minuteTimeline is the minutes as the document holds them, sharing the
+// columns: the open minute is written in their spare room, past their
+// length, where the next save writes it again until it closes.
+func (s *series) minuteTimeline() results.Timeline {
+	m := &s.mins
+	n := m.len()
+	t := results.Timeline{StepNS: time.Minute.Nanoseconds(), Counters: map[string][]uint64{}, Stable: n, Cache: &s.minCache}
+	room := func(col []int64) []int64 {
+		if cap(col) == len(col) {
+			col = slices.Grow(col, 1)
+		}
+		return col
+	}
+	if s.curUsed {
+		m.end, m.elapsed = room(m.end), room(m.elapsed)
+		m.end[:n+1][n], m.elapsed[:n+1][n] = s.cur.endMS, s.cur.elapsedUS
+		t.EndMS, t.ElapsedUS = m.end[:n+1], m.elapsed[:n+1]
+	} else {
+		t.EndMS, t.ElapsedUS = m.end, m.elapsed
+	}
+	if m.cols == nil {
+		m.cols = make([][]uint64, len(s.layout.counters))
+	}
+	for i, name := range s.layout.counters {
+		col := m.cols[i]
+		if s.curUsed {
+			if cap(col) == len(col) {
+				col = slices.Grow(col, 1)
+				m.cols[i] = col
+			}
+			col = col[:n+1]
+			col[n] = s.cur.c[i]
+		}
+		t.Counters[name] = col
+	}
+	return t
+}
+
 // result is the series as the document holds it.
 func (s *series) result(interval time.Duration) *results.ObservedSeries {
-	mins := s.mins
-	if s.curUsed {
-		mins = append(slices.Clip(mins), s.cur)
-	}
 	out := &results.ObservedSeries{Name: s.name, Kind: s.kind, Device: s.device,
-		Seconds: s.timeline(s.recent(), interval), Minutes: s.timeline(mins, time.Minute),
+		Seconds: s.timeline(s.recent(), interval), Minutes: s.minuteTimeline(),
 		Totals: map[string]uint64{}}
-	out.Minutes.Stable, out.Minutes.Cache = len(s.mins), &s.minCache
 	for i, name := range s.layout.counters {
 		out.Totals[name] = s.totals[i]
 	}

@@ -325,7 +325,7 @@ func TestObserveBadInput(t *testing.T) {
 		{[]string{"--cgroup", "/no/such/group=x"}, "--cgroup /no/such/group"},
 		{[]string{"--cgroups", "all"}, "--cgroups:"},
 		{[]string{"--interval", "10ms"}, "--interval:"},
-		{[]string{"--window", "10m"}, "--window:"},
+		{[]string{"--window", "10s"}, "--window:"},
 		{[]string{"nosuchdisk0"}, "device nosuchdisk0"},
 		{[]string{"--statistic", "p42"}, "--statistic:"},
 		{[]string{"--headroom", "lots"}, "--headroom:"},
