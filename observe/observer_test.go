@@ -221,3 +221,56 @@ func TestObservationRoundTrip(t *testing.T) {
 		t.Errorf("an observation read as results: %v", err)
 	}
 }
+
+func TestSystemName(t *testing.T) {
+	for path, want := range map[string]string{
+		"/system.slice/mariadb.service": "mariadb.service",
+		"/machine.slice/libpod-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope":                                                                                                    "libpod-0123456789ab",
+		"/docker/0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef":                                                                                                                        "0123456789ab",
+		"/kubepods/burstable/pod1b2c3d4e-1111-2222-3333-444455556666/0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef":                                                                    "pod-1b2c3d4e/0123456789ab",
+		"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1b2c3d4e_1111_2222_3333_444455556666.slice/cri-containerd-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope": "pod-1b2c3d4e/0123456789ab",
+		"/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod1b2c3d4e_1111_2222_3333_444455556666.slice":                                                                                     "pod-1b2c3d4e",
+		"/":        "root",
+		"/batch/a": "a",
+	} {
+		if got := SystemName(path); got != want {
+			t.Errorf("SystemName(%s) = %q, want %q", path, got, want)
+		}
+	}
+}
+
+// Discovery takes the leaves under the service, machine and pod slices,
+// and names two leaves of one name apart by their parents.
+func TestDiscover(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{
+		"system.slice/mariadb.service", "system.slice/sshd.service", "system.slice/app.slice/web.service",
+		"machine.slice/libpod-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope/container",
+		"user.slice/user-1000.slice/session-1.scope", "kubepods/besteffort/podaaaaaaaa-1111-2222-3333-444455556666/bbbb",
+		"kubepods/burstable/podcccccccc-1111-2222-3333-444455556666/bbbb",
+	} {
+		testenv.Must(t, os.MkdirAll(filepath.Join(dir, d), 0o755))
+	}
+	got, err := Discover(dir)
+	testenv.Must(t, err)
+	names := map[string]string{}
+	for _, s := range got {
+		names[s.Path] = s.Name
+	}
+	want := map[string]string{
+		"/system.slice/mariadb.service":       "mariadb.service",
+		"/system.slice/sshd.service":          "sshd.service",
+		"/system.slice/app.slice/web.service": "web.service",
+		"/machine.slice/libpod-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope/container": "libpod-0123456789ab",
+		"/kubepods/besteffort/podaaaaaaaa-1111-2222-3333-444455556666/bbbb":                                      "pod-aaaaaaaa/bbbb",
+		"/kubepods/burstable/podcccccccc-1111-2222-3333-444455556666/bbbb":                                       "pod-cccccccc/bbbb",
+	}
+	if len(names) != len(want) {
+		t.Errorf("found %v, want %v", names, want)
+	}
+	for p, n := range want {
+		if names[p] != n {
+			t.Errorf("%s: named %q, want %q", p, names[p], n)
+		}
+	}
+}

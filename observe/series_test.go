@@ -129,3 +129,18 @@ func TestTimelineWindow(t *testing.T) {
 		t.Errorf("write total %d", r.Totals["wios"])
 	}
 }
+
+// A late sample lengthens its interval instead of inflating its rate:
+// rates are over the monotonic time each interval took.
+func TestDriftCorrected(t *testing.T) {
+	s := newSeries("vda", "device", "254:0", deviceLayout, time.Hour, time.Now())
+	c := make([]uint64, len(deviceLayout.counters))
+	c[deviceLayout.rios] = 100
+	s.add(1000, 1e6, c)
+	c[deviceLayout.rios] = 160 // the next sample came 1.6 s later
+	s.add(2600, 1.6e6, c)
+	sum := s.summary()
+	if ps := sum.PerSecond["reads"]; ps.P50 != 100 || ps.Max != 100 || sum.Mean["reads"] != 100 {
+		t.Errorf("per-interval %+v, mean %v: want 100 reads/s throughout", ps, sum.Mean["reads"])
+	}
+}

@@ -178,6 +178,10 @@ var (
 // ("pod-1b2c3d4e/0123456789ab"), or else the path's last element.
 func SystemName(path string) string {
 	elems := strings.Split(strings.Trim(path, "/"), "/")
+	if len(elems) > 1 && elems[len(elems)-1] == "container" {
+		// podman under systemd runs the container in libpod-ID.scope/container.
+		elems = elems[:len(elems)-1]
+	}
 	last := elems[len(elems)-1]
 	if last == "" {
 		return "root"
