@@ -42,7 +42,6 @@ type series struct {
 	// more than all the sampling.
 	minCache      results.TimelineCache // the closed minutes' encoding
 	sortedMinutes [][]float64           // per figure, the closed minutes' rates sorted
-	sortedOver    int                   // the closed minutes they hold
 	sizeMix       sizeMix               // every interval's I/Os by average size
 	busiest       *results.BusiestHour
 	bestIOs       float64 // the busiest hour's mean I/O rate

@@ -103,7 +103,7 @@ func runObserve(ctx context.Context, g *globalOptions, o *observeOptions, args [
 	}
 	defer func() {
 		for _, d := range dbs {
-			d.DB.Close()
+			_ = d.DB.Close() // read-only connections: nothing to lose
 		}
 	}()
 	cfg.Databases = dbs

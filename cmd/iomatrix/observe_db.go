@@ -22,7 +22,7 @@ func openDatabases(ctx context.Context, o *observeOptions, ctrl cgroup.Controlle
 	var out []observe.DatabaseSource
 	fail := func(err error) ([]observe.DatabaseSource, error) {
 		for _, d := range out {
-			d.DB.Close()
+			_ = d.DB.Close() // read-only connections: nothing to lose
 		}
 		return nil, err
 	}

@@ -58,6 +58,31 @@ func inCgroup(t *testing.T, dir, bin string, args ...string) *exec.Cmd {
 	return cmd
 }
 
+// startObserve starts iomatrix observe; wait waits for it to end well,
+// failing the test with its stderr otherwise.
+func startObserve(t *testing.T, args ...string) (wait func()) {
+	t.Helper()
+	obs := iomatrixCmd(t, append([]string{"observe"}, args...)...)
+	var stderr strings.Builder
+	obs.Stderr = &stderr
+	testenv.Must(t, obs.Start())
+	return func() {
+		t.Helper()
+		if err := obs.Wait(); err != nil {
+			t.Fatalf("observe: %v\n%s", err, stderr.String())
+		}
+	}
+}
+
+// readIn reads count 4K blocks of dev, O_DIRECT, from a process in the
+// cgroup g.
+func readIn(t *testing.T, g, dev string, count int) {
+	t.Helper()
+	if b, err := inCgroup(t, g, "dd", "if="+dev, "of=/dev/null", "bs=4k", fmt.Sprintf("count=%d", count), "iflag=direct").CombinedOutput(); err != nil {
+		t.Fatalf("dd: %v: %s", err, b)
+	}
+}
+
 func devNumOf(t *testing.T, dev string) sysfs.DevNum {
 	t.Helper()
 	var st unix.Stat_t
@@ -135,19 +160,11 @@ func TestObserveCappedLoads(t *testing.T) {
 
 	before := diskstatsOf(t, id)
 	out := filepath.Join(dir, "obs.json")
-	obs := iomatrixCmd(t, "observe", busy, idle, "--cgroup", reader+"=reader", "--cgroup", writer+"=writer", "--cgroup", prober+"=prober",
+	wait := startObserve(t, busy, idle, "--cgroup", reader+"=reader", "--cgroup", writer+"=writer", "--cgroup", prober+"=prober",
 		"--interval", "250ms", "--duration", "4s", "--v1-enable-counters", "-o", out, "-q")
-	var stdout, stderr strings.Builder
-	obs.Stdout, obs.Stderr = &stdout, &stderr
-	testenv.Must(t, obs.Start())
 	time.Sleep(time.Second)
-	dd := inCgroup(t, prober, "dd", "if="+idle, "of=/dev/null", "bs=4k", "count=1000", "iflag=direct")
-	if b, err := dd.CombinedOutput(); err != nil {
-		t.Fatalf("dd: %v: %s", err, b)
-	}
-	if err := obs.Wait(); err != nil {
-		t.Fatalf("observe: %v\n%s", err, stderr.String())
-	}
+	readIn(t, prober, idle, 1000)
+	wait()
 	after := diskstatsOf(t, id)
 	doc := readObservation(t, out)
 
@@ -216,16 +233,11 @@ func TestObserveSourcesComeAndGo(t *testing.T) {
 	short := blkioGroup(t, "short")
 	dir := t.TempDir()
 	out := filepath.Join(dir, "obs.json")
-	obs := iomatrixCmd(t, "observe", "--all-devices", "--v1-enable-counters", "--cgroup", short+"=short", "--interval", "100ms", "--duration", "4s", "-o", out, "-q")
-	var stderr strings.Builder
-	obs.Stderr = &stderr
-	testenv.Must(t, obs.Start())
+	wait := startObserve(t, "--all-devices", "--v1-enable-counters", "--cgroup", short+"=short", "--interval", "100ms", "--duration", "4s", "-o", out, "-q")
 	time.Sleep(500 * time.Millisecond)
 
 	// The short-lived system reads, ends, and its cgroup is removed.
-	if b, err := inCgroup(t, short, "dd", "if="+disk, "of=/dev/null", "bs=4k", "count=200", "iflag=direct").CombinedOutput(); err != nil {
-		t.Fatalf("dd: %v: %s", err, b)
-	}
+	readIn(t, short, disk, 200)
 	time.Sleep(300 * time.Millisecond)
 	testenv.Must(t, os.Remove(short))
 
@@ -244,9 +256,7 @@ func TestObserveSourcesComeAndGo(t *testing.T) {
 		t.Fatalf("losetup -d: %v: %s", err, b)
 	}
 	testenv.Must(t, ln.remove())
-	if err := obs.Wait(); err != nil {
-		t.Fatalf("observe: %v\n%s", err, stderr.String())
-	}
+	wait()
 	doc := readObservation(t, out)
 	kinds := map[string][]string{}
 	for _, e := range doc.Events {
@@ -354,23 +364,20 @@ func TestObserveReadOnlyCgroupfs(t *testing.T) {
 	if b, err := exec.Command("mount", "-t", "cgroup", "-o", "ro,blkio", "none", filepath.Join(ro, "blkio")).CombinedOutput(); err != nil {
 		testenv.Require(t, false, fmt.Sprintf("mount a read-only blkio hierarchy: %v: %s", err, b))
 	}
-	defer exec.Command("umount", filepath.Join(ro, "blkio")).Run()
+	defer func() {
+		if b, err := exec.Command("umount", filepath.Join(ro, "blkio")).CombinedOutput(); err != nil {
+			t.Errorf("umount: %v: %s", err, b)
+		}
+	}()
 	disk := testenv.RAMDisk(t, 16<<20)
 	ctrl, err := cgroup.Detect(cgroup.DefaultRoot)
 	testenv.Must(t, err)
 	testenv.Must(t, observe.EnableV1Counters(ctrl, devNumOf(t, disk), os.Getpid()))
 	out := filepath.Join(t.TempDir(), "obs.json")
-	obs := iomatrixCmd(t, "observe", disk, "--cgroupfs", ro, "--cgroup", "/"+filepath.Base(g)+"=sys", "--interval", "100ms", "--duration", "2s", "-o", out, "-q")
-	var stderr strings.Builder
-	obs.Stderr = &stderr
-	testenv.Must(t, obs.Start())
+	wait := startObserve(t, disk, "--cgroupfs", ro, "--cgroup", "/"+filepath.Base(g)+"=sys", "--interval", "100ms", "--duration", "2s", "-o", out, "-q")
 	time.Sleep(500 * time.Millisecond)
-	if b, err := inCgroup(t, g, "dd", "if="+disk, "of=/dev/null", "bs=4k", "count=100", "iflag=direct").CombinedOutput(); err != nil {
-		t.Fatalf("dd: %v: %s", err, b)
-	}
-	if err := obs.Wait(); err != nil {
-		t.Fatalf("observe: %v\n%s", err, stderr.String())
-	}
+	readIn(t, g, disk, 100)
+	wait()
 	if s := systemOf(t, readObservation(t, out), "sys"); s.IO.Totals["rios"] != 100 {
 		t.Errorf("through a read-only cgroupfs: %d reads, dd did 100", s.IO.Totals["rios"])
 	}
@@ -401,7 +408,7 @@ func newLoopNumber(t *testing.T) *loopNumber {
 	t.Cleanup(func() {
 		defer ctl.Close()
 		if !l.removed {
-			exec.Command("losetup", "-d", l.path()).Run()
+			_ = exec.Command("losetup", "-d", l.path()).Run() // it may not be attached
 			if err := l.remove(); err != nil {
 				t.Errorf("loop%d left behind: %v", l.n, err)
 			}
@@ -458,17 +465,14 @@ func TestObserveV1UncountedDevice(t *testing.T) {
 			loop := freshLoop(t)
 			g := blkioGroup(t, "blind")
 			out := filepath.Join(t.TempDir(), "obs.json")
-			args := []string{"observe", loop, "--cgroup", g + "=sys", "--interval", "100ms", "--duration", "1500ms", "-o", out, "-q"}
+			args := []string{loop, "--cgroup", g + "=sys", "--interval", "100ms", "--duration", "1500ms", "-o", out, "-q"}
 			if enable {
 				args = append(args, "--v1-enable-counters")
 			}
-			obs := iomatrixCmd(t, args...)
-			testenv.Must(t, obs.Start())
+			wait := startObserve(t, args...)
 			time.Sleep(400 * time.Millisecond)
-			if b, err := inCgroup(t, g, "dd", "if="+loop, "of=/dev/null", "bs=4k", "count=100", "iflag=direct").CombinedOutput(); err != nil {
-				t.Fatalf("dd: %v: %s", err, b)
-			}
-			testenv.Must(t, obs.Wait())
+			readIn(t, g, loop, 100)
+			wait()
 			doc := readObservation(t, out)
 			dev := deviceOf(t, doc, filepath.Base(loop))
 			reads := systemOf(t, doc, "sys").IO.Totals["rios"]
