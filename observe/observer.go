@@ -121,6 +121,7 @@ type systemState struct {
 	db               *DatabaseSource
 	dbTr             tracker
 	dbUptime         uint64
+	dbAt             time.Duration // when dbUptime was read
 	dbGone           bool
 	dbSeries         *series
 	writeback        string
@@ -551,7 +552,7 @@ func (o *Observer) sampleDatabase(ctx context.Context, at time.Duration, st *sys
 	if st.dbGone {
 		st.dbGone = false
 		o.event(at, source, results.EventAppeared, "the server answers again")
-		if status.UptimeS < st.dbUptime {
+		if st.restarted(at, status.UptimeS) {
 			o.event(at, source, results.EventReset, fmt.Sprintf("restarted while it did not answer (up %d s): its I/O from the restart to now is not in the timeline", status.UptimeS))
 		}
 	}
@@ -559,9 +560,17 @@ func (o *Observer) sampleDatabase(ctx context.Context, at time.Duration, st *sys
 	for i, name := range DatabaseCounters {
 		c[i] = status.Counters[name]
 	}
-	restarted := st.dbTr.present && status.UptimeS < st.dbUptime
-	st.dbUptime = status.UptimeS
+	restarted := st.dbTr.present && st.restarted(at, status.UptimeS)
+	st.dbUptime, st.dbAt = status.UptimeS, at
 	o.record(at, source, &st.dbTr, st.dbSeries, "server", c, restarted, nil)
+}
+
+// restarted tells from its uptime whether the server restarted since it
+// was last read: running all along, it would be up at least as long as
+// then plus the time since, less a second of rounding.
+func (st *systemState) restarted(at time.Duration, uptimeS uint64) bool {
+	since := uint64((at - st.dbAt) / time.Second)
+	return uptimeS+1 < st.dbUptime+since
 }
 
 func (o *Observer) event(at time.Duration, source, kind, detail string) {

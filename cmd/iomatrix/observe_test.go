@@ -58,6 +58,14 @@ func inCgroup(t *testing.T, dir, bin string, args ...string) *exec.Cmd {
 	return cmd
 }
 
+// iomatrixCmdEnv is iomatrixCmd with more environment.
+func iomatrixCmdEnv(t *testing.T, env []string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := iomatrixCmd(t, args...)
+	cmd.Env = append(cmd.Env, env...)
+	return cmd
+}
+
 // startObserve starts iomatrix observe; wait waits for it to end well,
 // failing the test with its stderr otherwise.
 func startObserve(t *testing.T, args ...string) (wait func()) {
@@ -502,7 +510,7 @@ func TestObserveMySQL(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "obs.json")
 	obs := iomatrixCmd(t, "observe", "--cgroup", g+"=erp", "--mysql", "erp=env:ERP_DSN", "--v1-enable-counters",
-		"--interval", "200ms", "--duration", "5s", "-o", out, "--workload", filepath.Join(dir, "systems.yaml"))
+		"--interval", "200ms", "--duration", "6s", "-o", out, "--workload", filepath.Join(dir, "systems.yaml"))
 	obs.Env = append(obs.Env, "ERP_DSN="+srv.DSN())
 	var stdout, stderr strings.Builder
 	obs.Stdout, obs.Stderr = &stdout, &stderr
@@ -514,7 +522,9 @@ func TestObserveMySQL(t *testing.T) {
 	}
 	time.Sleep(500 * time.Millisecond)
 	load(100)
-	time.Sleep(time.Second)
+	// Up for 2 s at least: a restart is told by an uptime shorter than
+	// the last one plus the time since, to the second.
+	time.Sleep(2 * time.Second)
 	srv.Restart(t)
 	srv.Exec(t, "SET GLOBAL innodb_max_dirty_pages_pct = 0")
 	load(100)
@@ -547,6 +557,17 @@ func TestObserveMySQL(t *testing.T) {
 	testenv.Must(t, err)
 	if !strings.Contains(string(wl), `name: "erp"`) {
 		t.Errorf("workload file:\n%s", wl)
+	}
+
+	// Without --cgroup, the server's cgroup is found from its pid.
+	found := filepath.Join(dir, "found.json")
+	r := runIomatrix(t, iomatrixCmdEnv(t, []string{"ERP_DSN=" + srv.DSN()}, "observe", "--mysql", "erp=env:ERP_DSN",
+		"--interval", "100ms", "--duration", "500ms", "-o", found, "-q"))
+	if r.code != 0 {
+		t.Fatalf("observe --mysql alone: exit %d: %s", r.code, r.stderr)
+	}
+	if s := systemOf(t, readObservation(t, found), "erp"); s.Cgroup != "/"+filepath.Base(g) || s.Database == nil {
+		t.Errorf("erp's cgroup found from the server's pid: %q (want /%s), database %v", s.Cgroup, filepath.Base(g), s.Database != nil)
 	}
 
 	sock := srv.Socket()
