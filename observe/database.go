@@ -20,4 +20,8 @@ type DBStatus struct {
 	// UptimeS is the server's uptime in seconds: less than at the last
 	// reading means it restarted.
 	UptimeS uint64
+	// Queries, when the server reports it (0 otherwise), is a count that
+	// grows at every reading while the server runs: less than at the last
+	// reading means it restarted, to the reading, not to the second.
+	Queries uint64
 }

@@ -76,6 +76,12 @@ var mysqlStatusNames = []string{
 
 const mysqlUptime = "Uptime"
 
+// mysqlQueries counts the statements a server ran since it started, this
+// reading's own among them: it only grows while the server runs, so one
+// smaller than at the last reading is a restart, which an uptime in whole
+// seconds cannot always tell.
+const mysqlQueries = "Queries"
+
 var (
 	// ErrDatabaseSpec marks a database source that cannot be used as
 	// given: a malformed value, a missing or unsafe DSN file, a password
@@ -292,7 +298,7 @@ func OpenMySQL(ctx context.Context, spec MySQLSpec) (*MySQL, error) {
 }
 
 func statusQuery() string {
-	names := append(append([]string(nil), mysqlStatusNames...), mysqlUptime)
+	names := append(append([]string(nil), mysqlStatusNames...), mysqlUptime, mysqlQueries)
 	return "SHOW GLOBAL STATUS WHERE Variable_name IN ('" + strings.Join(names, "', '") + "')"
 }
 
@@ -376,6 +382,11 @@ func parseMySQLStatus(rows [][2]string) (DBStatus, error) {
 		missing = append(missing, mysqlUptime)
 	}
 	st.UptimeS = uptime
+	// Queries is a hint: a server without it still has its restarts told
+	// by its uptime.
+	if q, ok, err := number(mysqlQueries); err == nil && ok {
+		st.Queries = q
+	}
 	if len(missing) > 0 {
 		return DBStatus{}, fmt.Errorf("%w: the server reports no %s (is InnoDB its storage engine?)",
 			ErrDatabaseUnsupported, strings.Join(missing, ", "))

@@ -171,6 +171,9 @@ func TestParseMySQLStatus(t *testing.T) {
 	if st.UptimeS != uint64(1000+len(mysqlStatusNames)) {
 		t.Errorf("UptimeS = %d", st.UptimeS)
 	}
+	if q, _ := parseMySQLStatus(append(statusRows(""), [2]string{"Queries", "4242"})); q.Queries != 4242 {
+		t.Errorf("Queries = %d, want 4242", q.Queries)
+	}
 
 	// The server's spelling of a name is not ours to insist on.
 	lower := statusRows("")

@@ -122,6 +122,7 @@ type systemState struct {
 	dbTr             tracker
 	dbUptime         uint64
 	dbAt             time.Duration // when dbUptime was read
+	dbQueries        uint64
 	dbGone           bool
 	dbSeries         *series
 	writeback        string
@@ -552,7 +553,7 @@ func (o *Observer) sampleDatabase(ctx context.Context, at time.Duration, st *sys
 	if st.dbGone {
 		st.dbGone = false
 		o.event(at, source, results.EventAppeared, "the server answers again")
-		if st.restarted(at, status.UptimeS) {
+		if st.restarted(at, status) {
 			o.event(at, source, results.EventReset, fmt.Sprintf("restarted while it did not answer (up %d s): its I/O from the restart to now is not in the timeline", status.UptimeS))
 		}
 	}
@@ -560,17 +561,20 @@ func (o *Observer) sampleDatabase(ctx context.Context, at time.Duration, st *sys
 	for i, name := range DatabaseCounters {
 		c[i] = status.Counters[name]
 	}
-	restarted := st.dbTr.present && st.restarted(at, status.UptimeS)
-	st.dbUptime, st.dbAt = status.UptimeS, at
+	restarted := st.dbTr.present && st.restarted(at, status)
+	st.dbUptime, st.dbAt, st.dbQueries = status.UptimeS, at, status.Queries
 	o.record(at, source, &st.dbTr, st.dbSeries, "server", c, restarted, nil)
 }
 
-// restarted tells from its uptime whether the server restarted since it
-// was last read: running all along, it would be up at least as long as
-// then plus the time since, less a second of rounding.
-func (st *systemState) restarted(at time.Duration, uptimeS uint64) bool {
+// restarted tells whether the server restarted since it was last read:
+// its statements counted fewer than then, or its uptime shorter than then
+// plus the time since (less a second of rounding).
+func (st *systemState) restarted(at time.Duration, status DBStatus) bool {
+	if status.Queries > 0 && status.Queries < st.dbQueries {
+		return true
+	}
 	since := uint64((at - st.dbAt) / time.Second)
-	return uptimeS+1 < st.dbUptime+since
+	return status.UptimeS+1 < st.dbUptime+since
 }
 
 func (o *Observer) event(at time.Duration, source, kind, detail string) {

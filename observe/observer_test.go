@@ -274,3 +274,23 @@ func TestDiscover(t *testing.T) {
 		}
 	}
 }
+
+// A restart is told to the reading by the statements counted, where the
+// uptime's whole seconds cannot tell it (a server up 2 s, restarted and
+// up 1 s when read again 400 ms later).
+func TestDatabaseRestarted(t *testing.T) {
+	st := &systemState{dbUptime: 2, dbAt: 2400 * time.Millisecond, dbQueries: 350}
+	at := 2800 * time.Millisecond
+	if st.restarted(at, DBStatus{UptimeS: 1}) {
+		t.Error("an uptime of 1 s after 2 s, 400 ms later, taken for a restart on its own")
+	}
+	if !st.restarted(at, DBStatus{UptimeS: 1, Queries: 4}) {
+		t.Error("4 statements after 350: not taken for a restart")
+	}
+	if st.restarted(at, DBStatus{UptimeS: 3, Queries: 352}) {
+		t.Error("a server that ran on taken for restarted")
+	}
+	if !st.restarted(10*time.Second, DBStatus{UptimeS: 3}) {
+		t.Error("up 3 s, 7.6 s after being up 2 s: not taken for a restart")
+	}
+}
