@@ -35,6 +35,7 @@ type observeOptions struct {
 	From               string
 	Quiet              bool
 	EnableV1           bool
+	Force              bool
 	ProcFS, SysFS      string
 	CgroupFS           string
 }
@@ -50,12 +51,13 @@ func (o *observeOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringArrayVar(&o.Cgroup, "cgroup", nil, "observe this cgroup as a system: PATH[=NAME], PATH below the I/O controller's hierarchy (repeatable)")
 	f.StringArrayVar(&o.MySQL, "mysql", nil, "read a MySQL or MariaDB server's InnoDB counters for a system: [SYSTEM=]env:VAR, [SYSTEM=]file:PATH (mode 0600) or a DSN without password (the password from $MYSQL_PWD); repeatable")
 	f.StringVarP(&o.Out, "out", "o", "", "the observation's file, saved atomically (default: iomatrix-observe-TIMESTAMP.json)")
-	f.StringVar(&o.Workload, "workload", "", "write the workload file `fit --workload` reads, from the observation when it ends (or from --from)")
+	f.StringVar(&o.Workload, "workload", "", "write the `FILE` that fit --workload reads, from the observation when it ends (or from --from)")
 	f.StringVar(&o.Statistic, "statistic", sizing.DefaultStatistic, "the workload's rates: p50, p95, p99 or max of the per-minute rates, the same of the per-second ones (p95-second…), mean, or busiest-hour")
 	f.StringVar(&o.Headroom, "headroom", "0%", "raise every rate in the workload file by this much (e.g. 30%)")
 	f.StringVar(&o.From, "from", "", "sample nothing: read this observation and write its --workload (and its report)")
 	f.BoolVar(&o.EnableV1, "v1-enable-counters", false, "cgroup v1: make the kernel count cgroup I/O on the observed devices, which it does only once a throttle rule was set on a device, by setting and at once removing one in a cgroup of iomatrix's own (nothing is limited; the device's throttling stays on, without limits, until it goes away)")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress on stderr")
+	f.BoolVar(&o.Force, "force", false, "replace an existing --out file (a week's observation is not overwritten by mistake)")
 	f.StringVar(&o.ProcFS, "procfs", "/proc", "where procfs is mounted (a container observing its host: the host's /proc mounted elsewhere)")
 	f.StringVar(&o.SysFS, "sysfs", "/sys", "where sysfs is mounted")
 	f.StringVar(&o.CgroupFS, "cgroupfs", cgroup.DefaultRoot, "where cgroupfs is mounted")
@@ -64,7 +66,7 @@ func (o *observeOptions) AddFlags(f *pflag.FlagSet) {
 func newObserveCommand(g *globalOptions) *cobra.Command {
 	o := &observeOptions{}
 	cmd := &cobra.Command{
-		Use:     "observe [DEVICE...] [--cgroups auto | --cgroup PATH=NAME...] [--mysql SYSTEM=SOURCE] [--duration D]",
+		Use:     "observe [DEVICE...] [--cgroups auto] [--cgroup PATH=NAME...] [--mysql SYSTEM=SOURCE...] [--duration D]",
 		Short:   "Record what running systems demand of their disks, per device and per cgroup, and write the workload fit judges",
 		Long:    longHelp("observe"),
 		Example: examples("observe"),
@@ -97,6 +99,15 @@ func runObserve(ctx context.Context, g *globalOptions, o *observeOptions, args [
 	if err != nil {
 		return err
 	}
+	if cfg.Out == "" {
+		cfg.Out = fmt.Sprintf("iomatrix-observe-%s.json", time.Now().Format("20060102-150405"))
+	}
+	if err := checkOutPath("--out", cfg.Out); err != nil {
+		return err
+	}
+	if _, err := os.Stat(cfg.Out); err == nil && !o.Force {
+		return usagef("--out: %s exists; name another file, or give --force to replace it", cfg.Out)
+	}
 	dbs, err := openDatabases(ctx, o, cfg.Ctrl)
 	if err != nil {
 		return err
@@ -107,12 +118,6 @@ func runObserve(ctx context.Context, g *globalOptions, o *observeOptions, args [
 		}
 	}()
 	cfg.Databases = dbs
-	if cfg.Out == "" {
-		cfg.Out = fmt.Sprintf("iomatrix-observe-%s.json", time.Now().Format("20060102-150405"))
-	}
-	if err := checkOutPath("--out", cfg.Out); err != nil {
-		return err
-	}
 	if !o.Quiet {
 		cfg.Saved = observeProgress(g, cfg)
 	}

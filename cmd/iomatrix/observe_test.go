@@ -363,6 +363,21 @@ func TestObserveBadInput(t *testing.T) {
 	}
 }
 
+// An observation's file is not replaced by mistake.
+func TestObserveKeepsExistingFile(t *testing.T) {
+	testenv.Integration(t)
+	out := filepath.Join(t.TempDir(), "week.json")
+	testenv.Must(t, os.WriteFile(out, []byte("a week\n"), 0o644))
+	r := runIomatrix(t, iomatrixCmd(t, "observe", "--duration", "200ms", "--interval", "100ms", "-o", out))
+	if data, _ := os.ReadFile(out); r.code != exitUsage || !strings.Contains(r.stderr, "--force") || string(data) != "a week\n" {
+		t.Errorf("exit %d, stderr %q, file now %q", r.code, r.stderr, data)
+	}
+	if r := runIomatrix(t, iomatrixCmd(t, "observe", "--duration", "200ms", "--interval", "100ms", "-o", out, "--force", "-q")); r.code != 0 {
+		t.Errorf("--force: exit %d: %s", r.code, r.stderr)
+	}
+	readObservation(t, out)
+}
+
 // A read-only cgroupfs (a container's, say) is all observe needs: it
 // never writes there.
 func TestObserveReadOnlyCgroupfs(t *testing.T) {
