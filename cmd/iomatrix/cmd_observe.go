@@ -38,13 +38,15 @@ type observeOptions struct {
 	Force              bool
 	ProcFS, SysFS      string
 	CgroupFS           string
+
+	saveEverySet bool
 }
 
 func (o *observeOptions) AddFlags(f *pflag.FlagSet) {
 	durationVar(f, &o.Interval, "interval", time.Second, "sampling interval (100ms to 1m)")
 	durationVar(f, &o.Duration, "duration", 0, "stop after this long (e.g. 24h; default: until Ctrl-C or SIGTERM)")
 	durationVar(f, &o.Window, "window", observe.DefaultWindow, "how far back the per-interval timelines reach in the file (at least 1m); per-minute ones cover the whole observation")
-	durationVar(f, &o.SaveEvery, "save-every", 10*time.Second, "save the document this often (at most 10s unless you accept losing more on a crash)")
+	durationVar(f, &o.SaveEvery, "save-every", 10*time.Second, "save the document this often (at most 10s unless you accept losing more on a crash; at least every --interval)")
 	f.BoolVar(&o.AllDevices, "all-devices", false, "observe every whole device, virtual ones (loop, zram, device-mapper, md) included; their I/O is then counted on the disks below them too")
 	f.BoolVar(&o.Partitions, "partitions", false, "observe partitions too")
 	f.StringVar(&o.Cgroups, "cgroups", "", "auto: every leaf service, scope and container under system.slice, machine.slice, kubepods*, libpod_parent and docker, named by unit, container or pod; found again every 10s")
@@ -71,6 +73,7 @@ func newObserveCommand(g *globalOptions) *cobra.Command {
 		Long:    longHelp("observe"),
 		Example: examples("observe"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.saveEverySet = cmd.Flags().Changed("save-every")
 			return runObserve(cmd.Context(), g, o, args)
 		},
 	}
@@ -159,7 +162,10 @@ func (o *observeOptions) config(args []string) (observe.Config, error) {
 		return observe.Config{}, usagef("--window: %s is shorter than 1m", o.Window)
 	}
 	if o.SaveEvery < o.Interval {
-		return observe.Config{}, usagef("--save-every: %s is shorter than --interval %s", o.SaveEvery, o.Interval)
+		if o.saveEverySet {
+			return observe.Config{}, usagef("--save-every: %s is shorter than --interval %s", o.SaveEvery, o.Interval)
+		}
+		o.SaveEvery = o.Interval // a save per sample: there is nothing newer to save
 	}
 	if o.Cgroups != "" && o.Cgroups != "auto" {
 		return observe.Config{}, usagef("--cgroups: %q is not auto (name cgroups one by one with --cgroup PATH=NAME)", o.Cgroups)

@@ -344,6 +344,7 @@ func TestObserveBadInput(t *testing.T) {
 		{[]string{"--cgroups", "all"}, "--cgroups:"},
 		{[]string{"--interval", "10ms"}, "--interval:"},
 		{[]string{"--window", "10s"}, "--window:"},
+		{[]string{"--interval", "30s", "--save-every", "10s"}, "--save-every:"},
 		{[]string{"nosuchdisk0"}, "device nosuchdisk0"},
 		{[]string{"--statistic", "p42"}, "--statistic:"},
 		{[]string{"--headroom", "lots"}, "--headroom:"},
