@@ -11,7 +11,9 @@ func observedFixture() *results.Observation {
 	o := results.NewObservation(results.ObserveSettings{}, "2026-12-01T00:00:00Z")
 	o.FinishedAt = "2026-12-02T00:00:00Z"
 	o.Host.Hostname = "db1"
-	spread := func(p50, p95, p99, max float64) results.Spread3 { return results.Spread3{P50: p50, P95: p95, P99: p99, Max: max} }
+	spread := func(p50, p95, p99, max float64) results.Spread3 {
+		return results.Spread3{P50: p50, P95: p95, P99: p99, Max: max}
+	}
 	sum := func(reads, writes float64, mix []results.SizeClass) *results.SeriesSummary {
 		return &results.SeriesSummary{
 			Mean:      map[string]float64{"reads": reads / 2, "writes": writes / 2},
