@@ -132,7 +132,7 @@ func (h *Histogram) Percentile(q float64) uint64 {
 func (h *Histogram) Summary() results.Latency {
 	l := results.Latency{
 		Min: h.min, Mean: math.Round(h.Mean()*10) / 10,
-		P50: h.Percentile(50), P90: h.Percentile(90), P99: h.Percentile(99),
+		P50: h.Percentile(50), P90: h.Percentile(90), P95: h.Percentile(95), P99: h.Percentile(99),
 		P999: h.Percentile(99.9), P9999: h.Percentile(99.99), Max: h.max, Count: h.total,
 	}
 	l.MarkConfidence(h.total)

@@ -77,7 +77,7 @@ func (e *ParseError) Unwrap() error { return ErrBadProfile }
 var builtinFiles embed.FS
 
 // builtinOrder is the order `iomatrix profiles` lists them in.
-var builtinOrder = []string{"full", "quick", "cdm", "cdm-nvme", "jobs"}
+var builtinOrder = []string{"full", "quick", "cdm", "cdm-nvme", "jobs", "iocost"}
 
 // Names lists the built-in profiles.
 func Names() []string { return append([]string(nil), builtinOrder...) }

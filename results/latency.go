@@ -8,14 +8,16 @@ import (
 // Latency is the JSON summary of a histogram (field names are the results
 // contract).
 type Latency struct {
-	Min   uint64  `json:"min"`
-	Mean  float64 `json:"mean"`
-	P50   uint64  `json:"p50"`
-	P90   uint64  `json:"p90"`
-	P99   uint64  `json:"p99"`
-	P999  uint64  `json:"p99.9"`
-	P9999 uint64  `json:"p99.99"`
-	Max   uint64  `json:"max"`
+	Min  uint64  `json:"min"`
+	Mean float64 `json:"mean"`
+	P50  uint64  `json:"p50"`
+	P90  uint64  `json:"p90"`
+	// P95 is what iocost's QoS rule reads (absent in older files).
+	P95   uint64 `json:"p95,omitempty"`
+	P99   uint64 `json:"p99"`
+	P999  uint64 `json:"p99.9"`
+	P9999 uint64 `json:"p99.99"`
+	Max   uint64 `json:"max"`
 	// Count is the number of latencies recorded: it equals the direction's
 	// ios.
 	Count uint64 `json:"count"`

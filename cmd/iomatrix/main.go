@@ -139,6 +139,7 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 	root.AddCommand(newCapCommand(g))
 	root.AddCommand(newThrottleCommand(g))
 	root.AddCommand(newObserveCommand(g))
+	root.AddCommand(newIOCostCommand(g))
 	root.AddCommand(newExecCommand())
 	root.SetGlobalNormalizationFunc(fioNames)
 	strictHelp(root)
