@@ -257,3 +257,24 @@ func TestDeriveQoS(t *testing.T) {
 		t.Errorf("QoS from a run of its own: %+v, model %+v, %v, notes %v", d.QoS, d.Model, err, d.Notes)
 	}
 }
+
+// What reset writes: a ctrl=auto line by ctrl=auto alone (the kernel
+// takes any figure given as a user's), a ctrl=user line as it was.
+func TestRestoreLine(t *testing.T) {
+	for _, c := range []struct {
+		saved string
+		qos   bool
+		want  string
+	}{
+		{"", false, "259:0 ctrl=auto"},
+		{"", true, "259:0 enable=0 ctrl=auto"},
+		{"259:0 ctrl=auto model=linear rbps=488636629 rseqiops=8932", false, "259:0 ctrl=auto"},
+		{"259:0 enable=1 ctrl=auto rpct=0.00 rlat=25000", true, "259:0 enable=1 ctrl=auto"},
+		{"259:0 ctrl=user model=linear rbps=1 rseqiops=2", false, "259:0 ctrl=user model=linear rbps=1 rseqiops=2"},
+		{"259:0 enable=1 ctrl=user rpct=95.00 rlat=750", true, "259:0 enable=1 ctrl=user rpct=95.00 rlat=750"},
+	} {
+		if got := restoreLine("259:0", c.saved, c.qos); got != c.want {
+			t.Errorf("restore %q: %q, want %q", c.saved, got, c.want)
+		}
+	}
+}

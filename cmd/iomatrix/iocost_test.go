@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/testenv"
 	"github.com/iomatrix/iomatrix/iocost"
 	"github.com/iomatrix/iomatrix/results"
@@ -63,5 +65,28 @@ func TestIOCostModel(t *testing.T) {
 	testenv.Must(t, results.WriteFileAtomic(otherPath, other))
 	if r := runIomatrix(t, iomatrixCmd(t, "iocost", "model", good, otherPath)); r.code != exitUsage || !strings.Contains(r.stderr, "one device") {
 		t.Errorf("two devices: exit %d, %q", r.code, r.stderr)
+	}
+}
+
+// On a host that is not pure cgroup v2, apply, show and reset refuse
+// with the reason, before reading anything else, and write nothing.
+func TestIOCostRefusedOffV2(t *testing.T) {
+	testenv.Integration(t)
+	ctrl, _ := cgroup.Detect(cgroup.DefaultRoot)
+	testenv.Require(t, ctrl.Mode == cgroup.Hybrid || ctrl.Mode == cgroup.Legacy, "the host is "+ctrl.Mode.String()+", not v1 or hybrid")
+	state := filepath.Join(t.TempDir(), "state.json")
+	for _, args := range [][]string{
+		{"apply", "/tmp", "--from", "/nonexistent.json", "--state", state},
+		{"show", "/tmp", "--state", state},
+		{"reset", "/tmp", "--state", state},
+	} {
+		r := runIomatrix(t, iomatrixCmd(t, append([]string{"iocost"}, args...)...))
+		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+		if r.code != exitUsage || len(lines) != 1 || !strings.Contains(lines[0], ctrl.Mode.String()) || !strings.Contains(lines[0], "cgroup v2") {
+			t.Errorf("iocost %v: exit %d, stderr %q", args, r.code, r.stderr)
+		}
+	}
+	if _, err := os.Stat(state); err == nil {
+		t.Error("a state file was written")
 	}
 }

@@ -1,0 +1,268 @@
+package iocost
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/iomatrix/iomatrix/internal/fault"
+	"github.com/iomatrix/iomatrix/results"
+)
+
+// The root's files of the controller.
+const (
+	ModelFile = "io.cost.model"
+	QoSFile   = "io.cost.qos"
+)
+
+// ErrUnusable: iocost cannot be set on this host or device (the error
+// says why).
+var ErrUnusable = errors.New("iocost cannot be set here")
+
+// Host is where the controller's files are: the cgroup2 root, and the
+// sysfs root for the device's queue.
+type Host struct {
+	CgroupRoot, SysRoot string
+	// Mode is the host's cgroup layout ("unified", "hybrid", "legacy");
+	// iocost is cgroup v2's alone.
+	Mode string
+}
+
+// Check refuses, with the reason, what cannot take iocost's lines: a
+// host that is not pure cgroup v2, a root without the io controller or
+// without io.cost.*, a device that is not blk-mq, a caller that is not
+// root.
+func (h Host) Check(dev string) error {
+	if h.Mode != "unified" {
+		return fmt.Errorf("%w: iocost is cgroup v2's, and this host is %s (its io controller is v1 blkio, or absent): use io.max or blkio.throttle caps instead", ErrUnusable, h.Mode)
+	}
+	data, err := os.ReadFile(filepath.Join(h.CgroupRoot, "cgroup.controllers"))
+	if err != nil || !slices.Contains(strings.Fields(string(data)), "io") {
+		return fmt.Errorf("%w: %s offers no io controller", ErrUnusable, h.CgroupRoot)
+	}
+	if _, err := os.Stat(filepath.Join(h.CgroupRoot, ModelFile)); err != nil {
+		return fmt.Errorf("%w: %s has no %s: the kernel was built without iocost (CONFIG_BLK_CGROUP_IOCOST)", ErrUnusable, h.CgroupRoot, ModelFile)
+	}
+	if _, err := os.Stat(filepath.Join(h.SysRoot, "dev", "block", dev, "mq")); err != nil {
+		return fmt.Errorf("%w: device %s is not blk-mq (no %s): iocost needs a multi-queue block device", ErrUnusable, dev, filepath.Join(h.SysRoot, "dev", "block", dev, "mq"))
+	}
+	if os.Geteuid() != 0 {
+		return fault.Privilege("the root's %s and %s are root's to write: run iocost apply as root", ModelFile, QoSFile)
+	}
+	return nil
+}
+
+// Lines reads the device's lines of the root's two files ("" where the
+// kernel lists none: iocost was never set up on the device).
+func (h Host) Lines(dev string) (model, qos string, err error) {
+	if model, err = h.line(ModelFile, dev); err != nil {
+		return "", "", err
+	}
+	qos, err = h.line(QoSFile, dev)
+	return model, qos, err
+}
+
+func (h Host) line(file, dev string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(h.CgroupRoot, file))
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", file, err)
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == dev {
+			return strings.TrimSpace(l), nil
+		}
+	}
+	return "", nil
+}
+
+func (h Host) write(file, line string) error {
+	if err := os.WriteFile(filepath.Join(h.CgroupRoot, file), []byte(line+"\n"), 0); err != nil {
+		return fmt.Errorf("write %q to %s: %w", line, file, err)
+	}
+	return nil
+}
+
+// State is what was there before iocost was applied: restored by Reset.
+type State struct {
+	Device  string `json:"device"`
+	SavedAt string `json:"saved_at"`
+	// Model and QoS are the lines as the kernel showed them, "" when it
+	// showed none.
+	Model string `json:"model"`
+	QoS   string `json:"qos"`
+}
+
+// ReadState reads a state file; a missing one is os.ErrNotExist.
+func ReadState(path string) (State, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return State{}, err
+	}
+	var s State
+	if err := json.Unmarshal(data, &s); err != nil {
+		return State{}, fmt.Errorf("%s: not a state file of iocost apply: %w", path, err)
+	}
+	return s, nil
+}
+
+// Applied is what Apply wrote and read back.
+type Applied struct {
+	Before State
+	// Kept is set when a state file of an earlier apply was there: the
+	// state before that apply is the one kept, so that reset goes back
+	// to what was there before iomatrix first touched the device.
+	Kept        bool
+	Model, QoS  string // as read back
+	QoSWritten  string
+	ModelWanted Model
+}
+
+// Apply saves the device's lines in statePath (unless a state is there
+// already), writes the model and the QoS (with q nil, the kernel's own
+// QoS, ctrl=auto, enabled), and reads both back: a line that does not
+// read back as written is an error.
+func (h Host) Apply(dev string, m Model, q *QoS, statePath string) (Applied, error) {
+	if err := m.Check(); err != nil {
+		return Applied{}, fmt.Errorf("io.cost.model: %w", err)
+	}
+	if q != nil {
+		if err := q.Check(); err != nil {
+			return Applied{}, fmt.Errorf("io.cost.qos: %w", err)
+		}
+	}
+	var a Applied
+	if s, err := ReadState(statePath); err == nil {
+		if s.Device != dev {
+			return Applied{}, fmt.Errorf("%s holds the state of device %s, not %s: give another --state", statePath, s.Device, dev)
+		}
+		a.Before, a.Kept = s, true
+	} else if errors.Is(err, os.ErrNotExist) {
+		model, qos, err := h.Lines(dev)
+		if err != nil {
+			return Applied{}, err
+		}
+		a.Before = State{Device: dev, SavedAt: time.Now().UTC().Format(time.RFC3339), Model: model, QoS: qos}
+		data, _ := json.MarshalIndent(a.Before, "", "  ")
+		if err := os.MkdirAll(filepath.Dir(statePath), 0o755); err != nil {
+			return Applied{}, fmt.Errorf("state: %w", err)
+		}
+		if err := results.WriteBytesAtomic(statePath, append(data, '\n')); err != nil {
+			return Applied{}, fmt.Errorf("save the state before applying: %w", err)
+		}
+	} else {
+		return Applied{}, err
+	}
+	a.ModelWanted = m
+	if err := h.write(ModelFile, m.Line(dev)); err != nil {
+		return a, err
+	}
+	a.QoSWritten = dev + " enable=1 ctrl=auto"
+	if q != nil {
+		a.QoSWritten = q.Line(dev)
+	}
+	if err := h.write(QoSFile, a.QoSWritten); err != nil {
+		return a, err
+	}
+	var err error
+	if a.Model, a.QoS, err = h.Lines(dev); err != nil {
+		return a, err
+	}
+	if _, ctrl, got, err := ParseModelLine(a.Model); err != nil || ctrl != "user" || got != m {
+		return a, fmt.Errorf("io.cost.model reads back %q, not the model written (%s)", a.Model, m.Line(dev))
+	}
+	if q != nil && !sameQoS(a.QoS, q.Line(dev)) {
+		return a, fmt.Errorf("io.cost.qos reads back %q, not %q", a.QoS, q.Line(dev))
+	}
+	return a, nil
+}
+
+// restoreLine is what to write to restore a saved line. The kernel takes
+// any value given as a user's, so a saved ctrl=auto line (the kernel's
+// own figures) is restored by ctrl=auto alone (and, for the QoS, whether
+// it was enabled); a ctrl=user line by itself. No line saved: the
+// kernel's defaults.
+func restoreLine(dev, saved string, qos bool) string {
+	keys := qosKeys(saved)
+	switch {
+	case saved == "" && qos:
+		return dev + " enable=0 ctrl=auto"
+	case saved == "":
+		return dev + " ctrl=auto"
+	case keys["ctrl"] != "auto":
+		return saved
+	case qos:
+		return dev + " enable=" + keys["enable"] + " ctrl=auto"
+	}
+	return dev + " ctrl=auto"
+}
+
+// sameQoS compares two io.cost.qos lines key by key, as numbers.
+func sameQoS(got, want string) bool {
+	g, w := qosKeys(got), qosKeys(want)
+	if len(g) == 0 {
+		return false
+	}
+	for k, v := range w {
+		if g[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func qosKeys(line string) map[string]string {
+	out := map[string]string{}
+	f := strings.Fields(line)
+	for _, kv := range f[min(1, len(f)):] {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			continue
+		}
+		if n, err := strconv.ParseFloat(v, 64); err == nil {
+			v = strconv.FormatFloat(n, 'f', -1, 64)
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// Reset writes back the lines saved before the first apply and removes
+// the state file. A device the kernel listed no line for gets the
+// kernel's defaults (ctrl=auto, iocost disabled): the kernel keeps a
+// device's line once it has one. Restored lines must read back as saved.
+func (h Host) Reset(dev, statePath string) (State, string, string, error) {
+	s, err := ReadState(statePath)
+	if errors.Is(err, os.ErrNotExist) {
+		return State{}, "", "", fmt.Errorf("%s: no state saved: iocost apply did not change %s (iocost show tells what is set)", statePath, dev)
+	}
+	if err != nil {
+		return State{}, "", "", err
+	}
+	if s.Device != dev {
+		return State{}, "", "", fmt.Errorf("%s holds the state of device %s, not %s", statePath, s.Device, dev)
+	}
+	model, qos := restoreLine(dev, s.Model, false), restoreLine(dev, s.QoS, true)
+	if err := h.write(QoSFile, qos); err != nil {
+		return s, "", "", err
+	}
+	if err := h.write(ModelFile, model); err != nil {
+		return s, "", "", err
+	}
+	gotModel, gotQoS, err := h.Lines(dev)
+	if err != nil {
+		return s, "", "", err
+	}
+	if (s.Model != "" && gotModel != s.Model) || (s.QoS != "" && gotQoS != s.QoS) {
+		return s, gotModel, gotQoS, fmt.Errorf("the lines read back differ from those saved:\n  %s\n  %s\nsaved:\n  %s\n  %s", gotModel, gotQoS, s.Model, s.QoS)
+	}
+	if err := os.Remove(statePath); err != nil {
+		return s, gotModel, gotQoS, fmt.Errorf("remove the state %s: %w", statePath, err)
+	}
+	return s, gotModel, gotQoS, nil
+}
