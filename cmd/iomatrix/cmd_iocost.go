@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/iocost"
+	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -219,7 +221,7 @@ func newIOCostResetCommand(g *globalOptions) *cobra.Command {
 }
 
 type iocostModelOptions struct {
-	Format string
+	Format, Out string
 }
 
 func newIOCostModelCommand(g *globalOptions) *cobra.Command {
@@ -234,27 +236,58 @@ func newIOCostModelCommand(g *globalOptions) *cobra.Command {
 			return runIOCostModel(g, o, args)
 		},
 	}
-	cmd.Flags().StringVar(&o.Format, "format", "text", "text or json")
+	cmd.Flags().StringVar(&o.Format, "format", "text", "text, json, or html (one chart: predicted against measured)")
+	cmd.Flags().StringVarP(&o.Out, "out", "o", "", "write to this file instead of stdout")
 	return cmd
 }
 
 func runIOCostModel(g *globalOptions, o *iocostModelOptions, paths []string) error {
-	if o.Format != "text" && o.Format != "json" {
-		return usagef("--format: %q is not one of text, json", o.Format)
+	if o.Format != "text" && o.Format != "json" && o.Format != "html" {
+		return usagef("--format: %q is not one of text, json, html", o.Format)
+	}
+	if o.Format == "html" && o.Out == "" && g.stdoutTTY {
+		return usagef("--format html: write it to a file with -o FILE.html")
+	}
+	if err := checkOutPath("--out", o.Out); err != nil {
+		return err
 	}
 	r, err := iocostReport(paths)
 	if err != nil {
 		return err
 	}
-	if o.Format == "json" {
-		enc := json.NewEncoder(g.stdout)
+	var buf bytes.Buffer
+	switch o.Format {
+	case "json":
+		enc := json.NewEncoder(&buf)
 		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		err = enc.Encode(r)
+	case "html":
+		err = report.WritePredictedHTML(&buf, predictedPage(r))
+	default:
+		err = r.WriteText(&buf)
 	}
-	if err := r.WriteText(g.stdout); err != nil {
-		return fmt.Errorf("write the report: %w", err)
+	if err != nil {
+		return fmt.Errorf("render the report: %w", err)
 	}
-	return nil
+	if o.Out != "" {
+		return results.WriteBytesAtomic(o.Out, buf.Bytes())
+	}
+	_, err = g.stdout.Write(buf.Bytes())
+	return err
+}
+
+// predictedPage is the check as the HTML chart shows it.
+func predictedPage(r iocost.Report) report.PredictedPage {
+	pg := report.PredictedPage{Title: "iocost model of " + r.Derived.Device, Lines: []string{r.ModelLine}}
+	if r.QoSLine != "" {
+		pg.Lines = append(pg.Lines, r.QoSLine)
+	}
+	for _, c := range r.Check.Cells {
+		pg.Points = append(pg.Points, report.Predicted{Cell: c.Name, Predicted: c.Predicted, Measured: c.Measured, Judged: c.Judged})
+	}
+	pg.Notes = append(pg.Notes, fmt.Sprintf("honest vrate: %.2f %%", r.Check.HonestVratePct))
+	pg.Notes = append(append(pg.Notes, r.Derived.Notes...), r.Check.Notes...)
+	return pg
 }
 
 // iocostReport derives the model from results files of one device and

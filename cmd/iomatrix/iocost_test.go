@@ -51,6 +51,21 @@ func TestIOCostModel(t *testing.T) {
 		t.Errorf("json: %v %+v", err, rep.Check.Worst)
 	}
 
+	page := filepath.Join(dir, "model.html")
+	if r := runIomatrix(t, iomatrixCmd(t, "iocost", "model", good, "--format", "html", "-o", page)); r.code != 0 {
+		t.Errorf("html: exit %d: %s", r.code, r.stderr)
+	}
+	html, err := os.ReadFile(page)
+	testenv.Must(t, err)
+	for _, want := range []string{"<svg", want, "rand-16k-r100-qd32", "honest vrate"} {
+		if !strings.Contains(string(html), want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if n := strings.Count(string(html), "http"); n != strings.Count(string(html), "http://www.w3.org/") {
+		t.Errorf("the page names resources outside it")
+	}
+
 	doc.Results = doc.Results[:2]
 	short := filepath.Join(dir, "short.json")
 	testenv.Must(t, results.WriteFileAtomic(short, doc))
