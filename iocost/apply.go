@@ -117,11 +117,13 @@ type Applied struct {
 	// Kept is set when a state file of an earlier apply was there: the
 	// state before that apply is the one kept, so that reset goes back
 	// to what was there before iomatrix first touched the device.
-	Kept        bool
-	Model, QoS  string // as read back
-	QoSWritten  string
-	ModelWanted Model
+	Kept       bool
+	Model, QoS string // as read back
 }
+
+// AutoQoSLine enables iocost with the kernel's own QoS: what Apply writes
+// when no QoS was derived.
+func AutoQoSLine(dev string) string { return dev + " enable=1 ctrl=auto" }
 
 // Apply saves the device's lines in statePath (unless a state is there
 // already), writes the model and the QoS (with q nil, the kernel's own
@@ -158,15 +160,14 @@ func (h Host) Apply(dev string, m Model, q *QoS, statePath string) (Applied, err
 	} else {
 		return Applied{}, err
 	}
-	a.ModelWanted = m
 	if err := h.write(ModelFile, m.Line(dev)); err != nil {
 		return a, err
 	}
-	a.QoSWritten = dev + " enable=1 ctrl=auto"
+	qosLine := AutoQoSLine(dev)
 	if q != nil {
-		a.QoSWritten = q.Line(dev)
+		qosLine = q.Line(dev)
 	}
-	if err := h.write(QoSFile, a.QoSWritten); err != nil {
+	if err := h.write(QoSFile, qosLine); err != nil {
 		return a, err
 	}
 	var err error

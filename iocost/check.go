@@ -1,8 +1,10 @@
 package iocost
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/iomatrix/iomatrix/results"
 )
@@ -176,4 +178,17 @@ func FarShare(span int64) float64 {
 	}
 	x := 1 - d/float64(span)
 	return x * x
+}
+
+// ratio is a/b, or NaN when b is 0.
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return math.NaN()
+	}
+	return a / b
+}
+
+// sortByRatio orders cell checks from the most optimistic model figure up.
+func sortByRatio(c []CellCheck) {
+	slices.SortStableFunc(c, func(a, b CellCheck) int { return cmp.Compare(a.Ratio, b.Ratio) })
 }

@@ -1,11 +1,9 @@
 package iocost
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/iomatrix/iomatrix/results"
 )
@@ -230,9 +228,4 @@ func accessWord(random bool) string {
 		return "random"
 	}
 	return "sequential"
-}
-
-// sortByRatio orders cell checks from the most optimistic model figure up.
-func sortByRatio(c []CellCheck) {
-	slices.SortStableFunc(c, func(a, b CellCheck) int { return cmp.Compare(a.Ratio, b.Ratio) })
 }

@@ -8,7 +8,6 @@ package iocost
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 )
@@ -193,12 +192,4 @@ func ParseModelLine(line string) (dev, ctrl string, m Model, err error) {
 		}
 	}
 	return f[0], ctrl, m, nil
-}
-
-// ratio is a/b, or NaN when b is 0.
-func ratio(a, b float64) float64 {
-	if b == 0 {
-		return math.NaN()
-	}
-	return a / b
 }

@@ -65,13 +65,12 @@ type DatabaseSource struct {
 
 // SaveInfo describes one save, for progress and for its cost.
 type SaveInfo struct {
-	Elapsed  time.Duration
-	Bytes    int
-	Took     time.Duration
-	Devices  int
-	Systems  int
-	Final    bool
-	Document *results.Observation
+	Elapsed time.Duration
+	Bytes   int
+	Took    time.Duration
+	Devices int
+	Systems int
+	Final   bool
 }
 
 // MinWindow is the shortest per-interval window of the document, and
@@ -111,7 +110,6 @@ type deviceState struct {
 
 type systemState struct {
 	name, cgroupPath string
-	auto             bool
 	reader           *cgroupReader
 	lines            map[sysfs.DevNum]*tracker
 	known            bool // the cgroup was read at least once
@@ -141,7 +139,7 @@ func New(cfg Config) (*Observer, error) {
 		cfg.SaveEvery = 10 * time.Second
 	}
 	o := &Observer{cfg: cfg, devices: map[sysfs.DevNum]*deviceState{}, byName: map[string]*systemState{},
-		sel: &selector{fs: cfg.FS, sys: cfg.SysRoot, sel: cfg.Devices, known: map[sysfs.DevNum]selected{}}}
+		sel: &selector{sys: cfg.SysRoot, sel: cfg.Devices, known: map[sysfs.DevNum]selected{}}}
 	if (len(cfg.Cgroups) > 0 || cfg.AutoCgroups) && cfg.Ctrl.Version == 0 {
 		return nil, ErrNoCgroups
 	}
@@ -149,10 +147,7 @@ func New(cfg Config) (*Observer, error) {
 		if _, ok := o.byName[spec.Name]; ok {
 			return nil, &CgroupError{Spec: spec, Why: "a second system of that name (name them apart: PATH=NAME)"}
 		}
-		st, err := o.addCgroup(spec, false)
-		if err != nil {
-			return nil, err
-		}
+		st := o.addCgroup(spec)
 		if _, _, err := st.reader.read(); err != nil {
 			return nil, &CgroupError{Spec: spec, Why: cgroupWhy(cfg.Ctrl, err)}
 		}
@@ -160,16 +155,11 @@ func New(cfg Config) (*Observer, error) {
 	for i := range cfg.Databases {
 		d := &cfg.Databases[i]
 		st, ok := o.byName[d.System]
-		if !ok && d.Cgroup != "" {
-			var err error
-			if st, err = o.addCgroup(CgroupSpec{Path: d.Cgroup, Name: d.System}, false); err != nil {
-				return nil, err
-			}
-		}
-		if st == nil {
-			st = &systemState{name: d.System}
-			o.systems = append(o.systems, st)
-			o.byName[d.System] = st
+		switch {
+		case !ok && d.Cgroup != "":
+			st = o.addCgroup(CgroupSpec{Path: d.Cgroup, Name: d.System})
+		case !ok:
+			st = o.newSystem(d.System) // known by its database alone
 		}
 		if st.db != nil {
 			return nil, fmt.Errorf("database for system %s given twice", d.System)
@@ -203,18 +193,25 @@ func cgroupWhy(ctrl cgroup.Controller, err error) string {
 	return err.Error()
 }
 
-func (o *Observer) addCgroup(spec CgroupSpec, auto bool) (*systemState, error) {
-	st := &systemState{name: spec.Name}
-	o.attach(st, spec, auto)
+// newSystem adds a system of that name.
+func (o *Observer) newSystem(name string) *systemState {
+	st := &systemState{name: name}
 	o.systems = append(o.systems, st)
-	o.byName[spec.Name] = st
-	return st, nil
+	o.byName[name] = st
+	return st
+}
+
+// addCgroup adds a system observed through a cgroup.
+func (o *Observer) addCgroup(spec CgroupSpec) *systemState {
+	st := o.newSystem(spec.Name)
+	o.attach(st, spec)
+	return st
 }
 
 // attach makes a cgroup the system's.
-func (o *Observer) attach(st *systemState, spec CgroupSpec, auto bool) {
+func (o *Observer) attach(st *systemState, spec CgroupSpec) {
 	dir := filepath.Join(o.cfg.Ctrl.Dir, spec.Path)
-	st.cgroupPath, st.auto = spec.Path, auto
+	st.cgroupPath = spec.Path
 	st.reader = &cgroupReader{ctrl: o.cfg.Ctrl, dir: dir}
 	st.perDevice = map[sysfs.DevNum]*results.DeviceTotals{}
 	st.writeback = writeback(o.cfg.Ctrl, dir)
@@ -290,7 +287,6 @@ func (o *Observer) begin(start time.Time) error {
 			return fmt.Errorf("find cgroups: %w", err)
 		}
 	}
-	o.doc.Accounting = o.accounting()
 	return nil
 }
 
@@ -593,7 +589,7 @@ func (o *Observer) rescan(at time.Duration) error {
 		if st, ok := o.byName[spec.Name]; ok && st.cgroupPath == spec.Path {
 			continue
 		} else if ok && st.reader == nil {
-			o.attach(st, spec, true) // a database's system: its cgroup found
+			o.attach(st, spec) // a database's system: its cgroup found
 			continue
 		} else if ok {
 			spec.Name = spec.Path
@@ -601,7 +597,7 @@ func (o *Observer) rescan(at time.Duration) error {
 				continue
 			}
 		}
-		st, _ := o.addCgroup(spec, true)
+		st := o.addCgroup(spec)
 		if at > 0 {
 			o.event(at, st.name, results.EventAppeared, "cgroup "+spec.Path)
 		}
@@ -624,7 +620,7 @@ func (o *Observer) save(at time.Duration, final bool) error {
 	}
 	if o.cfg.Saved != nil {
 		o.cfg.Saved(SaveInfo{Elapsed: at, Bytes: len(data), Took: time.Since(began), Devices: len(doc.Devices),
-			Systems: len(doc.Systems), Final: final, Document: doc})
+			Systems: len(doc.Systems), Final: final})
 	}
 	return nil
 }
@@ -644,10 +640,9 @@ func (o *Observer) build() *results.Observation {
 		}
 		doc.Devices = append(doc.Devices, *r)
 	}
-	doc.Accounting.Notes = slices.DeleteFunc(doc.Accounting.Notes, func(n string) bool { return strings.HasPrefix(n, uncountedNote) })
-	if len(blind) > 0 {
-		doc.Accounting.Notes = append(doc.Accounting.Notes, fmt.Sprintf("%s %s: this kernel counts a device's I/O in v1 cgroups only once a throttle rule was set on the device, and none was. The systems' figures on it are missing, not zero; observe again with --v1-enable-counters.", uncountedNote, strings.Join(blind, ", ")))
-	}
+	// Stated afresh at each save: systems found since, devices found
+	// uncounted since, change what holds.
+	doc.Accounting = o.accounting(blind)
 	doc.Systems = doc.Systems[:0]
 	for _, st := range o.systems {
 		sys := results.ObservedSystem{Name: st.name, Cgroup: st.cgroupPath, Writeback: st.writeback}
@@ -719,7 +714,7 @@ func (o *Observer) concurrency(st *systemState, sum *results.SeriesSummary) floa
 }
 
 // accounting states how this host counts.
-func (o *Observer) accounting() results.Accounting {
+func (o *Observer) accounting(uncounted []string) results.Accounting {
 	a := results.Accounting{CgroupVersion: o.cfg.Ctrl.Version, Notes: []string{
 		"Device figures are /proc/diskstats' and iostat's: requests as the device completed them, after the block layer merged and split them. %util is the share of time the device had at least one request in flight; it says nothing of a device that serves many at once (an SSD or a RAID at 100 % may have room to spare).",
 	}}
@@ -746,10 +741,11 @@ func (o *Observer) accounting() results.Accounting {
 			a.Notes = append(a.Notes, fmt.Sprintf("This host accounts I/O in cgroup v2, but %s lack the memory controller: their buffered writeback is charged to the root cgroup, not to them.", strings.Join(root, ", ")))
 		}
 	}
+	if len(uncounted) > 0 {
+		a.Notes = append(a.Notes, fmt.Sprintf("No cgroup counted the I/O of %s: this kernel counts a device's I/O in v1 cgroups only once a throttle rule was set on the device, and none was. The systems' figures on it are missing, not zero; observe again with --v1-enable-counters.", strings.Join(uncounted, ", ")))
+	}
 	return a
 }
-
-const uncountedNote = "No cgroup counted the I/O of"
 
 // crossCheck compares a database's view with its cgroup's over the whole
 // observation.

@@ -45,7 +45,6 @@ type DeviceSelection struct {
 // learns of a device from sysfs it keeps, by number and name (a number
 // given to another device is asked again).
 type selector struct {
-	fs    sysfs.FS
 	sys   string
 	sel   DeviceSelection
 	known map[sysfs.DevNum]selected

@@ -127,7 +127,7 @@ func runIOCostApply(g *globalOptions, o *iocostApplyOptions, arg string) error {
 	}
 	qosLine := r.QoSLine
 	if qosLine == "" {
-		qosLine = dev + " enable=1 ctrl=auto (no QoS derived: the kernel's own)"
+		qosLine = iocost.AutoQoSLine(dev) + " (no QoS derived: the kernel's own)"
 	}
 	fmt.Fprintf(g.stdout, "io.cost.model: %s\nio.cost.qos:   %s\n", r.ModelLine, qosLine)
 	if o.DryRun {
