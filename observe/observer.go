@@ -92,6 +92,12 @@ type Observer struct {
 	systems []*systemState
 	byName  map[string]*systemState
 	events  []results.ObserveEvent
+	// realClock stamps each reading with the time it was read (see
+	// readAt); off in tests that script the time.
+	realClock bool
+	// sampled: the first sample was taken; a source seen after it came
+	// during the observation.
+	sampled bool
 }
 
 type deviceState struct {
@@ -225,6 +231,7 @@ func (o *Observer) Run(ctx context.Context) (*results.Observation, error) {
 	if err := o.begin(time.Now()); err != nil {
 		return nil, err
 	}
+	o.realClock = true
 	if err := o.sample(ctx, 0); err != nil {
 		return nil, err
 	}
@@ -321,13 +328,16 @@ func (o *Observer) settings() results.ObserveSettings {
 	return s
 }
 
-// sample reads every source once, at offset at since the start.
+// sample reads every source once, at offset at since the start. Each
+// source's reading is stamped with the moment it was read (a slow source
+// read a while after the others must not have its I/O divided by the
+// others' time); a test's scripted history keeps at for all.
 func (o *Observer) sample(ctx context.Context, at time.Duration) error {
 	stats, names, err := o.cfg.FS.AllDiskStats()
 	if err != nil {
 		return fmt.Errorf("read diskstats: %w", err)
 	}
-	o.sampleDevices(at, stats, names)
+	o.sampleDevices(o.readAt(at), stats, names)
 	if o.cfg.Ctrl.Version == 1 {
 		o.sampleV1Root()
 	}
@@ -339,7 +349,17 @@ func (o *Observer) sample(ctx context.Context, at time.Duration) error {
 			o.sampleDatabase(ctx, at, st)
 		}
 	}
+	o.sampled = true
 	return nil
+}
+
+// readAt is when a source was just read: now on the monotonic clock
+// while observing, the scripted at in a test.
+func (o *Observer) readAt(at time.Duration) time.Duration {
+	if o.realClock {
+		return time.Since(o.start)
+	}
+	return at
 }
 
 func (o *Observer) sampleDevices(at time.Duration, stats map[sysfs.DevNum]sysfs.DiskStats, names map[sysfs.DevNum]string) {
@@ -359,7 +379,7 @@ func (o *Observer) sampleDevices(at time.Duration, stats map[sysfs.DevNum]sysfs.
 			d.s = newSeries(name, "device", dev.String(), deviceLayout, o.cfg.Window, o.start)
 			o.devices[dev] = d
 			o.devList = append(o.devList, dev)
-			if at > 0 {
+			if o.sampled { // not in the first sample: it came since
 				o.event(at, name, results.EventAppeared, "device "+dev.String())
 			}
 		}
@@ -463,6 +483,7 @@ func (o *Observer) addInterval(s *series, at time.Duration, d []uint64) {
 
 func (o *Observer) sampleCgroup(at time.Duration, st *systemState) {
 	m, id, err := st.reader.read()
+	at = o.readAt(at)
 	if err != nil {
 		if !st.gone && st.known {
 			st.gone = true
@@ -473,7 +494,7 @@ func (o *Observer) sampleCgroup(at time.Duration, st *systemState) {
 			o.event(at, st.name, results.EventGone, why)
 		}
 		st.lines = nil // the next read is a baseline
-		if !st.known && at == 0 {
+		if !st.known && !o.sampled {
 			o.event(at, st.name, results.EventError, err.Error())
 		}
 		return
@@ -534,6 +555,7 @@ func (o *Observer) sampleDatabase(ctx context.Context, at time.Duration, st *sys
 	rctx, cancel := context.WithTimeout(ctx, max(o.cfg.Interval, time.Second))
 	defer cancel()
 	status, err := st.db.DB.Status(rctx)
+	at = o.readAt(at)
 	source := st.name + "/" + st.db.DB.Kind()
 	if err != nil {
 		if !st.dbGone {
