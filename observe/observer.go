@@ -333,11 +333,16 @@ func (o *Observer) settings() results.ObserveSettings {
 // read a while after the others must not have its I/O divided by the
 // others' time); a test's scripted history keeps at for all.
 func (o *Observer) sample(ctx context.Context, at time.Duration) error {
-	stats, names, err := o.cfg.FS.AllDiskStats()
+	var stats map[sysfs.DevNum]sysfs.DiskStats
+	var names map[sysfs.DevNum]string
+	at0, spread, err := o.timed(at, func() (err error) {
+		stats, names, err = o.cfg.FS.AllDiskStats()
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("read diskstats: %w", err)
 	}
-	o.sampleDevices(o.readAt(at), stats, names)
+	o.sampleDevices(at0, spread, stats, names)
 	if o.cfg.Ctrl.Version == 1 {
 		o.sampleV1Root()
 	}
@@ -353,16 +358,44 @@ func (o *Observer) sample(ctx context.Context, at time.Duration) error {
 	return nil
 }
 
-// readAt is when a source was just read: now on the monotonic clock
-// while observing, the scripted at in a test.
-func (o *Observer) readAt(at time.Duration) time.Duration {
-	if o.realClock {
-		return time.Since(o.start)
+// Reading a source is a window in time: the counters are the kernel's
+// at some moment between the clock read just before and the one just
+// after. A reading is placed at its window's middle. A process starved of
+// CPU (a guest whose host is busy) can lose tens of milliseconds inside
+// that window, and then the reading's moment is not known: so a read
+// whose window is wider than tightRead is made again, up to readTries in
+// all, and the narrowest kept. A source's widest window over the
+// observation is in its document (read_spread_us).
+const (
+	tightRead = 2 * time.Millisecond
+	readTries = 3
+)
+
+// timed reads a source with read and returns the reading's moment and
+// its window's width; in a test that scripts the time, at and no width.
+// A read that fails is not made again.
+func (o *Observer) timed(at time.Duration, read func() error) (time.Duration, time.Duration, error) {
+	if !o.realClock {
+		return at, 0, read()
 	}
-	return at
+	best, width := time.Duration(0), time.Duration(-1)
+	for range readTries {
+		before := time.Since(o.start)
+		if err := read(); err != nil {
+			return time.Since(o.start), 0, err
+		}
+		after := time.Since(o.start)
+		if w := after - before; width < 0 || w < width {
+			best, width = before+w/2, w
+		}
+		if width <= tightRead {
+			break
+		}
+	}
+	return best, width, nil
 }
 
-func (o *Observer) sampleDevices(at time.Duration, stats map[sysfs.DevNum]sysfs.DiskStats, names map[sysfs.DevNum]string) {
+func (o *Observer) sampleDevices(at, spread time.Duration, stats map[sysfs.DevNum]sysfs.DiskStats, names map[sysfs.DevNum]string) {
 	for dev, st := range stats {
 		name := names[dev]
 		if !o.sel.take(dev, name) {
@@ -388,6 +421,7 @@ func (o *Observer) sampleDevices(at time.Duration, stats map[sysfs.DevNum]sysfs.
 			o.event(at, name, results.EventAppeared, "device "+dev.String()+" is back")
 		}
 		n := d.s.count
+		d.s.spread = max(d.s.spread, spread)
 		o.record(at, name, &d.tr, d.s, name, deviceCounters(st), false, deviceScale)
 		d.haveLatest = d.s.count > n
 		if d.haveLatest {
@@ -482,8 +516,12 @@ func (o *Observer) addInterval(s *series, at time.Duration, d []uint64) {
 }
 
 func (o *Observer) sampleCgroup(at time.Duration, st *systemState) {
-	m, id, err := st.reader.read()
-	at = o.readAt(at)
+	var m map[sysfs.DevNum]cgroup.Counters
+	var id string
+	at, spread, err := o.timed(at, func() (err error) {
+		m, id, err = st.reader.read()
+		return err
+	})
 	if err != nil {
 		if !st.gone && st.known {
 			st.gone = true
@@ -502,6 +540,7 @@ func (o *Observer) sampleCgroup(at time.Duration, st *systemState) {
 	if st.io == nil {
 		st.io = newSeries(st.name, "cgroup", "", cgroupLayout, o.cfg.Window, o.start)
 	}
+	st.io.spread = max(st.io.spread, spread)
 	if st.gone {
 		st.gone = false
 		o.event(at, st.name, results.EventAppeared, "the cgroup is there again ("+id+")")
@@ -554,8 +593,11 @@ func (o *Observer) sampleCgroup(at time.Duration, st *systemState) {
 func (o *Observer) sampleDatabase(ctx context.Context, at time.Duration, st *systemState) {
 	rctx, cancel := context.WithTimeout(ctx, max(o.cfg.Interval, time.Second))
 	defer cancel()
+	// A database is asked once: its answer's window is the network's.
 	status, err := st.db.DB.Status(rctx)
-	at = o.readAt(at)
+	if o.realClock {
+		at = time.Since(o.start)
+	}
 	source := st.name + "/" + st.db.DB.Kind()
 	if err != nil {
 		if !st.dbGone {

@@ -2,6 +2,7 @@ package observe
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -292,5 +293,41 @@ func TestDatabaseRestarted(t *testing.T) {
 	}
 	if !st.restarted(10*time.Second, DBStatus{UptimeS: 3}) {
 		t.Error("up 3 s, 7.6 s after being up 2 s: not taken for a restart")
+	}
+}
+
+// A read that loses time inside its window is made again and the
+// narrowest window kept, its reading placed at the window's middle; a
+// read that fails is not repeated.
+func TestTimedRead(t *testing.T) {
+	o := &Observer{realClock: true, start: time.Now()}
+	calls := 0
+	at, width, err := o.timed(0, func() error {
+		calls++
+		if calls == 1 {
+			time.Sleep(20 * time.Millisecond)
+		}
+		return nil
+	})
+	if err != nil || calls != 2 || width > 10*time.Millisecond || at < 20*time.Millisecond {
+		t.Errorf("a slow first read: %d calls, window %v, at %v, %v; want a second, narrow read after the first", calls, width, at, err)
+	}
+	calls = 0
+	_, _, err = o.timed(0, func() error {
+		calls++
+		time.Sleep(5 * time.Millisecond)
+		return errors.New("gone")
+	})
+	if err == nil || calls != 1 {
+		t.Errorf("a failing read: %d calls, %v", calls, err)
+	}
+	calls = 0
+	_, width, _ = o.timed(0, func() error { calls++; time.Sleep(3 * time.Millisecond); return nil })
+	if calls != readTries || width < 3*time.Millisecond {
+		t.Errorf("reads always slow: %d calls, window %v; want %d and the narrowest", calls, width, readTries)
+	}
+	o.realClock = false
+	if at, width, _ := o.timed(5*time.Second, func() error { return nil }); at != 5*time.Second || width != 0 {
+		t.Errorf("scripted time: at %v, window %v", at, width)
 	}
 }

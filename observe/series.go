@@ -34,6 +34,7 @@ type series struct {
 	totals   []uint64
 	observed int64         // µs covered by intervals
 	lastAt   time.Duration // the last reading's offset: the next interval starts there
+	spread   time.Duration // the widest reading window (timed)
 	count    int
 
 	hist []logHist // per figure (layout.figures), per-interval rates
@@ -496,7 +497,7 @@ func (s *series) minuteTimeline() results.Timeline {
 func (s *series) result(interval time.Duration) *results.ObservedSeries {
 	out := &results.ObservedSeries{Name: s.name, Kind: s.kind, Device: s.device,
 		Seconds: s.timeline(s.recent(), interval), Minutes: s.minuteTimeline(),
-		Totals: map[string]uint64{}}
+		Totals: map[string]uint64{}, ReadSpreadUS: s.spread.Microseconds()}
 	for i, name := range s.layout.counters {
 		out.Totals[name] = s.totals[i]
 	}

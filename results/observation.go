@@ -127,6 +127,11 @@ type ObservedSeries struct {
 	// was set on the device (any rule, in any cgroup). Systems' figures
 	// on it are then missing, not zero.
 	UncountedIntervals int `json:"uncounted_intervals,omitempty"`
+	// ReadSpreadUS is the widest window, over the observation, between
+	// the clock read just before one reading of the source and the one
+	// just after; a reading is placed at its window's middle, so each
+	// interval's ends are known to within half of this.
+	ReadSpreadUS int64 `json:"read_spread_us,omitempty"`
 }
 
 // ObservedSystem is one system: a cgroup, and a database belonging to
