@@ -415,3 +415,98 @@ func Show(ctrl Controller, dev *sysfs.DevNum) ([]Configured, error) {
 	})
 	return out, err
 }
+
+// SetLimit replaces the limits the group sets on its device with l (a
+// zero key lifts that limit) and reads them back: the kernel must hold l.
+// On a joined group the limits in force may still be an ancestor's.
+func (g *Group) SetLimit(l Limit) error {
+	l.Device = g.Limit.Device
+	old, oldOwn := g.Limit, g.Own
+	g.Limit, g.Own = l, l
+	var err error
+	switch {
+	case !g.limited():
+		return nil
+	case g.ctrl.Version == 1:
+		err = g.writeV1(l)
+	default:
+		err = g.apply()
+	}
+	if err == nil {
+		var got Limit
+		if got, err = g.Limits(); err == nil && got != l {
+			err = fmt.Errorf("the kernel holds %s, not %s", got, l)
+		}
+	}
+	if err != nil {
+		g.Limit, g.Own = old, oldOwn
+		return fmt.Errorf("set the limits of %s: %w", g.Path, err)
+	}
+	return nil
+}
+
+// writeV1 writes every blkio throttle file of the device, 0 where l sets
+// nothing (which removes the rule).
+func (g *Group) writeV1(l Limit) error {
+	for _, k := range []struct {
+		file string
+		v    uint64
+	}{
+		{"blkio.throttle.read_iops_device", l.ReadIOPS}, {"blkio.throttle.write_iops_device", l.WriteIOPS},
+		{"blkio.throttle.read_bps_device", l.ReadBPS}, {"blkio.throttle.write_bps_device", l.WriteBPS},
+	} {
+		if err := os.WriteFile(filepath.Join(g.Path, k.file), []byte(fmt.Sprintf("%s %d", l.Device, k.v)), 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// The range of io.weight (Documentation/admin-guide/cgroup-v2.rst).
+const (
+	MinWeight     = 1
+	MaxWeight     = 10000
+	DefaultWeight = 100
+)
+
+// SetWeight sets the group's default io.weight, the share of its
+// parent's device time the kernel's proportional controller (iocost)
+// gives it among its siblings, and reads it back. cgroup v2 only, and
+// only where the kernel has iocost (the file io.weight).
+func (g *Group) SetWeight(w int) error {
+	if g.ctrl.Version != 2 || g.ctrl.Name != "io" {
+		return fmt.Errorf("set io.weight of %s: %w: io.weight is cgroup v2's io controller's", g.Path, ErrControllerMissing)
+	}
+	if w < MinWeight || w > MaxWeight {
+		return fmt.Errorf("set io.weight of %s: %d is outside %d–%d", g.Path, w, MinWeight, MaxWeight)
+	}
+	file := filepath.Join(g.Path, "io.weight")
+	if err := os.WriteFile(file, []byte(fmt.Sprintf("default %d\n", w)), 0); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("set io.weight of %s: the kernel has no io.weight here (built without iocost?): %w", g.Path, err)
+		}
+		return fmt.Errorf("set io.weight of %s: %w", g.Path, err)
+	}
+	got, err := g.Weight()
+	if err == nil && got != w {
+		err = fmt.Errorf("the kernel holds weight %d, not %d", got, w)
+	}
+	if err != nil {
+		return fmt.Errorf("set io.weight of %s: %w", g.Path, err)
+	}
+	return nil
+}
+
+// Weight reads the group's default io.weight.
+func (g *Group) Weight() (int, error) {
+	data, err := os.ReadFile(filepath.Join(g.Path, "io.weight"))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "default" {
+			return strconv.Atoi(f[1])
+		}
+	}
+	return 0, fmt.Errorf("%s: no default weight in %q", filepath.Join(g.Path, "io.weight"), data)
+}

@@ -267,3 +267,44 @@ func (h Host) Reset(dev, statePath string) (State, string, string, error) {
 	}
 	return s, gotModel, gotQoS, nil
 }
+
+// Enabled tells whether iocost is enabled on the device, with its QoS
+// line ("" where the kernel lists none).
+func (h Host) Enabled(dev string) (bool, string, error) {
+	qos, err := h.line(QoSFile, dev)
+	if err != nil {
+		return false, "", err
+	}
+	return qosKeys(qos)["enable"] == "1", qos, nil
+}
+
+// SetEnabled turns iocost on or off on the device, leaving its QoS and
+// model as they are (the kernel keeps every value not named, and whether
+// they are a user's), and reads the line back: it must be want's but for
+// enable. want is the line as it was before the first switch, so that
+// the line ends exactly as found.
+func (h Host) SetEnabled(dev string, on bool, want string) error {
+	v := "0"
+	if on {
+		v = "1"
+	}
+	if err := h.write(QoSFile, dev+" enable="+v); err != nil {
+		return err
+	}
+	got, err := h.line(QoSFile, dev)
+	if err != nil {
+		return err
+	}
+	w := qosKeys(want)
+	w["enable"] = v
+	g := qosKeys(got)
+	if len(g) != len(w) {
+		return fmt.Errorf("%s reads %q after enable=%s, from %q", QoSFile, got, v, want)
+	}
+	for k, x := range w {
+		if g[k] != x {
+			return fmt.Errorf("%s reads %q after enable=%s, from %q", QoSFile, got, v, want)
+		}
+	}
+	return nil
+}

@@ -229,3 +229,34 @@ func accessWord(random bool) string {
 	}
 	return "sequential"
 }
+
+// Honest is the derived QoS with its vrate bounds scaled by the check's
+// honest vrate: the range the rule meant for a model at face value, for
+// a model that promises the device more than it was measured to do; and
+// how it was scaled. A check that judged no shape beyond those the model
+// was read from has no honest vrate to give (an error).
+func Honest(d Derived, ch Check) (QoS, string, error) {
+	if d.QoS == nil {
+		return QoS{}, "", errors.New("no QoS was derived to scale (the QoS rate runs are missing)")
+	}
+	own := map[string]bool{}
+	for _, f := range d.Figures {
+		own[f.Cell] = true
+	}
+	judged := 0
+	for _, c := range ch.Cells {
+		if c.Judged && !own[c.Name] {
+			judged++
+		}
+	}
+	if judged == 0 {
+		return QoS{}, "", errors.New("the results judge the model on no shape beyond those it was read from: add cells of the shapes the device will carry (a sweep of the full profile, or runs of them)")
+	}
+	q := *d.QoS
+	h := ch.HonestVratePct / 100
+	out := q
+	out.Min = math.Max(1, math.Round(q.Min*h*100)/100)
+	out.Max = math.Max(out.Min, math.Round(q.Max*h*100)/100)
+	return out, fmt.Sprintf("min and max scaled by the honest vrate, %.2f %% over %d shapes judged beyond the model's own: min %.2f → %.2f, max %.2f → %.2f",
+		ch.HonestVratePct, judged, q.Min, out.Min, q.Max, out.Max), nil
+}

@@ -278,3 +278,25 @@ func TestRestoreLine(t *testing.T) {
 		}
 	}
 }
+
+// --vrate honest: min and max scaled by the honest vrate, but only where
+// the check judged a shape beyond the cells the model was read from.
+func TestHonest(t *testing.T) {
+	q := QoS{RPct: 95, WPct: 95, RLatUS: 750, WLatUS: 2250, Min: 60, Max: 100}
+	d := Derived{QoS: &q, Figures: []Figure{{Name: "rrandiops", Cell: "rand-4k-r100-qd64"}}}
+	own := CellCheck{Name: "rand-4k-r100-qd64", Judged: true, Ratio: 1}
+	other := CellCheck{Name: "rand-16k-r0-qd32", Judged: true, Ratio: 0.6315}
+	if _, _, err := Honest(d, Check{Cells: []CellCheck{own}, HonestVratePct: 100}); err == nil {
+		t.Error("no shape judged beyond the model's own: scaled anyway")
+	}
+	got, how, err := Honest(d, Check{Cells: []CellCheck{own, other}, HonestVratePct: 63.15})
+	if err != nil || got.Min != 37.89 || got.Max != 63.15 || got.RLatUS != 750 || !strings.Contains(how, "63.15 %") {
+		t.Errorf("honest: %+v, %q, %v; want min 37.89, max 63.15, the rest as derived", got, how, err)
+	}
+	if got, _, _ := Honest(d, Check{Cells: []CellCheck{own, other}, HonestVratePct: 1}); got.Min != 1 || got.Max != 1 {
+		t.Errorf("a vrate of 1 %%: min %v max %v, want both 1 (the kernel's floor)", got.Min, got.Max)
+	}
+	if _, _, err := Honest(Derived{}, Check{}); err == nil {
+		t.Error("no QoS derived: scaled anyway")
+	}
+}

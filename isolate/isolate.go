@@ -119,7 +119,7 @@ func runPhase(ctx context.Context, vr session.Runner, victim results.Pattern, vo
 //     than alone, so the alone phases did not measure its rate alone (a
 //     cache warming, a device changing state).
 func Judge(rep *results.IsolateReport, aggressor results.Pattern) {
-	before, uncapped, capped, after := rep.Phases[0].Victim, rep.Phases[1].Victim, rep.Phases[2].Victim, rep.Phases[3].Victim
+	before, uncapped, capped, after := rep.Phases[0].Victim, rep.Phases[1].Victim, rep.Phases[2].Victim, rep.Phases[len(rep.Phases)-1].Victim
 	alone := (before.Total.IOPS + after.Total.IOPS) / 2
 	rep.Drift = after.Total.IOPS/before.Total.IOPS - 1
 	rep.Isolation = capped.Total.IOPS / alone
@@ -136,8 +136,9 @@ func Judge(rep *results.IsolateReport, aggressor results.Pattern) {
 	judgeSteadiness(rep)
 	judgeOtherLoad(rep)
 	if rep.NoContention {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("the uncapped aggressor left the victim %.0f %% of its IOPS alone: "+
-			"this target has room for both, so this test cannot show what the cap does; try a heavier aggressor", 100*rep.Unprotected))
+		_, free := words(rep)
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the %s aggressor left the victim %.0f %% of its IOPS alone: "+
+			"this target has room for both, so this test cannot show what the control does; try a heavier aggressor", free, 100*rep.Unprotected))
 	}
 	var why []string
 	if len(rep.OtherLoad) > 0 {
@@ -154,8 +155,17 @@ func Judge(rep *results.IsolateReport, aggressor results.Pattern) {
 	case !rep.Protected:
 		word = "NOT PROTECTED"
 	}
-	rep.Verdict = fmt.Sprintf("%s: beside the capped aggressor the victim kept %.1f %% of its IOPS alone (%.1f %% uncapped), "+
-		"p99 ×%.2f; %.0f %% needed", word, 100*rep.Isolation, 100*rep.Unprotected, rep.P99Inflation, 100*rep.MinIsolation)
+	held, free := words(rep)
+	rep.Verdict = fmt.Sprintf("%s: beside the %s aggressor the victim kept %.1f %% of its IOPS alone (%.1f %% %s), "+
+		"p99 ×%.2f; %.0f %% needed", word, held, 100*rep.Isolation, 100*rep.Unprotected, free, rep.P99Inflation, 100*rep.MinIsolation)
+}
+
+// words name the aggressor held and not, as the report's control does.
+func words(rep *results.IsolateReport) (held, free string) {
+	if rep.Control == "iocost" {
+		return "weighted", "uncontrolled"
+	}
+	return "capped", "uncapped"
 }
 
 // judgeCap compares the capped aggressor with what the cap allows it (the
@@ -189,8 +199,9 @@ func judgeSteadiness(rep *results.IsolateReport) {
 			"more than the verdict's margin of %.1f points", 100*rep.Drift, 100*margin))
 	}
 	if rep.Isolation-1 > 1-rep.MinIsolation {
-		why = append(why, fmt.Sprintf("beside the capped aggressor the victim did %.1f %% of its IOPS alone, "+
-			"more than the %.0f %% the alone phases allow", 100*rep.Isolation, 100*(2-rep.MinIsolation)))
+		held, _ := words(rep)
+		why = append(why, fmt.Sprintf("beside the %s aggressor the victim did %.1f %% of its IOPS alone, "+
+			"more than the %.0f %% the alone phases allow", held, 100*rep.Isolation, 100*(2-rep.MinIsolation)))
 	}
 	if len(why) == 0 {
 		return
@@ -211,6 +222,9 @@ func judgeSteadiness(rep *results.IsolateReport) {
 func judgeOtherLoad(rep *results.IsolateReport) {
 	disk := sysfs.BlockDevice{MaxSectorsKB: rep.Target.MaxSectorsKB, MaxSegments: rep.Target.MaxSegments}
 	for i, p := range rep.Phases {
+		if p.VictimIdle {
+			continue // the victim's window is the device's only by the aggressor's figures
+		}
 		var knownIOs, knownBytes uint64
 		if a := p.Aggressor; a != nil && a.DurationNS > 0 {
 			scale := float64(p.Victim.DurationNS) / float64(a.DurationNS)
@@ -220,8 +234,8 @@ func judgeOtherLoad(rep *results.IsolateReport) {
 		if !p.Victim.Device.OtherLoad(knownIOs, knownBytes) {
 			continue
 		}
-		if i == 1 {
-			rep.Notes = append(rep.Notes, "another process loaded the device during the uncapped phase: its figures are suspect")
+		if i == 1 || p.AggressorCap != nil {
+			rep.Notes = append(rep.Notes, "another process loaded the device during the "+p.Name+" phase: its figures are suspect")
 			continue
 		}
 		rep.OtherLoad = append(rep.OtherLoad, p.Name)

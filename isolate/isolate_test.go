@@ -102,7 +102,7 @@ func TestJudge(t *testing.T) {
 			if rep.Protected != (tc.isolation >= 0.9) || abs(rep.Isolation-tc.isolation) > 1e-9 {
 				t.Errorf("isolation %.4f, protected %v; want %.4f", rep.Isolation, rep.Protected, tc.isolation)
 			}
-			if rep.NoContention != tc.noContention || strings.Contains(notes, "cannot show what the cap does") != tc.noContention {
+			if rep.NoContention != tc.noContention || strings.Contains(notes, "cannot show what the control does") != tc.noContention {
 				t.Errorf("no contention %v, want %v (notes: %s)", rep.NoContention, tc.noContention, notes)
 			}
 			if got := strings.Contains(notes, "during the uncapped phase"); got != tc.uncappedNoted {

@@ -144,11 +144,22 @@ type capRunner struct {
 
 // Run runs one pattern in the cgroup and records the kernel's counts.
 func (s *capRunner) Run(ctx context.Context, p results.Pattern, o iotest.Options) (results.Result, error) {
-	if err := sleepCtx(ctx, time.Until(s.lastActive.Add(cgroup.ThrottleQuiet))); err != nil {
-		return results.Result{}, err
+	return s.run(ctx, time.Time{}, p, o)
+}
+
+// run runs p at the moment at (zero: at once), but not before the group
+// has been quiet for cgroup.ThrottleQuiet.
+func (s *capRunner) run(ctx context.Context, at time.Time, p results.Pattern, o iotest.Options) (results.Result, error) {
+	if quiet := s.lastActive.Add(cgroup.ThrottleQuiet); at.IsZero() || at.Before(quiet) {
+		if err := sleepCtx(ctx, time.Until(quiet)); err != nil {
+			return results.Result{}, err
+		}
+		if !at.IsZero() {
+			at = time.Time{}
+		}
 	}
 	before, cerr := s.group.Counters()
-	res, err := s.child.Run(ctx, p, o)
+	res, err := s.child.runAt(ctx, at, p, o)
 	s.lastActive = time.Now()
 	after, cerr2 := s.group.Counters()
 	if cerr == nil && cerr2 == nil && res.Name != "" {
@@ -171,3 +182,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// Device is the device the cap applies to: the target's disk (or the
+// partition's, as cgroup.ResolveDevice found it).
+func (cp *CapPlan) Device() sysfs.DevNum { return cp.limit.Device }

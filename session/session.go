@@ -48,6 +48,8 @@ type Session struct {
 	runner Runner
 	child  *childRunner
 	cap    *results.Cap // nil when uncapped
+	// members are the children AddMember started, each in its own cgroup.
+	members []*Member
 }
 
 // Open makes the cap's cgroup first (a tree that refuses it costs no
@@ -81,15 +83,7 @@ func (s *Session) Start() error {
 		s.runner = local{s.t}
 		return nil
 	}
-	ct := childTarget{Path: s.o.Plan.Path, Size: s.t.Size, Writes: s.o.Writes, AllowDestructive: s.o.AllowDestructive}
-	if s.o.Plan.Action == iotest.ActionReadOnly {
-		ct.Size = 0 // somebody else's file is read at its own size
-	}
-	stderr := s.o.ChildStderr
-	if stderr == nil {
-		stderr = io.Discard
-	}
-	child, err := startChild(stderr, ct, cp.group.AddProc, s.o.Notice)
+	child, err := startChild(s.childStderr(), s.childTarget(), cp.group.AddProc, s.o.Notice)
 	if err != nil {
 		return err
 	}
@@ -97,6 +91,22 @@ func (s *Session) Start() error {
 	s.runner = &capRunner{group: cp.group, child: child, lastActive: time.Now()}
 	s.cap = cp.group.Limit.Record(cp.group.Version(), cp.group.Path)
 	return nil
+}
+
+// childTarget is what a child opens: the target as laid out.
+func (s *Session) childTarget() childTarget {
+	ct := childTarget{Path: s.o.Plan.Path, Size: s.t.Size, Writes: s.o.Writes, AllowDestructive: s.o.AllowDestructive}
+	if s.o.Plan.Action == iotest.ActionReadOnly {
+		ct.Size = 0 // somebody else's file is read at its own size
+	}
+	return ct
+}
+
+func (s *Session) childStderr() io.Writer {
+	if s.o.ChildStderr == nil {
+		return io.Discard
+	}
+	return s.o.ChildStderr
 }
 
 // Target is the open target.
@@ -119,6 +129,9 @@ func (s *Session) Cap() *results.Cap { return s.cap }
 func (s *Session) Close() {
 	// How the child ended or the descriptor closed changes nothing now:
 	// every result is saved, and the cgroup goes next.
+	for _, m := range s.members {
+		m.close(s.o.Notice)
+	}
 	if s.child != nil {
 		_ = s.child.Close()
 	}

@@ -25,7 +25,7 @@ func (o *capOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.Cgroup, "cgroup", "", "run inside this existing cgroup (e.g. a container's) under the limits configured there")
 }
 
-func (o *capOptions) enabled() bool { return o.Cap != "" || o.Cgroup != "" }
+func (o *capOptions) enabled() bool { return o.Cap != "" || o.Cgroup != "" || o.limit != nil }
 
 // precheck validates the flags, parsing the cap into a cgroup.Limit (the
 // one place the cap string is read), and the privilege, before anything

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -76,6 +77,7 @@ type iocostApplyOptions struct {
 	iocostHostOptions
 	From   []string
 	DryRun bool
+	Vrate  string
 }
 
 func newIOCostApplyCommand(g *globalOptions) *cobra.Command {
@@ -92,6 +94,7 @@ func newIOCostApplyCommand(g *globalOptions) *cobra.Command {
 	}
 	cmd.Flags().StringArrayVar(&o.From, "from", nil, "results files of the device (the iocost profile's, and the QoS rate runs'); repeatable")
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "print the lines and check them, write nothing")
+	cmd.Flags().StringVar(&o.Vrate, "vrate", "face", "the QoS's vrate bounds: face (rd-agent's min=60 max=100, the model at face value), honest (both scaled by the honest vrate of the model's check), or MIN-MAX in percent (e.g. 1-100)")
 	o.addFlags(cmd)
 	return cmd
 }
@@ -99,6 +102,10 @@ func newIOCostApplyCommand(g *globalOptions) *cobra.Command {
 func runIOCostApply(g *globalOptions, o *iocostApplyOptions, arg string) error {
 	if len(o.From) == 0 {
 		return usagef("--from: give the results files to derive the model from")
+	}
+	vmin, vmax, err := parseVrate(o.Vrate)
+	if err != nil {
+		return err
 	}
 	h, dev, state, err := o.host(arg)
 	if err != nil {
@@ -124,6 +131,24 @@ func runIOCostApply(g *globalOptions, o *iocostApplyOptions, arg string) error {
 		if err := d.QoS.Check(); err != nil {
 			return usagef("io.cost.qos: %w", err)
 		}
+	}
+	switch {
+	case o.Vrate == "honest":
+		q, how, err := iocost.Honest(d, r.Check)
+		if err != nil {
+			return usagef("--vrate honest: %w", err)
+		}
+		d.QoS, r.QoSLine = &q, q.Line(dev)
+		fmt.Fprintf(g.stderr, "iomatrix: io.cost.qos %s\n", how)
+	case vmax > 0 && d.QoS == nil:
+		return usagef("--vrate %s: no QoS was derived to set it in (the QoS rate runs are missing)", o.Vrate)
+	case vmax > 0:
+		q := *d.QoS
+		q.Min, q.Max = vmin, vmax
+		d.QoS, r.QoSLine = &q, q.Line(dev)
+	case r.Check.HonestVratePct < 100 && d.QoS != nil:
+		fmt.Fprintf(g.stderr, "iomatrix: note: the model promises more than was measured (honest vrate %.2f %%), so its vrate floor min=%.0f is %.0f %% of what the device was measured to do, below which iocost cannot slow it: --vrate honest scales min and max by the honest vrate, --vrate 1-100 lets the QoS slow it as far as its latency targets ask\n",
+			r.Check.HonestVratePct, d.QoS.Min, d.QoS.Min*100/r.Check.HonestVratePct)
 	}
 	qosLine := r.QoSLine
 	if qosLine == "" {
@@ -318,4 +343,26 @@ func iocostReport(paths []string) (iocost.Report, error) {
 	}
 	ch := iocost.CheckModel(d.Model, iocost.Cells(docs), span, t.MaxSectorsKB*1024)
 	return iocost.NewReport(d, ch), nil
+}
+
+// parseVrate reads --vrate: face or honest (0, 0), or MIN-MAX in percent,
+// 1–10000 with MIN ≤ MAX, as io.cost.qos takes them.
+func parseVrate(s string) (lo, hi float64, err error) {
+	if s == "face" || s == "honest" {
+		return 0, 0, nil
+	}
+	a, b, ok := strings.Cut(s, "-")
+	if ok {
+		lo, err = strconv.ParseFloat(a, 64)
+		if err == nil {
+			hi, err = strconv.ParseFloat(b, 64)
+		}
+	}
+	if !ok || err != nil {
+		return 0, 0, usagef("--vrate: %q is not face, honest or MIN-MAX (percent, e.g. 1-100)", s)
+	}
+	if lo < 1 || hi > 10000 || lo > hi {
+		return 0, 0, usagef("--vrate %s: the kernel takes 1 ≤ MIN ≤ MAX ≤ 10000 (percent)", s)
+	}
+	return lo, hi, nil
 }

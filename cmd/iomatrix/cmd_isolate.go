@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/isolate"
 	"github.com/iomatrix/iomatrix/report"
@@ -19,12 +20,16 @@ type isolateOptions struct {
 	Aggressor    string
 	MinIsolation string
 	Format       string
+	Control      string
+	Weight       string
+	IOMaxTries   int
+	iocost       iocostHostOptions
 }
 
 func newIsolateCommand(g *globalOptions) *cobra.Command {
 	o := &isolateOptions{}
 	cmd := &cobra.Command{
-		Use:     "isolate TARGET --cap LIMITS",
+		Use:     "isolate TARGET (--cap LIMITS | --control iocost)",
 		Short:   "Does a cap shield the neighbours? A victim alone, beside an aggressor, beside the capped aggressor",
 		Long:    longHelp("isolate"),
 		Example: examples("isolate"),
@@ -42,6 +47,11 @@ func newIsolateCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.Aggressor, "aggressor", "randwrite:16k:32", "the aggressor pattern, capped in phase 3")
 	f.StringVar(&o.MinIsolation, "min-isolation", "90%", "the isolation (victim IOPS beside the capped aggressor ÷ alone) that passes")
 	f.StringVar(&o.Format, "format", "text", "text, json or html")
+	f.StringVar(&o.Control, "control", "cap", "how the aggressor is held: cap (io.max or blkio throttle, --cap) or iocost (the kernel's proportional controller, --weight)")
+	f.StringVar(&o.Weight, "weight", "victim=500,aggressor=100", "with --control iocost: the io.weight of each, 1–10000")
+	f.IntVar(&o.IOMaxTries, "iomax-tries", isolate.DefaultSearches, "with --control iocost and no --cap: the io.max phases the search for the cap that protects the victim as well may run")
+	f.StringVar(&o.iocost.CgroupFS, "cgroupfs", cgroup.DefaultRoot, "with --control iocost: where the cgroup2 root is mounted")
+	f.StringVar(&o.iocost.SysFS, "sysfs", "/sys", "with --control iocost: where sysfs is mounted")
 	return cmd
 }
 
@@ -59,35 +69,56 @@ func (o *isolateOptions) patterns() (victim, aggressor results.Pattern, err erro
 	return victim, aggressor, nil
 }
 
+// isolateInput is what every control takes from the flags.
+type isolateInput struct {
+	minIso            float64
+	victim, aggressor results.Pattern
+	opts              iotest.Options
+	size              int64
+}
+
+// common checks the flags every control takes: the window, the format,
+// the pass mark, the patterns, the engine options and the size.
+func (o *isolateOptions) common(g *globalOptions) (in isolateInput, err error) {
+	if o.Auto {
+		return in, usagef("--runtime: auto is not for isolate: the victim and the aggressor must share one fixed window")
+	}
+	if o.Format != "text" && o.Format != "json" && o.Format != "html" {
+		return in, usagef("--format: %q is not one of text, json, html", o.Format)
+	}
+	if in.minIso, err = parsePercentFlag("--min-isolation", o.MinIsolation); err != nil {
+		return in, err
+	}
+	if in.victim, in.aggressor, err = o.patterns(); err != nil {
+		return in, err
+	}
+	if in.opts, err = o.options(g); err != nil {
+		return in, err
+	}
+	in.size, err = o.size()
+	return in, err
+}
+
 func runIsolate(ctx context.Context, g *globalOptions, o *isolateOptions, target string) error {
+	switch o.Control {
+	case "cap":
+	case "iocost":
+		return runIsolateIOCost(ctx, g, o, target)
+	default:
+		return usagef("--control: %q is not one of cap, iocost", o.Control)
+	}
 	switch {
 	case o.Cap == "" && o.Cgroup == "":
 		return usagef("--cap: required: the limits to put on the aggressor (e.g. --cap wiops=500)")
 	case o.Cgroup != "":
 		return usagef("--cgroup: isolate caps the aggressor in a fresh cgroup of its own: give --cap")
-	case o.Auto:
-		return usagef("--runtime: auto is not for isolate: the victim and the aggressor must share one fixed window")
 	}
-	if o.Format != "text" && o.Format != "json" && o.Format != "html" {
-		return usagef("--format: %q is not one of text, json, html", o.Format)
-	}
-	minIso, err := parsePercentFlag("--min-isolation", o.MinIsolation)
+	in, err := o.common(g)
 	if err != nil {
 		return err
 	}
-	victim, aggressor, err := o.patterns()
-	if err != nil {
-		return err
-	}
+	minIso, victim, aggressor, opts, size := in.minIso, in.victim, in.aggressor, in.opts, in.size
 	if err := o.capOptions.precheck(); err != nil {
-		return err
-	}
-	opts, err := o.options(g)
-	if err != nil {
-		return err
-	}
-	size, err := o.size()
-	if err != nil {
 		return err
 	}
 	// Under the cap (required), the capped phase's window is aligned to
@@ -109,7 +140,14 @@ func runIsolate(ctx context.Context, g *globalOptions, o *isolateOptions, target
 	if err != nil {
 		return err
 	}
-	switch o.Format {
+	return writeIsolate(g, o.Format, rep)
+}
+
+// writeIsolate prints the report in format, and turns its verdict into
+// the exit status: 0 protected, 1 not, 3 inconclusive.
+func writeIsolate(g *globalOptions, format string, rep *results.IsolateReport) error {
+	var err error
+	switch format {
 	case "json":
 		err = report.WriteJSON(g.stdout, rep)
 	case "html":

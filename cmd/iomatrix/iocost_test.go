@@ -105,3 +105,17 @@ func TestIOCostRefusedOffV2(t *testing.T) {
 		t.Error("a state file was written")
 	}
 }
+
+// --vrate: face, honest or MIN-MAX as the kernel takes it; anything else
+// is refused before the host or the files are looked at.
+func TestIOCostApplyVrate(t *testing.T) {
+	for _, v := range []string{"fast", "90-80", "0-100", "1-20000", "50"} {
+		r := runInProcess("iocost", "apply", "/tmp", "--from", "/nonexistent.json", "--vrate", v)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "--vrate") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Errorf("--vrate %s: exit %d, stderr %q; want exit 2 naming --vrate", v, r.code, r.stderr)
+		}
+	}
+	if lo, hi, err := parseVrate("1-100"); err != nil || lo != 1 || hi != 100 {
+		t.Errorf("1-100: %v %v %v", lo, hi, err)
+	}
+}

@@ -2,11 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/testenv"
 	"github.com/iomatrix/iomatrix/results"
 )
@@ -91,11 +94,36 @@ func TestIsolateBadInput(t *testing.T) {
 		{[]string{"--cap", "wiops=5", "--aggressor", "scribble:4k:1"}, "--aggressor"},
 		{[]string{"--cap", "wiops=5", "--min-isolation", "0"}, "--min-isolation"},
 		{[]string{"--cap", "wiops=5", "--format", "xml"}, "--format"},
+		{[]string{"--control", "weights"}, "--control"},
+		{[]string{"--control", "iocost", "--weight", "victim=0"}, "--weight"},
+		{[]string{"--control", "iocost", "--weight", "victim=500,bystander=5"}, "--weight"},
+		{[]string{"--control", "iocost", "--weight", "victim=500,victim=5"}, "--weight"},
+		{[]string{"--control", "iocost", "--weight", "aggressor"}, "--weight"},
+		{[]string{"--control", "iocost", "--cap", "wiops=lots"}, "--cap"},
+		{[]string{"--control", "iocost", "--iomax-tries", "0"}, "--iomax-tries"},
+		{[]string{"--control", "iocost", "--cgroup", "/sys/fs/cgroup/x"}, "--cgroup"},
 	} {
 		r := runInProcess(append([]string{"isolate", target}, tc.args...)...)
 		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
 		if r.code != exitUsage || len(lines) != 1 || !strings.Contains(r.stderr, tc.want) || r.stdout != "" {
 			t.Errorf("isolate %q: exit %d, stderr %q; want exit 2 and one line naming %s", tc.args, r.code, r.stderr, tc.want)
 		}
+	}
+}
+
+// --control iocost on a host that is not pure cgroup v2 (this one is
+// hybrid, or v1): refused before any I/O, exit 2, with the reason, and
+// nothing laid out.
+func TestIsolateIOCostRefusedOffV2(t *testing.T) {
+	testenv.Integration(t)
+	ctrl, _ := cgroup.Detect(cgroup.DefaultRoot)
+	testenv.Require(t, ctrl.Mode == cgroup.Hybrid || ctrl.Mode == cgroup.Legacy, "the host is "+ctrl.Mode.String()+", not v1 or hybrid")
+	target := filepath.Join(t.TempDir(), "iso.dat")
+	r := runInProcess("isolate", target, "--control", "iocost", "--size", "64m")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "iocost is cgroup v2's") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+		t.Errorf("exit %d, stderr %q; want exit 2 and one line saying iocost is cgroup v2's", r.code, r.stderr)
+	}
+	if _, err := os.Stat(target); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s laid out by a refused run (%v)", target, err)
 	}
 }

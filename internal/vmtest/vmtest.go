@@ -47,6 +47,12 @@ type Drive struct {
 	// Ext4 formats the drive on the host; the guest mounts it at
 	// /mnt/nvmeXn1.
 	Ext4 bool
+	// Multipath puts the drive's controller in an NVMe subsystem of its
+	// own, which the controller then says may have more than one: the
+	// kernel's native multipath makes /dev/nvmeXn1 the namespace's head,
+	// a bio-based device without blk-mq (its one path, nvmeXcYn1, is
+	// hidden).
+	Multipath bool
 }
 
 // Case is one script run in the guest by busybox sh, with iomatrix at
@@ -134,8 +140,14 @@ func drives(t testing.TB, dir string, ds []Drive) []string {
 				t.Fatalf("vmtest: mkfs.ext4: %v: %s", err, out)
 			}
 		}
-		args = append(args, "-drive", fmt.Sprintf("file=%s,if=none,id=d%d,format=raw,cache=none,aio=io_uring", img, i),
-			"-device", fmt.Sprintf("nvme,drive=d%d,serial=vmtest%d", i, i))
+		args = append(args, "-drive", fmt.Sprintf("file=%s,if=none,id=d%d,format=raw,cache=none,aio=io_uring", img, i))
+		if d.Multipath {
+			args = append(args, "-device", fmt.Sprintf("nvme-subsys,id=ss%d,nqn=vmtest%d", i, i),
+				"-device", fmt.Sprintf("nvme,id=c%d,serial=vmtest%d,subsys=ss%d", i, i, i),
+				"-device", fmt.Sprintf("nvme-ns,drive=d%d,bus=c%d,nsid=1", i, i))
+			continue
+		}
+		args = append(args, "-device", fmt.Sprintf("nvme,drive=d%d,serial=vmtest%d", i, i))
 	}
 	return args
 }

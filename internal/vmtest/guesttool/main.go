@@ -5,6 +5,7 @@
 //
 //	guesttool setxattr PATH NAME VALUE
 //	guesttool ns PROG [ARG...]   PROG in a new cgroup and mount namespace
+//	guesttool as UID PROG [ARG...]   PROG as user and group UID, no other groups
 package main
 
 import (
@@ -12,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -42,6 +44,15 @@ func run(args []string) error {
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWCGROUP | unix.CLONE_NEWNS}
 		return cmd.Run()
+	case len(args) >= 3 && args[0] == "as":
+		id, err := strconv.ParseUint(args[1], 10, 32)
+		if err != nil {
+			return fmt.Errorf("as %s: %w", args[1], err)
+		}
+		cmd := exec.Command(args[2], args[3:]...)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(id), Gid: uint32(id), Groups: []uint32{}}}
+		return cmd.Run()
 	}
-	return errors.New("usage: guesttool setxattr PATH NAME VALUE | guesttool ns PROG [ARG...]")
+	return errors.New("usage: guesttool setxattr PATH NAME VALUE | guesttool ns PROG [ARG...] | guesttool as UID PROG [ARG...]")
 }

@@ -1,0 +1,370 @@
+package isolate
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/iomatrix/iomatrix/cgroup"
+	"github.com/iomatrix/iomatrix/internal/units"
+	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/results"
+)
+
+// Member is one of two sibling cgroups, each with a child of this program
+// in it (session.Member).
+type Member interface {
+	RunAt(ctx context.Context, at time.Time, p results.Pattern, o iotest.Options) (results.Result, error)
+	SetLimit(l cgroup.Limit) error
+	SetWeight(w int) error
+}
+
+// SameProtection is the share of the victim's IOPS beside the weighted
+// aggressor that an io.max phase must leave it, to count as protecting it
+// as well: a few per cent of a run's own noise, given to io.max.
+const SameProtection = 0.95
+
+// DefaultSearches is how many io.max phases a search runs.
+const DefaultSearches = 5
+
+// IOCostConfig is what RunIOCost measures.
+type IOCostConfig struct {
+	Victim, Aggressor results.Pattern
+	// Options are the victim's; the aggressor runs with the same window
+	// and its own seed.
+	Options      iotest.Options
+	MinIsolation float64
+	// VictimM and AggressorM are siblings below one parent, where the
+	// kernel shares the device between them by their weights.
+	VictimM, AggressorM           Member
+	VictimWeight, AggressorWeight int
+	// Enable turns iocost on or off on the device, the rest of its lines
+	// left as they are; the caller restores the line as it found it.
+	Enable func(on bool) error
+	// Cap is the aggressor's io.max in the comparison phase; nil: the
+	// cap is searched, in at most Searches phases (DefaultSearches).
+	Cap      *cgroup.Limit
+	Searches int
+	// Info is the device and its lines, recorded in the report.
+	Info results.IsolateIOCost
+	// Report is the report's frame (tool, host, target, window); Phases
+	// and the judgement are filled in.
+	Report results.IsolateReport
+	Notice func(string)
+}
+
+// RunIOCost measures the victim and the aggressor under the kernel's
+// proportional controller, in these phases, each over the same window:
+//
+//  1. alone: the victim alone, iocost on;
+//  2. uncontrolled: the pair, iocost off, no io.max;
+//  3. weighted: the pair, iocost on, at their weights;
+//  4. io.max: the pair, iocost off, the aggressor under io.max: the
+//     cap given, or a search for the highest cap that leaves the victim
+//     SameProtection of its weighted IOPS, halving from the aggressor's
+//     weighted IOPS until the victim is as well protected, then
+//     bisecting (geometrically) between the highest cap that protected
+//     and the lowest that did not;
+//  5. alone again: the victim alone, iocost on.
+//
+// and judges them (JudgeIOCost).
+func RunIOCost(ctx context.Context, c IOCostConfig) (*results.IsolateReport, error) {
+	o := c.Options
+	rep := c.Report
+	rep.Control = "iocost"
+	info := c.Info
+	info.VictimWeight, info.AggressorWeight, info.SameProtection = c.VictimWeight, c.AggressorWeight, SameProtection
+	rep.IOCost = &info
+	rep.MinIsolation = c.MinIsolation
+	aggOpts := o
+	aggOpts.Seed = o.Seed + 1
+	if err := c.VictimM.SetWeight(c.VictimWeight); err != nil {
+		return nil, err
+	}
+	if err := c.AggressorM.SetWeight(c.AggressorWeight); err != nil {
+		return nil, err
+	}
+	weights := fmt.Sprintf("iocost on, weights %d:%d", c.VictimWeight, c.AggressorWeight)
+	searches := c.Searches
+	if searches <= 0 {
+		searches = DefaultSearches
+	}
+	if c.Cap != nil {
+		searches = 1
+	}
+	total := 6 + searches
+	n := 0
+	phase := func(name, control string, on bool, who members, limit *cgroup.Limit) (results.IsolatePhase, error) {
+		n++
+		what := c.Victim.Name() + " alone"
+		switch who {
+		case both:
+			what = c.Victim.Name() + " beside " + c.Aggressor.Name()
+		case aggressorOnly:
+			what = c.Aggressor.Name() + " alone, the victim idle"
+		}
+		c.Notice(fmt.Sprintf("phase %d of at most %d, %s (%s): %s for %s + %s ramp", n, total, name, control, what, o.Runtime, o.Ramp))
+		if err := c.Enable(on); err != nil {
+			return results.IsolatePhase{}, err
+		}
+		if limit != nil {
+			if err := c.AggressorM.SetLimit(*limit); err != nil {
+				return results.IsolatePhase{}, err
+			}
+		}
+		p, err := runPair(ctx, who, c.VictimM, c.Victim, o, c.AggressorM, c.Aggressor, aggOpts)
+		if err != nil {
+			return p, fmt.Errorf("phase %s: %w", name, err)
+		}
+		p.Name, p.Control, p.VictimIdle = name, control, who == aggressorOnly
+		if limit != nil {
+			p.AggressorCap = limit.Record(2, "")
+		}
+		rep.Phases = append(rep.Phases, p)
+		return p, nil
+	}
+	if _, err := phase("alone", weights, true, victimOnly, nil); err != nil {
+		return nil, err
+	}
+	if _, err := phase("uncontrolled", "iocost off", false, both, nil); err != nil {
+		return nil, err
+	}
+	w, err := phase("weighted", weights, true, both, nil)
+	if err != nil {
+		return nil, err
+	}
+	try := func(l cgroup.Limit) (bool, error) {
+		p, err := phase("io.max "+capWords(l), "iocost off, aggressor io.max "+capWords(l), false, both, &l)
+		return p.Victim.Total.IOPS >= SameProtection*w.Victim.Total.IOPS, err
+	}
+	if c.Cap != nil {
+		if _, err := try(*c.Cap); err != nil {
+			return nil, err
+		}
+	} else {
+		info.IOMaxSearched = true
+		if err := searchCap(w, c.Aggressor, searches, try); err != nil {
+			return nil, err
+		}
+	}
+	// With the victim idle: what each control lets the aggressor do, the
+	// work that a cap set for the victim's sake gives up when the victim
+	// does not need it.
+	l := equivalentCap(rep.Phases, w, c.Cap)
+	if _, err := phase("idle victim, io.max "+capWords(l), "iocost off, aggressor io.max "+capWords(l), false, aggressorOnly, &l); err != nil {
+		return nil, err
+	}
+	if err := c.AggressorM.SetLimit(cgroup.Limit{}); err != nil {
+		return nil, err
+	}
+	if _, err := phase("idle victim, weighted", weights, true, aggressorOnly, nil); err != nil {
+		return nil, err
+	}
+	if _, err := phase("alone again", weights, true, victimOnly, nil); err != nil {
+		return nil, err
+	}
+	rep.FinishedAt = time.Now().UTC().Format(time.RFC3339)
+	JudgeIOCost(&rep, c.Aggressor)
+	return &rep, nil
+}
+
+// members say who runs in a phase.
+type members int
+
+const (
+	victimOnly members = iota
+	both
+	aggressorOnly
+)
+
+// equivalentCap is the io.max that protected the victim as well as the
+// weighted phase w, with the most room for the aggressor: the one given,
+// else the highest tried that did, else the lowest tried.
+func equivalentCap(phases []results.IsolatePhase, w results.IsolatePhase, given *cgroup.Limit) cgroup.Limit {
+	if given != nil {
+		return *given
+	}
+	best, lowest := bestCap(phases, w)
+	if best < 0 {
+		best = lowest
+	}
+	return cgroup.LimitOf(phases[best].AggressorCap)
+}
+
+// bestCap finds, among the io.max phases beside the victim, the one with
+// the highest cap that left the victim SameProtection of its IOPS in the
+// weighted phase w, and the one with the lowest cap (-1 for none).
+func bestCap(phases []results.IsolatePhase, w results.IsolatePhase) (best, lowest int) {
+	best, lowest = -1, -1
+	for i, p := range phases {
+		if p.AggressorCap == nil || p.VictimIdle {
+			continue
+		}
+		if lowest < 0 || capIOPS(p) < capIOPS(phases[lowest]) {
+			lowest = i
+		}
+		if p.Victim.Total.IOPS >= SameProtection*w.Victim.Total.IOPS && (best < 0 || capIOPS(p) > capIOPS(phases[best])) {
+			best = i
+		}
+	}
+	return best, lowest
+}
+
+// searchCap runs the io.max phases of a search (RunIOCost): try runs one
+// at an aggressor IOPS cap and tells whether it protected the victim as
+// well as the weighted phase w did.
+func searchCap(w results.IsolatePhase, aggressor results.Pattern, tries int, try func(cgroup.Limit) (bool, error)) error {
+	hi := 0.0 // the lowest cap that did not protect
+	lo := 0.0 // the highest cap that did
+	c := math.Max(w.Aggressor.Total.IOPS, 2)
+	for range tries {
+		ok, err := try(aggressorCap(aggressor, c))
+		if err != nil {
+			return err
+		}
+		if ok {
+			lo = c
+		} else {
+			hi = c
+		}
+		switch {
+		case lo == 0:
+			c /= 2
+		case hi == 0:
+			return nil // it protected at the aggressor's own weighted rate
+		default:
+			c = math.Sqrt(lo * hi)
+		}
+		if c < 1 || (hi > 0 && lo > 0 && hi/lo < 1.05) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// aggressorCap is the io.max that holds the aggressor to iops IOPS, split
+// between reads and writes as the aggressor mixes them.
+func aggressorCap(p results.Pattern, iops float64) cgroup.Limit {
+	var l cgroup.Limit
+	if p.ReadPct > 0 {
+		l.ReadIOPS = uint64(max(1, math.Round(iops*float64(p.ReadPct)/100)))
+	}
+	if p.ReadPct < 100 {
+		l.WriteIOPS = uint64(max(1, math.Round(iops*float64(100-p.ReadPct)/100)))
+	}
+	return l
+}
+
+// capWords is a limit's keys as --cap takes them.
+func capWords(l cgroup.Limit) string {
+	s := ""
+	add := func(k string, v uint64, size bool) {
+		if v == 0 {
+			return
+		}
+		if s != "" {
+			s += ","
+		}
+		if size {
+			s += k + "=" + units.FormatSize(int64(v))
+		} else {
+			s += fmt.Sprintf("%s=%d", k, v)
+		}
+	}
+	add("riops", l.ReadIOPS, false)
+	add("wiops", l.WriteIOPS, false)
+	add("rbps", l.ReadBPS, true)
+	add("wbps", l.WriteBPS, true)
+	return s
+}
+
+// runPair runs the victim, the aggressor or both in their members,
+// started at one moment over windows of the same length.
+func runPair(ctx context.Context, who members, vm Member, victim results.Pattern, vo iotest.Options,
+	am Member, ap results.Pattern, ao iotest.Options) (results.IsolatePhase, error) {
+	at := time.Now().Add(cgroup.ThrottleQuiet + 50*time.Millisecond)
+	type out struct {
+		r   results.Result
+		err error
+	}
+	done := make(chan out, 1)
+	if who != victimOnly {
+		go func() {
+			r, err := am.RunAt(ctx, at, ap, ao)
+			done <- out{r, err}
+		}()
+	}
+	var phase results.IsolatePhase
+	var err error
+	if who != aggressorOnly {
+		phase.Victim, err = vm.RunAt(ctx, at, victim, vo)
+	}
+	if who != victimOnly {
+		a := <-done
+		if err == nil && a.err != nil {
+			return phase, fmt.Errorf("aggressor %s: %w", ap.Name(), a.err)
+		}
+		phase.Aggressor = &a.r
+	}
+	if err != nil {
+		return phase, fmt.Errorf("victim %s: %w", victim.Name(), err)
+	}
+	return phase, nil
+}
+
+// JudgeIOCost judges an iocost isolation test: the verdict as Judge gives
+// it, on the weighted phase, and the controller's figures (gain, work
+// conservation, and the pair against the io.max phase that protected the
+// victim as well).
+func JudgeIOCost(rep *results.IsolateReport, aggressor results.Pattern) {
+	Judge(rep, aggressor)
+	ic := rep.IOCost
+	un, w := rep.Phases[1], rep.Phases[2]
+	if un.Victim.Total.IOPS > 0 {
+		ic.Gain = w.Victim.Total.IOPS / un.Victim.Total.IOPS
+	}
+	if u := un.PairIOPS(); u > 0 {
+		ic.Conservation = w.PairIOPS() / u
+	}
+	for _, p := range rep.Phases {
+		switch {
+		case !p.VictimIdle || p.Aggressor == nil:
+		case p.AggressorCap != nil:
+			ic.IdleIOMax = p.Aggressor.Total.IOPS
+		default:
+			ic.IdleWeighted = p.Aggressor.Total.IOPS
+		}
+	}
+	if ic.IdleIOMax > 0 {
+		ic.IdleGain = ic.IdleWeighted / ic.IdleIOMax
+	}
+	best, lowest := bestCap(rep.Phases, w)
+	cmp := ""
+	switch {
+	case best >= 0:
+		b := rep.Phases[best]
+		ic.IOMaxPhase = b.Name
+		if b.PairIOPS() > 0 {
+			ic.PairVsIOMax = w.PairIOPS() / b.PairIOPS()
+		}
+		cmp = fmt.Sprintf("; under %s, the highest io.max tried that protected the victim as well, the pair did %s IOPS, against %s weighted (×%.2f)",
+			b.Name, units.Thousands(b.PairIOPS(), 0), units.Thousands(w.PairIOPS(), 0), ic.PairVsIOMax)
+	case lowest >= 0:
+		l := rep.Phases[lowest]
+		rep.Notes = append(rep.Notes, fmt.Sprintf("no io.max tried protected the victim as well as iocost: under the lowest, %s, it did %s IOPS, against %s weighted",
+			l.Name, units.Thousands(l.Victim.Total.IOPS, 0), units.Thousands(w.Victim.Total.IOPS, 0)))
+	}
+	idle := ""
+	if ic.IdleGain > 0 {
+		idle = fmt.Sprintf("; with the victim idle, iocost let the aggressor do %s IOPS, that io.max %s (×%.2f)",
+			units.Thousands(ic.IdleWeighted, 0), units.Thousands(ic.IdleIOMax, 0), ic.IdleGain)
+	}
+	rep.Verdict += fmt.Sprintf("; beside the weighted aggressor the victim did ×%.2f its IOPS beside the uncontrolled one, the pair %.0f %% of its uncontrolled IOPS%s%s",
+		ic.Gain, 100*ic.Conservation, cmp, idle)
+}
+
+// capIOPS is the IOPS an io.max phase allowed the aggressor.
+func capIOPS(p results.IsolatePhase) float64 {
+	return float64(p.AggressorCap.ReadIOPS + p.AggressorCap.WriteIOPS)
+}
