@@ -34,6 +34,10 @@ type Profile struct {
 	Description string
 	Defaults    Defaults
 	Patterns    []results.Pattern
+	// Loads are open-loop runs of some of the patterns, each at shares of
+	// the IOPS its closed-loop cell measured in the same sweep (a
+	// pattern's loads: key).
+	Loads []OpenLoad
 	// Source is "built-in" or the file the profile was read from.
 	Source string
 }
@@ -49,7 +53,43 @@ type Defaults struct {
 // Estimate is the time a sweep of p takes with the given runtime and
 // ramp, layout excluded.
 func (p *Profile) Estimate(runtime, ramp time.Duration) time.Duration {
-	return time.Duration(len(p.Patterns)) * (runtime + ramp)
+	return time.Duration(p.Cells()) * (runtime + ramp)
+}
+
+// OpenLoad is a pattern measured open-loop, after its closed-loop cell, at
+// each of Shares (percent) of the IOPS that cell measured: the rate mode's
+// 90 %, as the iocost profile's QoS runs are.
+type OpenLoad struct {
+	Shape  results.Pattern
+	Shares []float64
+}
+
+// Cells is the number of cells a sweep of the profile measures: its
+// patterns and their loads.
+func (p *Profile) Cells() int {
+	n := len(p.Patterns)
+	for _, l := range p.Loads {
+		n += len(l.Shares)
+	}
+	return n
+}
+
+// parseShares reads a loads: value, shares of the cell's own IOPS:
+// "90%" or "50%,90%", each above 0 and at most 100 %.
+func parseShares(s string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		v, ok := strings.CutSuffix(f, "%")
+		x, err := strconv.ParseFloat(v, 64)
+		if !ok || err != nil || x <= 0 || x > 100 {
+			return nil, fmt.Errorf("%q is not a share of the cell's own IOPS above 0 %% and at most 100 %% (e.g. 90%%)", f)
+		}
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out, nil
 }
 
 // ParseError locates a fault in a profile file.
@@ -344,8 +384,9 @@ func (p *parser) patterns(n *yaml.Node, prof *Profile) error {
 	for _, item := range n.Content {
 		pat := results.Pattern{Access: results.Random, Jobs: 1}
 		var haveBS, haveRead, haveQD bool
-		var bssplit, dist string
+		var bssplit, dist, loads string
 		err := p.mapping(item, "pattern", map[string]func(*yaml.Node) error{
+			"loads":               func(v *yaml.Node) error { return p.str(v, "loads", &loads) },
 			"bssplit":             func(v *yaml.Node) error { return p.str(v, "bssplit", &bssplit) },
 			"random_distribution": func(v *yaml.Node) error { return p.str(v, "random_distribution", &dist) },
 			"access":              func(v *yaml.Node) (err error) { pat.Access, err = p.access(v); return err },
@@ -388,6 +429,13 @@ func (p *parser) patterns(n *yaml.Node, prof *Profile) error {
 		}
 		prof.Patterns = append(prof.Patterns, pat)
 		p.lines = append(p.lines, item.Line)
+		if loads != "" {
+			shares, err := parseShares(loads)
+			if err != nil {
+				return p.errf(item, "loads", "%v", err)
+			}
+			prof.Loads = append(prof.Loads, OpenLoad{Shape: pat, Shares: shares})
+		}
 	}
 	return nil
 }

@@ -84,6 +84,9 @@ func describe(p *Profile) string {
 	for _, pat := range p.Patterns {
 		fmt.Fprintf(&b, "%-24s %-10s bs=%-7d read=%-3d qd=%-3d jobs=%d\n", pat.Name(), pat.Access, pat.BlockSize, pat.ReadPct, pat.QueueDepth, pat.Jobs)
 	}
+	for _, l := range p.Loads {
+		fmt.Fprintf(&b, "then %s open-loop at %v %% of its IOPS\n", l.Shape.Name(), l.Shares)
+	}
 	return b.String()
 }
 
@@ -223,6 +226,8 @@ matrix:
 		"jobs-too-many":   "name: x\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1, jobs: 65}\n",
 		"access-unknown":  "name: x\npatterns:\n  - {access: zigzag, block_size: 4k, read_pct: 1, queue_depth: 1}\n",
 		"pattern-is-list": "name: x\npatterns:\n  - [4k, 1, 1]\n",
+		"loads-over-100":  "name: x\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1, loads: 120%}\n",
+		"loads-iops":      "name: x\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1, loads: 3000}\n",
 	}
 	var b strings.Builder
 	for _, name := range sortedCaseNames(cases) {

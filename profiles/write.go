@@ -3,6 +3,7 @@ package profiles
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -19,7 +20,7 @@ func WriteList(w io.Writer, runtime, ramp time.Duration) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", p.Name, len(p.Patterns), p.Estimate(runtime, ramp), p.Description)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", p.Name, p.Cells(), p.Estimate(runtime, ramp), p.Description)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -31,12 +32,28 @@ func WriteList(w io.Writer, runtime, ramp time.Duration) error {
 // WriteTable writes p and its patterns as a table, with the time a sweep
 // takes at runtime + ramp per pattern.
 func (p *Profile) WriteTable(w io.Writer, runtime, ramp time.Duration) error {
-	fmt.Fprintf(w, "%s: %s (%s)\n%s, %s at %s runtime + %s ramp each\n\n",
-		p.Name, p.Description, p.Source, units.Count(len(p.Patterns), "pattern"), p.Estimate(runtime, ramp), runtime, ramp)
+	loads := ""
+	if n := p.Cells() - len(p.Patterns); n > 0 {
+		loads = " and " + units.Count(n, "open-loop load")
+	}
+	fmt.Fprintf(w, "%s: %s (%s)\n%s%s, %s at %s runtime + %s ramp each\n\n",
+		p.Name, p.Description, p.Source, units.Count(len(p.Patterns), "pattern"), loads, p.Estimate(runtime, ramp), runtime, ramp)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "NAME\tACCESS\tBLOCK\tREAD %%\tQD\tJOBS\t\n")
 	for _, pat := range p.Patterns {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t\n", pat.Name(), pat.Access, units.FormatSize(pat.BlockSize), pat.ReadPct, pat.QueueDepth, pat.Jobs)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, l := range p.Loads {
+		shares := make([]string, len(l.Shares))
+		for i, x := range l.Shares {
+			shares[i] = units.FormatPercent(x)
+		}
+		if _, err := fmt.Fprintf(w, "then %s open-loop at %s of the IOPS it measured\n", l.Shape.Name(), strings.Join(shares, ", ")); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/profiles"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -185,3 +186,53 @@ func (s *RateSweep) Todo(doc *results.Document) int {
 type keepOpen struct{ Display }
 
 func (keepOpen) Close() {}
+
+// ProfileLoads are the load sweeps of a profile's open-loop loads
+// (profiles.OpenLoad): each a RateSweep over the same loop, its shares of
+// the IOPS the shape's closed-loop cell measured in this sweep.
+func ProfileLoads(loads []profiles.OpenLoad) []RateSweep {
+	var out []RateSweep
+	for _, l := range loads {
+		rs := RateSweep{Shape: l.Shape, Arrival: results.ArrivalPoisson}
+		for _, s := range l.Shares {
+			rs.Steps = append(rs.Steps, RateStep{Share: s})
+		}
+		out = append(out, rs)
+	}
+	return out
+}
+
+// LoadsTodo is the number of open-loop cells the loads still lack in doc
+// (nil: none yet); their shapes are the profile's patterns, counted
+// there.
+func LoadsTodo(loads []RateSweep, doc *results.Document) int {
+	n := 0
+	for _, s := range loads {
+		n += s.Todo(doc)
+		if doc == nil || len(doc.Remaining([]results.Pattern{s.Shape})) > 0 {
+			n-- // the shape itself
+		}
+	}
+	return n
+}
+
+// RunWithLoads runs the loop over todo, then each load, and closes the
+// display once, at the end; failed and err as Loop.Run. A load whose
+// closed-loop cell failed or did no I/O stops the sweep there
+// (ErrNoMaximum).
+func RunWithLoads(ctx context.Context, l *Loop, todo []results.Pattern, loads []RateSweep) (failed int, err error) {
+	c := *l
+	display := c.Display
+	c.Display = keepOpen{display}
+	defer display.Close()
+	failed, err = c.Run(ctx, todo)
+	for _, s := range loads {
+		if err != nil || ctx.Err() != nil {
+			return failed, err
+		}
+		s.Loop = &c
+		f, e := s.Run(ctx)
+		failed, err = failed+f, e
+	}
+	return failed, err
+}

@@ -195,8 +195,12 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 		return err
 	}
 	total, todo := len(setup.profile.Patterns), len(setup.todo)
+	var loads []session.RateSweep
 	if rs := setup.rateSweep; rs != nil {
 		total, todo = rs.Total(), rs.Todo(setup.doc)
+	} else if len(setup.profile.Loads) > 0 {
+		loads = session.ProfileLoads(setup.profile.Loads)
+		total, todo = setup.profile.Cells(), todo+session.LoadsTodo(loads, setup.doc)
 	}
 	estimate := time.Duration(todo) * (setup.opts.Runtime + setup.opts.Ramp)
 	g.notice(progress.Plan(setup.profile.Name, todo, total, setup.opts, estimate))
@@ -231,6 +235,11 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 		failedCells, runErr = rs.Run(ctx)
 		if errors.Is(runErr, session.ErrNoMaximum) {
 			runErr = fmt.Errorf("load–latency sweep: %w", runErr)
+		}
+	} else if len(loads) > 0 {
+		failedCells, runErr = session.RunWithLoads(ctx, &loop, setup.todo, loads)
+		if errors.Is(runErr, session.ErrNoMaximum) {
+			runErr = fmt.Errorf("the profile's open-loop loads: %w", runErr)
 		}
 	} else {
 		failedCells, runErr = loop.Run(ctx, setup.todo)

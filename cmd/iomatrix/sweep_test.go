@@ -346,3 +346,52 @@ func TestSweepRates(t *testing.T) {
 	}
 	checkRefused(t, runInProcess("sweep", "--resume", plain, "--rates", "10%"), "--resume: --rates differs from the file's sweep of a profile")
 }
+
+// A profile's open-loop loads (loads: on a pattern): each measured after
+// the sweep's closed-loop cells, at its share of the IOPS its own cell
+// measured in the same sweep; a resume of the finished file has nothing
+// left to do.
+func TestSweepProfileLoads(t *testing.T) {
+	testenv.Root(t)
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "p.yaml")
+	testenv.Must(t, os.WriteFile(prof, []byte(`name: loaded
+patterns:
+  - {access: random, block_size: 4k, read_pct: 100, queue_depth: 4, loads: "50%,80%"}
+  - {access: sequential, block_size: 64k, read_pct: 100, queue_depth: 2}
+`), 0o644))
+	target, out := filepath.Join(dir, "t.dat"), filepath.Join(dir, "r.json")
+	r := runIomatrix(t, iomatrixCmd(t, "sweep", target, "--profile", prof, "--size", "32MiB", "--runtime", "300ms", "--ramp", "0s", "--out", out))
+	if r.code != 0 {
+		t.Fatalf("sweep: exit %d: %s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "4 of 4 patterns to run") {
+		t.Errorf("the plan does not count the loads: %s", r.stderr)
+	}
+	if !strings.Contains(r.stdout, "load–latency rand-4k-r100-qd4, poisson arrivals") {
+		t.Errorf("no load–latency table for the loads:\n%s", r.stdout)
+	}
+	doc := readDoc(t, out)
+	if len(doc.Results) != 4 || doc.Results[0].Name != "rand-4k-r100-qd4" || doc.Results[1].Name != "seq-read-64k-qd2" {
+		t.Fatalf("%d results (%v): want both closed-loop cells, then two loads", len(doc.Results), names(doc))
+	}
+	max := doc.Results[0].Total.IOPS
+	for i, share := range []float64{0.5, 0.8} {
+		res := doc.Results[2+i]
+		if want := math.Round(max * share); res.Pattern.Rate.IOPS != want || res.Pattern.Rate.Arrival != "poisson" || res.Rate == nil {
+			t.Errorf("load %d: %s at %v IOPS (%+v), want %v of %v, poisson", i, res.Name, res.Pattern.Rate.IOPS, res.Rate, want, max)
+		}
+	}
+	r = runIomatrix(t, iomatrixCmd(t, "sweep", "--resume", out))
+	if r.code != 0 || len(readDoc(t, out).Results) != 4 || !strings.Contains(r.stderr, "0 of 4 patterns to run") {
+		t.Errorf("resume of a finished sweep: exit %d, %d results: %s", r.code, len(readDoc(t, out).Results), r.stderr)
+	}
+}
+
+func names(d *results.Document) []string {
+	var out []string
+	for _, r := range d.Results {
+		out = append(out, r.Name)
+	}
+	return out
+}

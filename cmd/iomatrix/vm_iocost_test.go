@@ -8,8 +8,8 @@ import (
 )
 
 // iocost on a real cgroup v2 kernel: the iocost profile on the emulated
-// drive, its model applied (the kernel takes the lines and reads them
-// back equal), and reset, both from a device the kernel listed no line
+// drive (its QoS runs among its cells), its model applied (the kernel
+// takes the lines and reads them back equal), and reset, both from a device the kernel listed no line
 // for and from one it did, where the lines must come back byte for byte.
 func TestVMIOCost(t *testing.T) {
 	const prelude = `D=$(cat /sys/block/nvme0n1/dev)
@@ -18,11 +18,9 @@ lines() { say "model $(grep "^$D " /sys/fs/cgroup/io.cost.model)"; say "qos $(gr
 `
 	cases := []vmtest.Case{
 		{Name: "iocost", Script: prelude + `iomatrix sweep /dev/nvme0n1 --profile iocost --size 512m --runtime 1s --ramp 0.2s --allow-destructive -o /tmp/ic.json >/dev/null 2>&1 || { say "sweep failed"; exit 3; }
-iomatrix run /dev/nvme0n1 --rw randread --bs 4k --qd 64 --rate 90% --size 512m --runtime 1s --ramp 0.2s -o /tmp/qr.json >/dev/null 2>&1 || { say "rate run failed"; exit 3; }
-iomatrix run /dev/nvme0n1 --rw randwrite --bs 4k --qd 64 --rate 90% --size 512m --runtime 1s --ramp 0.2s --allow-destructive -o /tmp/qw.json >/dev/null 2>&1 || { say "rate run failed"; exit 3; }
-iomatrix iocost model /tmp/ic.json /tmp/qr.json /tmp/qw.json >&2 || exit 4
+iomatrix iocost model /tmp/ic.json >&2 || exit 4
 lines
-iomatrix iocost apply /dev/nvme0n1 --from /tmp/ic.json --from /tmp/qr.json --from /tmp/qw.json --state /tmp/st.json || exit 5
+iomatrix iocost apply /dev/nvme0n1 --from /tmp/ic.json --state /tmp/st.json || exit 5
 lines
 iomatrix iocost show /dev/nvme0n1 --state /tmp/st.json >&2
 iomatrix iocost reset /dev/nvme0n1 --state /tmp/st.json || exit 6
@@ -30,7 +28,7 @@ lines
 [ -e /tmp/st.json ] && say "state left"
 # Now the kernel lists the device: apply twice, then reset.
 iomatrix iocost apply /dev/nvme0n1 --from /tmp/ic.json --state /tmp/st.json >/dev/null || exit 7
-iomatrix iocost apply /dev/nvme0n1 --from /tmp/ic.json --from /tmp/qr.json --from /tmp/qw.json --state /tmp/st.json >/dev/null || exit 7
+iomatrix iocost apply /dev/nvme0n1 --from /tmp/ic.json --vrate 1-100 --state /tmp/st.json >/dev/null || exit 7
 lines
 iomatrix iocost reset /dev/nvme0n1 --state /tmp/st.json >/dev/null || exit 8
 lines
@@ -74,6 +72,10 @@ iomatrix iocost show /dev/nvme0n1 --cgroupfs /tmp >/dev/null 2>&1; say "show wit
 		t.Errorf("reset from nothing: %q %q", models[2], qoss[2])
 	}
 	// Reset from lines: byte for byte.
+	// The second apply's --vrate 1-100 is in the QoS line it leaves.
+	if !strings.Contains(qoss[3], "min=1.00 max=100.00") {
+		t.Errorf("apply --vrate 1-100: %q", qoss[3])
+	}
 	if models[4] != models[2] || qoss[4] != qoss[2] || models[3] == models[2] {
 		t.Errorf("reset: %q %q, want %q %q (applied between: %q)", models[4], qoss[4], models[2], qoss[2], models[3])
 	}
