@@ -61,6 +61,7 @@ func (c *Comparison) fioArgv(ps iotest.PatternSpec) []string {
 		"--group_reporting", "--time_based", "--runtime="+fioDuration(c.o.Runtime), "--ramp_time="+fioDuration(c.o.Ramp),
 		"--randrepeat=0", "--norandommap", "--output-format=json")
 	argv = append(argv, c.fioTuned...)
+	argv = append(argv, FioRing(c.o.Ring)...)
 	return append(argv, c.o.FioExtra...)
 }
 
@@ -88,7 +89,7 @@ func (c *Comparison) iomatrixArgv(ps iotest.PatternSpec) []string {
 	if c.o.AllowDestructive {
 		argv = append(argv, "--allow-destructive")
 	}
-	return argv
+	return append(argv, iomatrixRing(c.o.Ring)...)
 }
 
 // fioFigures reads a fio report of ps with the import code, and checks

@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,6 +51,11 @@ type Options struct {
 	// FioExtra are more fio options (--name or --name=value), given last
 	// to every fio run; none may set what crosscheck sets.
 	FioExtra []string
+	// Ring is iomatrix's ring mode, given to fio as its own options:
+	// --poll as --hipri, --sqpoll as --sqthread_poll=1 (and
+	// --sqpoll-cpu as --sqthread_poll_cpu). fio has no idle time for its
+	// submission thread, so Ring.SQIdle is refused.
+	Ring iotest.RingMode
 	// AllowDestructive lets iomatrix's runs write to a block device.
 	AllowDestructive bool
 	// Keep is a directory for every run's raw output and the document
@@ -128,6 +134,12 @@ func (o Options) Validate() error {
 	if o.Engine != iotest.EngineUring && o.Engine != iotest.EnginePsync {
 		return fault.Input("engine", "%q is not one of uring, psync", o.Engine)
 	}
+	if err := o.Ring.Check(o.Engine); err != nil {
+		return err
+	}
+	if o.Ring.SQIdle != 0 {
+		return fault.Input("sqpoll-idle", "fio has no such option (its submission thread keeps the kernel's idle time): the two tools would differ")
+	}
 	if len(o.Patterns) == 0 {
 		return fault.Input("pattern", "no pattern to compare")
 	}
@@ -167,6 +179,34 @@ var fioControlled = map[string]ControlledError{
 	"ioengine": {Option: "engine"}, "runtime": {Option: "runtime"}, "time_based": {Option: "runtime"}, "ramp_time": {Option: "ramp"},
 	"direct": {Value: "always 1"}, "buffered": {Value: "never"}, "group_reporting": {},
 	"output-format": {Value: "json"}, "output": {}, "randrepeat": {}, "norandommap": {},
+	"hipri": {Option: "poll"}, "sqthread_poll": {Option: "sqpoll"}, "sqthread_poll_cpu": {Option: "sqpoll-cpu"},
+}
+
+// FioRing is fio's options for a ring mode: --hipri for polled
+// completions, --sqthread_poll=1 (and --sqthread_poll_cpu) for a
+// submission thread.
+func FioRing(m iotest.RingMode) []string {
+	return ringFlags(m, "--hipri", "--sqthread_poll=1", func(cpu string) []string { return []string{"--sqthread_poll_cpu=" + cpu} })
+}
+
+// iomatrixRing is iomatrix's flags for the same mode.
+func iomatrixRing(m iotest.RingMode) []string {
+	return ringFlags(m, "--poll", "--sqpoll", func(cpu string) []string { return []string{"--sqpoll-cpu", cpu} })
+}
+
+// ringFlags spells a ring mode in one tool's words.
+func ringFlags(m iotest.RingMode, poll, sqpoll string, sqCPU func(string) []string) []string {
+	var out []string
+	if m.Poll {
+		out = append(out, poll)
+	}
+	if m.SQPoll {
+		out = append(out, sqpoll)
+		if m.SQAffine {
+			out = append(out, sqCPU(strconv.Itoa(m.SQCPU))...)
+		}
+	}
+	return out
 }
 
 // checkFioExtra refuses what is not a fio option and the options

@@ -74,7 +74,7 @@ func TestValidate(t *testing.T) {
 		{"runtime finer than fio's", func(o *Options) { o.Runtime = time.Second + 1 }, "runtime", "1.000000001s is not a whole number of milliseconds, the finest time fio takes"},
 		{"engine auto", func(o *Options) { o.Engine = iotest.EngineAuto }, "engine", `"auto" is not one of uring, psync`},
 		{"no pattern", func(o *Options) { o.Patterns = nil }, "pattern", "no pattern to compare"},
-		{"not a fio option", func(o *Options) { o.FioExtra = []string{"--hipri", "jobfile.fio"} }, "fio-extra", `"jobfile.fio" is not a fio option (--name or --name=value)`},
+		{"not a fio option", func(o *Options) { o.FioExtra = []string{"--nonvectored=1", "jobfile.fio"} }, "fio-extra", `"jobfile.fio" is not a fio option (--name or --name=value)`},
 		{"a bare --", func(o *Options) { o.FioExtra = []string{"--"} }, "fio-extra", `"--" is not a fio option (--name or --name=value)`},
 		{"fio's size", func(o *Options) { o.FioExtra = []string{"--size=4g"} }, "fio-extra", "--size=4g is set by the size option"},
 		{"fio's direct", func(o *Options) { o.FioExtra = []string{"--direct=0"} }, "fio-extra", "--direct=0 is set by crosscheck (always 1)"},
@@ -103,11 +103,11 @@ func TestValidate(t *testing.T) {
 	if err := o.Validate(); !errors.As(err, &ce) || *ce != (ControlledError{Arg: "--filename=/dev/sdb", Option: "target"}) {
 		t.Errorf("--filename: %v", err)
 	}
-	o.FioExtra = []string{"  --registerfiles=1", "--hipri"}
+	o.FioExtra = []string{"  --registerfiles=1", "--nonvectored=1"}
 	if err := o.Validate(); err == nil {
 		t.Error("an option with spaces before it accepted") // the caller splits on whitespace
 	}
-	o.FioExtra = []string{"--registerfiles=1", "--fixedbufs=1", "--hipri"}
+	o.FioExtra = []string{"--registerfiles=1", "--fixedbufs=1", "--nonvectored=1"}
 	if err := o.Validate(); err != nil {
 		t.Errorf("fio options that crosscheck leaves alone: %v", err)
 	}
@@ -167,7 +167,7 @@ func TestArgv(t *testing.T) {
 	randrw, randread := spec(t, "randrw:16k:8:70:2"), spec(t, "randread:4k:32")
 	c := &Comparison{o: Options{
 		Fio: "/usr/bin/fio", Iomatrix: "/bin/iomatrix", Target: "/mnt/a:b/iomatrix.dat", Size: 4 << 30,
-		Engine: iotest.EngineUring, Runtime: 10 * time.Second, Ramp: 1500 * time.Millisecond, FioExtra: []string{"--hipri"},
+		Engine: iotest.EngineUring, Runtime: 10 * time.Second, Ramp: 1500 * time.Millisecond, FioExtra: []string{"--nonvectored=1"},
 	}, fioTuned: FioTuned}
 	check := func(what string, argv []string, want string) {
 		t.Helper()
@@ -177,7 +177,7 @@ func TestArgv(t *testing.T) {
 	}
 	check("uring fio", c.fioArgv(randrw), "/usr/bin/fio --name=rand-16k-r70-qd8-j2 --filename=/mnt/a\\:b/iomatrix.dat --size=4294967296 "+
 		"--direct=1 --ioengine=io_uring --rw=randrw --bs=16384 --rwmixread=70 --iodepth=8 --numjobs=2 --group_reporting --time_based "+
-		"--runtime=10s --ramp_time=1500ms --randrepeat=0 --norandommap --output-format=json --fixedbufs=1 --registerfiles=1 --hipri")
+		"--runtime=10s --ramp_time=1500ms --randrepeat=0 --norandommap --output-format=json --fixedbufs=1 --registerfiles=1 --nonvectored=1")
 	check("uring iomatrix", c.iomatrixArgv(randrw), "/bin/iomatrix run /mnt/a:b/iomatrix.dat --rw randrw --bs 16384 --rwmix 70 "+
 		"--qd 8 --jobs 2 --runtime 10s --ramp 1.5s --engine uring --format json --size 4294967296")
 
@@ -579,5 +579,50 @@ func TestRunInterrupted(t *testing.T) {
 	d, err := c.Run(ctx, results.TargetInfo{Path: "/t", SizeBytes: 1 << 20}, nil)
 	if !errors.Is(err, context.Canceled) || d.Complete || len(d.Patterns) != 1 || len(d.Patterns[0].Pairs) != 0 {
 		t.Errorf("%v, document %+v", err, d)
+	}
+}
+
+// iomatrix's ring modes become fio's own options, the header names both,
+// and fio's versions of them cannot be given through --fio-extra; fio has
+// no idle time for its submission thread, so that is refused.
+func TestArgvRingModes(t *testing.T) {
+	randread := spec(t, "randread:4k:32")
+	for _, c := range []struct {
+		ring          iotest.RingMode
+		fio, iomatrix string
+	}{
+		{iotest.RingMode{Poll: true}, "--hipri", "--poll"},
+		{iotest.RingMode{SQPoll: true}, "--sqthread_poll=1", "--sqpoll"},
+		{iotest.RingMode{SQPoll: true, SQAffine: true, SQCPU: 1}, "--sqthread_poll=1 --sqthread_poll_cpu=1", "--sqpoll --sqpoll-cpu 1"},
+		{iotest.RingMode{Poll: true, SQPoll: true}, "--hipri --sqthread_poll=1", "--poll --sqpoll"},
+	} {
+		cmp := &Comparison{o: Options{Fio: "fio", Iomatrix: "iomatrix", Target: "/dev/ng0n1", Size: 1 << 30,
+			Engine: iotest.EngineUring, Runtime: time.Second, Ring: c.ring}, fioTuned: FioTuned}
+		fio, iom := strings.Join(cmp.fioArgv(randread), " "), strings.Join(cmp.iomatrixArgv(randread), " ")
+		if !strings.HasSuffix(fio, "--fixedbufs=1 --registerfiles=1 "+c.fio) || !strings.HasSuffix(iom, c.iomatrix) {
+			t.Errorf("%+v:\n fio %s\n iomatrix %s\nwant them to end %q and %q", c.ring, fio, iom, c.fio, c.iomatrix)
+		}
+		var b strings.Builder
+		NewText(&b, []iotest.PatternSpec{randread}, false).Start(cmp.newDocument())
+		if !strings.Contains(b.String(), c.fio+" (as iomatrix's "+c.iomatrix+")") || !strings.Contains(b.String(), "--engine uring "+c.iomatrix) {
+			t.Errorf("%+v: header does not name both:\n%s", c.ring, b.String())
+		}
+	}
+	o := okOptions(t)
+	for _, extra := range []string{"--hipri", "--sqthread_poll=1", "--sqthread_poll_cpu=0"} {
+		o.FioExtra = []string{extra}
+		var ce *ControlledError
+		if err := o.Validate(); !errors.As(err, &ce) {
+			t.Errorf("--fio-extra %s: %v, want it refused as crosscheck's own", extra, err)
+		}
+	}
+	o.FioExtra = nil
+	o.Ring = iotest.RingMode{SQPoll: true, SQIdle: time.Second}
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "fio has no such option") {
+		t.Errorf("--sqpoll-idle: %v", err)
+	}
+	o.Ring, o.Engine = iotest.RingMode{Poll: true}, iotest.EnginePsync
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "uring engine") {
+		t.Errorf("--poll with psync: %v", err)
 	}
 }

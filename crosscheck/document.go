@@ -42,6 +42,8 @@ type FioInfo struct {
 	// FioDefaults or the psync engine); Extra is FioExtra, after them.
 	Tuned []string `json:"tuned"`
 	Extra []string `json:"extra"`
+	// Ring are the options that match iomatrix's ring mode (FioRing).
+	Ring []string `json:"ring,omitempty"`
 }
 
 // IomatrixInfo is the iomatrix that ran.
@@ -49,6 +51,8 @@ type IomatrixInfo struct {
 	Path    string `json:"path"`
 	Version string `json:"version"`
 	Engine  string `json:"engine"`
+	// Ring are its ring-mode flags (--poll, --sqpoll, --sqpoll-cpu N).
+	Ring []string `json:"ring,omitempty"`
 }
 
 // Result is one pattern's comparison.
@@ -102,8 +106,8 @@ func (c *Comparison) newDocument() *Document {
 		Host:      results.HostInfo(),
 		Target:    results.TargetInfo{Path: c.o.Target, SizeBytes: c.o.Size},
 		Fio: FioInfo{Path: c.o.Fio, Version: c.fioVersion, IOEngine: engine,
-			Tuned: append([]string{}, c.fioTuned...), Extra: append([]string{}, c.o.FioExtra...)},
-		Iomatrix:      IomatrixInfo{Path: c.o.Iomatrix, Version: results.Version, Engine: c.o.Engine},
+			Tuned: append([]string{}, c.fioTuned...), Extra: append([]string{}, c.o.FioExtra...), Ring: FioRing(c.o.Ring)},
+		Iomatrix:      IomatrixInfo{Path: c.o.Iomatrix, Version: results.Version, Engine: c.o.Engine, Ring: iomatrixRing(c.o.Ring)},
 		Pairs:         c.o.Pairs,
 		RuntimeNS:     int64(c.o.Runtime),
 		RampNS:        int64(c.o.Ramp),

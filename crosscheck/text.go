@@ -74,12 +74,15 @@ func (t *Text) Start(d *Document) {
 	case fio.IOEngine == "io_uring":
 		shape += " (fio's defaults, --fio-defaults)"
 	}
+	if len(fio.Ring) > 0 {
+		shape += ", " + strings.Join(fio.Ring, " ") + " (as iomatrix's " + strings.Join(d.Iomatrix.Ring, " ") + ")"
+	}
 	if len(fio.Extra) > 0 {
 		shape += ", then " + strings.Join(fio.Extra, " ")
 	}
 	fmt.Fprintf(t.w, "target:    %s (%s), %s = %s bytes for both tools\n", tg.Path, strings.Join(where, ", "), units.FormatSize(tg.SizeBytes), units.Thousands(float64(tg.SizeBytes), 0))
 	fmt.Fprintf(t.w, "fio:       %s, --ioengine=%s %s\n", fio.Version, fio.IOEngine, shape)
-	fmt.Fprintf(t.w, "iomatrix:  %s, --engine %s\n", d.Iomatrix.Version, d.Iomatrix.Engine)
+	fmt.Fprintf(t.w, "iomatrix:  %s, --engine %s\n", d.Iomatrix.Version, strings.Join(append([]string{d.Iomatrix.Engine}, d.Iomatrix.Ring...), " "))
 	fmt.Fprintf(t.w, "runs:      %s per pattern, fio first in odd pairs and iomatrix first in even ones, each %s after a %s ramp\n",
 		units.Count(d.Pairs, "pair"), time.Duration(d.RuntimeNS), time.Duration(d.RampNS))
 	fmt.Fprintf(t.w, "cpu-s/Mio: user+sys CPU seconds per million I/Os, from each process's rusage at exit (start-up and ramp included)\n\n")

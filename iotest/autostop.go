@@ -3,6 +3,7 @@ package iotest
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/iomatrix/iomatrix/results"
@@ -298,7 +299,7 @@ func (s *stopper) converged() bool {
 // Settings is the part of a results file's settings that o decides: the
 // runtime and ramp, the engine and seed, and an auto window's bounds.
 func (o Options) Settings() results.Settings {
-	s := results.Settings{Engine: o.Engine, RuntimeNS: int64(o.Runtime), RampNS: int64(o.Ramp), Seed: o.Seed}
+	s := results.Settings{Engine: o.Engine, EngineOptions: strings.Join(o.Ring.Words(), ","), RuntimeNS: int64(o.Runtime), RampNS: int64(o.Ramp), Seed: o.Seed}
 	if a := o.Auto; a != nil {
 		s.Auto = &results.AutoSettings{MinRuntimeNS: int64(a.MinRuntime), MaxRuntimeNS: int64(a.MaxRuntime), PrecisionPct: a.Precision * 100}
 	}

@@ -29,12 +29,14 @@ type worker struct {
 	// its k-th size are split (see run.splitOnDevice); those alone go to
 	// the workers.
 	asyncKinds uint16
-	st         *stats
-	seq        *sequence
-	arena      *arena
-	fd         int
-	clk        *clock
-	qd         int
+	// mode is the ring's setup: polled completions, a submission thread.
+	mode  RingMode
+	st    *stats
+	seq   *sequence
+	arena *arena
+	fd    int
+	clk   *clock
+	qd    int
 	// sched, set for an open-loop pattern, is the job's schedule.
 	sched *schedule
 	// stop is set on cancellation or a failure; read once per batch, and
@@ -102,6 +104,7 @@ func (w *worker) runUring() error {
 		return err
 	}
 	defer s.r.close()
+	defer w.watchSQ()()
 	w.ready()
 	<-w.start
 	inflight := s.fill()
@@ -115,7 +118,8 @@ func (w *worker) runUring() error {
 	stopping := false  // no new requests: the window ended, or a stop
 	var giveUpAt int64 // after a stop, the end of the drain
 	var lastReap int64 // when the previous reap began
-	fast := false      // the previous reap found completions less than spinBudget apart
+	fast := false      // poll before sleeping: completions come fast, and polling pays (judge)
+	judge := newSpinJudge(nanotime())
 	for inflight > 0 {
 		n := s.r.cqReady()
 		if n == 0 && fast && !stopping {
@@ -142,7 +146,7 @@ func (w *worker) runUring() error {
 		if !stopping && (now >= clk.end.Load() || w.stop.Load() || st.err != nil) {
 			stopping = true
 		}
-		fast = alwaysPoll || now-lastReap < int64(n)*int64(spinBudget)
+		fast = alwaysPoll || judge.pays(now, n) && now-lastReap < int64(n)*int64(spinBudget)
 		lastReap = now
 		reaped, refilled, err := s.reap(n, now, &stopping)
 		if err != nil {
@@ -174,6 +178,23 @@ func (w *worker) runUring() error {
 	return nil
 }
 
+// watchSQ returns what records an SQPOLL ring's kernel thread's CPU time,
+// to run before the ring (and the thread) goes: the process's own
+// figures do not hold it. The thread names itself once it runs, so it is
+// looked for then; it was created with the ring, so its CPU time is the
+// stream's.
+func (w *worker) watchSQ() func() {
+	if !w.mode.SQPoll {
+		return func() {}
+	}
+	tid := unix.Gettid()
+	return func() {
+		if sq := findSQThread(tid); sq.stat != "" {
+			w.st.sqThreads, w.st.sqCPU = 1, sq.cpu()
+		}
+	}
+}
+
 // spinBudget is how long a ring polls for its next completion before it
 // sleeps, when its completions have been arriving less than this apart.
 //
@@ -198,6 +219,115 @@ func (w *worker) runUring() error {
 // is measured exactly as fio measures it.
 const spinBudget = 5 * time.Microsecond
 
+// Polling must pay for itself (spinJudge). A ring that polls keeps its CPU
+// busy between completions; where the thread that completes its requests
+// needs that CPU (a loop device without direct I/O, whose worker copies
+// every page, on a machine of two CPUs), polling slowed the device: 4K
+// random reads at QD32 on such a device did 0.93-0.96x fio's default job
+// with polling against 1.03-1.06x without, and spent more CPU per I/O.
+// So the ring measures what polling buys, on the device, as it runs: it
+// alternates short epochs with polling allowed and without, and keeps
+// polling only if it pays (spinPays: enough more I/Os, at no more than
+// their price in the ring's CPU time per I/O); then
+// it keeps that choice for spinHold and measures again, so that a device
+// whose behaviour changes is followed. The epochs alternate in an order
+// that flips each time, so that a drift of the device is not read as the
+// effect of either mode.
+const (
+	spinEpoch  = 25 * time.Millisecond
+	spinEpochs = 4 // two with polling allowed, two without
+	spinHold   = time.Second
+	spinGain   = 1.02
+)
+
+// spinJudge is one ring's running measurement of whether polling pays. It
+// is fed at each reap (no syscall, no allocation).
+type spinJudge struct {
+	on       bool  // polling allowed now
+	probing  int   // the epoch of the current measurement, spinEpochs when holding
+	flip     bool  // the order of the next measurement's epochs
+	epochEnd int64 // when the current epoch (or hold) ends
+	start    int64 // when it began
+	startCPU int64 // the thread's CPU time then
+	n        uint64
+	done     [2]uint64 // completions in the epochs without (0) and with (1) polling
+	span     [2]int64  // their time
+	cpu      [2]int64  // the thread's CPU time in them
+	cpuNow   func() int64
+}
+
+func newSpinJudge(now int64) *spinJudge {
+	j := &spinJudge{on: true, flip: true, cpuNow: threadCPU}
+	j.begin(now)
+	return j
+}
+
+// threadCPU is the calling thread's CPU time, user and system, in ns.
+func threadCPU() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return 0
+	}
+	return ts.Nano()
+}
+
+// begin starts a measurement: spinEpochs epochs, alternating.
+func (j *spinJudge) begin(now int64) {
+	j.probing, j.done, j.span, j.cpu = 0, [2]uint64{}, [2]int64{}, [2]int64{}
+	j.on = j.flip
+	j.flip = !j.flip
+	j.epoch(now, spinEpoch)
+}
+
+// epoch starts an epoch (or a hold) of length d at now.
+func (j *spinJudge) epoch(now int64, d time.Duration) {
+	j.start, j.n, j.epochEnd, j.startCPU = now, 0, now+int64(d), j.cpuNow()
+}
+
+// pays counts n completions reaped at now and tells whether the ring may
+// poll.
+func (j *spinJudge) pays(now int64, n uint32) bool {
+	j.n += uint64(n)
+	if now < j.epochEnd {
+		return j.on
+	}
+	if j.probing == spinEpochs {
+		j.begin(now)
+		return j.on
+	}
+	k := 0
+	if j.on {
+		k = 1
+	}
+	j.done[k] += j.n
+	j.span[k] += now - j.start
+	j.cpu[k] += j.cpuNow() - j.startCPU
+	j.probing++
+	if j.probing < spinEpochs {
+		j.on = !j.on
+		j.epoch(now, spinEpoch)
+		return j.on
+	}
+	j.on = spinPays(j.done, j.span, j.cpu)
+	j.epoch(now, spinHold)
+	return j.on
+}
+
+// spinPays tells, from the completions, time and CPU time of the epochs
+// without (0) and with (1) polling, whether polling pays: it must raise
+// the rate of completions by spinGain at least, and raise the ring's CPU
+// time per I/O by no more than it raises that rate. Polling keeps the
+// thread busy between completions, so it always costs CPU per I/O; the
+// ring buys throughput with it only at a price of at most one for one.
+func spinPays(done [2]uint64, span, cpu [2]int64) bool {
+	if done[0] == 0 || done[1] == 0 || span[0] <= 0 || span[1] <= 0 {
+		return done[1] > 0 && done[0] == 0 // a mode that did nothing loses
+	}
+	gain := (float64(done[1]) / float64(span[1])) / (float64(done[0]) / float64(span[0]))
+	perIO := func(k int) float64 { return float64(max(cpu[k], 1)) / float64(done[k]) }
+	return gain >= spinGain && perIO(1)/perIO(0) <= gain
+}
+
 // alwaysPoll has every ring poll before it sleeps, however far apart its
 // completions: a test hook that runs the polling path on any device.
 var alwaysPoll bool
@@ -218,7 +348,7 @@ func (w *worker) openRing() (*ringStream, error) {
 	if w.sched != nil {
 		entries++ // the open-loop stream's own timer (see runRate)
 	}
-	r, err := newUring(entries)
+	r, err := newUringMode(entries, w.mode)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"syscall"
+	"time"
 	_ "unsafe" // for go:linkname
 
 	"github.com/iomatrix/iomatrix/results"
@@ -41,7 +42,11 @@ type stats struct {
 	allReads, allWrites   uint64 // every completion: ramp, window and drain
 	subReads, subWrites   uint64 // every submission
 	badReads, badWrites   uint64 // completions that failed
-	timeline              []uint64
+	// sqThreads and sqCPU are the SQPOLL rings' kernel submission threads
+	// found, and their CPU time over the stream's life (see sqThread).
+	sqThreads int
+	sqCPU     time.Duration
+	timeline  []uint64
 	// sizeIOs counts the window's I/Os by size index (see mixTable), reads
 	// then writes; hot1 and hot10 those drawn from the hottest 1 % and
 	// 10 % of a skewed distribution.
@@ -186,6 +191,8 @@ func (s *stats) merge(o *stats) {
 	s.subWrites += o.subWrites
 	s.badReads += o.badReads
 	s.badWrites += o.badWrites
+	s.sqThreads += o.sqThreads
+	s.sqCPU += o.sqCPU
 	for d := range s.sizeIOs {
 		for k := range s.sizeIOs[d] {
 			s.sizeIOs[d][k] += o.sizeIOs[d][k]

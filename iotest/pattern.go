@@ -3,6 +3,7 @@ package iotest
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
@@ -149,6 +150,9 @@ type Options struct {
 	Ramp   time.Duration // I/O before the window, excluded from every statistic
 	Seed   uint64        // offsets and read/write draws repeat for the same seed
 	Engine string        // "auto", "uring" or "psync"
+	// Ring is how the uring engine's rings complete and submit: polled
+	// completions, a kernel submission thread (the uring engine only).
+	Ring RingMode
 	// MaxIOs, when set, ends each job after that many I/Os even if the
 	// runtime has not passed (used to write a target a set number of times).
 	MaxIOs uint64
@@ -193,6 +197,31 @@ func (o Options) Validate() error {
 	case "", EngineAuto, EngineUring, EnginePsync:
 	default:
 		return &FieldError{"engine", fmt.Sprintf("%q is not one of auto, uring, psync", o.Engine)}
+	}
+	return o.Ring.Check(o.Engine)
+}
+
+// Check refuses a ring mode on an engine without rings, and settings out
+// of range.
+func (m RingMode) Check(engine string) error {
+	switch {
+	case m.Plain():
+		if m.SQIdle != 0 || m.SQAffine {
+			return &FieldError{"sqpoll-idle", "--sqpoll-idle and --sqpoll-cpu set the submission thread of --sqpoll"}
+		}
+		return nil
+	case engine == EnginePsync:
+		field := "poll"
+		if !m.Poll {
+			field = "sqpoll"
+		}
+		return &FieldError{field, "polled completions and a submission thread are the uring engine's: not with --engine psync"}
+	case m.SQIdle < 0 || m.SQIdle > time.Hour:
+		return &FieldError{"sqpoll-idle", fmt.Sprintf("%s is outside 0 to 1h", m.SQIdle)}
+	case m.SQIdle%time.Millisecond != 0:
+		return &FieldError{"sqpoll-idle", fmt.Sprintf("%s: the kernel takes whole milliseconds", m.SQIdle)}
+	case m.SQAffine && (m.SQCPU < 0 || m.SQCPU >= runtime.NumCPU()):
+		return &FieldError{"sqpoll-cpu", fmt.Sprintf("%d is not a CPU of this machine (0 to %d)", m.SQCPU, runtime.NumCPU()-1)}
 	}
 	return nil
 }

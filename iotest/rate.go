@@ -245,6 +245,7 @@ func (w *worker) runRate() error {
 		return err
 	}
 	defer s.r.close()
+	defer w.watchSQ()()
 	free := make([]int32, 0, w.qd)
 	for i := w.qd - 1; i >= 0; i-- {
 		free = append(free, int32(i))
@@ -413,6 +414,9 @@ func CheckOpen(o Options, engine string) error {
 	}
 	if engine == EnginePsync {
 		return &FieldError{"engine", "an open-loop run needs the uring engine: the psync engine cannot wait for a schedule and a completion at once"}
+	}
+	if o.Ring.Poll {
+		return &FieldError{"poll", "an open-loop run times its starts with timer requests, which a polled ring (IOPOLL) cannot hold"}
 	}
 	return nil
 }

@@ -99,6 +99,14 @@ func checkRun(t *Target, p results.Pattern, o Options) (engine string, err error
 	if engine, err = ResolveEngine(o.Engine, o.Notice); err != nil {
 		return "", err
 	}
+	if err := o.Ring.Check(engine); err != nil {
+		return "", err // auto fell back to psync: a mode is never dropped silently
+	}
+	if o.Ring.Poll {
+		if err := CheckPoll(t.Info); err != nil {
+			return "", err
+		}
+	}
 	if p.Rate.Open() {
 		return engine, CheckOpen(o, engine)
 	}
@@ -168,7 +176,7 @@ func (r *run) makeStreams() error {
 		if r.engine == EngineUring {
 			seq := newSequenceWith(o.Seed, j, 0, p, r.t.Size, m)
 			seq.budget = budget
-			w := &worker{st: newStats(r.seconds), seq: seq, arena: a, fd: r.t.fd, qd: p.QueueDepth}
+			w := &worker{st: newStats(r.seconds), seq: seq, arena: a, fd: r.t.fd, qd: p.QueueDepth, mode: o.Ring}
 			w.async, w.asyncKinds = r.splitOnDevice(m)
 			if p.Rate.Open() {
 				sc := newSchedule(p.Rate, p.Jobs, j, o.Seed)
@@ -447,6 +455,12 @@ func (r *run) result(ctx context.Context) (results.Result, error) {
 	dur := max(time.Duration(windowEnd-windowStart), time.Nanosecond)
 	res := buildResult(r.p, r.engine, r.started.Add(time.Duration(windowStart-r.base)), dur, r.o, total)
 	res.RampNS = windowStart - r.base
+	if total.sqThreads > 0 {
+		// Over the streams' whole life: the threads start with the rings.
+		wall := time.Duration(nanotime() - r.base)
+		res.SubmitThread = &results.ThreadCPU{Threads: total.sqThreads, Seconds: round2(total.sqCPU.Seconds()*1000) / 1000,
+			WallSecs: round2(wall.Seconds()), CorePct: round2(100 * total.sqCPU.Seconds() / wall.Seconds())}
+	}
 	r.judgeWindow(&res)
 	openResult(&res, r.p, total)
 	if r.measuring {
@@ -533,6 +547,7 @@ func buildResult(p results.Pattern, engine string, started time.Time, dur time.D
 		Read:       dir(s.readIOs, s.readBytes, &s.readHist),
 		Write:      dir(s.writeIOs, s.writeBytes, &s.writeHist),
 		Engine:     engine,
+		EngineOpts: o.Ring.Words(),
 		RampNS:     int64(o.Ramp),
 		Completed:  results.Counts{Reads: s.allReads, Writes: s.allWrites},
 		Submitted:  results.Counts{Reads: s.subReads, Writes: s.subWrites},

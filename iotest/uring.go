@@ -3,11 +3,18 @@ package iotest
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // A minimal io_uring: exactly what the engine needs and nothing more. The
@@ -24,16 +31,23 @@ const (
 	uringSqeAsync     = 1 << 4 // IOSQE_ASYNC: straight to io-wq, no non-blocking attempt first
 
 	uringEnterGetEvents = 1 << 0
+	uringEnterSqWakeup  = 1 << 1
+
+	uringSqNeedWakeup = 1 << 0 // in the SQ ring's flags: the SQPOLL thread sleeps
 
 	uringRegisterBuffers = 0
 	uringRegisterFiles   = 2
 
+	uringSetupIOPoll       = 1 << 0
+	uringSetupSQPoll       = 1 << 1
+	uringSetupSQAff        = 1 << 2
 	uringSetupClamp        = 1 << 4
 	uringSetupCoopTaskrun  = 1 << 8
 	uringSetupSingleIssuer = 1 << 12
 	uringSetupDeferTaskrun = 1 << 13
 
-	uringFeatSingleMmap = 1 << 0
+	uringFeatSingleMmap     = 1 << 0
+	uringFeatSQPollNonfixed = 1 << 7
 
 	uringOffSqRing = 0
 	uringOffCqRing = 0x8000000
@@ -117,6 +131,49 @@ type uring struct {
 	// kernel. The caller clears it when it reaps the timer's completion.
 	timerArmed bool
 	dueTS      unix.Timespec // armAt's, kept here so that arming allocates nothing
+	// mode is how the ring was set up (RingMode); sqFlags the SQ ring's
+	// flags word, where an SQPOLL ring's thread says it sleeps.
+	mode    RingMode
+	sqFlags *uint32
+}
+
+// RingMode is how a ring completes and submits its requests: polled
+// completions (IORING_SETUP_IOPOLL) and a kernel submission thread
+// (IORING_SETUP_SQPOLL), the options fio calls hipri and sqthread_poll.
+type RingMode struct {
+	// Poll reaps completions by polling the device's poll queues, with no
+	// interrupt: the device's queue must have io_poll set.
+	Poll bool `json:"poll,omitempty"`
+	// SQPoll has a kernel thread take the submissions from the ring, with
+	// no syscall per batch; it sleeps after SQIdle without work (0: the
+	// kernel's default, 1 s) and, with SQAffine, runs on CPU SQCPU.
+	SQPoll   bool          `json:"sqpoll,omitempty"`
+	SQIdle   time.Duration `json:"sqpoll_idle,omitempty"`
+	SQAffine bool          `json:"sqpoll_affine,omitempty"`
+	SQCPU    int           `json:"sqpoll_cpu,omitempty"`
+}
+
+// Plain tells whether the mode is the default: interrupts, and the ring's
+// own thread submitting.
+func (m RingMode) Plain() bool { return !m.Poll && !m.SQPoll }
+
+// Words are the mode's options as the results record them, in a fixed
+// order: "poll", "sqpoll", "sqpoll-idle=…", "sqpoll-cpu=N".
+func (m RingMode) Words() []string {
+	var w []string
+	if m.Poll {
+		w = append(w, "poll")
+	}
+	if m.SQPoll {
+		w = append(w, "sqpoll")
+		if m.SQIdle > 0 {
+			w = append(w, "sqpoll-idle="+m.SQIdle.String())
+		}
+		if m.SQAffine {
+			w = append(w, fmt.Sprintf("sqpoll-cpu=%d", m.SQCPU))
+		}
+	}
+	return w
 }
 
 // uringTimerData marks the completion of the ring's own wait timer; the
@@ -141,13 +198,18 @@ func uringSetup(entries uint32, p *uringParams) (int, error) {
 // caller's and for enter's wait timer. It must be created, used and closed
 // by one goroutine locked to its OS thread.
 func newUring(entries uint32) (*uring, error) {
+	return newUringMode(entries, RingMode{})
+}
+
+// newUringMode is newUring with the ring set up in mode m.
+func newUringMode(entries uint32, m RingMode) (*uring, error) {
 	// One slot more than the caller's requests, for the timer (the
 	// kernel rounds the ring up to a power of two).
-	fd, p, err := uringSetupAny(entries + 1)
+	fd, p, err := uringSetupAny(entries+1, m)
 	if err != nil {
 		return nil, err
 	}
-	r := &uring{fd: fd}
+	r := &uring{fd: fd, mode: m}
 	r.waitTS = unix.NsecToTimespec(waitTimeout)
 	if err := r.mmap(&p); err != nil {
 		r.close()
@@ -158,29 +220,62 @@ func newUring(entries uint32) (*uring, error) {
 
 // uringSetupAny creates a ring with the most helpful setup flags this
 // kernel accepts.
-func uringSetupAny(entries uint32) (int, uringParams, error) {
+func uringSetupAny(entries uint32, m RingMode) (int, uringParams, error) {
 	// Completions are run only when the ring's own thread asks for them
 	// (DEFER_TASKRUN, 6.1+), so they arrive in batches with no interrupt of
 	// the submitter (COOP_TASKRUN, 5.19+); both need a single issuer (6.0+).
 	// Older kernels reject unknown flags with EINVAL: retry with fewer.
+	// An SQPOLL ring's requests are issued by its kernel thread, which
+	// DEFER_TASKRUN does not allow.
 	var fd int
 	var err error
 	var p uringParams
-	for _, flags := range []uint32{
+	tries := []uint32{
 		uringSetupSingleIssuer | uringSetupCoopTaskrun | uringSetupDeferTaskrun,
 		uringSetupCoopTaskrun,
 		0,
-	} {
-		p = uringParams{flags: uringSetupClamp | flags}
+	}
+	mode := uint32(0)
+	if m.Poll {
+		mode |= uringSetupIOPoll
+	}
+	if m.SQPoll {
+		mode |= uringSetupSQPoll
+		tries = tries[1:]
+		if m.SQAffine {
+			mode |= uringSetupSQAff
+		}
+	}
+	for _, flags := range tries {
+		p = uringParams{flags: uringSetupClamp | mode | flags}
+		if m.SQPoll {
+			p.sqThreadIdle = uint32(m.SQIdle.Milliseconds())
+			if m.SQAffine {
+				p.sqThreadCPU = uint32(m.SQCPU)
+			}
+		}
 		if fd, err = uringSetup(entries, &p); err != unix.EINVAL {
 			break
 		}
 	}
-	if err != nil {
+	switch {
+	case err == nil && m.SQPoll && p.features&uringFeatSQPollNonfixed == 0:
+		// Before 5.11 an SQPOLL ring takes registered files only, and
+		// needs privilege: not worth the difference of a mode so old.
+		_ = unix.Close(fd)
+		return -1, p, fmt.Errorf("%w: this kernel's SQPOLL takes registered files only (before Linux 5.11)", ErrRingMode)
+	case err == unix.EPERM && m.SQPoll:
+		return -1, p, fmt.Errorf("%w: io_uring_setup with SQPOLL: %w (a submission thread needs CAP_SYS_NICE on this kernel)", ErrRingMode, err)
+	case err == unix.EINVAL && mode != 0:
+		return -1, p, fmt.Errorf("%w: io_uring_setup refused %s: %w", ErrRingMode, strings.Join(m.Words(), ", "), err)
+	case err != nil:
 		return -1, p, fmt.Errorf("%w: io_uring_setup: %w", ErrNoUring, err)
 	}
 	return fd, p, nil
 }
+
+// ErrRingMode: the kernel does not set up a ring in the mode asked.
+var ErrRingMode = errors.New("io_uring mode unavailable")
 
 func (r *uring) mmap(p *uringParams) error {
 	sqSize := int(p.sqOff.array + p.sqEntries*4)
@@ -216,6 +311,7 @@ func (r *uring) mmap(p *uringParams) error {
 	r.cqMask = *u32(r.cqMem, p.cqOff.ringMask)
 	r.sqes = unsafe.Slice((*uringSqe)(unsafe.Pointer(&r.sqeMem[0])), p.sqEntries)
 	r.cqes = unsafe.Slice((*uringCqe)(unsafe.Pointer(&r.cqMem[p.cqOff.cqes])), p.cqEntries)
+	r.sqFlags = u32(r.sqMem, p.sqOff.flags)
 	// The SQ index array maps ring positions to SQE slots; the identity map
 	// lets us write the SQE at the tail position directly.
 	array := unsafe.Slice((*uint32)(unsafe.Pointer(&r.sqMem[p.sqOff.array])), p.sqEntries)
@@ -359,11 +455,24 @@ func (r *uring) enter(wait, collect bool) error {
 	}
 	if wait {
 		minComplete = 1
-		if !r.timerArmed {
+		// A polled ring takes no timer request (the kernel refuses
+		// TIMEOUT there): its wait polls the device and returns whenever
+		// the thread should yield, so it never sleeps for long anyway.
+		if !r.timerArmed && !r.mode.Poll {
 			r.armTimer()
 		}
 	}
 	atomic.StoreUint32(r.sqTail, r.tail)
+	if r.mode.SQPoll {
+		// The kernel's thread takes the requests from the ring: a
+		// syscall only to wake it, or to collect or wait.
+		if atomic.LoadUint32(r.sqFlags)&uringSqNeedWakeup != 0 {
+			flags |= uringEnterSqWakeup
+		} else if flags == 0 {
+			r.pending = 0
+			return nil
+		}
+	}
 	n, _, errno := unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(r.pending), minComplete, flags, 0, 0)
 	switch errno {
 	case 0:
@@ -422,4 +531,75 @@ func ProbeUring() error {
 	}
 	r.close()
 	return nil
+}
+
+// sysBlock is where CheckPoll reads a disk's queue; tests point it
+// elsewhere.
+var sysBlock = "/sys/block"
+
+// CheckPoll refuses, before any I/O, a target whose disk cannot poll for
+// completions: a polled ring (IOPOLL) needs the disk's queue to have poll
+// queues (queue/io_poll 1), which an NVMe drive has when its driver was
+// given some (nvme.poll_queues=N on the kernel's command line, or the
+// nvme module's poll_queues parameter). Elsewhere every I/O would fail.
+func CheckPoll(info results.TargetInfo) error {
+	if info.Disk == "" {
+		return &FieldError{"poll", fmt.Sprintf("%s is on no block device that could poll: polled completions need a disk with poll queues", info.Path)}
+	}
+	file := filepath.Join(sysBlock, info.Disk, "queue", "io_poll")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return &FieldError{"poll", fmt.Sprintf("%s: cannot read %s (%v): polled completions need a disk with poll queues", info.Path, file, err)}
+	}
+	if strings.TrimSpace(string(data)) != "1" {
+		return &FieldError{"poll", fmt.Sprintf("%s's disk %s cannot poll for completions (%s is %s): polled completions need poll queues, which an NVMe drive has when its driver is given some (nvme.poll_queues=N on the kernel's command line, or the nvme module's poll_queues parameter)",
+			info.Path, info.Disk, file, strings.TrimSpace(string(data)))}
+	}
+	return nil
+}
+
+// sqThread is an SQPOLL ring's kernel submission thread, a thread of this
+// process named iou-sqp-TID after the thread that set the ring up.
+type sqThread struct {
+	stat string // its /proc task directory; "" when not found
+}
+
+// findSQThread finds the submission thread of the ring the thread owner
+// set up.
+func findSQThread(owner int) sqThread {
+	want := fmt.Sprintf("iou-sqp-%d", owner)
+	dirs, _ := os.ReadDir("/proc/self/task")
+	for _, d := range dirs {
+		comm, err := os.ReadFile(filepath.Join("/proc/self/task", d.Name(), "comm"))
+		if err != nil || strings.TrimSpace(string(comm)) != want {
+			continue
+		}
+		return sqThread{stat: filepath.Join("/proc/self/task", d.Name())}
+	}
+	return sqThread{}
+}
+
+// cpu is the thread's CPU time: schedstat's first field (ns) where the
+// kernel keeps it, else utime+stime of stat (clock ticks, 100 a second).
+func (t sqThread) cpu() time.Duration {
+	if data, err := os.ReadFile(filepath.Join(t.stat, "schedstat")); err == nil {
+		if f := strings.Fields(string(data)); len(f) > 0 {
+			if ns, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+				return time.Duration(ns)
+			}
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(t.stat, "stat"))
+	if err != nil {
+		return 0
+	}
+	// The command may hold spaces: the fields after it follow the last ')'.
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	k, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+k) * 10 * time.Millisecond
 }

@@ -86,6 +86,13 @@ func WriteRunText(w io.Writer, doc *results.Document, r *results.Result) error {
 	}
 	fmt.Fprintf(w, "\nwindow: %s\n", DescribeStop(*r, doc.Settings.Auto))
 	fmt.Fprintf(w, "cpu: user %.1f%%, sys %.1f%% of one core\n", r.CPU.UserPct, r.CPU.SysPct)
+	if st := r.SubmitThread; st != nil {
+		fmt.Fprintf(w, "sqpoll: the kernel's submission threads (%s) took %.1f%% of one core more (%.2f cpu-s over %.1f s), not in the figure above\n",
+			units.Count(st.Threads, "thread"), st.CorePct, st.Seconds, st.WallSecs)
+	}
+	if len(r.EngineOpts) > 0 {
+		fmt.Fprintf(w, "ring: %s\n", strings.Join(r.EngineOpts, ", "))
+	}
 	if t.Disk != "" {
 		fmt.Fprintf(w, "disk %s, all processes: %s requests completed, %.1f%% utilized", t.Disk, units.Thousands(float64(r.Device.IOs), 0), r.Device.UtilPct)
 		if r.Device.OtherIOs > 0 {

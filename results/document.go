@@ -102,16 +102,29 @@ type TargetInfo struct {
 	MaxSegments  int64 `json:"max_segments,omitempty"`
 }
 
+// ThreadCPU is the CPU time of threads over a cell's whole run (ramp and
+// drain included), and the share of one core it is over that time.
+type ThreadCPU struct {
+	Threads  int     `json:"threads"`
+	Seconds  float64 `json:"cpu_s"`
+	CorePct  float64 `json:"core_pct"`
+	WallSecs float64 `json:"wall_s"`
+}
+
 // Settings are the run options recorded in the results file.
 type Settings struct {
 	Profile string `json:"profile"`
 	// ProfileFile is the YAML file of a profile that is not built in.
 	ProfileFile string `json:"profile_file,omitempty"`
 	Engine      string `json:"engine"`
-	RuntimeNS   int64  `json:"runtime_ns"`
-	RampNS      int64  `json:"ramp_ns"`
-	SizeBytes   int64  `json:"size_bytes"`
-	Seed        uint64 `json:"seed"`
+	// EngineOptions are the ring's modes every cell ran with, comma
+	// separated ("poll", "sqpoll", "sqpoll-idle=…", "sqpoll-cpu=N"); none
+	// by default.
+	EngineOptions string `json:"engine_options,omitempty"`
+	RuntimeNS     int64  `json:"runtime_ns"`
+	RampNS        int64  `json:"ramp_ns"`
+	SizeBytes     int64  `json:"size_bytes"`
+	Seed          uint64 `json:"seed"`
 	// Auto is set when each window's length was decided by the cell
 	// (--runtime auto); RuntimeNS then holds its maximum.
 	Auto *AutoSettings `json:"auto,omitempty"`
@@ -161,7 +174,14 @@ type Result struct {
 	Device       DevStats  `json:"device"`
 	TimelineIOPS []float64 `json:"timeline_iops"`
 	Engine       string    `json:"engine"`
-	RampNS       int64     `json:"ramp_ns"`
+	// EngineOpts are the ring's modes the cell ran with ("poll",
+	// "sqpoll", "sqpoll-idle=…", "sqpoll-cpu=N"); none by default.
+	EngineOpts []string `json:"engine_options,omitempty"`
+	// SubmitThread is the CPU of the kernel's submission threads of an
+	// SQPOLL ring, which the process's own figures do not hold: a cell
+	// bought with a busy kernel thread says so.
+	SubmitThread *ThreadCPU `json:"submit_thread,omitempty"`
+	RampNS       int64      `json:"ramp_ns"`
 	// Completed counts every I/O completed, ramp and drain included: the
 	// figure to compare with kernel counters for the whole run.
 	Completed Counts `json:"completed"`

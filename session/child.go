@@ -51,6 +51,7 @@ type childRequest struct {
 	Ramp    time.Duration    `json:"ramp,omitempty"`
 	Seed    uint64           `json:"seed,omitempty"`
 	Engine  string           `json:"engine,omitempty"`
+	Ring    iotest.RingMode  `json:"ring,omitzero"`
 	// StartAt, when set, is the moment the pattern starts: several
 	// children given the same one start their windows together.
 	StartAt time.Time `json:"start_at,omitzero"`
@@ -129,7 +130,7 @@ func serveChild(ctx context.Context, in io.Reader, out io.Writer) error {
 			}
 			send(childReply{Ready: ready})
 		case req.Pattern != nil:
-			o := iotest.Options{Runtime: req.Runtime, Auto: req.Auto, Ramp: req.Ramp, Seed: req.Seed, Engine: req.Engine}
+			o := iotest.Options{Runtime: req.Runtime, Auto: req.Auto, Ramp: req.Ramp, Seed: req.Seed, Engine: req.Engine, Ring: req.Ring}
 			o.Progress = func(p iotest.Progress) { send(childReply{Progress: &p}) }
 			// An interrupted wait ends the child below, as an interrupted run does.
 			_ = sleepCtx(ctx, time.Until(req.StartAt))
@@ -254,7 +255,7 @@ func (w *childRunner) Run(ctx context.Context, p results.Pattern, o iotest.Optio
 
 // runAt runs p starting at the moment at (zero: at once).
 func (w *childRunner) runAt(ctx context.Context, at time.Time, p results.Pattern, o iotest.Options) (results.Result, error) {
-	req := childRequest{Pattern: &p, Runtime: o.Runtime, Auto: o.Auto, Ramp: o.Ramp, Seed: o.Seed, Engine: o.Engine, StartAt: at}
+	req := childRequest{Pattern: &p, Runtime: o.Runtime, Auto: o.Auto, Ramp: o.Ramp, Seed: o.Seed, Engine: o.Engine, Ring: o.Ring, StartAt: at}
 	if err := json.NewEncoder(w.in).Encode(req); err != nil {
 		return results.Result{}, fmt.Errorf("child: %w", err)
 	}

@@ -53,6 +53,14 @@ func Prepare(r Request) (*iotest.Plan, *CapPlan, error) {
 			r.Notice(msg)
 		}
 	}
-	r.Options.Engine, err = iotest.ResolveEngine(r.Options.Engine, r.Options.Notice)
-	return plan, cp, err
+	if r.Options.Ring.Poll {
+		if err := iotest.CheckPoll(plan.Info); err != nil {
+			return nil, nil, err
+		}
+	}
+	if r.Options.Engine, err = iotest.ResolveEngine(r.Options.Engine, r.Options.Notice); err != nil {
+		return plan, cp, err
+	}
+	// auto that fell back to psync must not drop a ring mode silently.
+	return plan, cp, r.Options.Ring.Check(r.Options.Engine)
 }

@@ -25,6 +25,10 @@ type crosscheckOptions struct {
 	Runtime, Ramp           time.Duration
 	Size, Engine, FioExtra  string
 	FioDefaults             bool
+	Poll, SQPoll            bool
+	SQPollCPU               int
+	SQPollIdle              time.Duration
+	sqCPUSet                bool
 	Keep, Format            string
 	Force, AllowDestructive bool
 
@@ -39,8 +43,12 @@ func (o *crosscheckOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.Size, "size", "", "the extent both tools measure: a new file is laid out at `SIZE` (default 4GiB), a file iomatrix laid out keeps its size "+
 		"unless this is given, a block device is measured to its first SIZE bytes (default: whole); powers of two: 4g = 4GiB")
 	f.StringVar(&o.Engine, "engine", iotest.EngineUring, "uring (fio --ioengine=io_uring --iodepth=QD --numjobs=JOBS) or psync (fio --ioengine=psync --iodepth=1 --numjobs=QD×JOBS)")
+	f.BoolVar(&o.Poll, "poll", false, "both tools reap completions by polling: iomatrix --poll, fio --hipri (needs a disk with poll queues)")
+	f.BoolVar(&o.SQPoll, "sqpoll", false, "both tools submit through a kernel thread: iomatrix --sqpoll, fio --sqthread_poll=1")
+	f.IntVar(&o.SQPollCPU, "sqpoll-cpu", 0, "with --sqpoll: the submission thread's CPU, for both (fio --sqthread_poll_cpu)")
+	durationVar(f, &o.SQPollIdle, "sqpoll-idle", 0, "refused: fio has no idle time for its submission thread")
 	f.BoolVar(&o.FioDefaults, "fio-defaults", false, "run fio's io_uring engine with its defaults instead of its peak-IOPS options ("+strings.Join(crosscheck.FioTuned, " ")+")")
-	f.StringVar(&o.FioExtra, "fio-extra", "", "more options for every fio run, split on whitespace, given last (so they override the peak-IOPS options; e.g. \"--hipri\")")
+	f.StringVar(&o.FioExtra, "fio-extra", "", "more options for every fio run, split on whitespace, given last (so they override the peak-IOPS options; e.g. \"--nonvectored=1\")")
 	f.StringVar(&o.Keep, "keep", "", "keep every run's raw JSON output and stderr, and this comparison as crosscheck.json, in `DIR`")
 	f.StringVar(&o.Format, "format", "text", "output on stdout: text (a table) or json (one document)")
 	f.BoolVar(&o.Force, "force", false, "lay out an existing file that iomatrix did not create, destroying its contents (needed for write patterns)")
@@ -56,7 +64,7 @@ func newCrosscheckCommand(g *globalOptions) *cobra.Command {
 		Example: examples("crosscheck"),
 		Args:    maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.sizeSet = cmd.Flags().Changed("size")
+			o.sizeSet, o.sqCPUSet = cmd.Flags().Changed("size"), cmd.Flags().Changed("sqpoll-cpu")
 			return runCrosscheck(cmd.Context(), o, g, targetArg(args))
 		},
 	}
@@ -120,6 +128,7 @@ func (o *crosscheckOptions) prepare(ctx context.Context, g *globalOptions, targe
 	}
 	live := newLiveLine(g)
 	co := crosscheck.Options{Engine: engine, Runtime: o.Runtime, Ramp: o.Ramp, FioDefaults: o.FioDefaults,
+		Ring:     iotest.RingMode{Poll: o.Poll, SQPoll: o.SQPoll, SQIdle: o.SQPollIdle, SQAffine: o.sqCPUSet, SQCPU: o.SQPollCPU},
 		FioExtra: strings.Fields(o.FioExtra), AllowDestructive: o.AllowDestructive, Keep: o.Keep, Patterns: pats, Pairs: o.Pairs,
 		Status:     func(s string) { live.Printf("%s", s) }, // "" leaves the line cleared
 		Notice:     func(s string) { fmt.Fprintf(g.stderr, "iomatrix: crosscheck: %s\n", s) },
@@ -137,6 +146,11 @@ func (o *crosscheckOptions) prepare(ctx context.Context, g *globalOptions, targe
 	plan, err := o.plan(target, pats)
 	if err != nil {
 		return nil, nil, err
+	}
+	if co.Ring.Poll {
+		if err := iotest.CheckPoll(plan.Info); err != nil {
+			return nil, nil, flagError(err)
+		}
 	}
 	co.Target, co.Size, co.ReadInPlace = plan.Path, plan.Size, plan.Action == iotest.ActionReadOnly
 	c, err := crosscheck.New(ctx, co)

@@ -83,6 +83,7 @@ var flagNames = map[string]string{
 	"min-runtime": "--min-runtime", "max-runtime": "--max-runtime", "precision": "--precision",
 	"rate": "--rate", "arrival": "--arrival",
 	"bssplit": "--bssplit", "random_distribution": "--random-distribution",
+	"poll": "--poll", "sqpoll": "--sqpoll", "sqpoll-idle": "--sqpoll-idle", "sqpoll-cpu": "--sqpoll-cpu",
 }
 
 func flagError(err error) error {

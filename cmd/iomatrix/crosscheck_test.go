@@ -146,12 +146,14 @@ func TestCrosscheckBadInput(t *testing.T) {
 			says   string
 		}{
 			{[]string{"--fio-extra", "--size=4g"}, "", "--fio-extra: --size=4g is set by --size"},
-			{[]string{"--fio-extra", "--hipri --iodepth=4"}, "", "--fio-extra: --iodepth=4 is set by --pattern"},
+			{[]string{"--fio-extra", "--nonvectored=1 --iodepth=4"}, "", "--fio-extra: --iodepth=4 is set by --pattern"},
+			{[]string{"--fio-extra", "--hipri"}, "", "--fio-extra: --hipri is set by --poll"},
+			{[]string{"--fio-extra", "--sqthread_poll=1"}, "", "--fio-extra: --sqthread_poll=1 is set by --sqpoll"},
 			{[]string{"--fio-extra", "--directory=/"}, "", "--fio-extra: --directory=/ is set by TARGET"},
 			{[]string{"--fio-extra", "--buffered=1"}, "", "--fio-extra: --buffered=1 is set by crosscheck (never)"},
 			{[]string{"--fio-extra", "--randrepeat=1"}, "", "--fio-extra: --randrepeat=1 is set by crosscheck"},
-			{[]string{"--fio-extra", "--hipri"}, "unrecognized option '--hipri'",
-				"--fio-extra: fio refuses the command for --pattern randread:4k:1: fio: unrecognized option '--hipri'"},
+			{[]string{"--fio-extra", "--nonvectored=1"}, "unrecognized option '--nonvectored=1'",
+				"--fio-extra: fio refuses the command for --pattern randread:4k:1: fio: unrecognized option '--nonvectored=1'"},
 			{nil, "no io_uring", "fio refuses the command for --pattern randread:4k:1: fio: no io_uring"},
 		} {
 			t.Setenv("FAKE_FIO_REFUSE", c.refuse)
@@ -162,6 +164,15 @@ func TestCrosscheckBadInput(t *testing.T) {
 			if _, err := os.Stat(target); !os.IsNotExist(err) {
 				t.Fatalf("%s was created", target)
 			}
+		}
+		// --poll on a disk without poll queues: refused before fio or
+		// iomatrix runs, nothing laid out.
+		r := runInProcess("crosscheck", target, "--pattern", "randread:4k:1", "--poll")
+		if r.code != exitUsage || !strings.HasPrefix(r.stderr, "iomatrix: --poll: ") || !strings.Contains(r.stderr, "io_poll") || strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("--poll: exit %d, stderr %q; want exit 2 and one line naming io_poll", r.code, r.stderr)
+		}
+		if _, err := os.Stat(target); !os.IsNotExist(err) {
+			t.Fatalf("%s was created", target)
 		}
 	})
 }

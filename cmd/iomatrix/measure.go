@@ -29,12 +29,16 @@ type measureOptions struct {
 	Ramp                   time.Duration
 	Size                   string
 	Engine                 string
+	Poll, SQPoll           bool
+	SQPollIdle             time.Duration
+	SQPollCPU              int
 	Seed                   uint64
 	Force                  bool
 	AllowDestructive       bool
 	capOptions
 
 	runtimeSet, rampSet, sizeSet, seedSet bool
+	sqCPUSet                              bool
 	minSet, maxSet, precisionSet          bool
 }
 
@@ -53,6 +57,10 @@ func (o *measureOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.Size, "size", "", "size of a file target, laid out once with random data: a new file gets 16GiB (or the profile's size, if it sets one), "+
 		"a file iomatrix laid out keeps its size unless this is given; on a block device, I/O is limited to the first `SIZE` bytes (default: the whole device); powers of two: 1g = 1GiB")
 	f.StringVar(&o.Engine, "engine", "auto", "I/O engine: uring, psync, or auto (uring when available)")
+	f.BoolVar(&o.Poll, "poll", false, "uring: reap completions by polling the device (IOPOLL, fio's --hipri), with no interrupt; needs a disk with poll queues (queue/io_poll 1: NVMe with nvme.poll_queues=N)")
+	f.BoolVar(&o.SQPoll, "sqpoll", false, "uring: a kernel thread takes each ring's submissions (SQPOLL, fio's --sqthread_poll), with no syscall per batch; its CPU is recorded beside each cell")
+	durationVar(f, &o.SQPollIdle, "sqpoll-idle", 0, "with --sqpoll: how long the submission thread polls without work before it sleeps (whole ms; default: the kernel's, 1s)")
+	f.IntVar(&o.SQPollCPU, "sqpoll-cpu", 0, "with --sqpoll: the CPU the submission thread runs on (default: wherever the scheduler puts it)")
 	f.Uint64Var(&o.Seed, "seed", 0, "seed for offsets and read/write draws; the same seed repeats the same sequence (default: random, recorded in the results)")
 	f.BoolVar(&o.Force, "force", false, "lay out an existing file that iomatrix did not create, destroying its contents")
 	f.BoolVar(&o.AllowDestructive, "allow-destructive", false, "allow write patterns on a block device, destroying its data")
@@ -96,6 +104,7 @@ func engineError(engine string, err error) error {
 // changed records which flags the user gave, after parsing.
 func (o *measureOptions) changed(f *pflag.FlagSet) {
 	o.runtimeSet, o.rampSet, o.sizeSet, o.seedSet = f.Changed("runtime"), f.Changed("ramp"), f.Changed("size"), f.Changed("seed")
+	o.sqCPUSet = f.Changed("sqpoll-cpu")
 	o.minSet, o.maxSet, o.precisionSet = f.Changed("min-runtime"), f.Changed("max-runtime"), f.Changed("precision")
 }
 
@@ -105,7 +114,8 @@ func (o *measureOptions) options(g *globalOptions) (iotest.Options, error) {
 	if err != nil {
 		return iotest.Options{}, err
 	}
-	opts := iotest.Options{Runtime: o.Runtime, Ramp: o.Ramp, Seed: o.Seed, Engine: engine}
+	opts := iotest.Options{Runtime: o.Runtime, Ramp: o.Ramp, Seed: o.Seed, Engine: engine,
+		Ring: iotest.RingMode{Poll: o.Poll, SQPoll: o.SQPoll, SQIdle: o.SQPollIdle, SQAffine: o.sqCPUSet, SQCPU: o.SQPollCPU}}
 	if opts.Auto, err = o.auto(); err != nil {
 		return opts, err
 	}

@@ -506,6 +506,28 @@ func StaticBuild(t testing.TB, pkg string) []byte {
 	return b
 }
 
+// StaticTestBuild is StaticBuild of pkg's test binary (go test -c): tests
+// that must run inside the guest, as its process, driven by a case.
+func StaticTestBuild(t testing.TB, pkg string) []byte {
+	t.Helper()
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatalf("vmtest: %v", err)
+	}
+	out := filepath.Join(t.TempDir(), filepath.Base(pkg)+".test")
+	cmd := exec.Command("go", "test", "-c", "-trimpath", "-o", out, pkg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("vmtest: build the tests of %s statically: %v: %s", pkg, err, b)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // build makes a static binary of pkg: the guest has no C library.
 func build(pkg, out string) error {
 	root, err := moduleRoot()
