@@ -108,7 +108,7 @@ func TestCompareNothingInCommon(t *testing.T) {
 // side from two targets, sizes, engines or caps are not like for like.
 func TestCompareNamesDifferences(t *testing.T) {
 	full, capped, small := loadFixture(t, "full-missing"), loadFixture(t, "capped"), loadFixture(t, "total-lat")
-	small.Settings.Engine = "psync"
+	small.Settings.Engine, small.Settings.EngineOptions = "psync", "sqpoll"
 	small.Target.Path = "/mnt/other/iomatrix.dat"
 	c := Compare(full, small, "full.json", "small.json", IOPS)
 	want := []Difference{
@@ -116,6 +116,7 @@ func TestCompareNamesDifferences(t *testing.T) {
 		{"target size", "1GiB", "64MiB"},
 		{"profile", "full", "mixed"},
 		{"engine", "uring", "psync"},
+		{"engine options", "none", "sqpoll"},
 		{"runtime", "1s", "300ms"},
 		{"kernel", "6.18.44-fc-v769", "6.18.44-fc-v595"},
 	}

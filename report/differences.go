@@ -44,6 +44,12 @@ var comparedSettings = []struct {
 	{"filesystem", func(d *results.Document) string { return d.Target.Filesystem }},
 	{"profile", func(d *results.Document) string { return d.Settings.Profile }},
 	{"engine", engineOf},
+	{"engine options", func(d *results.Document) string {
+		if d.Settings.EngineOptions == "" {
+			return "none"
+		}
+		return d.Settings.EngineOptions
+	}},
 	{"runtime", func(d *results.Document) string {
 		if d.Settings.Auto != nil {
 			return runtimeSetting(d.Settings)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -189,6 +190,13 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 	}
 	if o.Precondition < 0 {
 		return usagef("--precondition: %s must not be negative", o.Precondition)
+	}
+	if d := setup.doc; d != nil {
+		// A resumed sweep's cells all run in one ring mode.
+		if asked := strings.Join(setup.opts.Ring.Words(), ","); asked != d.Settings.EngineOptions {
+			return usagef("--resume: the file's cells ran with engine options %q, these flags ask %q: give the file's (--poll, --sqpoll and their settings)",
+				d.Settings.EngineOptions, asked)
+		}
 	}
 	plan, cp, err := o.resolve(g, setup.target, setup.size, setup.profile.Patterns, o.Precondition > 0, &setup.opts)
 	if err != nil {

@@ -386,6 +386,10 @@ patterns:
 	if r.code != 0 || len(readDoc(t, out).Results) != 4 || !strings.Contains(r.stderr, "0 of 4 patterns to run") {
 		t.Errorf("resume of a finished sweep: exit %d, %d results: %s", r.code, len(readDoc(t, out).Results), r.stderr)
 	}
+	// Its cells ran without a ring mode: a resume may not add one.
+	if r := runInProcess("sweep", "--resume", out, "--sqpoll"); r.code != exitUsage || !strings.Contains(r.stderr, "engine options") {
+		t.Errorf("resume with --sqpoll: exit %d, %s", r.code, r.stderr)
+	}
 }
 
 func names(d *results.Document) []string {
