@@ -37,9 +37,15 @@ func ResolveDevice(sys sysfs.FS, path string) (dev sysfs.DevNum, notice string, 
 	if err := unix.Stat(path, &st); err != nil {
 		return dev, "", fmt.Errorf("%s: %w", path, err)
 	}
-	if st.Mode&unix.S_IFMT == unix.S_IFBLK {
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFBLK:
 		dev = sysfs.DevNumFromDev(st.Rdev)
-	} else {
+	case unix.S_IFCHR:
+		if g, err := sys.NVMeGeneric(sysfs.DevNumFromDev(st.Rdev)); err == nil {
+			return g.Disk.Dev, "", &PassthroughError{Path: path, Disk: g.Disk.Name}
+		}
+		dev = sysfs.DevNumFromDev(st.Dev) // as for a file: the filesystem it is on
+	default:
 		dev = sysfs.DevNumFromDev(st.Dev)
 	}
 	bd, err := sys.BlockDevice(dev)
@@ -60,6 +66,25 @@ func ResolveDevice(sys sysfs.FS, path string) (dev sysfs.DevNum, notice string, 
 	}
 	return bd.Dev, "", nil
 }
+
+// ErrPassthrough means the path is an NVMe generic device, whose
+// commands no cgroup I/O limit reaches.
+var ErrPassthrough = errors.New("NVMe passthrough bypasses cgroup I/O limits")
+
+// PassthroughError is ErrPassthrough for one path: an NVMe generic
+// device (ngXnY), whose commands go to the driver without passing
+// through the block layer, where blk-throttle (io.max, blkio.throttle.*)
+// and iocost act. Disk is the namespace's block device, which can be
+// capped.
+type PassthroughError struct {
+	Path, Disk string
+}
+
+func (e *PassthroughError) Error() string {
+	return fmt.Sprintf("%s is an NVMe passthrough device: its commands bypass the block layer, whose throttle enforces cgroup I/O limits, so no cap applies to them (a cap on /dev/%s limits I/O through the block device only)", e.Path, e.Disk)
+}
+
+func (e *PassthroughError) Unwrap() error { return ErrPassthrough }
 
 func fsKind(t int64) string {
 	name := sysfs.FilesystemName(t)

@@ -29,12 +29,26 @@ func fioDuration(d time.Duration) string {
 
 // fioShape is the engine, queue depth and job count fio is given: a
 // synchronous engine has one I/O in flight per job, so psync's QD comes
-// from jobs, as iomatrix's psync engine gets it from threads.
+// from jobs, as iomatrix's psync engine gets it from threads. An NVMe
+// generic device takes NVMe commands, through fio's io_uring_cmd engine.
 func (c *Comparison) fioShape(p results.Pattern) (engine string, depth, jobs int) {
-	if c.o.Engine == iotest.EnginePsync {
+	switch {
+	case c.o.Engine == iotest.EnginePsync:
 		return "psync", 1, p.QueueDepth * p.Jobs
+	case c.o.Passthrough:
+		return "io_uring_cmd", p.QueueDepth, p.Jobs
 	}
 	return "io_uring", p.QueueDepth, p.Jobs
+}
+
+// fioAccess is fio's options that say how the target is reached: direct
+// I/O, or NVMe commands on a generic device, which no page cache sits
+// in front of (and which, being a character device, refuses O_DIRECT).
+func (c *Comparison) fioAccess(engine string) []string {
+	if c.o.Passthrough {
+		return []string{"--ioengine=" + engine, "--cmd_type=nvme"}
+	}
+	return []string{"--direct=1", "--ioengine=" + engine}
 }
 
 // fioArgv is the fio command of one run: the pattern on exactly the
@@ -43,8 +57,9 @@ func (c *Comparison) fioArgv(ps iotest.PatternSpec) []string {
 	p := ps.Pattern
 	engine, depth, jobs := c.fioShape(p)
 	argv := []string{c.o.Fio, "--name=" + p.Name(), "--filename=" + fioFilename(c.o.Target),
-		"--size=" + strconv.FormatInt(c.o.Size, 10), "--direct=1", "--ioengine=" + engine,
-		"--rw=" + ps.RW}
+		"--size=" + strconv.FormatInt(c.o.Size, 10)}
+	argv = append(argv, c.fioAccess(engine)...)
+	argv = append(argv, "--rw="+ps.RW)
 	// A pattern's mix and distribution are in fio's own syntax.
 	if p.BSSplit != "" {
 		argv = append(argv, "--bssplit="+p.BSSplit)

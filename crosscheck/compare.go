@@ -44,7 +44,11 @@ func New(ctx context.Context, o Options) (*Comparison, error) {
 		o.Run = RunProcess
 	}
 	c := &Comparison{o: o}
-	if !o.FioDefaults && o.Engine == iotest.EngineUring {
+	switch {
+	case o.FioDefaults || o.Engine != iotest.EngineUring:
+	case o.Passthrough:
+		c.fioTuned = append([]string(nil), FioTunedPassthrough...)
+	default:
 		c.fioTuned = append([]string(nil), FioTuned...)
 	}
 	if err := c.checkFio(ctx); err != nil {

@@ -58,6 +58,10 @@ type Options struct {
 	Ring iotest.RingMode
 	// AllowDestructive lets iomatrix's runs write to a block device.
 	AllowDestructive bool
+	// Passthrough says Target is an NVMe generic device (/dev/ngXnY),
+	// which iomatrix reaches with NVMe commands through io_uring: fio
+	// then runs its io_uring_cmd engine with --cmd_type=nvme.
+	Passthrough bool
 	// Keep is a directory for every run's raw output and the document
 	// (crosscheck.json), or "". New checks that it exists or can be made
 	// in its parent; the caller makes it before Run.
@@ -81,6 +85,11 @@ type Options struct {
 // from its io_uring engine (iomatrix registers its file and buffers too);
 // every fio run also gets --randrepeat=0 --norandommap.
 var FioTuned = []string{"--fixedbufs=1", "--registerfiles=1"}
+
+// FioTunedPassthrough are FioTuned for an NVMe generic device: the file
+// registered, the buffers not, as iomatrix's passthrough commands name
+// their buffers by address.
+var FioTunedPassthrough = []string{"--registerfiles=1"}
 
 // NewFileSize is the size crosscheck suggests for a new file target: large
 // enough to reach past the disk's caches, small enough to lay out in a
@@ -134,6 +143,9 @@ func (o Options) Validate() error {
 	if o.Engine != iotest.EngineUring && o.Engine != iotest.EnginePsync {
 		return fault.Input("engine", "%q is not one of uring, psync", o.Engine)
 	}
+	if o.Passthrough && o.Engine != iotest.EngineUring {
+		return fault.Input("engine", "an NVMe passthrough device takes commands through io_uring only: not with the %s engine", o.Engine)
+	}
 	if err := o.Ring.Check(o.Engine); err != nil {
 		return err
 	}
@@ -176,7 +188,7 @@ var fioControlled = map[string]ControlledError{
 	"size": {Option: "size"}, "filesize": {Option: "size"}, "io_size": {Option: "size"}, "offset": {Option: "size"}, "offset_increment": {Option: "size"},
 	"rw": {Option: "pattern"}, "readwrite": {Option: "pattern"}, "bs": {Option: "pattern"}, "blocksize": {Option: "pattern"},
 	"rwmixread": {Option: "pattern"}, "rwmixwrite": {Option: "pattern"}, "iodepth": {Option: "pattern"}, "numjobs": {Option: "pattern"},
-	"ioengine": {Option: "engine"}, "runtime": {Option: "runtime"}, "time_based": {Option: "runtime"}, "ramp_time": {Option: "ramp"},
+	"ioengine": {Option: "engine"}, "cmd_type": {Option: "engine"}, "runtime": {Option: "runtime"}, "time_based": {Option: "runtime"}, "ramp_time": {Option: "ramp"},
 	"direct": {Value: "always 1"}, "buffered": {Value: "never"}, "group_reporting": {},
 	"output-format": {Value: "json"}, "output": {}, "randrepeat": {}, "norandommap": {},
 	"hipri": {Option: "poll"}, "sqthread_poll": {Option: "sqpoll"}, "sqthread_poll_cpu": {Option: "sqpoll-cpu"},

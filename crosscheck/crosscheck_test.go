@@ -127,6 +127,54 @@ func fakeFio(refuse string) func(context.Context, []string) Process {
 	}
 }
 
+// An NVMe generic device is run by fio's io_uring_cmd engine with
+// --cmd_type=nvme, and no --direct=1 (no page cache sits before it, and
+// the kernel refuses O_DIRECT on a character device); of fio's peak-IOPS
+// options only the registered file, as iomatrix registers no buffers for
+// its commands. iomatrix's command is the same as for a block device.
+func TestArgvPassthrough(t *testing.T) {
+	randread := spec(t, "randread:4k:1")
+	o := okOptions(t)
+	o.Target, o.Size, o.Runtime, o.Ramp, o.Passthrough, o.AllowDestructive, o.Run = "/dev/ng0n1", 1<<30, 10*time.Second, 2*time.Second, true, true, fakeFio("")
+	o.Fio, o.Iomatrix = "/usr/bin/fio", "/bin/iomatrix"
+	o.Patterns = []iotest.PatternSpec{randread}
+	c, err := New(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "/usr/bin/fio --name=rand-4k-r100-qd1 --filename=/dev/ng0n1 --size=1073741824 --ioengine=io_uring_cmd --cmd_type=nvme " +
+		"--rw=randread --bs=4096 --iodepth=1 --numjobs=1 --group_reporting --time_based --runtime=10s --ramp_time=2s " +
+		"--randrepeat=0 --norandommap --output-format=json --registerfiles=1"
+	if got := strings.Join(c.fioArgv(randread), " "); got != want {
+		t.Errorf("fio:\n got %s\nwant %s", got, want)
+	}
+	wantIom := "/bin/iomatrix run /dev/ng0n1 --rw randread --bs 4096 --qd 1 --jobs 1 --runtime 10s --ramp 2s --engine uring --format json " +
+		"--size 1073741824 --allow-destructive"
+	if got := strings.Join(c.iomatrixArgv(randread), " "); got != wantIom {
+		t.Errorf("iomatrix:\n got %s\nwant %s", got, wantIom)
+	}
+	if d := c.Document(); d.Fio.IOEngine != "io_uring_cmd" || !slices.Equal(d.Fio.Tuned, FioTunedPassthrough) {
+		t.Errorf("document: fio %+v", d.Fio)
+	}
+	// fio's options stay crosscheck's, the engine's too.
+	o.FioExtra = []string{"--cmd_type=nvme"}
+	if _, err := New(context.Background(), o); !errors.As(err, new(*ControlledError)) {
+		t.Errorf("--fio-extra --cmd_type=nvme: %v", err)
+	}
+	o.FioExtra, o.Engine = nil, iotest.EnginePsync
+	if _, err := New(context.Background(), o); !errors.As(err, new(*fault.InputError)) || !strings.Contains(err.Error(), "io_uring only") {
+		t.Errorf("psync on a passthrough device: %v", err)
+	}
+	// The header names fio's engine and its command type.
+	var b strings.Builder
+	o.Engine = iotest.EngineUring
+	c, _ = New(context.Background(), o)
+	c.Text(&b).Start(c.Document())
+	if !strings.Contains(b.String(), "--ioengine=io_uring_cmd --cmd_type=nvme --iodepth=QD") {
+		t.Errorf("header:\n%s", b.String())
+	}
+}
+
 func TestNew(t *testing.T) {
 	for _, c := range []struct {
 		defaults bool

@@ -71,8 +71,11 @@ func (t *Text) Start(d *Document) {
 	switch {
 	case len(fio.Tuned) > 0:
 		shape += " " + strings.Join(fio.Tuned, " ") + " (fio's peak-IOPS options; --fio-defaults for none)"
-	case fio.IOEngine == "io_uring":
+	case fio.IOEngine == "io_uring" || fio.IOEngine == "io_uring_cmd":
 		shape += " (fio's defaults, --fio-defaults)"
+	}
+	if fio.IOEngine == "io_uring_cmd" {
+		shape = "--cmd_type=nvme " + shape
 	}
 	if len(fio.Ring) > 0 {
 		shape += ", " + strings.Join(fio.Ring, " ") + " (as iomatrix's " + strings.Join(d.Iomatrix.Ring, " ") + ")"

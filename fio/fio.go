@@ -500,7 +500,9 @@ func fioUnsupported(opts map[string]string) string {
 			return fmt.Sprintf("%s=%s: %s", opt.name, v, opt.why)
 		}
 	}
-	if !fioBool(opts, "direct", false) && fioBool(opts, "buffered", true) {
+	// NVMe commands on a generic device (io_uring_cmd) are direct by
+	// nature, with or without direct=1.
+	if fioEngine(opts) != "io_uring_cmd" && !fioBool(opts, "direct", false) && fioBool(opts, "buffered", true) {
 		return "buffered I/O (direct=1 not set): iomatrix patterns are O_DIRECT"
 	}
 	return ""

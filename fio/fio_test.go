@@ -526,6 +526,12 @@ func TestImportFioMapping(t *testing.T) {
 		{"trimwrite", "randread.json", setOpt("rw", "trimwrite"), results.Pattern{}, "trim"},
 		{"offset modifier", "randread.json", setOpt("rw", "randread:8"), results.Pattern{}, "offset modifiers"},
 		{"buffered", "randread.json", setOpt("direct", ""), results.Pattern{}, "buffered"},
+		// NVMe commands on a generic device are never buffered.
+		{"io_uring_cmd without direct", "randread.json", func(m map[string]any) {
+			setOpt("direct", "")(m)
+			setOpt("ioengine", "io_uring_cmd")(m)
+			setOpt("cmd_type", "nvme")(m)
+		}, results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 16, Jobs: 1}, ""},
 		{"rate limited", "randread.json", setOpt("rate_iops", "500"), results.Pattern{}, "rate"},
 		{"bad iodepth", "randread.json", setOpt("iodepth", "$ncpus"), results.Pattern{}, "iodepth"},
 		{"fio error", "randread.json", func(m map[string]any) { fioRawJobs(m)[0]["error"] = 25.0 }, results.Pattern{}, "error 25"},

@@ -30,7 +30,10 @@ type worker struct {
 	// the workers.
 	asyncKinds uint16
 	// mode is the ring's setup: polled completions, a submission thread.
-	mode  RingMode
+	mode RingMode
+	// pt, for a passthrough target, addresses its namespace: each I/O is
+	// an NVMe command.
+	pt    *passthru
 	st    *stats
 	seq   *sequence
 	arena *arena
@@ -348,7 +351,7 @@ func (w *worker) openRing() (*ringStream, error) {
 	if w.sched != nil {
 		entries++ // the open-loop stream's own timer (see runRate)
 	}
-	r, err := newUringMode(entries, w.mode)
+	r, err := newUringMode(entries, w.mode, w.pt != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -362,6 +365,11 @@ func (w *worker) openRing() (*ringStream, error) {
 	s := &ringStream{w: w, r: r, bufs: make([][]byte, w.qd), slots: make([]slot, w.qd), fresh: make([]int32, 0, w.qd), bs: uint64(w.arena.bs)}
 	for i := range s.bufs {
 		s.bufs[i] = w.arena.buf(i)
+	}
+	if w.pt != nil {
+		// Passthrough commands name their buffers by address (see
+		// prepCmd): registered ones would go unused.
+		return s, nil
 	}
 	// Pinning needs RLIMIT_MEMLOCK or CAP_IPC_LOCK; without it plain
 	// READ/WRITE still run, at the cost of a page walk per request.
@@ -384,9 +392,13 @@ func (s *ringStream) prepAt(i int, write bool, off, size int64, kind uint8) {
 	}
 	sl := &s.slots[i]
 	sl.off, sl.write, sl.size, sl.kind = off, write, size, kind
-	s.r.prep(write, buf, i, off, uint64(i))
+	if s.w.pt != nil {
+		s.r.prepCmd(s.w.pt, write, buf, off, uint64(i))
+	} else {
+		s.r.prep(write, buf, i, off, uint64(i))
+	}
 	if s.w.asyncKinds&(1<<(kind&kindSize)) != 0 {
-		s.r.sqes[(s.r.tail-1)&s.r.sqMask].flags |= uringSqeAsync
+		s.r.last().flags |= uringSqeAsync
 	}
 	s.fresh = append(s.fresh, int32(i))
 }
@@ -462,8 +474,8 @@ func (s *ringStream) reap(n uint32, now int64, stopping *bool) (reaped, refilled
 		}
 		i := int(cqe.userData)
 		sl := &s.slots[i]
-		if int64(cqe.res) != sl.size {
-			st.fail(sl.write, sl.off, int(cqe.res), int(sl.size))
+		if !s.done(cqe.res, sl) {
+			s.failed(sl, cqe.res)
 			*stopping = true
 		} else {
 			st.accountKind(clk, sl.write, sl.kind, uint64(sl.size), sl.start, now)
@@ -483,6 +495,25 @@ func (s *ringStream) reap(n uint32, now int64, stopping *bool) (reaped, refilled
 	}
 	s.r.cqAdvance(n)
 	return reaped, refilled, nil
+}
+
+// done tells whether a completion's res says its I/O was done whole: a
+// read or a write returns the bytes it moved, a passthrough command 0
+// (its NVMe status otherwise, or -errno).
+func (s *ringStream) done(res int32, sl *slot) bool {
+	if s.w.pt != nil {
+		return res == 0
+	}
+	return int64(res) == sl.size
+}
+
+// failed records the failure of the I/O in sl, which completed with res.
+func (s *ringStream) failed(sl *slot, res int32) {
+	if s.w.pt != nil && res > 0 {
+		s.w.st.failNVMe(sl.write, sl.off, int(res))
+		return
+	}
+	s.w.st.fail(sl.write, sl.off, int(res), int(sl.size))
 }
 
 // runPsync issues one blocking pread/pwrite at a time; a job runs qd of

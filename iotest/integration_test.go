@@ -560,3 +560,34 @@ func TestOtherLoadOnTheDisk(t *testing.T) {
 		t.Errorf("disk %d bytes, %d others, the run %d bytes: the neighbour's writes were not told apart", d.Bytes, d.OtherBytes, r.Total.Bytes)
 	}
 }
+
+// NVMe passthrough commands allocate nothing per I/O either, in a closed
+// and an open loop. They need an NVMe generic device, which this
+// project's machines lack: the cgroup v2 guest has one, and
+// TestVMPassthrough runs this test there, naming the device in
+// IOMATRIX_PASSTHRU_DEVICE.
+func TestNoAllocationPerIOPassthrough(t *testing.T) {
+	dev := os.Getenv("IOMATRIX_PASSTHRU_DEVICE")
+	if dev == "" {
+		t.Skip("run in the cgroup v2 guest by TestVMPassthrough, on an NVMe generic device")
+	}
+	tg := openPlan(t, dev, TargetOptions{Size: 64 << 20, Writes: true, AllowDestructive: true})
+	if tg.Info.Kind != KindPassthrough {
+		t.Fatalf("%s: kind %q", dev, tg.Info.Kind)
+	}
+	for _, qd := range []int{1, 8} {
+		for _, rate := range []float64{0, 2000} {
+			o := Options{Runtime: time.Minute, MaxIOs: 10000, Seed: 3, Engine: EngineUring}
+			p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 50, QueueDepth: qd, Jobs: 1}
+			if rate > 0 {
+				p.Rate = results.Rate{IOPS: rate, Arrival: results.ArrivalUniform}
+				o.Runtime, o.MaxIOs = 2*time.Second, 0
+			}
+			mallocs, ios := countAllocs(t, tg, p, o)
+			t.Logf("QD%d rate %.0f: %d mallocs for %d I/Os", qd, rate, mallocs, ios)
+			if (rate == 0 && ios != 10000) || ios < 1000 || mallocs > 1000 {
+				t.Errorf("QD%d rate %.0f: %d allocations for %d I/Os", qd, rate, mallocs, ios)
+			}
+		}
+	}
+}

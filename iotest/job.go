@@ -178,6 +178,27 @@ func (s *stats) fail(write bool, off int64, res int, expected int) {
 	s.err = &results.IOError{Op: op, Offset: off, Msg: fmt.Sprintf("short %s: %d of %d bytes", op, res, expected)}
 }
 
+// failNVMe records a passthrough command that the drive completed with
+// an NVMe status other than success: status is the kernel's, the
+// completion's status field without its phase bit (status code in bits
+// 0-7, status code type in 8-10, do-not-retry in 14).
+func (s *stats) failNVMe(write bool, off int64, status int) {
+	if write {
+		s.badWrites++
+	} else {
+		s.badReads++
+	}
+	if s.err != nil {
+		return
+	}
+	op := "read"
+	if write {
+		op = "write"
+	}
+	s.err = &results.IOError{Op: op, Offset: off, NVMeStatus: status,
+		Msg: fmt.Sprintf("NVMe status 0x%x (status code type %d, status code 0x%02x)", status, status>>8&7, status&0xff)}
+}
+
 func (s *stats) merge(o *stats) {
 	s.readHist.Merge(&o.readHist)
 	s.writeHist.Merge(&o.writeHist)

@@ -380,8 +380,8 @@ func (w *worker) runRate() error {
 			}
 			i := int(cqe.userData)
 			sl := &s.slots[i]
-			if int64(cqe.res) != sl.size {
-				st.fail(sl.write, sl.off, int(cqe.res), int(sl.size))
+			if !s.done(cqe.res, sl) {
+				s.failed(sl, cqe.res)
 				if !stopping {
 					stopping, giveUpAt = true, now+int64(abandonGrace)
 				}

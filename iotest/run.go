@@ -99,6 +99,11 @@ func checkRun(t *Target, p results.Pattern, o Options) (engine string, err error
 	if engine, err = ResolveEngine(o.Engine, o.Notice); err != nil {
 		return "", err
 	}
+	if t.pt != nil {
+		if err := t.pt.check(p, o, engine); err != nil {
+			return "", err
+		}
+	}
 	if err := o.Ring.Check(engine); err != nil {
 		return "", err // auto fell back to psync: a mode is never dropped silently
 	}
@@ -176,7 +181,7 @@ func (r *run) makeStreams() error {
 		if r.engine == EngineUring {
 			seq := newSequenceWith(o.Seed, j, 0, p, r.t.Size, m)
 			seq.budget = budget
-			w := &worker{st: newStats(r.seconds), seq: seq, arena: a, fd: r.t.fd, qd: p.QueueDepth, mode: o.Ring}
+			w := &worker{st: newStats(r.seconds), seq: seq, arena: a, fd: r.t.fd, qd: p.QueueDepth, mode: o.Ring, pt: r.t.pt}
 			w.async, w.asyncKinds = r.splitOnDevice(m)
 			if p.Rate.Open() {
 				sc := newSchedule(p.Rate, p.Jobs, j, o.Seed)
@@ -473,6 +478,7 @@ func (r *run) result(ctx context.Context) (results.Result, error) {
 			res.Device.OtherBytes = res.Device.Bytes - res.Total.Bytes
 		}
 	}
+	res.Device.Uncounted = r.t.devNote
 	if total.err != nil {
 		res.Error = total.err
 		return res, fmt.Errorf("%s on %s: %w", r.p.Name(), r.t.Path, total.err)

@@ -29,7 +29,7 @@ var (
 	ErrDestructive = fmt.Errorf("%w: writes would destroy the device's data", ErrBadTarget)
 	ErrInUse       = fmt.Errorf("%w: device in use", ErrBadTarget)
 	ErrNoParent    = fmt.Errorf("%w: parent directory missing", ErrBadTarget)
-	ErrNotTarget   = fmt.Errorf("%w: not a regular file or block device", ErrBadTarget)
+	ErrNotTarget   = fmt.Errorf("%w: not a regular file, block device or NVMe generic device", ErrBadTarget)
 )
 
 // DefaultSize of a file target.
@@ -44,7 +44,8 @@ type TargetOptions struct {
 	Writes bool
 	// Force allows iomatrix to overwrite a file it did not lay out.
 	Force bool
-	// AllowDestructive allows writes to a block device.
+	// AllowDestructive allows writes to a block device (or an NVMe
+	// namespace through its generic device).
 	AllowDestructive bool
 	// Sys is where block-device facts are read; zero means the real system.
 	Sys *sysfs.FS
@@ -72,6 +73,10 @@ type Plan struct {
 	opts   TargetOptions
 	dev    sysfs.DevNum // disk whose /proc/diskstats describe the I/O
 	hasDev bool
+	// pt addresses the namespace of a passthrough target; devNote says
+	// why its disk's figures are not read.
+	pt      *passthru
+	devNote string
 }
 
 // PlanTarget inspects path and decides what a run may do with it. It
@@ -102,6 +107,8 @@ func PlanTarget(path string, o TargetOptions) (*Plan, error) {
 		return p, p.planExistingFile(sys, &st)
 	case unix.S_IFBLK:
 		return p, p.planDevice(sys, &st)
+	case unix.S_IFCHR:
+		return p, p.planPassthrough(sys, &st)
 	case unix.S_IFDIR:
 		return nil, fmt.Errorf("%s: %w: it is a directory (give a file path inside it, e.g. %s)", path, ErrNotTarget, filepath.Join(path, "iomatrix.dat"))
 	default:
@@ -238,6 +245,70 @@ func (p *Plan) planDevice(sys sysfs.FS, st *unix.Stat_t) error {
 		}
 		if len(reasons) > 0 {
 			return fmt.Errorf("%s: %w: %s; refusing to write even with --allow-destructive", p.Path, ErrInUse, strings.Join(reasons, ", "))
+		}
+	}
+	return nil
+}
+
+// planPassthrough plans a namespace reached through its generic
+// character device: its size, block size and id are the block device's
+// of the same namespace, and writes are guarded as the block device's
+// would be.
+func (p *Plan) planPassthrough(sys sysfs.FS, st *unix.Stat_t) error {
+	g, err := sys.NVMeGeneric(sysfs.DevNumFromDev(uint64(st.Rdev)))
+	if errors.Is(err, sysfs.ErrNotNVMeGeneric) {
+		return fmt.Errorf("%s: %w: a character device, but not an NVMe generic device (ngXnY)", p.Path, ErrNotTarget)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.Path, err)
+	}
+	disk := g.Disk
+	nsid := g.NSID
+	if nsid == 0 {
+		if nsid, err = namespaceID(p.Path); err != nil {
+			return err
+		}
+	}
+	maxBytes := g.MaxHWSectorsKB * 1024
+	if disk.MaxSegments > 0 {
+		// A page of iomatrix's buffers is a segment of its own unless
+		// it happens to follow the one before in physical memory: a
+		// command of more pages than the disk takes segments may or may
+		// not fit (512 KiB did on QEMU's drive, of 127 segments, where
+		// 1 MiB, past max_hw_sectors_kb, always fails).
+		maxBytes = min(maxBytes, disk.MaxSegments*pageSize)
+	}
+	if p.pt, err = newPassthru(nsid, disk.LogicalBlockSize, maxBytes); err != nil {
+		return fmt.Errorf("%s: %w: %w", p.Path, ErrBadTarget, err)
+	}
+	p.Action = ActionDevice
+	p.Align = int64(disk.LogicalBlockSize)
+	p.Size = disk.SizeBytes / p.Align * p.Align
+	if p.opts.Size > 0 && p.opts.Size < p.Size {
+		p.Size = p.opts.Size / p.Align * p.Align
+	}
+	// The disk is the namespace's block device; the commands bypass its
+	// scheduler and are never split, so neither is recorded.
+	p.Info = results.TargetInfo{Path: p.Path, Kind: KindPassthrough, Device: disk.Dev.String(), Disk: disk.Name,
+		SizeBytes: p.Size, LogicalBlockSize: disk.LogicalBlockSize, Rotational: disk.Rotational, NSID: nsid}
+	if g.PassthroughStats {
+		p.dev, p.hasDev = disk.Disk, true
+	} else {
+		p.devNote = fmt.Sprintf("not counted: this kernel leaves NVMe passthrough commands out of /proc/diskstats (%s has no queue/iostats_passthrough)", disk.Name)
+		if g.StatsAttr != "" {
+			p.devNote = fmt.Sprintf("not counted: %s's queue/iostats_passthrough is %s, so the kernel leaves NVMe passthrough commands out of /proc/diskstats", disk.Name, g.StatsAttr)
+		}
+	}
+	if p.opts.Writes {
+		if !p.opts.AllowDestructive {
+			return fmt.Errorf("%s: %w: a write pattern on an NVMe namespace overwrites its data; pass --allow-destructive if that is intended", p.Path, ErrDestructive)
+		}
+		reasons, err := sys.InUse(disk.Dev)
+		if err != nil {
+			return fmt.Errorf("%s: check whether %s is in use: %w", p.Path, disk.Name, err)
+		}
+		if len(reasons) > 0 {
+			return fmt.Errorf("%s: %w: its block device %s: %s; refusing to write even with --allow-destructive", p.Path, ErrInUse, disk.Name, strings.Join(reasons, ", "))
 		}
 	}
 	return nil
@@ -389,6 +460,12 @@ type Target struct {
 	dev    sysfs.DevNum
 	hasDev bool
 	sys    sysfs.FS
+	// A passthrough target's namespace (nil for any other), why its
+	// disk's figures are not read, and the exclusive open of its block
+	// device that guards a written namespace (-1: none).
+	pt      *passthru
+	devNote string
+	guard   int
 }
 
 // LayoutProgress reports bytes laid out so far.
@@ -402,6 +479,9 @@ func (p *Plan) Open(ctx context.Context, progress LayoutProgress) (*Target, erro
 		if err := p.layout(ctx, progress); err != nil {
 			return nil, err
 		}
+	}
+	if p.pt != nil {
+		return p.openPassthrough()
 	}
 	flags := unix.O_RDONLY
 	if p.opts.Writes {
@@ -429,11 +509,7 @@ func (p *Plan) Open(ctx context.Context, progress LayoutProgress) (*Target, erro
 		}
 		return nil, fmt.Errorf("open %s: %w", p.Path, err)
 	}
-	t := &Target{Path: p.Path, Size: p.Size, Align: p.Align, Info: p.Info, fd: fd, write: p.opts.Writes, dev: p.dev, hasDev: p.hasDev}
-	t.sys = sysfs.Default()
-	if p.opts.Sys != nil {
-		t.sys = *p.opts.Sys
-	}
+	t := p.target(fd)
 	if a := statxDIOAlign(p.Path); a > t.Align {
 		t.Align = a
 	}
@@ -441,8 +517,67 @@ func (p *Plan) Open(ctx context.Context, progress LayoutProgress) (*Target, erro
 	return t, nil
 }
 
+// target is the open target of the plan, on fd.
+func (p *Plan) target(fd int) *Target {
+	t := &Target{Path: p.Path, Size: p.Size, Align: p.Align, Info: p.Info, fd: fd, write: p.opts.Writes, dev: p.dev, hasDev: p.hasDev,
+		pt: p.pt, devNote: p.devNote, guard: -1}
+	t.sys = sysfs.Default()
+	if p.opts.Sys != nil {
+		t.sys = *p.opts.Sys
+	}
+	return t
+}
+
+// openPassthrough opens a generic NVMe device, without O_DIRECT: its
+// commands never pass through a cache. A namespace to be written is
+// guarded as a block device is: its block device is held open
+// exclusively (no I/O goes through it), which the kernel refuses while
+// it is mounted or held, and which keeps it from being mounted meanwhile.
+func (p *Plan) openPassthrough() (*Target, error) {
+	guard := -1
+	if p.opts.Writes && !p.opts.Shared {
+		node := "/dev/" + p.Info.Disk
+		fd, err := unix.Open(node, unix.O_RDONLY|unix.O_EXCL|unix.O_CLOEXEC, 0)
+		for try := 0; errors.Is(err, unix.EBUSY) && try < 20; try++ {
+			time.Sleep(100 * time.Millisecond) // udev's probe after a write (see Open)
+			fd, err = unix.Open(node, unix.O_RDONLY|unix.O_EXCL|unix.O_CLOEXEC, 0)
+		}
+		switch {
+		case errors.Is(err, unix.EBUSY):
+			return nil, fmt.Errorf("%s: %w: exclusive open of its block device %s failed (mounted or held)", p.Path, ErrInUse, node)
+		case err == nil:
+			var st unix.Stat_t
+			if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFBLK && sysfs.DevNumFromDev(uint64(st.Rdev)).String() == p.Info.Device {
+				guard = fd
+			} else {
+				unix.Close(fd) // another device by that name: no guard, the plan's checks stand
+			}
+		}
+		// A block device without a node in /dev: the plan's checks stand.
+	}
+	flags := unix.O_RDONLY
+	if p.opts.Writes {
+		flags = unix.O_RDWR
+	}
+	fd, err := unix.Open(p.Path, flags|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if guard >= 0 {
+			unix.Close(guard)
+		}
+		return nil, fmt.Errorf("open %s: %w", p.Path, err)
+	}
+	t := p.target(fd)
+	t.guard = guard
+	t.Info.DirectIOAlign = t.Align
+	return t, nil
+}
+
 // Close releases the target.
 func (t *Target) Close() error {
+	if t.guard >= 0 {
+		unix.Close(t.guard)
+		t.guard = -1
+	}
 	if t.fd < 0 {
 		return nil
 	}

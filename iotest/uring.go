@@ -26,6 +26,7 @@ const (
 	uringOpReadFixed  = 4
 	uringOpWriteFixed = 5
 	uringOpTimeout    = 11
+	uringOpURingCmd   = 46 // IORING_OP_URING_CMD: a command for the file's driver
 
 	uringSqeFixedFile = 1 << 0
 	uringSqeAsync     = 1 << 4 // IOSQE_ASYNC: straight to io-wq, no non-blocking attempt first
@@ -43,6 +44,8 @@ const (
 	uringSetupSQAff        = 1 << 2
 	uringSetupClamp        = 1 << 4
 	uringSetupCoopTaskrun  = 1 << 8
+	uringSetupSQE128       = 1 << 10
+	uringSetupCQE32        = 1 << 11
 	uringSetupSingleIssuer = 1 << 12
 	uringSetupDeferTaskrun = 1 << 13
 
@@ -107,21 +110,28 @@ var (
 var ErrNoUring = errors.New("io_uring unavailable")
 
 type uring struct {
-	fd      int
-	sqMem   []byte
-	cqMem   []byte
-	sqeMem  []byte
-	sqTail  *uint32 // shared with the kernel; we are the only writer
-	sqHead  *uint32
-	sqMask  uint32
-	sqes    []uringSqe
-	cqHead  *uint32 // shared with the kernel; we are the only writer
-	cqTail  *uint32
-	cqMask  uint32
-	cqes    []uringCqe
-	tail    uint32 // local copy of *sqTail
-	pending uint32 // SQEs prepared but not yet handed to the kernel
-	fixed   bool   // buffers registered
+	fd     int
+	sqMem  []byte
+	cqMem  []byte
+	sqeMem []byte
+	sqTail *uint32 // shared with the kernel; we are the only writer
+	sqHead *uint32
+	sqMask uint32
+	sqes   []uringSqe
+	cqHead *uint32 // shared with the kernel; we are the only writer
+	cqTail *uint32
+	cqMask uint32
+	cqes   []uringCqe
+	// big: the ring was set up with 128-byte SQEs and 32-byte CQEs
+	// (SQE128, CQE32), as NVMe passthrough commands need; each takes two
+	// elements of sqes and cqes, and the shifts turn a ring position into
+	// the index of its first.
+	big      bool
+	sqeShift uint32
+	cqeShift uint32
+	tail     uint32 // local copy of *sqTail
+	pending  uint32 // SQEs prepared but not yet handed to the kernel
+	fixed    bool   // buffers registered
 	// sqeFlags are every I/O request's flags: the fixed file (see
 	// registerFile), and uringSqeAsync where the ring skips the
 	// non-blocking attempt (see worker.async).
@@ -198,18 +208,22 @@ func uringSetup(entries uint32, p *uringParams) (int, error) {
 // caller's and for enter's wait timer. It must be created, used and closed
 // by one goroutine locked to its OS thread.
 func newUring(entries uint32) (*uring, error) {
-	return newUringMode(entries, RingMode{})
+	return newUringMode(entries, RingMode{}, false)
 }
 
-// newUringMode is newUring with the ring set up in mode m.
-func newUringMode(entries uint32, m RingMode) (*uring, error) {
+// newUringMode is newUring with the ring set up in mode m, and with
+// 128-byte SQEs and 32-byte CQEs when big is set.
+func newUringMode(entries uint32, m RingMode, big bool) (*uring, error) {
 	// One slot more than the caller's requests, for the timer (the
 	// kernel rounds the ring up to a power of two).
-	fd, p, err := uringSetupAny(entries+1, m)
+	fd, p, err := uringSetupAny(entries+1, m, big)
 	if err != nil {
 		return nil, err
 	}
-	r := &uring{fd: fd, mode: m}
+	r := &uring{fd: fd, mode: m, big: big}
+	if big {
+		r.sqeShift, r.cqeShift = 1, 1
+	}
 	r.waitTS = unix.NsecToTimespec(waitTimeout)
 	if err := r.mmap(&p); err != nil {
 		r.close()
@@ -220,7 +234,7 @@ func newUringMode(entries uint32, m RingMode) (*uring, error) {
 
 // uringSetupAny creates a ring with the most helpful setup flags this
 // kernel accepts.
-func uringSetupAny(entries uint32, m RingMode) (int, uringParams, error) {
+func uringSetupAny(entries uint32, m RingMode, big bool) (int, uringParams, error) {
 	// Completions are run only when the ring's own thread asks for them
 	// (DEFER_TASKRUN, 6.1+), so they arrive in batches with no interrupt of
 	// the submitter (COOP_TASKRUN, 5.19+); both need a single issuer (6.0+).
@@ -238,6 +252,9 @@ func uringSetupAny(entries uint32, m RingMode) (int, uringParams, error) {
 	mode := uint32(0)
 	if m.Poll {
 		mode |= uringSetupIOPoll
+	}
+	if big {
+		mode |= uringSetupSQE128 | uringSetupCQE32
 	}
 	if m.SQPoll {
 		mode |= uringSetupSQPoll
@@ -266,6 +283,8 @@ func uringSetupAny(entries uint32, m RingMode) (int, uringParams, error) {
 		return -1, p, fmt.Errorf("%w: this kernel's SQPOLL takes registered files only (before Linux 5.11)", ErrRingMode)
 	case err == unix.EPERM && m.SQPoll:
 		return -1, p, fmt.Errorf("%w: io_uring_setup with SQPOLL: %w (a submission thread needs CAP_SYS_NICE on this kernel)", ErrRingMode, err)
+	case err == unix.EINVAL && big:
+		return -1, p, fmt.Errorf("%w: io_uring_setup refused 128-byte SQEs and 32-byte CQEs, which passthrough commands need (Linux 5.19+): %w", ErrNoUring, err)
 	case err == unix.EINVAL && mode != 0:
 		return -1, p, fmt.Errorf("%w: io_uring_setup refused %s: %w", ErrRingMode, strings.Join(m.Words(), ", "), err)
 	case err != nil:
@@ -279,7 +298,7 @@ var ErrRingMode = errors.New("io_uring mode unavailable")
 
 func (r *uring) mmap(p *uringParams) error {
 	sqSize := int(p.sqOff.array + p.sqEntries*4)
-	cqSize := int(p.cqOff.cqes + p.cqEntries*uint32(unsafe.Sizeof(uringCqe{})))
+	cqSize := int(p.cqOff.cqes + (p.cqEntries<<r.cqeShift)*uint32(unsafe.Sizeof(uringCqe{})))
 	if p.features&uringFeatSingleMmap != 0 {
 		sqSize = max(sqSize, cqSize)
 		cqSize = sqSize
@@ -297,7 +316,7 @@ func (r *uring) mmap(p *uringParams) error {
 			return fmt.Errorf("%w: mmap CQ ring: %w", ErrNoUring, err)
 		}
 	}
-	sqesSize := int(p.sqEntries) * int(unsafe.Sizeof(uringSqe{}))
+	sqesSize := int(p.sqEntries<<r.sqeShift) * int(unsafe.Sizeof(uringSqe{}))
 	r.sqeMem, err = unix.Mmap(r.fd, uringOffSqes, sqesSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
 	if err != nil {
 		return fmt.Errorf("%w: mmap SQEs: %w", ErrNoUring, err)
@@ -309,8 +328,8 @@ func (r *uring) mmap(p *uringParams) error {
 	r.cqHead = u32(r.cqMem, p.cqOff.head)
 	r.cqTail = u32(r.cqMem, p.cqOff.tail)
 	r.cqMask = *u32(r.cqMem, p.cqOff.ringMask)
-	r.sqes = unsafe.Slice((*uringSqe)(unsafe.Pointer(&r.sqeMem[0])), p.sqEntries)
-	r.cqes = unsafe.Slice((*uringCqe)(unsafe.Pointer(&r.cqMem[p.cqOff.cqes])), p.cqEntries)
+	r.sqes = unsafe.Slice((*uringSqe)(unsafe.Pointer(&r.sqeMem[0])), p.sqEntries<<r.sqeShift)
+	r.cqes = unsafe.Slice((*uringCqe)(unsafe.Pointer(&r.cqMem[p.cqOff.cqes])), p.cqEntries<<r.cqeShift)
 	r.sqFlags = u32(r.sqMem, p.sqOff.flags)
 	// The SQ index array maps ring positions to SQE slots; the identity map
 	// lets us write the SQE at the tail position directly.
@@ -363,7 +382,7 @@ func (r *uring) registerBuffers(bufs [][]byte) error {
 // prep fills the next SQE. The caller guarantees a free slot: it never has
 // more requests in flight than the ring holds.
 func (r *uring) prep(write bool, buf []byte, bufIndex int, off int64, userData uint64) {
-	sqe := &r.sqes[r.tail&r.sqMask]
+	sqe := r.next()
 	op := uint8(uringOpRead)
 	if r.fixed {
 		op = uringOpReadFixed
@@ -382,6 +401,21 @@ func (r *uring) prep(write bool, buf []byte, bufIndex int, off int64, userData u
 	}
 	r.tail++
 	r.pending++
+}
+
+// next is the SQE at the tail, for the caller to fill whole. In a ring of
+// 128-byte SQEs its second half is cleared here: only a command fills it.
+func (r *uring) next() *uringSqe {
+	i := (r.tail & r.sqMask) << r.sqeShift
+	if r.big {
+		r.sqes[i+1] = uringSqe{}
+	}
+	return &r.sqes[i]
+}
+
+// last is the SQE prepared last.
+func (r *uring) last() *uringSqe {
+	return &r.sqes[((r.tail-1)&r.sqMask)<<r.sqeShift]
 }
 
 // armTimer queues a pure timer (a TIMEOUT request with a completion count
@@ -413,7 +447,7 @@ func (r *uring) armAt(at int64) {
 // that completes under userData; ts lives in r, so that arming allocates
 // nothing.
 func (r *uring) timeout(ts *unix.Timespec, flags uint32, userData uint64) {
-	r.sqes[r.tail&r.sqMask] = uringSqe{
+	*r.next() = uringSqe{
 		opcode:   uringOpTimeout,
 		fd:       -1,
 		addr:     uint64(uintptr(unsafe.Pointer(ts))),
@@ -499,7 +533,7 @@ func (r *uring) cqReady() uint32 {
 
 // peek returns the completion at head+i; call cqAdvance after consuming.
 func (r *uring) peek(i uint32) *uringCqe {
-	return &r.cqes[(*r.cqHead+i)&r.cqMask]
+	return &r.cqes[((*r.cqHead+i)&r.cqMask)<<r.cqeShift]
 }
 
 func (r *uring) cqAdvance(n uint32) {

@@ -30,8 +30,8 @@ var csvColumns = []csvColumn{
 	{"total_mib_per_s", func(r *results.Result) string { return ftoa(r.Total.MiBPerS) }},
 	{"cpu_user_pct", func(r *results.Result) string { return ftoa(r.CPU.UserPct) }},
 	{"cpu_sys_pct", func(r *results.Result) string { return ftoa(r.CPU.SysPct) }},
-	{"device_ios", func(r *results.Result) string { return utoa(r.Device.IOs) }},
-	{"device_util_pct", func(r *results.Result) string { return ftoa(r.Device.UtilPct) }},
+	{"device_ios", func(r *results.Result) string { return uncounted(r, utoa(r.Device.IOs)) }},
+	{"device_util_pct", func(r *results.Result) string { return uncounted(r, ftoa(r.Device.UtilPct)) }},
 	{"completed_reads", func(r *results.Result) string { return utoa(r.Completed.Reads) }},
 	{"completed_writes", func(r *results.Result) string { return utoa(r.Completed.Writes) }},
 	{"timeline_iops", func(r *results.Result) string {
@@ -344,4 +344,13 @@ func sustainedCSV(pt CurvePoint) string {
 		return ""
 	}
 	return strconv.FormatBool(pt.Sustained)
+}
+
+// uncounted is v, or empty where the disk did not count the cell's I/O
+// (DevStats.Uncounted): not a measured zero.
+func uncounted(r *results.Result, v string) string {
+	if r.Device.Uncounted != "" {
+		return ""
+	}
+	return v
 }

@@ -93,7 +93,9 @@ func WriteRunText(w io.Writer, doc *results.Document, r *results.Result) error {
 	if len(r.EngineOpts) > 0 {
 		fmt.Fprintf(w, "ring: %s\n", strings.Join(r.EngineOpts, ", "))
 	}
-	if t.Disk != "" {
+	if t.Disk != "" && r.Device.Uncounted != "" {
+		fmt.Fprintf(w, "disk %s: requests %s\n", t.Disk, r.Device.Uncounted)
+	} else if t.Disk != "" {
 		fmt.Fprintf(w, "disk %s, all processes: %s requests completed, %.1f%% utilized", t.Disk, units.Thousands(float64(r.Device.IOs), 0), r.Device.UtilPct)
 		if r.Device.OtherIOs > 0 {
 			fmt.Fprintf(w, " (%s of them not iomatrix's)", units.Thousands(float64(r.Device.OtherIOs), 0))

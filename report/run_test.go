@@ -83,3 +83,20 @@ func TestRunTextDiskAndCap(t *testing.T) {
 		t.Errorf("an uncapped run said capped:\n%s", b.String())
 	}
 }
+
+// A disk that does not count the target's I/O (NVMe passthrough) is said
+// to, with no figure, and its CSV cells are empty rather than zero.
+func TestRunTextDiskUncounted(t *testing.T) {
+	doc := loadFixture(t, "total-lat")
+	res := *fixtureResult(t, doc, "rand-4k-r70-qd8")
+	res.Device = results.DevStats{Uncounted: "not counted: this kernel leaves NVMe passthrough commands out of /proc/diskstats"}
+	var b bytes.Buffer
+	testenv.Must(t, WriteRunText(&b, doc, &res))
+	if want := "disk vda: requests not counted: this kernel leaves NVMe passthrough commands out of /proc/diskstats\n"; !strings.Contains(b.String(), want) ||
+		strings.Contains(b.String(), "utilized") {
+		t.Errorf("run text lacks %q, or gives figures:\n%s", want, b.String())
+	}
+	if got := uncounted(&res, "0"); got != "" {
+		t.Errorf("an uncounted CSV cell: %q", got)
+	}
+}

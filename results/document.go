@@ -87,7 +87,7 @@ type Host struct {
 // TargetInfo describes what was measured.
 type TargetInfo struct {
 	Path             string `json:"path"`
-	Kind             string `json:"kind"` // "file" or "block"
+	Kind             string `json:"kind"` // "file", "block" or "passthrough" (an NVMe generic device)
 	Device           string `json:"device"`
 	Disk             string `json:"disk"`
 	SizeBytes        int64  `json:"size_bytes"`
@@ -100,6 +100,9 @@ type TargetInfo struct {
 	// several requests, each counted (and capped) on its own.
 	MaxSectorsKB int64 `json:"max_sectors_kb,omitempty"`
 	MaxSegments  int64 `json:"max_segments,omitempty"`
+	// NSID is a passthrough target's NVMe namespace id; Disk is then the
+	// namespace's block device, and Device its number.
+	NSID uint32 `json:"nsid,omitempty"`
 }
 
 // ThreadCPU is the CPU time of threads over a cell's whole run (ramp and
@@ -367,6 +370,10 @@ type DevStats struct {
 	// requests.
 	Bytes      uint64 `json:"bytes,omitempty"`
 	OtherBytes uint64 `json:"other_bytes,omitempty"`
+	// Uncounted, when set, says why the disk's counters were not read:
+	// the kernel does not count the target's I/O there (NVMe passthrough
+	// commands), so the figures above are not measured, not zero.
+	Uncounted string `json:"uncounted,omitempty"`
 }
 
 // Thresholds of OtherLoad: the share of the disk's requests or bytes, and

@@ -74,7 +74,10 @@ type IOError struct {
 	Op     string `json:"op"` // "read" or "write"
 	Offset int64  `json:"offset"`
 	Errno  int    `json:"errno,omitempty"`
-	Msg    string `json:"message"`
+	// NVMeStatus is the status a drive completed an NVMe passthrough
+	// command with, when it is not success.
+	NVMeStatus int    `json:"nvme_status,omitempty"`
+	Msg        string `json:"message"`
 }
 
 func (e *IOError) Error() string {

@@ -40,6 +40,15 @@ type CapPlan struct {
 // another v2 controller in io's place (see cgroup.DetectFor).
 var DetectCgroups = func() (cgroup.Controller, error) { return cgroup.Detect(cgroup.DefaultRoot) }
 
+// capInputError is err as bad input of the option that asked for the
+// cap: the cap's own, or the cgroup to join.
+func capInputError(req CapRequest, err error) error {
+	if req.Join != "" {
+		return fault.Input("cgroup", "%w", err)
+	}
+	return fault.Input("cap", "%w", err)
+}
+
 // planCap checks a cap against the target and the cgroup tree, touching
 // nothing: a tree that cannot take iomatrix's cgroup (read-only, without
 // the io controller, or where the no-internal-process rule of v2 forbids
@@ -62,6 +71,9 @@ func planCap(req CapRequest, target string, notice func(string)) (*CapPlan, erro
 		where = filepath.Dir(target)
 	}
 	dev, msg, err := cgroup.ResolveDevice(sysfs.Default(), where)
+	if errors.Is(err, cgroup.ErrPassthrough) {
+		return nil, capInputError(req, err)
+	}
 	if err != nil {
 		return nil, fault.AsInput(err)
 	}

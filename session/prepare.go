@@ -1,6 +1,7 @@
 package session
 
 import (
+	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/results"
@@ -36,13 +37,12 @@ func Prepare(r Request) (*iotest.Plan, *CapPlan, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, p := range r.Patterns {
-		if err := iotest.ValidatePatternFor(p, plan.Align, plan.Size); err != nil {
-			if len(r.Patterns) == 1 {
-				return nil, nil, err
-			}
-			return nil, nil, fault.Input("", "%s: pattern %s: %w", r.Target, p.Name(), err)
-		}
+	if r.Cap != nil && plan.Info.Kind == iotest.KindPassthrough {
+		// Before anything else is checked: no cap can hold there at all.
+		return nil, nil, capInputError(*r.Cap, &cgroup.PassthroughError{Path: plan.Path, Disk: plan.Info.Disk})
+	}
+	if err := checkPatterns(r, plan); err != nil {
+		return nil, nil, err
 	}
 	var cp *CapPlan
 	if r.Cap != nil {
@@ -61,6 +61,28 @@ func Prepare(r Request) (*iotest.Plan, *CapPlan, error) {
 	if r.Options.Engine, err = iotest.ResolveEngine(r.Options.Engine, r.Options.Notice); err != nil {
 		return plan, cp, err
 	}
+	if err := checkPatterns(r, plan); err != nil {
+		return nil, nil, err // with the engine resolved: auto that fell back to psync
+	}
 	// auto that fell back to psync must not drop a ring mode silently.
 	return plan, cp, r.Options.Ring.Check(r.Options.Engine)
+}
+
+// checkPatterns checks every pattern of r against the target: its size
+// and alignment, and what a passthrough target cannot run. A pattern
+// field at fault is named as such when there is one pattern.
+func checkPatterns(r Request, plan *iotest.Plan) error {
+	for _, p := range r.Patterns {
+		err := iotest.ValidatePatternFor(p, plan.Align, plan.Size)
+		if err == nil {
+			err = plan.CheckPassthrough(p, *r.Options)
+		}
+		if err != nil {
+			if len(r.Patterns) == 1 {
+				return err
+			}
+			return fault.Input("", "%s: pattern %s: %w", r.Target, p.Name(), err)
+		}
+	}
+	return nil
 }

@@ -147,6 +147,16 @@ func (o *crosscheckOptions) prepare(ctx context.Context, g *globalOptions, targe
 	if err != nil {
 		return nil, nil, err
 	}
+	co.Passthrough = plan.Info.Kind == iotest.KindPassthrough
+	for _, ps := range pats {
+		err := plan.CheckPassthrough(ps.Pattern, iotest.Options{Engine: co.Engine, Ring: co.Ring})
+		if iotest.IsField(err, "block_size") {
+			return nil, nil, usagef("--pattern %q: %s: %w", ps.Spec, target, err)
+		}
+		if err != nil {
+			return nil, nil, flagError(err)
+		}
+	}
 	if co.Ring.Poll {
 		if err := iotest.CheckPoll(plan.Info); err != nil {
 			return nil, nil, flagError(err)
