@@ -169,10 +169,21 @@ finish $rc /tmp/auto.json unhost $CG/system.slice/fake.service $CG/system.slice`
 			t.Logf("%s: %.1f %s/s, %.1f %s/s under a cap of %.0f, %d intervals in %v; per-second %s p50 %.0f, max %.0f",
 				c.system, m[c.dir], c.dir, m[c.other], c.other, c.cap, s.IO.Summary.Intervals, nsDur(s.IO.Summary.ObservedNS),
 				c.dir, s.IO.Summary.PerSecond[c.dir].P50, s.IO.Summary.PerSecond[c.dir].Max)
-			// Over 6 s, blk-throttle's slices and the samples' edges are
-			// a few I/Os: the mean is the cap's.
-			if math.Abs(m[c.dir]/c.cap-1) > 0.01+float64(s.IO.ReadSpreadUS)*1e3/float64(s.IO.Summary.ObservedNS) {
-				t.Errorf("%s: %.1f %s/s, more than 1 %% from its cap %.0f", c.system, m[c.dir], c.dir, c.cap)
+			// The system's mean is the device's own over the same
+			// observation (diskstats, an independent count: the two
+			// counts are compared below), and the cap bounds it. The
+			// throttle itself is not this test's: under the guest's
+			// emulation it once let 295.7 writes/s through a cap of 300
+			// for 6 s, the drive counting the same (1,783 against the
+			// cgroup's 1,775). So the cap is an upper bound within a
+			// slice's burst, and a mean far under it (a wrong time base)
+			// still fails.
+			dm := d.Summary.Mean[c.dir]
+			if math.Abs(m[c.dir]-dm) > (2*obsQD+c.cap*spanSkewMS(s.IO.Seconds, d.Seconds)/1000)/(float64(s.IO.Summary.ObservedNS)/1e9)+1 {
+				t.Errorf("%s: %.1f %s/s, the device %.1f over the same observation", c.system, m[c.dir], c.dir, dm)
+			}
+			if m[c.dir] > 1.02*c.cap || m[c.dir] < 0.95*c.cap {
+				t.Errorf("%s: %.1f %s/s under a cap of %.0f: want at most the cap (2 %% for a slice's burst) and not far under it", c.system, m[c.dir], c.dir, c.cap)
 			}
 			if m[c.other] != 0 {
 				t.Errorf("%s: %.2f %s/s, where its load does none", c.system, m[c.other], c.other)
