@@ -203,9 +203,11 @@ func restoreLine(dev, saved string, qos bool) string {
 	return dev + " ctrl=auto"
 }
 
-// sameQoS compares two io.cost.qos lines key by key, as numbers.
-func sameQoS(got, want string) bool {
-	g, w := qosKeys(got), qosKeys(want)
+// sameQoS compares two io.cost.qos lines key by key, as numbers: every
+// key of want must read the same in got.
+func sameQoS(got, want string) bool { return sameKeys(qosKeys(got), qosKeys(want)) }
+
+func sameKeys(g, w map[string]string) bool {
 	if len(g) == 0 {
 		return false
 	}
@@ -295,16 +297,10 @@ func (h Host) SetEnabled(dev string, on bool, want string) error {
 	if err != nil {
 		return err
 	}
-	w := qosKeys(want)
+	w, g := qosKeys(want), qosKeys(got)
 	w["enable"] = v
-	g := qosKeys(got)
-	if len(g) != len(w) {
+	if len(g) != len(w) || !sameKeys(g, w) {
 		return fmt.Errorf("%s reads %q after enable=%s, from %q", QoSFile, got, v, want)
-	}
-	for k, x := range w {
-		if g[k] != x {
-			return fmt.Errorf("%s reads %q after enable=%s, from %q", QoSFile, got, v, want)
-		}
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -135,7 +136,7 @@ func RunIOCost(ctx context.Context, c IOCostConfig) (*results.IsolateReport, err
 		return nil, err
 	}
 	try := func(l cgroup.Limit) (bool, error) {
-		p, err := phase("io.max "+capWords(l), "iocost off, aggressor io.max "+capWords(l), false, both, &l)
+		p, err := phase("io.max "+capSpec(l), "iocost off, aggressor io.max "+capSpec(l), false, both, &l)
 		return p.Victim.Total.IOPS >= SameProtection*w.Victim.Total.IOPS, err
 	}
 	if c.Cap != nil {
@@ -152,7 +153,7 @@ func RunIOCost(ctx context.Context, c IOCostConfig) (*results.IsolateReport, err
 	// work that a cap set for the victim's sake gives up when the victim
 	// does not need it.
 	l := equivalentCap(rep.Phases, w, c.Cap)
-	if _, err := phase("idle victim, io.max "+capWords(l), "iocost off, aggressor io.max "+capWords(l), false, aggressorOnly, &l); err != nil {
+	if _, err := phase("idle victim, io.max "+capSpec(l), "iocost off, aggressor io.max "+capSpec(l), false, aggressorOnly, &l); err != nil {
 		return nil, err
 	}
 	if err := c.AggressorM.SetLimit(cgroup.Limit{}); err != nil {
@@ -256,28 +257,8 @@ func aggressorCap(p results.Pattern, iops float64) cgroup.Limit {
 	return l
 }
 
-// capWords is a limit's keys as --cap takes them.
-func capWords(l cgroup.Limit) string {
-	s := ""
-	add := func(k string, v uint64, size bool) {
-		if v == 0 {
-			return
-		}
-		if s != "" {
-			s += ","
-		}
-		if size {
-			s += k + "=" + units.FormatSize(int64(v))
-		} else {
-			s += fmt.Sprintf("%s=%d", k, v)
-		}
-	}
-	add("riops", l.ReadIOPS, false)
-	add("wiops", l.WriteIOPS, false)
-	add("rbps", l.ReadBPS, true)
-	add("wbps", l.WriteBPS, true)
-	return s
-}
+// capSpec is a limit's keys as --cap takes them.
+func capSpec(l cgroup.Limit) string { return report.CapSpec(l.Record(2, "")) }
 
 // runPair runs the victim, the aggressor or both in their members,
 // started at one moment over windows of the same length.

@@ -45,17 +45,17 @@ IOMATRIX_POLL_DEVICE=/dev/nvme0n1 /bin/iotest.test -test.run 'TestNoAllocationPe
 	if r.Exit != 0 {
 		t.Fatalf("case exit %d\nstdout:\n%s\nstderr:\n%s", r.Exit, r.Stdout, r.Stderr)
 	}
-	said := vmSaid(r.Stderr)
+	said := func(key string) string { return vmcaseLine(r, key) }
 	defer func() {
 		if t.Failed() {
 			t.Logf("stderr:\n%s", r.Stderr)
 		}
 	}()
-	if said["io_poll"] != "1" {
-		t.Fatalf("booted with nvme.poll_queues=2, io_poll is %q", said["io_poll"])
+	if said("io_poll") != "1" {
+		t.Fatalf("booted with nvme.poll_queues=2, io_poll is %q", said("io_poll"))
 	}
 	for _, qd := range []string{"qd1", "qd32"} {
-		plain, poll := irqsAndIOs(t, said[qd]), irqsAndIOs(t, said[qd+" poll"])
+		plain, poll := irqsAndIOs(t, said(qd+" irqs")), irqsAndIOs(t, said(qd+" poll irqs"))
 		t.Logf("%s: %d interrupts for %d I/Os with interrupts, %d for %d polled", qd, plain[0], plain[1], poll[0], poll[1])
 		// Interrupts may be coalesced, so "about one per I/O" is at
 		// least a tenth; the polled run's few are the drive's other
@@ -65,14 +65,14 @@ IOMATRIX_POLL_DEVICE=/dev/nvme0n1 /bin/iotest.test -test.run 'TestNoAllocationPe
 		}
 	}
 	var doc results.Document
-	if err := json.Unmarshal([]byte(r.Stdout[strings.Index(r.Stdout, "{"):]), &doc); err != nil || said["sqpoll"] != "exit 0" {
-		t.Fatalf("--sqpoll (%s): %v\n%s", said["sqpoll"], err, r.Stdout)
+	if err := json.Unmarshal([]byte(r.Stdout[strings.Index(r.Stdout, "{"):]), &doc); err != nil || said("sqpoll") != "exit 0" {
+		t.Fatalf("--sqpoll (%s): %v\n%s", said("sqpoll"), err, r.Stdout)
 	}
 	if st := doc.Results[0].SubmitThread; st == nil || st.Threads != 1 || st.Seconds <= 0 {
 		t.Errorf("--sqpoll: submission thread %+v", st)
 	}
-	if said["sqpoll+poll"] != "exit 0" || said["alloc"] != "exit 0" {
-		t.Errorf("--sqpoll --poll: %s; the polled allocation test: %s", said["sqpoll+poll"], said["alloc"])
+	if said("sqpoll+poll") != "exit 0" || said("alloc") != "exit 0" {
+		t.Errorf("--sqpoll --poll: %s; the polled allocation test: %s", said("sqpoll+poll"), said("alloc"))
 	}
 
 	// No poll queues: refused before any I/O.
@@ -80,42 +80,22 @@ IOMATRIX_POLL_DEVICE=/dev/nvme0n1 /bin/iotest.test -test.run 'TestNoAllocationPe
 		`say "io_poll $(cat /sys/block/nvme0n1/queue/io_poll)"
 iomatrix run /dev/nvme0n1 --poll --size 256m --runtime 1s 2>/tmp/e; say "poll exit $? $(cat /tmp/e)"
 `}})
-	said = vmSaid(rs[0].Stderr)
-	if said["io_poll"] != "0" || !strings.HasPrefix(said["poll"], "exit 2 iomatrix: --poll: ") || !strings.Contains(said["poll"], "nvme.poll_queues") {
-		t.Errorf("without poll queues: io_poll %q, %q", said["io_poll"], said["poll"])
+	said = func(key string) string { return vmcaseLine(rs[0], key) }
+	if said("io_poll") != "0" || !strings.HasPrefix(said("poll"), "exit 2 iomatrix: --poll: ") || !strings.Contains(said("poll"), "nvme.poll_queues") {
+		t.Errorf("without poll queues: io_poll %q, %q", said("io_poll"), said("poll"))
 	}
 }
 
-// vmSaid is a case's "vmcase: KEY REST" lines by key; a key of several
-// words is given up to the first figure or "exit".
-func vmSaid(stderr string) map[string]string {
-	said := map[string]string{}
-	for _, l := range strings.Split(stderr, "\n") {
-		v, ok := strings.CutPrefix(l, "vmcase: ")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(v)
-		k := 0
-		for k < len(f) && f[k] != "exit" && f[k] != "irqs" && !strings.ContainsAny(f[k][:1], "0123456789") {
-			k++
-		}
-		k = max(k, 1)
-		said[strings.Join(f[:k], " ")] = strings.Join(f[k:], " ")
-	}
-	return said
-}
-
-// irqsAndIOs reads "irqs N ios M".
+// irqsAndIOs reads "N ios M", a case's interrupts and I/Os.
 func irqsAndIOs(t *testing.T, s string) [2]int {
 	f := strings.Fields(s)
-	if len(f) != 4 {
-		t.Fatalf("not irqs N ios M: %q", s)
+	if len(f) != 3 || f[1] != "ios" {
+		t.Fatalf("not N ios M: %q", s)
 	}
-	a, err1 := strconv.Atoi(f[1])
-	b, err2 := strconv.Atoi(f[3])
+	a, err1 := strconv.Atoi(f[0])
+	b, err2 := strconv.Atoi(f[2])
 	if err1 != nil || err2 != nil {
-		t.Fatalf("not irqs N ios M: %q", s)
+		t.Fatalf("not N ios M: %q", s)
 	}
 	return [2]int{a, b}
 }

@@ -43,7 +43,7 @@ iomatrix isolate /dev/nvme0n1 --size 512m --allow-destructive --control iocost -
 lines isolated
 iomatrix iocost reset /dev/nvme0n1 --state /tmp/st.json >/dev/null || exit 5
 lines reset
-[ -e /sys/fs/cgroup/iomatrix ] && say "cgroups left: $(ls /sys/fs/cgroup/iomatrix)"
+[ -e /sys/fs/cgroup/iomatrix ] && say "cgroups left: [$(ls /sys/fs/cgroup/iomatrix)]"
 exit 0
 `
 	rs := vmtest.Boot(t, vmtest.Guest{Drives: []vmtest.Drive{{Size: 1 << 30}, {Size: 64 << 20, Multipath: true}},
@@ -53,13 +53,7 @@ exit 0
 	if r.Exit != 0 {
 		t.Fatalf("case exit %d\nstdout:\n%s\nstderr:\n%s", r.Exit, r.Stdout, r.Stderr)
 	}
-	said := map[string]string{}
-	for _, l := range strings.Split(r.Stderr, "\n") {
-		if v, ok := strings.CutPrefix(l, "vmcase: "); ok {
-			k, rest, _ := strings.Cut(v, " ")
-			said[k] = rest
-		}
-	}
+	said := func(key string) string { return vmcaseLine(r, key) }
 	defer func() {
 		if t.Failed() {
 			t.Logf("stderr:\n%s", r.Stderr)
@@ -81,28 +75,28 @@ exit 0
 			t.Errorf("no refusal %q naming %q", "not "+c.prefix, c.want)
 		}
 	}
-	if _, ok := said["the"]; ok {
+	if said("the multipath head") != "" {
 		t.Errorf("the multipath head has blk-mq: the refusal was not of a bio-based device")
 	}
 	// The lines: applied with ctrl=user and the honest vrate, unchanged by
 	// isolate, and back as they were after reset.
-	t.Logf("lines: before %q; applied %q", said["before"], said["applied"])
-	if !strings.Contains(said["applied"], "ctrl=user model=linear") || !strings.Contains(said["applied"], "enable=1 ctrl=user rpct=95.00") || !strings.Contains(said["applied"], "min=1.00 max=100.00") {
-		t.Errorf("applied: %q, want the model and the QoS with --vrate 1-100", said["applied"])
+	t.Logf("lines: before %q; applied %q", said("before"), said("applied"))
+	if !strings.Contains(said("applied"), "ctrl=user model=linear") || !strings.Contains(said("applied"), "enable=1 ctrl=user rpct=95.00") || !strings.Contains(said("applied"), "min=1.00 max=100.00") {
+		t.Errorf("applied: %q, want the model and the QoS with --vrate 1-100", said("applied"))
 	}
-	if said["isolated"] != said["applied"] {
-		t.Errorf("isolate left %q, found %q", said["isolated"], said["applied"])
+	if said("isolated") != said("applied") {
+		t.Errorf("isolate left %q, found %q", said("isolated"), said("applied"))
 	}
-	if said["reset"] != said["before"] {
-		t.Errorf("reset left %q, found %q", said["reset"], said["before"])
+	if said("reset") != said("before") {
+		t.Errorf("reset left %q, found %q", said("reset"), said("before"))
 	}
-	if v, ok := said["cgroups"]; ok {
+	if v := said("cgroups left:"); v != "" {
 		t.Errorf("cgroups left: %s", v)
 	}
 	// isolate's figures.
 	var rep results.IsolateReport
 	if err := json.Unmarshal([]byte(r.Stdout[strings.Index(r.Stdout, "{"):]), &rep); err != nil || rep.IOCost == nil {
-		t.Fatalf("isolate (%s): not a report (%v):\n%s", said["isolate"], err, r.Stdout)
+		t.Fatalf("isolate (%s): not a report (%v):\n%s", said("isolate"), err, r.Stdout)
 	}
 	ic := rep.IOCost
 	for _, p := range rep.Phases {
