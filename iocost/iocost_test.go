@@ -3,6 +3,8 @@ package iocost
 import (
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -298,5 +300,40 @@ func TestHonest(t *testing.T) {
 	}
 	if _, _, err := Honest(Derived{}, Check{}); err == nil {
 		t.Error("no QoS derived: scaled anyway")
+	}
+}
+
+// The controller's figures come from io.stat's cost.* keys, which the
+// kernel writes only while iocost is enabled (lines as a 6.1 kernel
+// writes them).
+func TestStat(t *testing.T) {
+	root := t.TempDir()
+	write := func(path, data string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, a, idle := filepath.Join(root, "v"), filepath.Join(root, "a"), filepath.Join(root, "idle")
+	write(filepath.Join(root, "io.stat"), "7:0 rbytes=1 wbytes=0 rios=1 wios=0 dbytes=0 dios=0\n259:0 rbytes=4096 wbytes=0 rios=1 wios=0 dbytes=0 dios=0 cost.vrate=63.25 cost.usage=900\n")
+	write(filepath.Join(v, "io.stat"), "259:0 rbytes=4096 wbytes=0 rios=1 wios=0 dbytes=0 dios=0 cost.usage=120\n")
+	write(filepath.Join(a, "io.stat"), "259:0 rbytes=0 wbytes=16384 rios=0 wios=1 dbytes=0 dios=0 cost.usage=780 cost.wait=5 cost.indebt=0 cost.indelay=0\n")
+	write(filepath.Join(idle, "io.stat"), "")
+	h := Host{CgroupRoot: root}
+	s, ok, err := h.Stat("259:0", v, a, idle)
+	if err != nil || !ok || s.VRatePct != 63.25 || len(s.UsageUS) != 3 || s.UsageUS[0] != 120 || s.UsageUS[1] != 780 || s.UsageUS[2] != 0 {
+		t.Errorf("enabled: %+v, ok %v, %v", s, ok, err)
+	}
+	// Disabled: the lines are there without the keys.
+	write(filepath.Join(root, "io.stat"), "259:0 rbytes=4096 wbytes=0 rios=1 wios=0 dbytes=0 dios=0\n")
+	write(filepath.Join(v, "io.stat"), "259:0 rbytes=4096 wbytes=0 rios=1 wios=0 dbytes=0 dios=0\n")
+	if s, ok, err := h.Stat("259:0", v); err != nil || ok {
+		t.Errorf("disabled: %+v, ok %v, %v", s, ok, err)
+	}
+	if _, _, err := h.Stat("259:0", filepath.Join(root, "gone")); err == nil {
+		t.Error("a cgroup without io.stat: no error")
 	}
 }

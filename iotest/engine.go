@@ -68,6 +68,9 @@ type slot struct {
 	// busy then (see runRate).
 	waited   bool
 	intended int64
+	// reissues counts how often the kernel cancelled this I/O on its own
+	// and it was issued again (see reissue).
+	reissues uint8
 }
 
 // runUring keeps exactly qd requests in flight on a private ring until the
@@ -386,21 +389,53 @@ func (s *ringStream) prep(i int) {
 // prepAt prepares an I/O in slot i.
 func (s *ringStream) prepAt(i int, write bool, off, size int64, kind uint8) {
 	s.w.st.submitted(write)
-	buf := s.bufs[i][:size]
 	if write {
-		s.w.seq.scramble(buf)
+		s.w.seq.scramble(s.bufs[i][:size])
 	}
 	sl := &s.slots[i]
-	sl.off, sl.write, sl.size, sl.kind = off, write, size, kind
+	sl.off, sl.write, sl.size, sl.kind, sl.reissues = off, write, size, kind, 0
+	s.issue(i)
+	s.fresh = append(s.fresh, int32(i))
+}
+
+// issue queues the SQE of the I/O in slot i, with the slot's buffer.
+func (s *ringStream) issue(i int) {
+	sl := &s.slots[i]
+	buf := s.bufs[i][:sl.size]
 	if s.w.pt != nil {
-		s.r.prepCmd(s.w.pt, write, buf, off, uint64(i))
+		s.r.prepCmd(s.w.pt, sl.write, buf, sl.off, uint64(i))
 	} else {
-		s.r.prep(write, buf, i, off, uint64(i))
+		s.r.prep(sl.write, buf, i, sl.off, uint64(i))
 	}
-	if s.w.asyncKinds&(1<<(kind&kindSize)) != 0 {
+	if s.w.asyncKinds&(1<<(sl.kind&kindSize)) != 0 {
 		s.r.last().flags |= uringSqeAsync
 	}
-	s.fresh = append(s.fresh, int32(i))
+}
+
+// maxReissues is how often one I/O the kernel cancelled on its own is
+// issued again before the cancellation counts as its failure.
+const maxReissues = 3
+
+// reissue issues the I/O in slot i again, unchanged, when the kernel
+// cancelled it on its own, and tells whether it did. The engine cancels
+// nothing, but the kernel fails a request it punted to its io-wq with
+// ECANCELED when it cannot start the first worker thread for it: the
+// thread's creation fails while the submitting thread has a signal
+// pending, and after a few retries the kernel gives up (io-wq's
+// WORKER_INIT_LIMIT; a Go thread takes the runtime's preemption signals
+// often, the more so on a loaded machine). Such a request never reached
+// the device, so it is issued again: it keeps its start, so that its
+// latency counts the time lost, and is counted as submitted once (see
+// results.Result.Reissued).
+func (s *ringStream) reissue(i int, res int32) bool {
+	sl := &s.slots[i]
+	if res != -int32(unix.ECANCELED) || sl.reissues >= maxReissues {
+		return false
+	}
+	sl.reissues++
+	s.w.st.reissued(sl.write)
+	s.issue(i)
+	return true
 }
 
 // poll asks the kernel for completions, handing over the prepared I/Os,
@@ -475,6 +510,9 @@ func (s *ringStream) reap(n uint32, now int64, stopping *bool) (reaped, refilled
 		i := int(cqe.userData)
 		sl := &s.slots[i]
 		if !s.done(cqe.res, sl) {
+			if s.reissue(i, cqe.res) {
+				continue // still in flight
+			}
 			s.failed(sl, cqe.res)
 			*stopping = true
 		} else {

@@ -42,6 +42,7 @@ type stats struct {
 	allReads, allWrites   uint64 // every completion: ramp, window and drain
 	subReads, subWrites   uint64 // every submission
 	badReads, badWrites   uint64 // completions that failed
+	reReads, reWrites     uint64 // I/Os the kernel cancelled and that were issued again
 	// sqThreads and sqCPU are the SQPOLL rings' kernel submission threads
 	// found, and their CPU time over the stream's life (see sqThread).
 	sqThreads int
@@ -157,6 +158,16 @@ func (s *stats) submitted(write bool) {
 	}
 }
 
+// reissued counts an I/O the kernel cancelled on its own and that was
+// issued again (see ringStream.reissue).
+func (s *stats) reissued(write bool) {
+	if write {
+		s.reWrites++
+	} else {
+		s.reReads++
+	}
+}
+
 func (s *stats) fail(write bool, off int64, res int, expected int) {
 	if write {
 		s.badWrites++
@@ -212,6 +223,8 @@ func (s *stats) merge(o *stats) {
 	s.subWrites += o.subWrites
 	s.badReads += o.badReads
 	s.badWrites += o.badWrites
+	s.reReads += o.reReads
+	s.reWrites += o.reWrites
 	s.sqThreads += o.sqThreads
 	s.sqCPU += o.sqCPU
 	for d := range s.sizeIOs {

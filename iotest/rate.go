@@ -381,6 +381,9 @@ func (w *worker) runRate() error {
 			i := int(cqe.userData)
 			sl := &s.slots[i]
 			if !s.done(cqe.res, sl) {
+				if s.reissue(i, cqe.res) {
+					continue // still in flight
+				}
 				s.failed(sl, cqe.res)
 				if !stopping {
 					stopping, giveUpAt = true, now+int64(abandonGrace)

@@ -558,6 +558,7 @@ func buildResult(p results.Pattern, engine string, started time.Time, dur time.D
 		Completed:  results.Counts{Reads: s.allReads, Writes: s.allWrites},
 		Submitted:  results.Counts{Reads: s.subReads, Writes: s.subWrites},
 		Failed:     results.Counts{Reads: s.badReads, Writes: s.badWrites},
+		Reissued:   reissued(s),
 	}
 	ios, bytes := s.readIOs+s.writeIOs, s.readBytes+s.writeBytes
 	r.Total = results.Total{IOs: ios, Bytes: bytes, IOPS: round2(float64(ios) / secs), MiBPerS: round2(float64(bytes) / secs / (1 << 20))}
@@ -621,4 +622,13 @@ func (s snapshot) delta(e snapshot, window time.Duration) (results.CPU, results.
 		dev.UtilPct = round2(min(100, 100*float64(e.disk.IOTicksMs-s.disk.IOTicksMs)*1e6/wall))
 	}
 	return cpu, dev
+}
+
+// reissued is the result's count of I/Os issued again, absent when none
+// was.
+func reissued(s *stats) *results.Counts {
+	if s.reReads+s.reWrites == 0 {
+		return nil
+	}
+	return &results.Counts{Reads: s.reReads, Writes: s.reWrites}
 }

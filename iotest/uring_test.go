@@ -2,10 +2,13 @@ package iotest
 
 import (
 	"context"
+	"math/rand/v2"
 	"path/filepath"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -78,4 +81,97 @@ func TestUringTimerSharesTheRing(t *testing.T) {
 		}
 	}
 	t.Logf("%d I/Os measured, %+v completed", measured, res.Completed)
+}
+
+// A request the engine never cancelled may come back cancelled by the
+// kernel itself (io-wq could not start a worker for it: see reissue). It is
+// issued again, unchanged and keeping its start, up to maxReissues times;
+// after that its cancellation is its failure. The kernel's own ECANCELED
+// is made here with a link: a request linked after one that fails is
+// cancelled without being done.
+func TestKernelCancelledIOIsReissued(t *testing.T) {
+	const uringSqeLink = 1 << 2 // IOSQE_IO_LINK
+	testenv.Integration(t)
+	testenv.Require(t, ProbeUring() == nil, "io_uring unavailable")
+	runtime.LockOSThread() // a ring has a single issuer
+	defer runtime.UnlockOSThread()
+	tg := openPlan(t, filepath.Join(directIODir(t), "cancel.dat"), TargetOptions{Size: 1 << 20, Writes: true})
+	p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 1, Jobs: 1}
+	for _, c := range []struct {
+		name    string
+		cancels int // times the kernel cancels the I/O
+	}{{"done-once-reissued", 2}, {"failed-past-the-limit", maxReissues + 1}} {
+		t.Run(c.name, func(t *testing.T) {
+			// Slot 0 alone is used, in a ring with room for the failing
+			// request and the wait's timer besides.
+			const qd = 4
+			a, err := newArena(qd, p.BlockSize, rand.NewPCG(1, 2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.free()
+			var stop atomic.Bool
+			w := &worker{st: newStats(1), seq: newSequence(1, 0, 0, p, tg.Size), arena: a, fd: tg.fd, qd: qd,
+				clk: newTestClock(0, nanotime()+int64(time.Hour)), stop: &stop}
+			s, err := w.openRing()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.r.close()
+			// cancelNext puts a failing read (a bad descriptor, linked to
+			// what follows) before the prepared SQE. Its completion carries
+			// the timer's mark, which reap skips.
+			bad := make([]byte, 4096)
+			cancelNext := func() {
+				saved := *s.r.last()
+				*s.r.last() = uringSqe{opcode: uringOpRead, flags: uringSqeLink, fd: -1, addr: uint64(uintptr(unsafe.Pointer(&bad[0]))), len: 4096, userData: uringTimerData}
+				*s.r.next() = saved
+				s.r.tail++
+				s.r.pending++
+			}
+			// reap reaps want completions; with drain set, the window has
+			// ended and nothing is refilled.
+			reap := func(want uint32, drain bool) (int, bool) {
+				deadline := time.Now().Add(5 * time.Second)
+				for s.r.cqReady() < want && time.Now().Before(deadline) {
+					if err := s.submit(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				stopping := drain
+				reaped, _, err := s.reap(s.r.cqReady(), nanotime(), &stopping)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return reaped, stopping
+			}
+			if !w.seq.take() {
+				t.Fatal("no I/O to take")
+			}
+			s.prep(0)
+			s.stamp()
+			start, off := s.slots[0].start, s.slots[0].off
+			for k := 1; k <= c.cancels; k++ {
+				cancelNext()
+				reaped, stopping := reap(2, false)
+				switch {
+				case k <= maxReissues && (reaped != 0 || stopping || w.st.reReads != uint64(k) || s.r.pending != 1):
+					t.Fatalf("cancellation %d: reaped %d, stopping %v, %d reissued, %d pending: want the read issued again", k, reaped, stopping, w.st.reReads, s.r.pending)
+				case k > maxReissues && (reaped != 1 || !stopping || w.st.badReads != 1 || w.st.err == nil || w.st.err.Errno != int(unix.ECANCELED)):
+					t.Fatalf("cancellation %d: reaped %d, stopping %v, %d failed (%v): want the cancellation to fail the read", k, reaped, stopping, w.st.badReads, w.st.err)
+				}
+				if s.slots[0].start != start || s.slots[0].off != off {
+					t.Fatalf("cancellation %d: the reissue moved the start or offset", k)
+				}
+			}
+			if c.cancels <= maxReissues {
+				if reaped, _ := reap(1, true); reaped != 1 || w.st.allReads != 1 || w.st.badReads != 0 {
+					t.Fatalf("the reissued read: reaped %d, %d done, %d failed", reaped, w.st.allReads, w.st.badReads)
+				}
+			}
+			if w.st.subReads != 1 {
+				t.Errorf("%d reads counted as submitted, want 1: a reissue is the same submission", w.st.subReads)
+			}
+		})
+	}
 }

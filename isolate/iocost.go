@@ -43,6 +43,11 @@ type IOCostConfig struct {
 	// Enable turns iocost on or off on the device, the rest of its lines
 	// left as they are; the caller restores the line as it found it.
 	Enable func(on bool) error
+	// Controller, when set, reads the controller's figures: its vrate and
+	// the device time it charged the victim and the aggressor so far (ok
+	// false when the kernel does not give them). A phase with iocost on
+	// records them (results.PhaseController).
+	Controller func() (vratePct float64, victimUS, aggressorUS uint64, ok bool, err error)
 	// Cap is the aggressor's io.max in the comparison phase; nil: the
 	// cap is searched, in at most Searches phases (DefaultSearches).
 	Cap      *cgroup.Limit
@@ -114,11 +119,32 @@ func RunIOCost(ctx context.Context, c IOCostConfig) (*results.IsolateReport, err
 				return results.IsolatePhase{}, err
 			}
 		}
+		var before [2]uint64
+		counted := on && c.Controller != nil
+		// The controller's figures explain a phase; they are not what it
+		// measures, so a failure to read them is said, not fatal.
+		read := func() (float64, uint64, uint64, bool) {
+			vrate, v, a, ok, err := c.Controller()
+			if err != nil {
+				c.Notice(fmt.Sprintf("warning: phase %s: %v", name, err))
+			}
+			return vrate, v, a, ok && err == nil
+		}
+		if counted {
+			_, v, a, ok := read()
+			before, counted = [2]uint64{v, a}, ok
+		}
 		p, err := runPair(ctx, who, c.VictimM, c.Victim, o, c.AggressorM, c.Aggressor, aggOpts)
 		if err != nil {
 			return p, fmt.Errorf("phase %s: %w", name, err)
 		}
 		p.Name, p.Control, p.VictimIdle = name, control, who == aggressorOnly
+		if counted {
+			if vrate, v, a, ok := read(); ok {
+				ms := func(after, before uint64) float64 { return float64(after-min(before, after)) / 1000 }
+				p.Controller = &results.PhaseController{VRatePct: vrate, VictimUsageMS: ms(v, before[0]), AggressorUsageMS: ms(a, before[1])}
+			}
+		}
 		if limit != nil {
 			p.AggressorCap = limit.Record(2, "")
 		}

@@ -1,11 +1,15 @@
 package isolate
 
 import (
+	"context"
+	"errors"
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/iomatrix/iomatrix/cgroup"
+	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -113,5 +117,85 @@ func TestJudgeIOCost(t *testing.T) {
 	JudgeIOCost(rep, results.Pattern{})
 	if rep.Inconclusive || !strings.Contains(strings.Join(rep.Notes, "\n"), "during the io.max wiops=4500 phase") {
 		t.Errorf("other load in an io.max phase: inconclusive %v, notes %q", rep.Inconclusive, rep.Notes)
+	}
+}
+
+// fakeMember runs nothing: it returns a result at its IOPS, and charges
+// the controller's usage while iocost is on.
+type fakeMember struct {
+	iops  float64
+	usage *uint64
+	on    *bool
+	cost  uint64 // µs charged per run with iocost on
+}
+
+func (m *fakeMember) RunAt(_ context.Context, _ time.Time, p results.Pattern, _ iotest.Options) (results.Result, error) {
+	if *m.on {
+		*m.usage += m.cost
+	}
+	return results.Result{Name: p.Name(), Pattern: p, Total: results.Total{IOPS: m.iops}}, nil
+}
+func (m *fakeMember) SetLimit(cgroup.Limit) error { return nil }
+func (m *fakeMember) SetWeight(int) error         { return nil }
+
+// A phase with iocost on records the controller's vrate and the device
+// time it charged each member over the phase; a phase with it off
+// records none; a failure to read them is said and the run goes on.
+func TestRunIOCostController(t *testing.T) {
+	var on bool
+	var vu, au uint64
+	var notices []string
+	fail := 0 // the phase whose second read fails
+	reads := 0
+	c := IOCostConfig{
+		Victim:       results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 1, Jobs: 1},
+		Aggressor:    results.Pattern{Access: results.Random, BlockSize: 16384, ReadPct: 0, QueueDepth: 32, Jobs: 1},
+		VictimM:      &fakeMember{iops: 1000, usage: &vu, on: &on, cost: 1500},
+		AggressorM:   &fakeMember{iops: 5000, usage: &au, on: &on, cost: 8000},
+		VictimWeight: 500, AggressorWeight: 100, Searches: 1,
+		Enable: func(v bool) error { on = v; return nil },
+		Controller: func() (float64, uint64, uint64, bool, error) {
+			reads++
+			if reads == fail {
+				return 0, 0, 0, false, errors.New("read io.stat: gone")
+			}
+			return 62.5, vu, au, on, nil
+		},
+		Notice: func(s string) { notices = append(notices, s) },
+	}
+	rep, err := RunIOCost(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range rep.Phases {
+		on := strings.HasPrefix(p.Control, "iocost on")
+		switch {
+		case !on && p.Controller != nil:
+			t.Errorf("%s (%s): controller figures %+v with iocost off", p.Name, p.Control, p.Controller)
+		case on && p.Controller == nil:
+			t.Errorf("%s (%s): no controller figures", p.Name, p.Control)
+		case on:
+			wantV, wantA := 1.5, 8.0
+			if p.VictimIdle {
+				wantV = 0
+			}
+			if p.Aggressor == nil {
+				wantA = 0
+			}
+			if *p.Controller != (results.PhaseController{VRatePct: 62.5, VictimUsageMS: wantV, AggressorUsageMS: wantA}) {
+				t.Errorf("%s: %+v, want vrate 62.5, victim %.1f ms, aggressor %.1f ms", p.Name, *p.Controller, wantV, wantA)
+			}
+		}
+	}
+	if rep.Phases[2].Name != "weighted" || rep.Phases[2].Controller == nil {
+		t.Fatalf("phase 3: %s, %+v", rep.Phases[2].Name, rep.Phases[2].Controller)
+	}
+	// The weighted phase's second read fails.
+	on, vu, au, reads, fail, notices = false, 0, 0, 0, 4, nil
+	if rep, err = RunIOCost(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Phases[2].Controller != nil || len(notices) == 0 || !strings.Contains(strings.Join(notices, "\n"), "warning: phase weighted: read io.stat: gone") {
+		t.Errorf("a failed read: weighted %+v, notices %q", rep.Phases[2].Controller, notices)
 	}
 }

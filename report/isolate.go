@@ -33,9 +33,13 @@ func isolateRows(rep *results.IsolateReport) []isolateRow {
 		if p.VictimIdle {
 			vic = "idle"
 		}
+		control := p.Control
+		if c := p.Controller; c != nil {
+			control += fmt.Sprintf(", vrate %.0f %%", c.VRatePct)
+		}
 		rows = append(rows, isolateRow{Phase: p.Name, VictimIOPS: vic,
 			P50: lat(LatP50), P99: lat(LatP99), P999: lat(LatP999), AggressorIOPS: agg,
-			PairIOPS: units.Thousands(p.PairIOPS(), 0), Control: p.Control})
+			PairIOPS: units.Thousands(p.PairIOPS(), 0), Control: control})
 	}
 	return rows
 }
@@ -71,6 +75,17 @@ func iocostLines(rep *results.IsolateReport) []string {
 			units.Thousands(wt.Victim.Total.IOPS, 0), units.Thousands(un.Victim.Total.IOPS, 0), ic.Gain),
 		fmt.Sprintf("work conservation: the pair did %s IOPS weighted, %s uncontrolled: %.0f %%",
 			units.Thousands(wt.PairIOPS(), 0), units.Thousands(un.PairIOPS(), 0), 100*ic.Conservation),
+	}
+	if c := wt.Controller; c != nil {
+		held := "the model's rate: it held nothing back for the QoS's latency targets"
+		switch {
+		case c.VRatePct < 99.5:
+			held = "below the model's rate, to keep the QoS's latency targets"
+		case c.VRatePct > 100.5:
+			held = "above the model's rate: the device kept the QoS's latency targets beyond it"
+		}
+		out = append(out, fmt.Sprintf("controller, weighted: vrate %.2f %% as the phase ended, %s; device time charged by the model: victim %.0f ms, aggressor %.0f ms",
+			c.VRatePct, held, c.VictimUsageMS, c.AggressorUsageMS))
 	}
 	how := "the cap given with --cap"
 	if ic.IOMaxSearched {

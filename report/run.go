@@ -110,6 +110,10 @@ func WriteRunText(w io.Writer, doc *results.Document, r *results.Result) error {
 				units.Thousands(float64(r.Completed.Reads), 0), units.Thousands(float64(r.Completed.Writes), 0))
 		}
 	}
+	if k := r.Reissued; k != nil {
+		fmt.Fprintf(w, "reissued: %s reads, %s writes the kernel cancelled before they reached the device (io_uring could not start a worker thread for them) were issued again; their latency counts from the first submission\n",
+			units.Thousands(float64(k.Reads), 0), units.Thousands(float64(k.Writes), 0))
+	}
 	if r.Error != nil {
 		fmt.Fprintf(w, "error: %s\n", r.Error)
 	}

@@ -195,6 +195,12 @@ type Result struct {
 	Submitted Counts `json:"submitted"`
 	// Failed counts completions that returned an error (Error is the first).
 	Failed Counts `json:"failed"`
+	// Reissued counts the I/Os the kernel cancelled on its own before they
+	// reached the device (ECANCELED from io_uring's worker threads, which
+	// the kernel could not start) and that were issued again, unchanged:
+	// each is one submission, its latency counted from its first. Absent
+	// when none was.
+	Reissued *Counts `json:"reissued,omitempty"`
 	// CgroupIOs are the kernel's counts for the cgroup over the same span as
 	// Completed, when the pattern ran under a cap.
 	CgroupIOs *Counts `json:"cgroup_ios,omitempty"`

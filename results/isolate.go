@@ -15,6 +15,21 @@ type IsolatePhase struct {
 	// VictimIdle: the aggressor ran alone (Victim is empty), to show
 	// what the control lets it do when the victim needs nothing.
 	VictimIdle bool `json:"victim_idle,omitempty"`
+	// Controller is what the kernel's controller said of a phase with
+	// iocost on; absent with it off, or where the kernel did not say.
+	Controller *PhaseController `json:"controller,omitempty"`
+}
+
+// PhaseController is iocost's own account of a phase (io.stat's cost.*
+// keys): the vrate it ran the device at as the phase ended, in % of the
+// model's rate (below 100: it held the device back to keep the QoS's
+// latency targets), and the device time it charged each member over the
+// phase, by the model's costs, in ms (the kernel updates the figure once
+// per period of the controller, so it is the phase's to within one).
+type PhaseController struct {
+	VRatePct         float64 `json:"vrate_pct"`
+	VictimUsageMS    float64 `json:"victim_usage_ms"`
+	AggressorUsageMS float64 `json:"aggressor_usage_ms"`
 }
 
 // PairIOPS is the victim's IOPS and the aggressor's together.

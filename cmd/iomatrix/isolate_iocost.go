@@ -129,7 +129,14 @@ func runIsolateIOCost(ctx context.Context, g *globalOptions, o *isolateOptions, 
 	rep, err := isolate.RunIOCost(ctx, isolate.IOCostConfig{Victim: victim, Aggressor: aggressor, Options: opts, MinIsolation: minIso,
 		VictimM: victimM, AggressorM: sess.Member(), VictimWeight: vw, AggressorWeight: aw,
 		Enable: func(on bool) error { return h.SetEnabled(dev, on, qos) },
-		Cap:    cmpCap, Searches: o.IOMaxTries, Report: frame, Notice: g.notice,
+		Controller: func() (float64, uint64, uint64, bool, error) {
+			st, ok, err := h.Stat(dev, victimM.Path(), sess.Member().Path())
+			if err != nil || !ok {
+				return 0, 0, 0, false, err
+			}
+			return st.VRatePct, st.UsageUS[0], st.UsageUS[1], true, nil
+		},
+		Cap: cmpCap, Searches: o.IOMaxTries, Report: frame, Notice: g.notice,
 		Info: results.IsolateIOCost{Device: dev, Model: model, QoS: qos}})
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -15,10 +16,12 @@ import (
 // at rd-agent's floor of 60 the controller held nothing back here, see
 // docs/sharing.md); then isolate --control iocost, the victim 4K random
 // reads at QD1 and the aggressor 16K random writes at QD32, weights
-// 500:100. What held in every run (docs/sharing.md) is asserted: a
-// gain for the victim over the uncontrolled pair. The root's io.cost.* lines end as they began, and the
-// refusals the guest can produce are checked: iocost not enabled, not
-// root, and a device without blk-mq (an NVMe multipath head).
+// 500:100. Its phases, its figures and the controller's own (the vrate,
+// the device time charged) are checked; its gains are not, since none
+// held in every run (docs/sharing.md). The root's io.cost.* lines end as
+// they began, and the refusals the guest can produce are checked: iocost
+// not enabled, not root, and a device without blk-mq (an NVMe multipath
+// head).
 func TestVMIOCostShare(t *testing.T) {
 	const script = `D=$(cat /sys/block/nvme0n1/dev)
 say() { echo "vmcase: $*" >&2; }
@@ -29,8 +32,8 @@ R="--size 512m --runtime 1s --ramp 0.2s"
 echo "$D enable=0" >/sys/fs/cgroup/io.cost.qos
 lines before
 iomatrix isolate /dev/nvme0n1 --size 512m --allow-destructive --control iocost --runtime 1s 2>/tmp/e >/dev/null; say "not enabled exit $? $(cat /tmp/e)"
-iomatrix sweep /dev/nvme0n1 --profile iocost $R --allow-destructive -o /tmp/ic.json >/dev/null 2>&1 || { say "sweep failed"; exit 3; }
-iomatrix run /dev/nvme0n1 --rw randwrite --bs 16k --qd 32 $R --allow-destructive -o /tmp/agg.json >/dev/null 2>&1 || exit 3
+iomatrix sweep /dev/nvme0n1 --profile iocost $R --allow-destructive -o /tmp/ic.json >/dev/null 2>/tmp/e || { say "sweep failed, exit $?: $(tr '\r' '\n' </tmp/e | tail -5 | tr '\n' ' ')"; exit 3; }
+iomatrix run /dev/nvme0n1 --rw randwrite --bs 16k --qd 32 $R --allow-destructive -o /tmp/agg.json >/dev/null 2>/tmp/e || { say "run failed, exit $?: $(tr '\r' '\n' </tmp/e | tail -5 | tr '\n' ' ')"; exit 3; }
 F="--from /tmp/ic.json --from /tmp/agg.json"
 guesttool as 65534 iomatrix iocost apply /dev/nvme0n1 $F --state /tmp/nobody.json >/dev/null 2>/tmp/e; say "not root exit $? $(cat /tmp/e)"
 N=$(cat /sys/block/nvme1n1/dev)
@@ -104,27 +107,42 @@ exit 0
 		if p.Aggressor != nil {
 			agg = p.Aggressor.Total.IOPS
 		}
-		t.Logf("%-28s victim %6.0f IOPS, aggressor %6.0f  (%s)", p.Name, p.Victim.Total.IOPS, agg, p.Control)
+		ctl := ""
+		if c := p.Controller; c != nil {
+			ctl = fmt.Sprintf("; vrate %.2f %%, charged victim %.0f ms, aggressor %.0f ms", c.VRatePct, c.VictimUsageMS, c.AggressorUsageMS)
+		}
+		t.Logf("%-28s victim %6.0f IOPS, aggressor %6.0f  (%s%s)", p.Name, p.Victim.Total.IOPS, agg, p.Control, ctl)
+		// The controller's figures: in every phase with iocost on, and
+		// only there; the vrate within --vrate 1-100, device time charged
+		// to whoever ran, and none to the idle victim (iocost was off
+		// before its phase; after a phase with it on, the last period's
+		// charge may land in the next).
+		on := strings.HasPrefix(p.Control, "iocost on")
+		c := p.Controller
+		switch {
+		case on && c == nil:
+			t.Errorf("%s: iocost on, no controller figures", p.Name)
+		case !on && c != nil:
+			t.Errorf("%s: iocost off, controller figures %+v", p.Name, *c)
+		case on && (c.VRatePct < 1 || c.VRatePct > 100 || (c.VictimUsageMS > 0) == p.VictimIdle || p.Aggressor != nil && c.AggressorUsageMS <= 0):
+			t.Errorf("%s: controller figures %+v", p.Name, *c)
+		}
 	}
 	t.Logf("gain ×%.2f, work conservation %.0f %%, io.max phase %q, pair ×%.2f of it; idle victim: aggressor %.0f weighted, %.0f io.max (×%.2f); %s",
 		ic.Gain, 100*ic.Conservation, ic.IOMaxPhase, ic.PairVsIOMax, ic.IdleWeighted, ic.IdleIOMax, ic.IdleGain, rep.Verdict)
 	if ic.VictimWeight != 500 || ic.AggressorWeight != 100 || rep.Phases[0].Victim.Name != "rand-4k-r100-qd1" || rep.Phases[1].Aggressor.Name != "rand-16k-r0-qd32" {
 		t.Errorf("weights %d:%d, victim %s, aggressor %s", ic.VictimWeight, ic.AggressorWeight, rep.Phases[0].Victim.Name, rep.Phases[1].Aggressor.Name)
 	}
-	// ×1.43–×1.85 in five runs on a quiet host, ×1.16 with the host's two
-	// CPUs also running the short tests, and ×1.06 once in .ci/run alone,
-	// where the controller held the aggressor at 7,386 IOPS only: how far
-	// it has brought the vrate down when a phase starts varies under the
-	// emulation's timing. What held in every run is a gain.
-	if ic.Gain <= 1 {
-		t.Errorf("the victim beside the weighted aggressor did ×%.2f its IOPS beside the uncontrolled one, want a gain", ic.Gain)
-	}
 	// Not asserted, since they did not hold in every run (docs/sharing.md):
-	// with the victim idle, iocost let the aggressor do ×1.04 to ×1.99
-	// what the io.max did; and beside each other the pair did ×0.79 to
-	// ×0.92 of its IOPS under the io.max that protected the victim as
-	// well. Their figures are checked for being figures.
-	if ic.IdleGain <= 0 || ic.IOMaxPhase == "" && !strings.Contains(strings.Join(rep.Notes, " "), "no io.max tried") {
-		t.Errorf("no idle-victim figure (×%.2f) or no io.max comparison (%q, notes %q)", ic.IdleGain, ic.IOMaxPhase, rep.Notes)
+	// the victim's gain beside the weighted aggressor over the
+	// uncontrolled one, ×1.06 to ×1.85 on a quiet host but ×0.94 to ×1.22
+	// with the host's two CPUs busy besides (how far the controller has
+	// brought the vrate down when a phase starts varies with the
+	// emulation's timing); with the victim idle, iocost let the aggressor
+	// do ×0.93 to ×1.99 what the io.max did; and beside each other the
+	// pair did ×0.79 to ×1.21 of its IOPS under the io.max that protected
+	// the victim as well. Their figures are checked for being figures.
+	if ic.Gain <= 0 || ic.IdleGain <= 0 || ic.IOMaxPhase == "" && !strings.Contains(strings.Join(rep.Notes, " "), "no io.max tried") {
+		t.Errorf("no gain (×%.2f), idle-victim figure (×%.2f) or io.max comparison (%q, notes %q)", ic.Gain, ic.IdleGain, ic.IOMaxPhase, rep.Notes)
 	}
 }
