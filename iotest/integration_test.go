@@ -361,7 +361,7 @@ func TestNoAllocationPerIO(t *testing.T) {
 	mixed := results.Pattern{Access: results.Random, ReadPct: 50, QueueDepth: 8, Jobs: 1}
 	mixed, _ = mixed.WithBSSplit("4k/60:16k/30:64k/10")
 	mixed, _ = mixed.WithDistribution("zipf:1.2")
-	for _, eng := range append(engines(t), "uring-polling", "uring-mix", "psync-mix", "uring-rate", "uring-sqpoll") {
+	for _, eng := range append(engines(t), "uring-polling", "uring-batched", "uring-mix", "psync-mix", "uring-rate", "uring-sqpoll") {
 		// A fixed number of I/Os, not a fixed time: a slow moment of the
 		// disk must not leave too few I/Os to tell.
 		o := Options{Runtime: time.Minute, MaxIOs: 10000, Seed: 3, Engine: eng}
@@ -370,6 +370,10 @@ func TestNoAllocationPerIO(t *testing.T) {
 		case "uring-polling":
 			o.Engine, alwaysPoll = EngineUring, true
 			t.Cleanup(func() { alwaysPoll = false })
+		case "uring-batched":
+			// A fast ring with many in flight: it waits for a batch.
+			o.Engine, alwaysPoll = EngineUring, true
+			p.QueueDepth = 4 * batchShare
 		case "uring-mix", "psync-mix":
 			o.Engine, p = strings.TrimSuffix(eng, "-mix"), mixed
 			alwaysPoll = false

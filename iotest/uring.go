@@ -145,6 +145,10 @@ type uring struct {
 	// flags word, where an SQPOLL ring's thread says it sleeps.
 	mode    RingMode
 	sqFlags *uint32
+	// waitFor is how many completions a wait waits for (at least one):
+	// the kernel wakes the ring only once that many are ready, or its
+	// timer ends the wait (see runUring's batched wait).
+	waitFor uint32
 }
 
 // RingMode is how a ring completes and submits its requests: polled
@@ -488,7 +492,7 @@ func (r *uring) enter(wait, collect bool) error {
 		flags = uringEnterGetEvents
 	}
 	if wait {
-		minComplete = 1
+		minComplete = uintptr(max(r.waitFor, 1))
 		// A polled ring takes no timer request (the kernel refuses
 		// TIMEOUT there): its wait polls the device and returns whenever
 		// the thread should yield, so it never sleeps for long anyway.

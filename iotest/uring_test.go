@@ -83,6 +83,32 @@ func TestUringTimerSharesTheRing(t *testing.T) {
 	t.Logf("%d I/Os measured, %+v completed", measured, res.Completed)
 }
 
+// A fast ring with many requests in flight waits for a batch of them
+// (batchShare) instead of polling: nothing is lost and every I/O is
+// measured, on both the batched path (QD 32) and the polling one below it
+// (QD 8).
+func TestBatchedWait(t *testing.T) {
+	testenv.Integration(t)
+	testenv.Require(t, ProbeUring() == nil, "io_uring unavailable")
+	alwaysPoll = true
+	defer func() { alwaysPoll = false }()
+	tg := openPlan(t, filepath.Join(directIODir(t), "batch.dat"), TargetOptions{Size: 16 << 20, Writes: true})
+	for _, qd := range []int{4 * batchShare, batchShare} {
+		p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 70, QueueDepth: qd, Jobs: 1}
+		res, err := Run(context.Background(), tg, p, Options{Runtime: 200 * time.Millisecond, Seed: 9, Engine: EngineUring})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Submitted != res.Completed || res.Failed != (results.Counts{}) || res.Total.IOs == 0 {
+			t.Errorf("QD %d: submitted %+v, completed %+v, failed %+v", qd, res.Submitted, res.Completed, res.Failed)
+		}
+		if l := res.Total.LatNS; l == nil || l.Count != res.Total.IOs {
+			t.Errorf("QD %d: %d I/Os, latency %+v", qd, res.Total.IOs, l)
+		}
+		t.Logf("QD %d: %.0f IOPS, %+v completed", qd, res.Total.IOPS, res.Completed)
+	}
+}
+
 // A request the engine never cancelled may come back cancelled by the
 // kernel itself (io-wq could not start a worker for it: see reissue). It is
 // issued again, unchanged and keeping its start, up to maxReissues times;
