@@ -245,15 +245,19 @@ const spinBudget = 5 * time.Microsecond
 // does, without keeping the ring's CPU busy. Seven eighths of the queue
 // stay busy meanwhile, so the device is never starved; a completion
 // waits at most for the batch's others before it is reaped, which is
-// within the gaps of a fast device (at QD32 on zram, p50 70-72 µs
-// against 76 µs polling and fio's 73, p99 142-144 against 140-142 and
-// 141). 4K random reads at QD32, medians of 5 pairs against fio's
-// defaults and tuned options (polling in brackets): buffered loop
-// 1.072x and 1.004x fio at 0.74x and 0.84x its CPU per I/O (1.080x and
-// 1.025x at 0.82x and 0.89x); direct-I/O loop 1.049x and 1.036x at 0.72x
-// and 0.82x (1.060x and 1.011x at 0.80x and 0.89x); zram 1.066x and
-// 1.013x at 0.90x and 0.93x (1.005x and 1.010x at 0.96x). Waiting for a
-// quarter or half of them measured less (0.96-0.98x fio on zram).
+// within the gaps of a fast device (at QD32 on zram, p50 69-72 µs
+// against 76 µs polling and fio's 73, p99 138-144 against 140-142 and
+// 141). The replacements of a reap after a batched wait all go with the
+// next wait, in one syscall (the ring is not about to sleep on one
+// completion, so nothing waits on them): that took zram's CPU per I/O
+// from 0.89-0.93x fio's to 0.86-0.88x. 4K random reads at QD32, medians
+// of 5 pairs against fio's defaults and tuned options (polling in
+// brackets): buffered loop 1.068x and 1.030x fio at 0.72x and 0.79x its
+// CPU per I/O (1.080x and 1.025x at 0.82x and 0.89x); direct-I/O loop
+// 1.062x and 1.041x at 0.71x and 0.80x (1.060x and 1.011x at 0.80x and
+// 0.89x); zram 1.061x and 1.037x at 0.86x and 0.88x (1.005x and 1.010x
+// at 0.96x). Waiting for a quarter or half of them measured less
+// (0.96-0.98x fio's IOPS on zram).
 const batchShare = 8
 
 // Polling must pay for itself (spinJudge). A ring that polls keeps its CPU
@@ -554,8 +558,9 @@ func (s *ringStream) reap(n uint32, now int64, stopping *bool) (reaped, refilled
 			s.prep(i)
 			refilled++
 			// The last replacement of a reap rides on the wait that
-			// follows it: at QD1 that is one syscall per I/O.
-			if k+1 < n {
+			// follows it: at QD1 that is one syscall per I/O. After a
+			// batched wait (see batchShare) they all do.
+			if k+1 < n && s.r.waitFor <= 1 {
 				if err := s.handOver(); err != nil {
 					return reaped, refilled, err
 				}
