@@ -69,9 +69,19 @@ func (h Host) Lines(dev string) (model, qos string, err error) {
 }
 
 func (h Host) line(file, dev string) (string, error) {
-	data, err := os.ReadFile(filepath.Join(h.CgroupRoot, file))
+	l, err := deviceLine(filepath.Join(h.CgroupRoot, file), dev)
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", file, err)
+	}
+	return l, nil
+}
+
+// deviceLine is the device's line of a cgroup file keyed by device
+// ("MAJ:MIN key=value ..."), "" when the file lists none.
+func deviceLine(path, dev string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
 	}
 	for _, l := range strings.Split(string(data), "\n") {
 		if f := strings.Fields(l); len(f) > 0 && f[0] == dev {
@@ -219,6 +229,8 @@ func sameKeys(g, w map[string]string) bool {
 	return true
 }
 
+// qosKeys are a device line's KEY=VALUE pairs, numbers written alike
+// (the kernel prints 95.00 for the 95 it was given).
 func qosKeys(line string) map[string]string {
 	out := map[string]string{}
 	f := strings.Fields(line)

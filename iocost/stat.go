@@ -2,10 +2,8 @@ package iocost
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 )
 
 // Stat is what the controller says of a device while it is enabled, in
@@ -24,53 +22,28 @@ type Stat struct {
 // device: it did no I/O there yet). ok is false when a line lacks the
 // keys: the kernel writes them only while iocost is enabled.
 func (h Host) Stat(dev string, groups ...string) (s Stat, ok bool, err error) {
-	root, _, err := statKeys(filepath.Join(h.CgroupRoot, "io.stat"), dev)
+	root, err := deviceLine(filepath.Join(h.CgroupRoot, "io.stat"), dev)
 	if err != nil {
-		return Stat{}, false, err
+		return Stat{}, false, fmt.Errorf("read the controller's figures: %w", err)
 	}
-	v, okV := root["cost.vrate"]
-	if s.VRatePct, err = strconv.ParseFloat(v, 64); okV && err != nil {
+	v, ok := qosKeys(root)["cost.vrate"]
+	if s.VRatePct, err = strconv.ParseFloat(v, 64); ok && err != nil {
 		return Stat{}, false, fmt.Errorf("io.stat: cost.vrate=%q: %w", v, err)
 	}
-	ok = okV
 	for _, g := range groups {
-		keys, found, err := statKeys(filepath.Join(g, "io.stat"), dev)
+		line, err := deviceLine(filepath.Join(g, "io.stat"), dev)
 		if err != nil {
-			return Stat{}, false, err
+			return Stat{}, false, fmt.Errorf("read the controller's figures: %w", err)
 		}
 		var n uint64
-		if u, okU := keys["cost.usage"]; okU {
+		if u, okU := qosKeys(line)["cost.usage"]; okU {
 			if n, err = strconv.ParseUint(u, 10, 64); err != nil {
 				return Stat{}, false, fmt.Errorf("%s/io.stat: cost.usage=%q: %w", g, u, err)
 			}
-		} else if found {
+		} else if line != "" {
 			ok = false // listed, without the controller's keys: it is off
 		}
 		s.UsageUS = append(s.UsageUS, n)
 	}
 	return s, ok, nil
-}
-
-// statKeys are the KEY=VALUE pairs of the device's line of an io.stat
-// file, and whether it has one: a cgroup that did no I/O on the device
-// yet has none (and was charged nothing).
-func statKeys(path, dev string) (keys map[string]string, found bool, err error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, false, fmt.Errorf("read the controller's figures: %w", err)
-	}
-	keys = map[string]string{}
-	for _, l := range strings.Split(string(data), "\n") {
-		f := strings.Fields(l)
-		if len(f) == 0 || f[0] != dev {
-			continue
-		}
-		found = true
-		for _, kv := range f[1:] {
-			if k, v, ok := strings.Cut(kv, "="); ok {
-				keys[k] = v
-			}
-		}
-	}
-	return keys, found, nil
 }

@@ -124,15 +124,10 @@ func (w *worker) runUring() error {
 	stopping := false  // no new requests: the window ended, or a stop
 	var giveUpAt int64 // after a stop, the end of the drain
 	var lastReap int64 // when the previous reap began
-	fast := false      // poll before sleeping: completions come fast, and polling pays (judge)
+	fast := false      // completions come fast, and polling pays (judge): poll, or wait for a batch (waitBatch)
 	judge := newSpinJudge(nanotime())
 	for inflight > 0 {
-		// A fast ring with many requests in flight sleeps until a share
-		// of them are done (batchWait); with fewer, it polls.
-		batch := uint32(1)
-		if fast && !stopping {
-			batch = uint32(max(1, inflight/batchShare))
-		}
+		batch := waitBatch(fast && !stopping, inflight)
 		n := s.r.cqReady()
 		if n == 0 && batch == 1 && fast && !stopping {
 			n = s.poll()
@@ -172,7 +167,8 @@ func (w *worker) runUring() error {
 			// what is ready without waiting (and polls at the top of the
 			// loop if nothing is); a slow one hands it over, then sleeps
 			// until the next completion.
-			if fast && !stopping && inflight < 2*batchShare {
+			batch := waitBatch(fast && !stopping, inflight)
+			if batch == 1 && fast && !stopping {
 				if err := s.submitNoWait(); err != nil {
 					return err
 				}
@@ -183,10 +179,7 @@ func (w *worker) runUring() error {
 					return err
 				}
 			}
-			s.r.waitFor = 1
-			if fast && !stopping {
-				s.r.waitFor = uint32(max(1, inflight/batchShare))
-			}
+			s.r.waitFor = batch
 			if err := s.submit(); err != nil {
 				return err
 			}
@@ -259,6 +252,16 @@ const spinBudget = 5 * time.Microsecond
 // at 0.96x). Waiting for a quarter or half of them measured less
 // (0.96-0.98x fio's IOPS on zram).
 const batchShare = 8
+
+// waitBatch is how many completions a ring's next wait waits for: an
+// eighth of those in flight for a fast ring (at least two from 16 in
+// flight up), otherwise one; with one, a fast ring polls instead.
+func waitBatch(fast bool, inflight int) uint32 {
+	if !fast {
+		return 1
+	}
+	return uint32(max(1, inflight/batchShare))
+}
 
 // Polling must pay for itself (spinJudge). A ring that polls keeps its CPU
 // busy between completions, and on a machine of two CPUs the thread that
