@@ -2,9 +2,9 @@ package crosscheck
 
 import (
 	"io"
-	"slices"
 	"time"
 
+	"github.com/iomatrix/iomatrix/internal/stats"
 	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
 )
@@ -177,12 +177,7 @@ func median(v []float64) *float64 {
 	if len(v) == 0 {
 		return nil
 	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	m := s[len(s)/2]
-	if len(s)%2 == 0 {
-		m = (s[len(s)/2-1] + m) / 2
-	}
+	m := stats.Median(v)
 	return &m
 }
 

@@ -614,6 +614,9 @@ func (s snapshot) delta(e snapshot, window time.Duration) (results.CPU, results.
 		UserPct: round2(100 * (tv(e.rusage.Utime) - tv(s.rusage.Utime)) / wall),
 		SysPct:  round2(100 * (tv(e.rusage.Stime) - tv(s.rusage.Stime)) / wall),
 	}
+	if sw := (e.rusage.Nvcsw + e.rusage.Nivcsw) - (s.rusage.Nvcsw + s.rusage.Nivcsw); sw > 0 {
+		cpu.Switches = uint64(sw)
+	}
 	var dev results.DevStats
 	if s.diskOK && e.diskOK {
 		dev.IOs = (e.disk.ReadIOs - s.disk.ReadIOs) + (e.disk.WriteIOs - s.disk.WriteIOs)

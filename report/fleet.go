@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/iomatrix/iomatrix/internal/stats"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -172,23 +173,13 @@ func fleetCells(members []results.Member) []results.Result {
 			if len(vals) == 0 {
 				continue
 			}
-			sp.Min, sp.Median, sp.Max = slices.Min(vals), median(vals), slices.Max(vals)
+			sp.Min, sp.Median, sp.Max = slices.Min(vals), stats.Median(vals), slices.Max(vals)
 			f.Metrics[string(m)] = sp
 		}
 		cells[i].Fleet = f
 		cells[i].Total.IOPS, cells[i].Total.MiBPerS = f.Metrics[string(IOPS)].Median, f.Metrics[string(MiBps)].Median
 	}
 	return cells
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // fleetMeasure is a fleet cell's figure: the median member's, with the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/xuri/excelize/v2"
 
+	"github.com/iomatrix/iomatrix/internal/stats"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -55,7 +56,7 @@ func TestMergeFlagsTheSlowMember(t *testing.T) {
 				}
 			}
 		}
-		if len(r.Fleet.Members) != 3 || sp.Median != median(vals) || sp.Min > sp.Median || sp.Max < sp.Median || r.Total.IOPS != sp.Median {
+		if len(r.Fleet.Members) != 3 || sp.Median != stats.Median(vals) || sp.Min > sp.Median || sp.Max < sp.Median || r.Total.IOPS != sp.Median {
 			t.Errorf("%s: %+v from %v", r.Name, sp, vals)
 		}
 	}

@@ -357,6 +357,12 @@ type RateStats struct {
 type CPU struct {
 	UserPct float64 `json:"user_pct"`
 	SysPct  float64 `json:"sys_pct"`
+	// Switches are the process's context switches in the window,
+	// voluntary and not (getrusage's nvcsw + nivcsw): each time one of
+	// its threads slept or was preempted. A thread that sleeps for every
+	// completion switches once per I/O; an open-loop stream that sleeps
+	// until each intended start as well, twice (docs/open-loop.md).
+	Switches uint64 `json:"switches,omitempty"`
 }
 
 // DevStats are the backing disk's own counters over the measured window:

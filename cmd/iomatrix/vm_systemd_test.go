@@ -11,31 +11,57 @@ import (
 
 // The systemd cases: where iomatrix puts its cgroups on a host whose PID 1
 // is systemd, which owns the cgroup tree
-// (docs/caps.md, "Where the cgroups live on cgroup v2"). The cases run as a service, vmtest.service, in
-// /system.slice/vmtest.service: a root shell of a systemd host is in a
-// unit too (a session scope), never in the root, and neither is
-// delegated.
+// (docs/caps.md, "Where the cgroups live on cgroup v2"). The cases run as
+// a service, vmtest.service, in /system.slice/vmtest.service; the login
+// case logs in from there, so that its shell is in a session scope, as a
+// root shell of any systemd host is. Neither is delegated.
+
+// cappedReload's start_capped starts a capped run of drive $1 in the
+// background, its output in /run/$2.out and .err, waits for its cgroup's
+// io.max and prints it before and after a systemctl daemon-reload during
+// the run (during=, reload=); end_capped $2 waits for the run and prints
+// its status (rc=), its output, and whether /iomatrix is left (left=).
+const cappedReload = `start_capped() {
+	iomatrix run $1 --rw randread --bs 4k --qd 8 --cap riops=300 --runtime 4s --ramp 0.5s >/run/$2.out 2>/run/$2.err &
+	pid=$!
+	for i in $(seq 300); do ls /sys/fs/cgroup/iomatrix/*/io.max >/dev/null 2>&1 && break; sleep 0.1; done
+	echo during=$(cat /sys/fs/cgroup/iomatrix/*/io.max)
+	systemctl daemon-reload && echo reloaded
+	sleep 1
+	echo reload=$(cat /sys/fs/cgroup/iomatrix/*/io.max)
+}
+end_capped() {
+	wait $pid
+	echo rc=$?
+	cat /run/$1.out
+	cat /run/$1.err >&2
+	test -e /sys/fs/cgroup/iomatrix && echo left=yes || echo left=no
+}
+`
 
 // The root case comes first, while systemd has not yet enabled io at the
 // root for anyone (a delegated scope makes it do so), so that iomatrix
 // enables it there itself and the daemon-reload is a real test of
 // whether systemd takes it back.
-const systemdRootCase = `echo self=$(cat /proc/self/cgroup)
+const systemdRootCase = cappedReload + `echo self=$(cat /proc/self/cgroup)
 echo before=$(cat /sys/fs/cgroup/cgroup.subtree_control)
-iomatrix run $VMTEST_DRIVE0 --rw randread --bs 4k --qd 8 --cap riops=300 --runtime 3s >/run/root.out 2>/run/root.err &
-p=$!
-for i in $(seq 300); do ls /sys/fs/cgroup/iomatrix/*/io.max >/dev/null 2>&1 && break; sleep 0.1; done
-echo during=$(cat /sys/fs/cgroup/iomatrix/*/io.max)
-systemctl daemon-reload && echo reloaded
-sleep 1
-echo reload=$(cat /sys/fs/cgroup/iomatrix/*/io.max)
+start_capped $VMTEST_DRIVE0 root
 echo rootsub=$(cat /sys/fs/cgroup/cgroup.subtree_control)
-wait $p
-echo rc=$?
-cat /run/root.out
-cat /run/root.err >&2
+end_capped root
 echo after=$(cat /sys/fs/cgroup/cgroup.subtree_control)
-test -e /sys/fs/cgroup/iomatrix && echo left=yes || echo left=no
+`
+
+// The login case runs iomatrix from a login: runuser -l goes through PAM,
+// whose pam_systemd registers the session with logind, which puts the
+// shell in a session scope of user-0.slice, as for anybody who logs in
+// on a systemd host. Such a scope is not delegated.
+const systemdLoginCase = `cat >/run/login.sh <<'EOF'
+` + cappedReload + `echo self=$(cat /proc/self/cgroup)
+start_capped $1 login
+end_capped login
+echo after=$(cat /proc/self/cgroup)
+EOF
+runuser -l root -c "sh /run/login.sh $VMTEST_DRIVE0"
 `
 
 // The scope case runs the command as a user would; a watcher records
@@ -43,7 +69,7 @@ test -e /sys/fs/cgroup/iomatrix && echo left=yes || echo left=no
 const systemdScopeCase = `echo self=$(cat /proc/self/cgroup)
 cg=/sys/fs/cgroup/system.slice/iomx.scope
 ( while [ ! -e /run/stop ]; do find $cg/iomatrix -name cgroup.procs -exec grep -H . {} + 2>/dev/null; sleep 0.05; done >/run/watch ) &
-systemd-run --scope -p Delegate=yes --unit=iomx iomatrix run $VMTEST_DRIVE0 --rw randread --bs 4k --qd 8 --cap riops=300 --runtime 2s
+systemd-run --scope -p Delegate=yes --unit=iomx iomatrix run $VMTEST_DRIVE0 --rw randread --bs 4k --qd 8 --cap riops=300 --runtime 2s --ramp 0.5s
 echo rc=$?
 touch /run/stop
 wait
@@ -58,7 +84,7 @@ const systemdKeptCase = `cg=/sys/fs/cgroup/system.slice/kept.scope
 systemd-run --scope -p Delegate=yes --unit=kept sh -c "mkdir $cg/keep && echo \$\$ >$cg/keep/cgroup.procs && exec sleep 300" &
 for i in $(seq 100); do grep -q . $cg/keep/cgroup.procs 2>/dev/null && break; sleep 0.1; done
 echo before=$(cat $cg/cgroup.subtree_control)
-sh -c "echo \$\$ >$cg/cgroup.procs && echo inside=\$(cat /proc/self/cgroup) && exec iomatrix run $VMTEST_DRIVE0 --rw randread --bs 4k --qd 8 --cap riops=300 --runtime 2s"
+sh -c "echo \$\$ >$cg/cgroup.procs && echo inside=\$(cat /proc/self/cgroup) && exec iomatrix run $VMTEST_DRIVE0 --rw randread --bs 4k --qd 8 --cap riops=300 --runtime 2s --ramp 0.5s"
 echo rc=$?
 echo after=$(cat $cg/cgroup.subtree_control)
 echo tree=$(cd $cg && find . -mindepth 1 -type d)
@@ -82,6 +108,7 @@ func TestVMSystemd(t *testing.T) {
 		{Name: "booted", Script: "cat /proc/1/comm; systemctl is-system-running; test -b \"$VMTEST_DRIVE0\" && echo drive"},
 		{Name: "fails", Script: "echo to stderr >&2; exit 7"},
 		{Name: "service-root", Script: systemdRootCase},
+		{Name: "login-session", Script: systemdLoginCase},
 		{Name: "delegated-scope", Script: systemdScopeCase},
 		{Name: "scope-kept-open", Script: systemdKeptCase},
 		{Name: "pid-of-a-service", Script: systemdPidCase},
@@ -133,8 +160,34 @@ func TestVMSystemd(t *testing.T) {
 		}
 	})
 
-	t.Run("delegated-scope", func(t *testing.T) {
+	t.Run("login-session", func(t *testing.T) {
 		r := rs[1]
+		v := lineValues(r.Stdout)
+		t.Logf("the login shell's cgroup: %s; io.max during the run: %s", v["self"], v["during"])
+		if !regexp.MustCompile(`^0::/user\.slice/user-0\.slice/session-\w+\.scope$`).MatchString(v["self"]) {
+			t.Errorf("the login shell runs in %q, not in a session scope of user-0.slice", v["self"])
+		}
+		if v["rc"] != "0" || v["after"] != v["self"] {
+			t.Errorf("iomatrix run exited %s; the shell's cgroup before %q, after %q", v["rc"], v["self"], v["after"])
+		}
+		// A session scope is not delegated: the cgroups go to the root.
+		if !strings.Contains(r.Stdout, "cgroup /sys/fs/cgroup/iomatrix/") {
+			t.Errorf("the cap's cgroup is not below /iomatrix")
+		}
+		if !strings.Contains(v["during"], "riops=300") || v["reload"] != v["during"] {
+			t.Errorf("io.max during the run %q, after systemctl daemon-reload %q", v["during"], v["reload"])
+		}
+		checkCapped(t, r.Stdout, 300)
+		if v["left"] != "no" {
+			t.Errorf("/sys/fs/cgroup/iomatrix is still there after the run")
+		}
+		if t.Failed() {
+			t.Logf("stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
+		}
+	})
+
+	t.Run("delegated-scope", func(t *testing.T) {
+		r := rs[2]
 		if r.Exit != 0 || !strings.Contains(r.Stdout, "rc=0") {
 			t.Errorf("systemd-run --scope -p Delegate=yes iomatrix run: exit %d", r.Exit)
 		}
@@ -158,7 +211,7 @@ func TestVMSystemd(t *testing.T) {
 	})
 
 	t.Run("scope-kept-open", func(t *testing.T) {
-		r := rs[2]
+		r := rs[3]
 		v := lineValues(r.Stdout)
 		if v["inside"] != "0::/system.slice/kept.scope" || v["rc"] != "0" {
 			t.Errorf("iomatrix in the delegated scope: cgroup %q, exit %s", v["inside"], v["rc"])
@@ -178,7 +231,7 @@ func TestVMSystemd(t *testing.T) {
 	})
 
 	t.Run("pid-of-a-service", func(t *testing.T) {
-		r := rs[3]
+		r := rs[4]
 		v := lineValues(r.Stdout)
 		const line = "the process runs in systemd unit x.service, which keeps it in its own cgroup"
 		if v["rc"] != "2" || !strings.Contains(r.Stderr, line) {

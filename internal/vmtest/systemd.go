@@ -41,9 +41,11 @@ import (
 // guest's Drives[n], matched by serial. An Ext4 drive is mounted at
 // /mnt/nvmeXn1, as in the busybox guest.
 
-// systemdPackages are added to mmdebstrap's minbase: systemd as the init
-// and udev, without which systemd's device units never appear.
-var systemdPackages = []string{"systemd", "systemd-sysv", "udev"}
+// systemdPackages are added to mmdebstrap's minbase: systemd as the init,
+// udev, without which systemd's device units never appear, and logind's
+// needs (D-Bus, and pam_systemd, which registers a login with it), so
+// that a login puts its shell in a session scope as on any host.
+var systemdPackages = []string{"systemd", "systemd-sysv", "udev", "dbus", "libpam-systemd"}
 
 // The root partition's identity: an MBR disk signature, which the kernel
 // accepts as root=PARTUUID=<signature>-<partition>.
@@ -98,17 +100,7 @@ var bakedFiles = []struct{ path, content string }{
 const systemdRunner = `#!/bin/sh
 exec 3>/dev/ttyS1
 echo "@@KERNEL $(uname -r)" >&3
-for s in /sys/block/nvme*n1; do
-	[ -e "$s/device/serial" ] || continue
-	serial=$(cat "$s/device/serial" | tr -d ' ')
-	case $serial in vmtest[0-9]*) ;; *) continue ;; esac
-	d=/dev/$(basename "$s")
-	export VMTEST_DRIVE${serial#vmtest}=$d
-	m=/mnt/$(basename "$s")
-	mkdir -p $m
-	mount -t ext4 $d $m 2>/dev/null || rmdir $m
-done
-echo "@@BOOTED $(awk '{printf "%d", $1*1000}' /proc/uptime)" >&3
+` + driveNames + `echo "@@BOOTED $(awk '{printf "%d", $1*1000}' /proc/uptime)" >&3
 CASES=/run/vmtest/cases OUT=/run
 ` + caseLoop + "systemctl poweroff -ff\n"
 

@@ -40,8 +40,10 @@ import (
 	"github.com/iomatrix/iomatrix/internal/testenv"
 )
 
-// Drive is an emulated NVMe drive backed by a sparse file: /dev/nvme0n1
-// for the first, /dev/nvme1n1 for the second.
+// Drive is an emulated NVMe drive backed by a sparse file. Drives[n] is
+// $VMTEST_DRIVEn in the cases (matched by serial, vmtestN): usually
+// /dev/nvme0n1 for the first and /dev/nvme1n1 for the second, but the
+// kernel probes controllers in no fixed order.
 type Drive struct {
 	Size int64
 	// Ext4 formats the drive on the host; the guest mounts it at
@@ -53,6 +55,12 @@ type Drive struct {
 	// a bio-based device without blk-mq (its one path, nvmeXcYn1, is
 	// hidden).
 	Multipath bool
+	// IOPS holds the drive to that many requests a second, reads and
+	// writes together (qemu's throttling.iops-total), however fast the
+	// emulation runs: a device of known capacity, so that what a case
+	// measures of how the drive is shared does not move with the host's
+	// load. 0: as fast as the emulation goes.
+	IOPS int
 }
 
 // Case is one script run in the guest by busybox sh, with iomatrix at
@@ -86,8 +94,7 @@ type Guest struct {
 	// need that busybox lacks.
 	Files map[string][]byte
 	// Systemd boots Debian 12 with systemd as PID 1 instead of busybox
-	// (systemd.go): the cases run as a service, under /bin/sh (dash),
-	// and Drives[n] is $VMTEST_DRIVEn in them.
+	// (systemd.go): the cases run as a service, under /bin/sh (dash).
 	Systemd bool
 }
 
@@ -140,7 +147,11 @@ func drives(t testing.TB, dir string, ds []Drive) []string {
 				t.Fatalf("vmtest: mkfs.ext4: %v: %s", err, out)
 			}
 		}
-		args = append(args, "-drive", fmt.Sprintf("file=%s,if=none,id=d%d,format=raw,cache=none,aio=io_uring", img, i))
+		drive := fmt.Sprintf("file=%s,if=none,id=d%d,format=raw,cache=none,aio=io_uring", img, i)
+		if d.IOPS > 0 {
+			drive += fmt.Sprintf(",throttling.iops-total=%d", d.IOPS)
+		}
+		args = append(args, "-drive", drive)
 		if d.Multipath {
 			args = append(args, "-device", fmt.Sprintf("nvme-subsys,id=ss%d,nqn=vmtest%d", i, i),
 				"-device", fmt.Sprintf("nvme,id=c%d,serial=vmtest%d,subsys=ss%d", i, i, i),
@@ -273,16 +284,27 @@ mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 mount -t tmpfs tmp /tmp
 mount -t cgroup2 none /sys/fs/cgroup
-for d in /dev/nvme*n1; do
-	[ -b "$d" ] || continue
-	m=/mnt/$(basename $d)
-	mkdir -p $m
-	mount -t ext4 $d $m 2>/dev/null || rmdir $m
-done
-exec 3>/dev/ttyS1
+` + driveNames + `exec 3>/dev/ttyS1
 echo "@@KERNEL $(uname -r)" >&3
 CASES=/cases OUT=/tmp
 ` + caseLoop + "poweroff -f\n"
+
+// driveNames exports VMTEST_DRIVEn=/dev/nvmeXn1 for the guest's
+// Drives[n], matched by serial (vmtestN): NVMe controllers are probed
+// asynchronously, so a name is not known in advance. It mounts an ext4
+// drive at /mnt/nvmeXn1. The busybox init and the systemd guest's runner
+// share it.
+const driveNames = `for s in /sys/block/nvme*n1; do
+	[ -e "$s/device/serial" ] || continue
+	serial=$(cat "$s/device/serial" | tr -d ' ')
+	case $serial in vmtest[0-9]*) ;; *) continue ;; esac
+	d=/dev/$(basename "$s")
+	export VMTEST_DRIVE${serial#vmtest}=$d
+	m=/mnt/$(basename "$s")
+	mkdir -p $m
+	mount -t ext4 $d $m 2>/dev/null || rmdir $m
+done
+`
 
 // caseLoop runs each case of $CASES with its output captured in $OUT and
 // frames it on fd 3, then @@DONE (see parseFrames): the part of the
