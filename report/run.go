@@ -130,6 +130,10 @@ func writeRateText(w io.Writer, rs *results.RateStats) {
 	} else {
 		fmt.Fprintf(w, "NOT SUSTAINED: %s I/Os due in the window were never issued (the oldest %s late at its end)\n",
 			units.Thousands(float64(rs.BacklogAtEnd), 0), time.Duration(rs.BacklogAgeNS).Round(time.Microsecond))
+		if rs.MaxAfterIOPS > 0 {
+			fmt.Fprintf(w, "the closed-loop maximum, measured again right after: %s IOPS; the target was %.1f %% of it\n",
+				units.Thousands(rs.MaxAfterIOPS, 0), 100*rs.TargetIOPS/rs.MaxAfterIOPS)
+		}
 	}
 	l := rs.LatenessNS
 	fmt.Fprintf(w, "lateness, intended start to submission: p50 %s, p99 %s, max %s µs; %s I/Os more than %s late, %s found every slot busy; backlog at most %s\n",

@@ -344,12 +344,19 @@ type RateStats struct {
 	LateThresholdNS int64  `json:"late_threshold_ns"`
 	SlotWaits       uint64 `json:"slot_waits"`
 	// MaxBacklog is the most I/Os that were due and not yet issued at
-	// once; BacklogAtEnd of them were due inside the window and still
-	// not issued when it ended (they are never issued), the oldest
-	// BacklogAgeNS late by then.
+	// once; BacklogAtEnd of them were due inside the window and never
+	// issued (the stream goes on issuing the window's I/Os for 100 ms
+	// after it ends, then gives up the rest), the oldest BacklogAgeNS
+	// late at the window's end.
 	MaxBacklog   uint64 `json:"max_backlog"`
 	BacklogAtEnd uint64 `json:"backlog_at_end"`
 	BacklogAgeNS int64  `json:"backlog_age_ns,omitempty"`
+	// MaxAfterIOPS, for a rate set as a share of the pattern's
+	// closed-loop maximum (run --rate 80%) that was not sustained, is
+	// that maximum measured again right after the open loop: a device
+	// whose capacity fell during the run is told from a stream that
+	// could not keep up.
+	MaxAfterIOPS float64 `json:"max_after_iops,omitempty"`
 }
 
 // CPU is the process's CPU use over the measured window, in percent of one

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -8,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -347,20 +349,7 @@ func TestCapBadInput(t *testing.T) {
 // TestCapClassicTable): on the shared disk a writeback storm beside it
 // gave 1,498, 1,545 and 2,168 IOPS under the 2,000 in force.
 func TestJoinExistingCgroupAndShow(t *testing.T) {
-	c := capController(t)
-	testenv.Require(t, c.Version == 1, "this test writes v1 throttle files")
-	target := filepath.Join(testenv.RAMDir(t, 96<<20), "j.dat")
-	if r := runIomatrix(t, iomatrixCmd(t, "run", target, "--size", "64MiB", "--runtime", "100ms", "--ramp", "0s")); r.code != 0 {
-		t.Fatal(r.stderr)
-	}
-	var st syscall.Stat_t
-	testenv.Must(t, syscall.Stat(target, &st))
-	dev := sysfs.DevNumFromDev(uint64(st.Dev)).String()
-	foreign := filepath.Join(c.Dir, fmt.Sprintf("someone-else-%d", os.Getpid()))
-	if err := os.Mkdir(foreign, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	defer os.Remove(foreign)
+	target, dev, foreign := ramFileInV1Cgroup(t, "someone-else", 64<<20)
 	if err := os.WriteFile(filepath.Join(foreign, "blkio.throttle.read_iops_device"), []byte(dev+" 2000"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -734,5 +723,72 @@ func TestSplitIOsChargedPerRequest(t *testing.T) {
 	res := doc.Results[0]
 	if k := res.CgroupIOs; k == nil || k.Reads != res.Completed.Reads*uint64(perIO) {
 		t.Errorf("the cgroup was charged %+v for %d reads of 1 MiB, want %d requests each", k, res.Completed.Reads, perIO)
+	}
+}
+
+// ramFileInV1Cgroup lays out a file of size bytes on the test's own RAM
+// disk and makes an empty v1 blkio cgroup name-PID, removed when the test
+// ends; it returns the file, its device number and the cgroup.
+func ramFileInV1Cgroup(t *testing.T, name string, size int64) (target, dev, cg string) {
+	t.Helper()
+	c := capController(t)
+	testenv.Require(t, c.Version == 1, "this test writes v1 throttle files")
+	target = filepath.Join(testenv.RAMDir(t, size*3/2), name+".dat")
+	if r := runIomatrix(t, iomatrixCmd(t, "run", target, "--size", strconv.FormatInt(size, 10), "--runtime", "100ms", "--ramp", "0s")); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	var st syscall.Stat_t
+	testenv.Must(t, syscall.Stat(target, &st))
+	cg = filepath.Join(c.Dir, fmt.Sprintf("%s-%d", name, os.Getpid()))
+	testenv.Must(t, os.Mkdir(cg, 0o755))
+	t.Cleanup(func() { _ = os.Remove(cg) })
+	return target, sysfs.DevNumFromDev(uint64(st.Dev)).String(), cg
+}
+
+// run --rate N% on a device whose capacity falls once the maximum is
+// measured: the open loop is not sustained, and the maximum measured again
+// right after says why. The device is the test's RAM disk under a v1
+// limit of 4,000 reads a second, lowered to 2,000 as the open loop starts
+// (the notice that names its rate), so the target of 3,200 is 160 % of
+// what it then carries.
+func TestRunRateShareMaxFell(t *testing.T) {
+	target, dev, cg := ramFileInV1Cgroup(t, "falls", 32<<20)
+	limit := func(n int) {
+		testenv.Must(t, os.WriteFile(filepath.Join(cg, "blkio.throttle.read_iops_device"), []byte(fmt.Sprintf("%s %d", dev, n)), 0o644))
+	}
+	limit(4000)
+	cmd := iomatrixCmd(t, "run", target, "--cgroup", cg, "--qd", "8", "--rate", "80%", "--arrival", "uniform",
+		"--runtime", "800ms", "--ramp", "200ms", "--format", "json")
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	stderr, err := cmd.StderrPipe()
+	testenv.Must(t, err)
+	testenv.Must(t, cmd.Start())
+	var notices []string
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		notices = append(notices, sc.Text())
+		if strings.Contains(sc.Text(), "open loop at 80%") {
+			limit(2000)
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%v:\n%s", err, strings.Join(notices, "\n"))
+	}
+	doc, err := results.ReadDocument(strings.NewReader(stdout.String()))
+	if err != nil || len(doc.Results) != 2 {
+		t.Fatalf("%v: %d results\n%s", err, len(doc.Results), strings.Join(notices, "\n"))
+	}
+	before, rs := doc.Results[0].Total.IOPS, doc.Results[1].Rate
+	if math.Abs(before/4000-1) > 0.05 || rs == nil || rs.TargetIOPS != math.Round(0.8*before) {
+		t.Fatalf("maximum %.0f under 4,000, rate %+v", before, rs)
+	}
+	if rs.Sustained || math.Abs(rs.MaxAfterIOPS/2000-1) > 0.05 || math.Abs(rs.AchievedIOPS/2000-1) > 0.05 {
+		t.Errorf("after the fall to 2,000: sustained %v, achieved %.0f, maximum after %.0f", rs.Sustained, rs.AchievedIOPS, rs.MaxAfterIOPS)
+	}
+	if !slices.ContainsFunc(notices, func(l string) bool {
+		return strings.Contains(l, "the rate was not sustained; the closed-loop maximum measured again after it:")
+	}) {
+		t.Errorf("no notice of the maximum measured again:\n%s", strings.Join(notices, "\n"))
 	}
 }
