@@ -21,7 +21,6 @@ package vmtest
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -110,7 +109,7 @@ func Boot(t testing.TB, g Guest, cases []Case) []Result {
 	}
 	a := assets(t)
 	dir := t.TempDir()
-	initrd := filepath.Join(dir, "initrd.gz")
+	initrd := filepath.Join(dir, "initrd.cpio")
 	if err := writeInitramfs(initrd, a, g.Files, cases); err != nil {
 		t.Fatalf("vmtest: initramfs: %v", err)
 	}
@@ -323,16 +322,18 @@ echo "@@DONE" >&3
 sync
 `
 
-// writeInitramfs writes a gzipped newc cpio archive: busybox, iomatrix,
-// the init and the cases.
+// writeInitramfs writes a newc cpio archive: busybox, iomatrix, the init
+// and the cases. It is not compressed: gzip took 12 s a boot for the
+// 90 MB archive in a test binary built with -race (CI's), and the
+// emulated guest booted 2 s sooner without having to inflate it.
 func writeInitramfs(path string, a *guestAssets, files map[string][]byte, cases []Case) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	zw, _ := gzip.NewWriterLevel(f, gzip.BestSpeed)
-	cw := &cpioWriter{w: zw}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	cw := &cpioWriter{w: bw}
 	for _, d := range []string{"bin", "proc", "sys", "dev", "tmp", "mnt", "cases", "etc"} {
 		cw.dir(d)
 	}
@@ -366,7 +367,7 @@ func writeInitramfs(path string, a *guestAssets, files map[string][]byte, cases 
 	if cw.err != nil {
 		return cw.err
 	}
-	if err := zw.Close(); err != nil {
+	if err := bw.Flush(); err != nil {
 		return err
 	}
 	return f.Close()
