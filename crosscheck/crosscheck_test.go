@@ -309,6 +309,7 @@ var summaryCases = []struct {
 	ratios            []*float64
 	fioCPU, iomCPU    []*float64 // s per million I/Os, per pair
 	median            Medians
+	interval          string // the line under the median row ("" for none)
 	failedRuns        int
 	fioIOPSText       []string // the table's fio IOPS column, per pair
 	ratioText, cpuTxt []string // its ratio and iomatrix cpu-s/Mio columns
@@ -321,7 +322,8 @@ var summaryCases = []struct {
 		fioCPU:   []*float64{ptr(5), ptr(4), ptr(3 / 0.45)},
 		iomCPU:   []*float64{ptr(1 / 0.3), ptr(2), ptr(2)},
 		median: Medians{FioIOPS: ptr(45000), IomatrixIOPS: ptr(45000), Ratio: ptr(1),
-			FioCPUSecondsPerMio: ptr(5), IomatrixCPUSecondsPerMio: ptr(2)},
+			FioCPUSecondsPerMio: ptr(5), IomatrixCPUSecondsPerMio: ptr(2), RatioInterval: &Interval{0.75, 1.1, 0.75, 3}},
+		interval:    "the median ratio lies in 0.750-1.100 with 75 % confidence (3 pairs, by rank): the device's speed varied from run to run; more --pairs narrow it",
 		fioIOPSText: []string{"40,000", "50,000", "45,000"}, ratioText: []string{"0.750", "1.100", "1.000"}, cpuTxt: []string{"3.333", "2.000", "2.000"},
 	},
 	{
@@ -335,7 +337,9 @@ var summaryCases = []struct {
 		fioCPU:   []*float64{ptr(5), nil, ptr(5)},
 		iomCPU:   []*float64{ptr(1 / 0.44), ptr(2), ptr(1 / 0.54)},
 		median: Medians{FioIOPS: ptr(50000), IomatrixIOPS: ptr(50000), Ratio: ptr(1),
-			FioCPUSecondsPerMio: ptr(5), IomatrixCPUSecondsPerMio: ptr(2)},
+			FioCPUSecondsPerMio: ptr(5), IomatrixCPUSecondsPerMio: ptr(2), RatioInterval: &Interval{0.9, 1.1, 0.5, 2}},
+		// Of the two ratios there are, not of three pairs.
+		interval:    "the median ratio lies in 0.900-1.100 with 50 % confidence (2 pairs, by rank): the device's speed varied from run to run; more --pairs narrow it",
 		failedRuns:  1,
 		fioIOPSText: []string{"40,000", "n/a", "60,000"}, ratioText: []string{"1.100", "n/a", "0.900"}, cpuTxt: []string{"2.273", "2.000", "1.852"},
 	},
@@ -400,6 +404,9 @@ func TestSummary(t *testing.T) {
 				t.Errorf("%s: median %s %s, want %s", c.name, f.what, show(f.got), show(f.want))
 			}
 		}
+		if (m.RatioInterval == nil) != (w.RatioInterval == nil) || m.RatioInterval != nil && *m.RatioInterval != *w.RatioInterval {
+			t.Errorf("%s: ratio interval %+v, want %+v", c.name, m.RatioInterval, w.RatioInterval)
+		}
 		if d.FailedRuns != c.failedRuns || !d.Complete {
 			t.Errorf("%s: %d failed runs, complete %v; want %d", c.name, d.FailedRuns, d.Complete, c.failedRuns)
 		}
@@ -411,6 +418,9 @@ func TestSummary(t *testing.T) {
 		var back Document
 		if err := json.Unmarshal(b.Bytes(), &back); err != nil {
 			t.Fatal(err)
+		}
+		if got := back.Patterns[0].Median.RatioInterval; (got == nil) != (w.RatioInterval == nil) || got != nil && *got != *w.RatioInterval {
+			t.Errorf("%s: ratio interval read back %+v, want %+v", c.name, got, w.RatioInterval)
 		}
 		for k, p := range back.Patterns[0].Pairs {
 			if !sameFigure(p.Ratio, c.ratios[k]) || (p.Fio.Error != "") != (c.fio[k].err != "") {
@@ -450,7 +460,14 @@ func TestText(t *testing.T) {
 		if m := rows[len(c.fio)]; !strings.HasPrefix(m, "rand-4k-r100-qd32 median ") || len(m) != len(header[len(header)-1]) {
 			t.Errorf("%s: median row %q", c.name, m)
 		}
-		if rest := strings.Join(rows[len(c.fio)+1:], "\n"); rest != "\n" {
+		after := rows[len(c.fio)+1:]
+		if c.interval != "" {
+			if want := strings.Repeat(" ", len("rand-4k-r100-qd32 ")+7) + c.interval; after[0] != want {
+				t.Errorf("%s: under the median row\n%q\nwant\n%q", c.name, after[0], want)
+			}
+			after = after[1:]
+		}
+		if rest := strings.Join(after, "\n"); rest != "\n" {
 			t.Errorf("%s: after the median row %q, want one blank line and no summary (one pattern)", c.name, rest)
 		}
 	}
@@ -476,9 +493,10 @@ func TestText(t *testing.T) {
 	for _, want := range []string{
 		"target:    /t (file, read in place), ",
 		"rand-4k-r100-qd1       1       40,000         44,000   1.100          5.000               2.273\n" +
-			"medians (ratio: the median of the pairs' iomatrix/fio IOPS ratios)\n",
-		"rand-4k-r100-qd32              45,000         45,000   1.000          5.000               2.000\n" +
-			"rand-4k-r100-qd1               40,000         44,000   1.100          5.000               2.273\n" +
+			"medians (ratio: the median of the pairs' iomatrix/fio IOPS ratios; interval: where it lies, and how surely)\n" +
+			"pattern             pair     fio IOPS  iomatrix IOPS   ratio  fio cpu-s/Mio  iomatrix cpu-s/Mio  ratio interval\n",
+		"rand-4k-r100-qd32              45,000         45,000   1.000          5.000               2.000  0.750-1.100 (75 %)\n" +
+			"rand-4k-r100-qd1               40,000         44,000   1.100          5.000               2.273  n/a\n" +
 			"interrupted: the pairs above are all that ran\n",
 	} {
 		if !strings.Contains(out, want) {

@@ -97,7 +97,30 @@ type Medians struct {
 	Ratio                    *float64 `json:"ratio"`
 	FioCPUSecondsPerMio      *float64 `json:"fio_cpu_s_per_mio"`
 	IomatrixCPUSecondsPerMio *float64 `json:"iomatrix_cpu_s_per_mio"`
+	// RatioInterval is where the median ratio lies, as far as the pairs
+	// can tell; nil with fewer than two ratios.
+	RatioInterval *Interval `json:"ratio_interval"`
 }
+
+// Interval is a distribution-free confidence interval for the median
+// ratio: two of the pairs' ratios, by rank (stats.Interval), and the
+// confidence that the median of the ratios a longer series of pairs
+// would give lies between them. The pairs are taken as independent draws
+// of the machine's noise, so a device whose speed only drifts in one
+// direction is outside what it allows for (the alternating order is
+// there for that). 95 % is asked; fewer than six pairs cannot give it,
+// and have their lowest and highest ratios at the confidence those have
+// (93.75 % for 5 pairs, 75 % for 3).
+type Interval struct {
+	Low        float64 `json:"low"`
+	High       float64 `json:"high"`
+	Confidence float64 `json:"confidence"`
+	// Pairs are the pairs it is taken from: those with a ratio.
+	Pairs int `json:"pairs"`
+}
+
+// intervalLevel is the confidence asked of a median ratio's interval.
+const intervalLevel = 0.95
 
 func (c *Comparison) newDocument() *Document {
 	engine, _, _ := c.fioShape(results.Pattern{})
@@ -168,7 +191,23 @@ func medians(pairs []Pair) Medians {
 		Ratio:                    of(func(p Pair) *float64 { return p.Ratio }),
 		FioCPUSecondsPerMio:      of(func(p Pair) *float64 { return p.Fio.CPUSecondsPerMio }),
 		IomatrixCPUSecondsPerMio: of(func(p Pair) *float64 { return p.Iomatrix.CPUSecondsPerMio }),
+		RatioInterval:            ratioInterval(pairs),
 	}
+}
+
+// ratioInterval is the interval of the median of the pairs' ratios.
+func ratioInterval(pairs []Pair) *Interval {
+	var v []float64
+	for _, p := range pairs {
+		if p.Ratio != nil {
+			v = append(v, *p.Ratio)
+		}
+	}
+	lo, hi, conf, ok := stats.Interval(v, intervalLevel)
+	if !ok {
+		return nil
+	}
+	return &Interval{Low: lo, High: hi, Confidence: conf, Pairs: len(v)}
 }
 
 // median of v; nil when v is empty. An even count takes the mean of the

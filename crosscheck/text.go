@@ -3,6 +3,7 @@ package crosscheck
 import (
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -101,18 +102,45 @@ func (t *Text) Pair(r *Result) {
 func (t *Text) Pattern(r *Result) {
 	m := r.Median
 	t.row(r.Name, "median", m.FioIOPS, m.IomatrixIOPS, m.Ratio, m.FioCPUSecondsPerMio, m.IomatrixCPUSecondsPerMio)
+	if iv := m.RatioInterval; iv != nil {
+		fmt.Fprintf(t.w, "%-*s %6s the median ratio lies in %s with %s confidence (%s, by rank)", t.width, "", "",
+			intervalRange(iv), percent(iv.Confidence), units.Count(iv.Pairs, "pair"))
+		if iv.High-iv.Low > wideInterval {
+			fmt.Fprint(t.w, ": the device's speed varied from run to run; more --pairs narrow it")
+		}
+		fmt.Fprintln(t.w)
+	}
 	fmt.Fprintln(t.w)
+}
+
+// wideInterval is the width of a ratio's interval past which the table
+// says that more pairs would narrow it: a 5 % difference between the
+// tools cannot be told within it.
+const wideInterval = 0.10
+
+// intervalRange is an interval's ends, "0.951-1.032".
+func intervalRange(iv *Interval) string {
+	return strconv.FormatFloat(iv.Low, 'f', 3, 64) + "-" + strconv.FormatFloat(iv.High, 'f', 3, 64)
+}
+
+// percent is a confidence as the table shows it: "95 %", "93.75 %".
+func percent(c float64) string {
+	return strconv.FormatFloat(math.Round(c*1e4)/100, 'f', -1, 64) + " %"
 }
 
 // End repeats the medians of every pattern in one table, and says when
 // the comparison was cut short.
 func (t *Text) End(d *Document) {
 	if len(d.Patterns) > 1 {
-		fmt.Fprintln(t.w, "medians (ratio: the median of the pairs' iomatrix/fio IOPS ratios)")
-		t.columns()
+		fmt.Fprintln(t.w, "medians (ratio: the median of the pairs' iomatrix/fio IOPS ratios; interval: where it lies, and how surely)")
+		t.line("pattern", "pair", "fio IOPS", "iomatrix IOPS", "ratio", "fio cpu-s/Mio", "iomatrix cpu-s/Mio", "  ratio interval")
 		for _, r := range d.Patterns {
 			m := r.Median
-			t.row(r.Name, "", m.FioIOPS, m.IomatrixIOPS, m.Ratio, m.FioCPUSecondsPerMio, m.IomatrixCPUSecondsPerMio)
+			iv := "  n/a"
+			if m.RatioInterval != nil {
+				iv = "  " + intervalRange(m.RatioInterval) + " (" + percent(m.RatioInterval.Confidence) + ")"
+			}
+			t.row(r.Name, "", m.FioIOPS, m.IomatrixIOPS, m.Ratio, m.FioCPUSecondsPerMio, m.IomatrixCPUSecondsPerMio, iv)
 		}
 	}
 	if !d.Complete {
@@ -124,16 +152,18 @@ func (t *Text) columns() {
 	t.line("pattern", "pair", "fio IOPS", "iomatrix IOPS", "ratio", "fio cpu-s/Mio", "iomatrix cpu-s/Mio")
 }
 
+// line writes a row of the table: the seven columns, and what follows
+// them in the summary (the ratio's interval).
 func (t *Text) line(cells ...string) {
-	fmt.Fprintf(t.w, "%-*s %6s %12s %14s %7s %14s %19s\n", t.width, cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6])
+	fmt.Fprintf(t.w, "%-*s %6s %12s %14s %7s %14s %19s%s\n", t.width, cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6], strings.Join(cells[7:], ""))
 }
 
-func (t *Text) row(name, pair string, fioIOPS, iomIOPS, ratio, fioCPU, iomCPU *float64) {
+func (t *Text) row(name, pair string, fioIOPS, iomIOPS, ratio, fioCPU, iomCPU *float64, more ...string) {
 	iops := func(v *float64) string { return orNA(v, func(x float64) string { return units.Thousands(x, 0) }) }
 	fixed := func(v *float64) string {
 		return orNA(v, func(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) })
 	}
-	t.line(name, pair, iops(fioIOPS), iops(iomIOPS), fixed(ratio), fixed(fioCPU), fixed(iomCPU))
+	t.line(append([]string{name, pair, iops(fioIOPS), iops(iomIOPS), fixed(ratio), fixed(fioCPU), fixed(iomCPU)}, more...)...)
 }
 
 func orNA(v *float64, format func(float64) string) string {
