@@ -323,7 +323,7 @@ var summaryCases = []struct {
 		iomCPU:   []*float64{ptr(1 / 0.3), ptr(2), ptr(2)},
 		median: Medians{FioIOPS: ptr(45000), IomatrixIOPS: ptr(45000), Ratio: ptr(1),
 			FioCPUSecondsPerMio: ptr(5), IomatrixCPUSecondsPerMio: ptr(2), RatioInterval: &Interval{0.75, 1.1, 0.75, 3}},
-		interval:    "the median ratio lies in 0.750-1.100 with 75 % confidence (3 pairs, by rank): the device's speed varied from run to run; more --pairs narrow it",
+		interval:    "the median ratio lies in 0.750-1.100 with 75 % confidence (3 pairs, by rank): too wide to tell a 5 % difference between the tools; more --pairs narrow it",
 		fioIOPSText: []string{"40,000", "50,000", "45,000"}, ratioText: []string{"0.750", "1.100", "1.000"}, cpuTxt: []string{"3.333", "2.000", "2.000"},
 	},
 	{
@@ -339,7 +339,7 @@ var summaryCases = []struct {
 		median: Medians{FioIOPS: ptr(50000), IomatrixIOPS: ptr(50000), Ratio: ptr(1),
 			FioCPUSecondsPerMio: ptr(5), IomatrixCPUSecondsPerMio: ptr(2), RatioInterval: &Interval{0.9, 1.1, 0.5, 2}},
 		// Of the two ratios there are, not of three pairs.
-		interval:    "the median ratio lies in 0.900-1.100 with 50 % confidence (2 pairs, by rank): the device's speed varied from run to run; more --pairs narrow it",
+		interval:    "the median ratio lies in 0.900-1.100 with 50 % confidence (2 pairs, by rank): too wide to tell a 5 % difference between the tools; more --pairs narrow it",
 		failedRuns:  1,
 		fioIOPSText: []string{"40,000", "n/a", "60,000"}, ratioText: []string{"1.100", "n/a", "0.900"}, cpuTxt: []string{"2.273", "2.000", "1.852"},
 	},

@@ -106,7 +106,7 @@ func (t *Text) Pattern(r *Result) {
 		fmt.Fprintf(t.w, "%-*s %6s the median ratio lies in %s with %s confidence (%s, by rank)", t.width, "", "",
 			intervalRange(iv), percent(iv.Confidence), units.Count(iv.Pairs, "pair"))
 		if iv.High-iv.Low > wideInterval {
-			fmt.Fprint(t.w, ": the device's speed varied from run to run; more --pairs narrow it")
+			fmt.Fprint(t.w, ": too wide to tell a 5 % difference between the tools; more --pairs narrow it")
 		}
 		fmt.Fprintln(t.w)
 	}
