@@ -469,11 +469,15 @@ const hugeSize = 2 << 20
 // before the split and found gone after it.
 func contiguousArena(size int, fill *rand.PCG) *arena {
 	span := (size + hugeSize - 1) / hugeSize * hugeSize
-	whole, err := unix.Mmap(-1, 0, span+hugeSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	// The region starts on a huge-page boundary with at least a page of
+	// the mapping on either side of it, so that it is always a mapping of
+	// its own once madvised, never merged with a neighbour: smaps finds
+	// it by its start.
+	whole, err := unix.Mmap(-1, 0, span+hugeSize+pageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		return nil
 	}
-	skip := (hugeSize - int(uintptr(unsafe.Pointer(&whole[0])))%hugeSize) % hugeSize
+	skip := hugeSize - int(uintptr(unsafe.Pointer(&whole[0])))%hugeSize // 1 page to 2 MiB
 	region := whole[skip : skip+span : skip+span]
 	ok := unix.Madvise(region, unix.MADV_HUGEPAGE) == nil
 	if ok {
@@ -483,8 +487,7 @@ func contiguousArena(size int, fill *rand.PCG) *arena {
 		ok = hugeBytes(region) == span
 	}
 	// Never a huge page from here on: khugepaged would otherwise build
-	// them again while a run measures. This also keeps the region a
-	// mapping of its own, found by its start in smaps.
+	// them again while a run measures.
 	ok = unix.Madvise(region, unix.MADV_NOHUGEPAGE) == nil && ok
 	if ok {
 		fillRandom(region[:size], fill)
