@@ -106,3 +106,23 @@ func TestHugeBytes(t *testing.T) {
 		t.Errorf("not a mapping's start: hugeBytes %d, want -1", h)
 	}
 }
+
+// The results say how the buffers lay: contiguous only when every job's
+// were, nothing for buffers of one page.
+func TestBuffersLayout(t *testing.T) {
+	big, small := 1<<20, pageSize
+	for _, c := range []struct {
+		name   string
+		arenas []*arena
+		want   string
+	}{
+		{"all contiguous", []*arena{{stride: big, contiguous: true}, {stride: big, contiguous: true}}, "contiguous"},
+		{"one scattered", []*arena{{stride: big, contiguous: true}, {stride: big}}, "scattered"},
+		{"one page", []*arena{{stride: small}}, ""},
+		{"no jobs", nil, ""},
+	} {
+		if got := (&run{arenas: c.arenas}).buffers(); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}

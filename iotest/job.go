@@ -401,10 +401,13 @@ func putU64(b []byte, v uint64) {
 // arena is page-aligned I/O memory outside the Go heap, so the collector
 // never scans or moves it and O_DIRECT alignment holds.
 type arena struct {
-	mem    []byte
-	whole  []byte // the mapping mem lies in, unmapped by free
-	stride int
-	bs     int
+	mem   []byte
+	whole []byte // the mapping mem lies in, unmapped by free
+	// contiguous is set when mem lies on small pages that are physically
+	// contiguous 512 at a time (contiguousArena).
+	contiguous bool
+	stride     int
+	bs         int
 	// keep is set when a request given up on may still complete into the
 	// arena: the kernel writes a read's data into it whenever the device
 	// answers (a request the ring has not issued yet even resolves the
@@ -500,7 +503,7 @@ func contiguousArena(size int, fill *rand.PCG) *arena {
 		_ = unix.Munmap(whole)
 		return nil
 	}
-	return &arena{mem: region[:size:size], whole: whole}
+	return &arena{mem: region[:size:size], whole: whole, contiguous: true}
 }
 
 // hugeBytes is how much of the mapping that starts at region's first byte

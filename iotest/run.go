@@ -159,6 +159,23 @@ func (r *run) streams() int {
 	return r.p.Jobs
 }
 
+// buffers is how the jobs' buffers lay in memory (results.Result.Buffers):
+// "" when each is one page or less.
+func (r *run) buffers() string {
+	layout := ""
+	for _, a := range r.arenas {
+		switch {
+		case a.stride <= pageSize:
+			return ""
+		case !a.contiguous:
+			return "scattered"
+		default:
+			layout = "contiguous"
+		}
+	}
+	return layout
+}
+
 // makeStreams prepares each job's buffers, offsets and statistics.
 func (r *run) makeStreams() error {
 	p, o := r.p, r.o
@@ -466,6 +483,7 @@ func (r *run) result(ctx context.Context) (results.Result, error) {
 		res.SubmitThread = &results.ThreadCPU{Threads: total.sqThreads, Seconds: round2(total.sqCPU.Seconds()*1000) / 1000,
 			WallSecs: round2(wall.Seconds()), CorePct: round2(100 * total.sqCPU.Seconds() / wall.Seconds())}
 	}
+	res.Buffers = r.buffers()
 	r.judgeWindow(&res)
 	openResult(&res, r.p, total)
 	if r.measuring {

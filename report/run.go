@@ -93,6 +93,9 @@ func WriteRunText(w io.Writer, doc *results.Document, r *results.Result) error {
 	if len(r.EngineOpts) > 0 {
 		fmt.Fprintf(w, "ring: %s\n", strings.Join(r.EngineOpts, ", "))
 	}
+	if r.Buffers == "scattered" {
+		fmt.Fprintln(w, "buffers: scattered small pages (no transparent huge page could be had and split): large blocks on a virtio disk measure lower so (docs/engine.md, \"Buffers\")")
+	}
 	if t.Disk != "" && r.Device.Uncounted != "" {
 		fmt.Fprintf(w, "disk %s: requests %s\n", t.Disk, r.Device.Uncounted)
 	} else if t.Disk != "" {

@@ -100,3 +100,21 @@ func TestRunTextDiskUncounted(t *testing.T) {
 		t.Errorf("an uncounted CSV cell: %q", got)
 	}
 }
+
+// Scattered buffers are said to be, with what they do; contiguous ones,
+// the usual case, are not mentioned.
+func TestRunTextBuffers(t *testing.T) {
+	doc := loadFixture(t, "total-lat")
+	res := *fixtureResult(t, doc, "rand-4k-r70-qd8")
+	for _, c := range []struct {
+		layout string
+		said   bool
+	}{{"scattered", true}, {"contiguous", false}, {"", false}} {
+		res.Buffers = c.layout
+		var b bytes.Buffer
+		testenv.Must(t, WriteRunText(&b, doc, &res))
+		if got := strings.Contains(b.String(), "buffers: scattered small pages"); got != c.said {
+			t.Errorf("buffers %q: notice %v, want %v:\n%s", c.layout, got, c.said, b.String())
+		}
+	}
+}

@@ -184,7 +184,14 @@ type Result struct {
 	// SQPOLL ring, which the process's own figures do not hold: a cell
 	// bought with a busy kernel thread says so.
 	SubmitThread *ThreadCPU `json:"submit_thread,omitempty"`
-	RampNS       int64      `json:"ramp_ns"`
+	// Buffers is how the I/O buffers lay in physical memory, for block
+	// sizes over a page: "contiguous" (small pages, 512 contiguous at a
+	// time) or "scattered" (wherever the allocator had pages: transparent
+	// huge pages were off or none was free). A virtio disk's large-block
+	// figures are lower with scattered buffers (docs/engine.md, "Buffers").
+	// Absent for 4 KiB blocks, and in results of versions before it.
+	Buffers string `json:"buffers,omitempty"`
+	RampNS  int64  `json:"ramp_ns"`
 	// Completed counts every I/O completed, ramp and drain included: the
 	// figure to compare with kernel counters for the whole run.
 	Completed Counts `json:"completed"`
