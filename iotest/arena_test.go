@@ -93,7 +93,7 @@ func TestHugeBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer unix.Munmap(mem)
+	defer func() { _ = unix.Munmap(mem) }()
 	// Its own mapping, whatever lies beside it.
 	if err := unix.Madvise(mem, unix.MADV_NOHUGEPAGE); err != nil {
 		t.Fatal(err)
