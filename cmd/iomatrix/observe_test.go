@@ -182,9 +182,14 @@ func TestObserveCappedLoads(t *testing.T) {
 	}{{"reader", "reads", 2000}, {"writer", "writes", 700}} {
 		s := systemOf(t, doc, c.system)
 		m := s.IO.Summary.Mean[c.figure]
-		t.Logf("%s: %.1f %s/s over %.2f s (cap %.0f)", c.system, m, c.figure, float64(s.IO.Summary.ObservedNS)/1e9, c.cap)
-		if math.Abs(m/c.cap-1) > 0.01 {
-			t.Errorf("%s: mean %.1f %s/s, want its cap %.0f within 1 %%", c.system, m, c.figure, c.cap)
+		span := float64(s.IO.Summary.ObservedNS) / 1e9
+		t.Logf("%s: %.1f %s/s over %.2f s (cap %.0f)", c.system, m, c.figure, span, c.cap)
+		// blk-throttle grants a cap's budget a slice at a time, so a
+		// window of the cgroup's count holds up to one slice's budget
+		// more or less than the cap's rate over it (2.5 % of 4 s: a CI
+		// run saw the writer at 716.5 writes/s under 700).
+		if tol := 0.01 + cgroup.ThrottleSlice.Seconds()/span; math.Abs(m/c.cap-1) > tol {
+			t.Errorf("%s: mean %.1f %s/s, want its cap %.0f within %.1f %% (1 %% and one throttle slice's budget)", c.system, m, c.figure, c.cap, 100*tol)
 		}
 	}
 	idleDev := deviceOf(t, doc, filepath.Base(idle))
