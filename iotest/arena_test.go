@@ -23,11 +23,23 @@ func TestArenaContiguous(t *testing.T) {
 	testenv.Require(t, strings.Contains(string(thp), "[always]") || strings.Contains(string(thp), "[madvise]"),
 		"transparent huge pages are off: the arena gets scattered pages")
 	const n, bs = 16, 1 << 20
-	a, err := newArena(n, bs, rand.NewPCG(7, 8))
+	a, err := newArena(n, bs, rand.NewPCG(7, 8), true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.free()
+	if !a.contiguous {
+		t.Fatal("the arena is not contiguous")
+	}
+	// Buffers that will not be registered never are.
+	plain, err := newArena(n, bs, rand.NewPCG(7, 8), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain.free()
+	if plain.contiguous {
+		t.Error("an arena asked to be scattered is contiguous")
+	}
 	if h := hugeBytes(a.mem); h != 0 {
 		t.Fatalf("%d bytes of the arena still on huge pages", h)
 	}

@@ -418,6 +418,24 @@ func (w *worker) openRing() (*ringStream, error) {
 	return s, nil
 }
 
+// registrable tells whether a ring can register a's first n buffers, as
+// openRing will: pinning them needs RLIMIT_MEMLOCK or CAP_IPC_LOCK. A
+// throwaway ring tries, on this thread, and its close unpins them.
+func registrable(a *arena, n int) bool {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	r, err := newUring(uint32(n))
+	if err != nil {
+		return false
+	}
+	defer r.close()
+	bufs := make([][]byte, n)
+	for i := range bufs {
+		bufs[i] = a.buf(i)
+	}
+	return r.registerBuffers(bufs) == nil
+}
+
 // prep prepares the next I/O of the job in slot i.
 func (s *ringStream) prep(i int) {
 	write, off, size, kind := s.w.seq.draw()

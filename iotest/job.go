@@ -418,10 +418,17 @@ type arena struct {
 	keep atomic.Bool
 }
 
-func newArena(n int, bs int64, fill *rand.PCG) (*arena, error) {
+// newArena is n buffers of bs bytes each, filled from fill: on
+// physically contiguous small pages when contiguous is set and the kernel
+// can give them (contiguousArena), else on small pages faulted in one by
+// one. Only buffers that will be registered with a ring may be
+// contiguous: the block layer merges the contiguous pages of a buffer
+// named by address into one segment, and the requests an I/O makes would
+// then depend on the layout (see contiguousArena).
+func newArena(n int, bs int64, fill *rand.PCG, contiguous bool) (*arena, error) {
 	stride := (int(bs) + pageSize - 1) / pageSize * pageSize
 	size := n * stride
-	if stride > pageSize {
+	if contiguous && stride > pageSize {
 		if a := contiguousArena(size, fill); a != nil {
 			a.stride, a.bs = stride, int(bs)
 			return a, nil
@@ -451,7 +458,12 @@ const hugeSize = 2 << 20
 // buffers and the block layer take 2 MiB as one segment, and how many
 // requests an I/O becomes would then depend on the memory allocator
 // rather than the device (caps count requests, and the cap model counts
-// a buffer's pages: sysfs.BlockDevice). Contiguous, because the driver
+// a buffer's pages: sysfs.BlockDevice). Registered buffers only: a ring
+// hands the block layer a registered buffer page by page, and the split
+// counts pages, but pread (psync) and a ring's unregistered READ name the
+// buffer by address, and the block layer then merges its contiguous pages
+// into one segment (a 1 MiB read on a loop device would be one request,
+// not the model's two). Contiguous, because the driver
 // hands a request to the device in runs of contiguous memory: a virtio
 // disk takes one descriptor a run, and its host reads each run on its
 // own. Pages faulted one by one came in runs of 1.1-1.2 pages in

@@ -190,9 +190,19 @@ func (r *run) makeStreams() error {
 			budget = new(atomic.Int64)
 			budget.Store(int64(min(o.MaxIOs, math.MaxInt64)))
 		}
-		a, err := newArena(p.QueueDepth, p.BlockSize, fill)
+		// A ring's buffers may be contiguous when it can register them
+		// (passthrough commands name them by address, and are never
+		// split); psync's never are (see newArena).
+		ring := r.engine == EngineUring
+		a, err := newArena(p.QueueDepth, p.BlockSize, fill, ring)
 		if err != nil {
 			return err
+		}
+		if a.contiguous && r.t.pt == nil && !registrable(a, p.QueueDepth) {
+			a.free()
+			if a, err = newArena(p.QueueDepth, p.BlockSize, fill, false); err != nil {
+				return err
+			}
 		}
 		r.arenas = append(r.arenas, a)
 		if r.engine == EngineUring {

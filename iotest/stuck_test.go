@@ -162,7 +162,7 @@ func TestCancelOnStuckDevice(t *testing.T) {
 	// the given-up reads as completed or failed.
 	t.Run("ring-gives-up", func(t *testing.T) {
 		disk.hold()
-		a, err := newArena(p.QueueDepth, p.BlockSize, rand.NewPCG(1, 2))
+		a, err := newArena(p.QueueDepth, p.BlockSize, rand.NewPCG(1, 2), true)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -131,7 +131,7 @@ func TestKernelCancelledIOIsReissued(t *testing.T) {
 			// Slot 0 alone is used, in a ring with room for the failing
 			// request and the wait's timer besides.
 			const qd = 4
-			a, err := newArena(qd, p.BlockSize, rand.NewPCG(1, 2))
+			a, err := newArena(qd, p.BlockSize, rand.NewPCG(1, 2), true)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -94,7 +94,7 @@ func WriteRunText(w io.Writer, doc *results.Document, r *results.Result) error {
 		fmt.Fprintf(w, "ring: %s\n", strings.Join(r.EngineOpts, ", "))
 	}
 	if r.Buffers == "scattered" {
-		fmt.Fprintln(w, "buffers: scattered small pages (no transparent huge page could be had and split): large blocks on a virtio disk measure lower so (docs/engine.md, \"Buffers\")")
+		fmt.Fprintln(w, "buffers: scattered small pages (psync, a ring that could not register them, or no huge page to split): large blocks on a virtio disk measure lower so (docs/engine.md, \"Buffers\")")
 	}
 	if t.Disk != "" && r.Device.Uncounted != "" {
 		fmt.Fprintf(w, "disk %s: requests %s\n", t.Disk, r.Device.Uncounted)

@@ -186,8 +186,9 @@ type Result struct {
 	SubmitThread *ThreadCPU `json:"submit_thread,omitempty"`
 	// Buffers is how the I/O buffers lay in physical memory, for block
 	// sizes over a page: "contiguous" (small pages, 512 contiguous at a
-	// time) or "scattered" (wherever the allocator had pages: transparent
-	// huge pages were off or none was free). A virtio disk's large-block
+	// time) or "scattered" (wherever the allocator had pages: the psync
+	// engine, a ring that could not register its buffers, transparent
+	// huge pages off or none free). A virtio disk's large-block
 	// figures are lower with scattered buffers (docs/engine.md, "Buffers").
 	// Absent for 4 KiB blocks, and in results of versions before it.
 	Buffers string `json:"buffers,omitempty"`
