@@ -418,22 +418,27 @@ func (w *worker) openRing() (*ringStream, error) {
 	return s, nil
 }
 
-// registrable tells whether a ring can register a's first n buffers, as
-// openRing will: pinning them needs RLIMIT_MEMLOCK or CAP_IPC_LOCK. A
-// throwaway ring tries, on this thread, and its close unpins them.
-func registrable(a *arena, n int) bool {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+// registrable registers a's first n buffers with a throwaway ring, as
+// openRing will, and returns the ring (nil when they could not be):
+// pinning them needs RLIMIT_MEMLOCK or CAP_IPC_LOCK, and the memory a
+// user may pin adds up over the rings that hold it, so the caller keeps
+// each ring until every job's buffers are made, then closes them (which
+// unpins the buffers). The calling goroutine must be locked to its
+// thread, and close the ring on it.
+func registrable(a *arena, n int) *uring {
 	r, err := newUring(uint32(n))
 	if err != nil {
-		return false
+		return nil
 	}
-	defer r.close()
 	bufs := make([][]byte, n)
 	for i := range bufs {
 		bufs[i] = a.buf(i)
 	}
-	return r.registerBuffers(bufs) == nil
+	if err := r.registerBuffers(bufs); err != nil {
+		r.close()
+		return nil
+	}
+	return r
 }
 
 // prep prepares the next I/O of the job in slot i.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -184,6 +185,16 @@ func (r *run) makeStreams() error {
 	if err != nil {
 		return err
 	}
+	// The rings that check each job's buffers can be registered, held
+	// until all are made (see registrable).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var probes []*uring
+	defer func() {
+		for _, ring := range probes {
+			ring.close()
+		}
+	}()
 	for j := 0; j < p.Jobs; j++ {
 		var budget *atomic.Int64
 		if o.MaxIOs > 0 {
@@ -198,10 +209,14 @@ func (r *run) makeStreams() error {
 		if err != nil {
 			return err
 		}
-		if a.contiguous && r.t.pt == nil && !registrable(a, p.QueueDepth) {
-			a.free()
-			if a, err = newArena(p.QueueDepth, p.BlockSize, fill, false); err != nil {
-				return err
+		if a.contiguous && r.t.pt == nil {
+			if ring := registrable(a, p.QueueDepth); ring != nil {
+				probes = append(probes, ring)
+			} else {
+				a.free()
+				if a, err = newArena(p.QueueDepth, p.BlockSize, fill, false); err != nil {
+					return err
+				}
 			}
 		}
 		r.arenas = append(r.arenas, a)
