@@ -403,10 +403,7 @@ func (w *worker) openRing() (*ringStream, error) {
 	if w.async {
 		r.sqeFlags |= uringSqeAsync
 	}
-	s := &ringStream{w: w, r: r, bufs: make([][]byte, w.qd), slots: make([]slot, w.qd), fresh: make([]int32, 0, w.qd), bs: uint64(w.arena.bs)}
-	for i := range s.bufs {
-		s.bufs[i] = w.arena.buf(i)
-	}
+	s := &ringStream{w: w, r: r, bufs: w.arena.bufs(w.qd), slots: make([]slot, w.qd), fresh: make([]int32, 0, w.qd), bs: uint64(w.arena.bs)}
 	if w.pt != nil {
 		// Passthrough commands name their buffers by address (see
 		// prepCmd): registered ones would go unused.
@@ -430,11 +427,7 @@ func registrable(a *arena, n int) *uring {
 	if err != nil {
 		return nil
 	}
-	bufs := make([][]byte, n)
-	for i := range bufs {
-		bufs[i] = a.buf(i)
-	}
-	if err := r.registerBuffers(bufs); err != nil {
+	if err := r.registerBuffers(a.bufs(n)); err != nil {
 		r.close()
 		return nil
 	}

@@ -1,12 +1,12 @@
 package iotest
 
 import (
+	"bytes"
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
 	"os"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -526,21 +526,27 @@ func hugeBytes(region []byte) int {
 	if err != nil {
 		return -1
 	}
-	head := fmt.Sprintf("\n%x-", uintptr(unsafe.Pointer(&region[0])))
-	i := strings.Index("\n"+string(data), head)
-	if i < 0 {
+	head := fmt.Appendf(nil, "%x-", uintptr(unsafe.Pointer(&region[0])))
+	i := bytes.Index(data, append([]byte{'\n'}, head...)) + 1
+	if !bytes.HasPrefix(data, head) && i == 0 {
 		return -1
 	}
-	_, v, found := strings.Cut(string(data[i:]), "\nAnonHugePages:")
-	if !found {
-		return -1
-	}
-	v, _, _ = strings.Cut(v, "\n")
-	kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(v, "kB")))
-	if err != nil {
+	_, v, found := bytes.Cut(data[i:], []byte("\nAnonHugePages:"))
+	v, _, _ = bytes.Cut(v, []byte("\n"))
+	kb, err := strconv.Atoi(string(bytes.TrimSpace(bytes.TrimSuffix(v, []byte("kB")))))
+	if !found || err != nil {
 		return -1
 	}
 	return kb << 10
+}
+
+// bufs are the first n buffers.
+func (a *arena) bufs(n int) [][]byte {
+	b := make([][]byte, n)
+	for i := range b {
+		b[i] = a.buf(i)
+	}
+	return b
 }
 
 func (a *arena) buf(i int) []byte {

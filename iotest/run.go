@@ -204,14 +204,13 @@ func (r *run) makeStreams() error {
 		// A ring's buffers may be contiguous when it can register them
 		// (passthrough commands name them by address, and are never
 		// split); psync's never are (see newArena).
-		ring := r.engine == EngineUring
-		a, err := newArena(p.QueueDepth, p.BlockSize, fill, ring)
+		a, err := newArena(p.QueueDepth, p.BlockSize, fill, r.engine == EngineUring)
 		if err != nil {
 			return err
 		}
 		if a.contiguous && r.t.pt == nil {
-			if ring := registrable(a, p.QueueDepth); ring != nil {
-				probes = append(probes, ring)
+			if probe := registrable(a, p.QueueDepth); probe != nil {
+				probes = append(probes, probe)
 			} else {
 				a.free()
 				if a, err = newArena(p.QueueDepth, p.BlockSize, fill, false); err != nil {
