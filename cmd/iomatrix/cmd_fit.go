@@ -11,13 +11,13 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/iomatrix/iomatrix/answers/fit"
+	"github.com/iomatrix/iomatrix/answers/fit/rehearse"
 	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/iotest"
-	"github.com/iomatrix/iomatrix/rehearse"
 	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
 	"github.com/iomatrix/iomatrix/session"
-	"github.com/iomatrix/iomatrix/sizing"
 )
 
 type fitOptions struct {
@@ -100,14 +100,14 @@ func runFit(ctx context.Context, g *globalOptions, o *fitOptions, path string) e
 	if err != nil {
 		return err
 	}
-	v, err := sizing.Judge(doc, need)
-	if errors.Is(err, sizing.ErrCannotJudge) {
+	v, err := fit.Judge(doc, need)
+	if errors.Is(err, fit.ErrCannotJudge) {
 		return usagef("%s: %w", path, err)
 	}
 	if err != nil {
 		return err
 	}
-	answer := sizing.NewAnswer(doc, v, work)
+	answer := fit.NewAnswer(doc, v, work)
 	if o.Target != "" {
 		reh, err := runRehearsal(ctx, g, o, path, doc.Target, *work, v)
 		if err != nil {
@@ -139,11 +139,11 @@ func runFit(ctx context.Context, g *globalOptions, o *fitOptions, path string) e
 	return nil
 }
 
-func writeAnswer(g *globalOptions, format string, v sizing.Verdict, a sizing.Answer) error {
+func writeAnswer(g *globalOptions, format string, v fit.Verdict, a fit.Answer) error {
 	if format == "json" {
 		return a.WriteJSON(g.stdout)
 	}
-	return sizing.WriteText(g.stdout, v, a)
+	return fit.WriteText(g.stdout, v, a)
 }
 
 // check refuses, before anything is read, a rehearsal flag without
@@ -181,7 +181,7 @@ func (o *rehearseOptions) check(single bool) error {
 // runRehearsal plans the rehearsal of work on --rehearse's target (the
 // target, the streams, the caps: all checked before any I/O), then runs
 // it and returns its document.
-func runRehearsal(ctx context.Context, g *globalOptions, o *fitOptions, lookup string, measured results.TargetInfo, work sizing.Workload, v sizing.Verdict) (*results.Document, error) {
+func runRehearsal(ctx context.Context, g *globalOptions, o *fitOptions, lookup string, measured results.TargetInfo, work fit.Workload, v fit.Verdict) (*results.Document, error) {
 	ro := &o.rehearseOptions
 	engine, err := engineName(ro.Engine)
 	if err != nil {
@@ -248,21 +248,21 @@ func rehearseTargetError(err error) error {
 }
 
 // need is what --need or --workload asks for; work is nil for --need.
-func (o *fitOptions) need() (sizing.Need, *sizing.Workload, error) {
+func (o *fitOptions) need() (fit.Need, *fit.Workload, error) {
 	if o.Need != "" {
-		need, err := sizing.ParseNeed(o.Need)
+		need, err := fit.ParseNeed(o.Need)
 		if err != nil {
-			return sizing.Need{}, nil, usagef("--need: %w", err)
+			return fit.Need{}, nil, usagef("--need: %w", err)
 		}
 		return need, nil, nil
 	}
 	data, err := os.ReadFile(o.Workload)
 	if err != nil {
-		return sizing.Need{}, nil, usagef("--workload: %w", err)
+		return fit.Need{}, nil, usagef("--workload: %w", err)
 	}
-	w, err := sizing.ParseWorkload(o.Workload, data)
+	w, err := fit.ParseWorkload(o.Workload, data)
 	if err != nil {
-		return sizing.Need{}, nil, usagef("--workload %w", err)
+		return fit.Need{}, nil, usagef("--workload %w", err)
 	}
 	return w.Sum(), &w, nil
 }

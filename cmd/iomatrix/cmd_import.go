@@ -6,10 +6,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/iomatrix/iomatrix/fio"
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
+	"github.com/iomatrix/iomatrix/results/fio"
 )
 
 func newImportCommand(g *globalOptions) *cobra.Command {

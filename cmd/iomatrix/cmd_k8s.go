@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/iomatrix/iomatrix/answers/k8s"
 	"github.com/iomatrix/iomatrix/internal/fault"
-	"github.com/iomatrix/iomatrix/k8s"
 	"github.com/iomatrix/iomatrix/profiles"
 	"github.com/iomatrix/iomatrix/results"
 )

@@ -11,13 +11,13 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/iomatrix/iomatrix/answers/fit"
+	"github.com/iomatrix/iomatrix/answers/observe"
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/internal/units"
-	"github.com/iomatrix/iomatrix/observe"
 	"github.com/iomatrix/iomatrix/results"
-	"github.com/iomatrix/iomatrix/sizing"
 )
 
 type observeOptions struct {
@@ -54,7 +54,7 @@ func (o *observeOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringArrayVar(&o.MySQL, "mysql", nil, "read a MySQL or MariaDB server's InnoDB counters for a system: [SYSTEM=]env:VAR, [SYSTEM=]file:PATH (mode 0600) or a DSN without password (the password from $MYSQL_PWD); repeatable")
 	f.StringVarP(&o.Out, "out", "o", "", "the observation's file, saved atomically (default: iomatrix-observe-TIMESTAMP.json)")
 	f.StringVar(&o.Workload, "workload", "", "write the `FILE` that fit --workload reads, from the observation when it ends (or from --from)")
-	f.StringVar(&o.Statistic, "statistic", sizing.DefaultStatistic, "the workload's rates: p50, p95, p99 or max of the per-minute rates, the same of the per-second ones (p95-second…), mean, or busiest-hour")
+	f.StringVar(&o.Statistic, "statistic", fit.DefaultStatistic, "the workload's rates: p50, p95, p99 or max of the per-minute rates, the same of the per-second ones (p95-second…), mean, or busiest-hour")
 	f.StringVar(&o.Headroom, "headroom", "0%", "raise every rate in the workload file by this much (e.g. 30%)")
 	f.StringVar(&o.From, "from", "", "sample nothing: read this observation and write its --workload (and its report)")
 	f.BoolVar(&o.EnableV1, "v1-enable-counters", false, "cgroup v1: make the kernel count cgroup I/O on the observed devices, which it does only once a throttle rule was set on a device, by setting and at once removing one in a cgroup of iomatrix's own (nothing is limited; the device's throttling stays on, without limits, until it goes away)")
@@ -86,7 +86,7 @@ func runObserve(ctx context.Context, g *globalOptions, o *observeOptions, args [
 	if err != nil || headroom < 0 || headroom > 1000 {
 		return usagef("--headroom: %q is not a percentage from 0 to 1000 (e.g. 30%%)", o.Headroom)
 	}
-	stat, err := sizing.ParseStatistic(o.Statistic)
+	stat, err := fit.ParseStatistic(o.Statistic)
 	if err != nil {
 		return usagef("--statistic: %w", err)
 	}
@@ -237,7 +237,7 @@ func observeProgress(g *globalOptions, cfg observe.Config) func(observe.SaveInfo
 	}
 }
 
-func observeFrom(g *globalOptions, o *observeOptions, args []string, stat sizing.Statistic, headroom float64) error {
+func observeFrom(g *globalOptions, o *observeOptions, args []string, stat fit.Statistic, headroom float64) error {
 	if len(args) > 0 {
 		return usagef("--from reads an observation: it takes no DEVICE")
 	}
@@ -251,8 +251,8 @@ func observeFrom(g *globalOptions, o *observeOptions, args []string, stat sizing
 	return writeObservedWorkload(g, doc, stat, headroom, o.From, o.Workload)
 }
 
-func writeObservedWorkload(g *globalOptions, doc *results.Observation, stat sizing.Statistic, headroom float64, source, path string) error {
-	data, err := sizing.ObservedWorkload(doc, stat, headroom, source)
+func writeObservedWorkload(g *globalOptions, doc *results.Observation, stat fit.Statistic, headroom float64, source, path string) error {
+	data, err := fit.ObservedWorkload(doc, stat, headroom, source)
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/iomatrix/iomatrix/fio"
+	"github.com/iomatrix/iomatrix/results/fio"
 )
 
 // fioAliases are fio's names of options that mean the same in iomatrix,

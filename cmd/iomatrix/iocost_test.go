@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iomatrix/iomatrix/answers/iocost"
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/testenv"
-	"github.com/iomatrix/iomatrix/iocost"
 	"github.com/iomatrix/iomatrix/results"
 )
 

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/iomatrix/iomatrix/answers/iocost"
+	"github.com/iomatrix/iomatrix/answers/isolate"
 	"github.com/iomatrix/iomatrix/cgroup"
-	"github.com/iomatrix/iomatrix/iocost"
-	"github.com/iomatrix/iomatrix/isolate"
 	"github.com/iomatrix/iomatrix/results"
 )
 

@@ -20,8 +20,8 @@ import (
 	psaapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 
+	"github.com/iomatrix/iomatrix/answers/k8s"
 	"github.com/iomatrix/iomatrix/internal/testenv"
-	"github.com/iomatrix/iomatrix/k8s"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata/")

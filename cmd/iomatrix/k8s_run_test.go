@@ -21,9 +21,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/iomatrix/iomatrix/answers/k8s"
+	"github.com/iomatrix/iomatrix/answers/k8s/k8stest"
 	"github.com/iomatrix/iomatrix/internal/testenv"
-	"github.com/iomatrix/iomatrix/k8s"
-	"github.com/iomatrix/iomatrix/k8s/k8stest"
 	"github.com/iomatrix/iomatrix/results"
 )
 

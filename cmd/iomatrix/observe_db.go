@@ -9,9 +9,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/iomatrix/iomatrix/answers/observe"
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
-	"github.com/iomatrix/iomatrix/observe"
 )
 
 // openDatabases opens every --mysql source before sampling starts, so

@@ -1,4 +1,4 @@
-// Package sizing answers "does this volume carry this workload?" from
+// Package fit answers "does this volume carry this workload?" from
 // measured cells: a workload's need (ParseNeed, or several systems from a
 // workload file, ParseWorkload), the verdict on a results document
 // (Judge), the per-system caps that share the measured capacity
@@ -7,6 +7,6 @@
 //
 // It reads its figures through report's metrics (report.Metric, Bound,
 // Flags), so it sits beside report and imports it; report never imports
-// sizing. It never prints on its own (its writers are handed an
+// fit. It never prints on its own (its writers are handed an
 // io.Writer), and its errors name no command-line flag.
-package sizing
+package fit

@@ -106,7 +106,7 @@ func (p *podman) cleanup() {
 // decoder as a pod's.
 func TestContainerRunsPodTemplate(t *testing.T) {
 	p := newPodman(t)
-	repo, err := filepath.Abs("..")
+	repo, err := filepath.Abs(filepath.Join("..", ".."))
 	testenv.Must(t, err)
 
 	// A static binary: the image has no libc. CI builds it before the

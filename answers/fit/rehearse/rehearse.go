@@ -18,13 +18,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/iomatrix/iomatrix/answers/fit"
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
 	"github.com/iomatrix/iomatrix/session"
-	"github.com/iomatrix/iomatrix/sizing"
 )
 
 const (
@@ -47,7 +47,7 @@ const (
 // size, its reads and writes each on a schedule of its own at its rates
 // with the arrival given, at most its concurrency in flight (or
 // DefaultQueueDepth), one job.
-func Patterns(w sizing.Workload, arrival string) []results.Pattern {
+func Patterns(w fit.Workload, arrival string) []results.Pattern {
 	pats := make([]results.Pattern, len(w.Systems))
 	for i, s := range w.Systems {
 		qd := s.Concurrency
@@ -63,7 +63,7 @@ func Patterns(w sizing.Workload, arrival string) []results.Pattern {
 // readPct is the read share of a need as the pattern's whole percent,
 // never 0 or 100 for a system that does both: the pattern must say that
 // it writes (the target is opened for writing) and that it reads.
-func readPct(n sizing.Need) int {
+func readPct(n fit.Need) int {
 	switch {
 	case n.WriteIOPS == 0:
 		return 100
@@ -76,7 +76,7 @@ func readPct(n sizing.Need) int {
 // Limits are the caps the lookup proposes (sizing's shares of the
 // verdict's cell), one per system; the device is the target's, filled in
 // when they are planned.
-func Limits(w sizing.Workload, v sizing.Verdict) []cgroup.Limit {
+func Limits(w fit.Workload, v fit.Verdict) []cgroup.Limit {
 	shares := w.Shares(v)
 	out := make([]cgroup.Limit, len(shares))
 	for i, s := range shares {
@@ -88,7 +88,7 @@ func Limits(w sizing.Workload, v sizing.Verdict) []cgroup.Limit {
 // Window is the measured window long enough for every system to prove
 // its latency bounds (a percentile rests on enough I/Os: see
 // results.Confident), at least MinWindow and at most MaxWindow.
-func Window(w sizing.Workload) time.Duration {
+func Window(w fit.Workload) time.Duration {
 	need := MinWindow
 	for _, s := range w.Systems {
 		for _, b := range s.Bounds {
@@ -110,12 +110,12 @@ func quantile(m report.Metric) float64 {
 
 // Config is what Run rehearses.
 type Config struct {
-	Workload sizing.Workload
+	Workload fit.Workload
 	// WorkloadFile and LookupFile name the workload and the results file
 	// of the lookup, for the document.
 	WorkloadFile, LookupFile string
 	// Lookup is the lookup's verdict on the workload's sum.
-	Lookup sizing.Verdict
+	Lookup fit.Verdict
 	// Patterns are the systems' streams (Patterns), in the workload's
 	// order.
 	Patterns []results.Pattern
@@ -176,7 +176,7 @@ func Run(ctx context.Context, c Config) (*results.Document, error) {
 // stream kept to its schedule (sustained, and its achieved rate within
 // RateTolerance of the schedule's own) and its response time holds
 // every bound on enough I/Os to prove it.
-func Judge(s sizing.Need, r results.Result) results.RehearsedSystem {
+func Judge(s fit.Need, r results.Result) results.RehearsedSystem {
 	sys := results.RehearsedSystem{Name: s.Name, Result: r.Name, ReadIOPS: s.ReadIOPS, WriteIOPS: s.WriteIOPS,
 		BlockSize: s.BlockSize, Concurrency: s.Concurrency, AchievedIOPS: r.Total.IOPS}
 	var why []string
@@ -208,7 +208,7 @@ func Judge(s sizing.Need, r results.Result) results.RehearsedSystem {
 	for _, b := range s.Bounds {
 		c := results.RehearsedBound{Bound: b.String()}
 		if ok {
-			check, fails := sizing.CheckBound(b, resp, "response")
+			check, fails := fit.CheckBound(b, resp, "response")
 			c.US, c.Holds = check.Value, check.Holds
 			if fails != "" {
 				why = append(why, fails)

@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iomatrix/iomatrix/fio"
 	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/results"
+	"github.com/iomatrix/iomatrix/results/fio"
 )
 
 func spec(t *testing.T, s string) iotest.PatternSpec {
@@ -512,7 +512,7 @@ func TestText(t *testing.T) {
 // total the import code reads from it.
 func fioFixture(t *testing.T, name string) ([]byte, results.Total) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "fio", "testdata", name))
+	data, err := os.ReadFile(filepath.Join("..", "..", "results", "fio", "testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}

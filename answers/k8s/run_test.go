@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/iomatrix/iomatrix/k8s/k8stest"
+	"github.com/iomatrix/iomatrix/answers/k8s/k8stest"
 	"github.com/iomatrix/iomatrix/results"
 )
 

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/iomatrix/iomatrix/fio"
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/results"
+	"github.com/iomatrix/iomatrix/results/fio"
 )
 
 // fioFilename escapes what fio would otherwise read as a list of files.

@@ -5,13 +5,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iomatrix/iomatrix/answers/fit"
 	"github.com/iomatrix/iomatrix/results"
-	"github.com/iomatrix/iomatrix/sizing"
 )
 
-func workload(t *testing.T, yaml string) sizing.Workload {
+func workload(t *testing.T, yaml string) fit.Workload {
 	t.Helper()
-	w, err := sizing.ParseWorkload("w.yaml", []byte(yaml))
+	w, err := fit.ParseWorkload("w.yaml", []byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestWindow(t *testing.T) {
 // to 1.
 func TestLimits(t *testing.T) {
 	w := workload(t, "systems:\n  - {name: a, reads: 300, writes: 100, block_size: 4k}\n  - {name: b, reads: 100, block_size: 4k}\n")
-	ls := Limits(w, sizing.Verdict{IOPS: 1000, Fits: true})
+	ls := Limits(w, fit.Verdict{IOPS: 1000, Fits: true})
 	if ls[0].ReadIOPS != 600 || ls[0].WriteIOPS != 200 || ls[1].ReadIOPS != 200 || ls[1].WriteIOPS != 1 {
 		t.Errorf("limits %+v", ls)
 	}
@@ -91,7 +91,7 @@ func TestJudge(t *testing.T) {
 	erp, web := w.Systems[0], w.Systems[1]
 	for _, tc := range []struct {
 		name string
-		sys  sizing.Need
+		sys  fit.Need
 		res  results.Result
 		fits bool
 		why  string
