@@ -9,8 +9,9 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/iomatrix/iomatrix/internal/testenv"
 	"golang.org/x/sys/unix"
+
+	"github.com/iomatrix/iomatrix/internal/testenv"
 )
 
 // An arena of buffers larger than a page lies on small pages that are

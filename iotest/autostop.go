@@ -1,11 +1,11 @@
 package iotest
 
 import (
-	"fmt"
 	"math"
 	"strings"
 	"time"
 
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -49,13 +49,13 @@ const (
 func (a Auto) Validate() error {
 	switch {
 	case a.MaxRuntime < SteadyWindow*round:
-		return &FieldError{"max-runtime", fmt.Sprintf("%s is shorter than the %d one-second rounds steady state is judged on", a.MaxRuntime, SteadyWindow)}
+		return pattern.Fieldf("max-runtime", "%s is shorter than the %d one-second rounds steady state is judged on", a.MaxRuntime, SteadyWindow)
 	case a.MinRuntime < 0:
-		return &FieldError{"min-runtime", fmt.Sprintf("%s must not be negative", a.MinRuntime)}
+		return pattern.Fieldf("min-runtime", "%s must not be negative", a.MinRuntime)
 	case a.MinRuntime > a.MaxRuntime:
-		return &FieldError{"min-runtime", fmt.Sprintf("%s is longer than the maximum runtime %s", a.MinRuntime, a.MaxRuntime)}
+		return pattern.Fieldf("min-runtime", "%s is longer than the maximum runtime %s", a.MinRuntime, a.MaxRuntime)
 	case !(a.Precision > 0 && a.Precision <= 0.5):
-		return &FieldError{"precision", fmt.Sprintf("%g %% is not between 0 and 50 %%", a.Precision*100)}
+		return pattern.Fieldf("precision", "%g %% is not between 0 and 50 %%", a.Precision*100)
 	}
 	return nil
 }

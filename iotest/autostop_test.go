@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 )
 
 // The stopping rule on synthetic series: each test feeds rounds through
@@ -238,7 +240,7 @@ func TestAutoValidate(t *testing.T) {
 		{Auto{MaxRuntime: 20 * time.Second, Precision: 0.6}, "precision"},
 	} {
 		err := c.a.Validate()
-		var fe *FieldError
+		var fe *pattern.FieldError
 		if !errors.As(err, &fe) || fe.Field != c.field {
 			t.Errorf("%+v: %v, want an error on %s", c.a, err, c.field)
 		}

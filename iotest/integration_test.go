@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/iomatrix/iomatrix/internal/testenv"
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -359,8 +360,8 @@ func TestNoAllocationPerIO(t *testing.T) {
 	// Then a block-size mix under zipf, on both engines: each I/O's size
 	// and offset come from precomputed tables.
 	mixed := results.Pattern{Access: results.Random, ReadPct: 50, QueueDepth: 8, Jobs: 1}
-	mixed, _ = mixed.WithBSSplit("4k/60:16k/30:64k/10")
-	mixed, _ = mixed.WithDistribution("zipf:1.2")
+	mixed, _ = pattern.WithBSSplit(mixed, "4k/60:16k/30:64k/10")
+	mixed, _ = pattern.WithDistribution(mixed, "zipf:1.2")
 	for _, eng := range append(engines(t), "uring-polling", "uring-batched", "uring-mix", "psync-mix", "uring-rate", "uring-sqpoll") {
 		// A fixed number of I/Os, not a fixed time: a slow moment of the
 		// disk must not leave too few I/Os to tell.

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unsafe" // and for go:linkname
 
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
 
 	"golang.org/x/sys/unix"
@@ -54,7 +55,7 @@ type stats struct {
 	// sizeIOs counts the window's I/Os by size index (see mixTable), reads
 	// then writes; hot1 and hot10 those drawn from the hottest 1 % and
 	// 10 % of a skewed distribution.
-	sizeIOs     [2][results.MaxSplitSizes]uint64
+	sizeIOs     [2][pattern.MaxSplitSizes]uint64
 	hot1, hot10 uint64
 	open        *openStats // an open-loop run's own figures; nil in a closed loop
 	err         *results.IOError
@@ -145,7 +146,7 @@ func (s *stats) accountKind(c *clock, write bool, kind uint8, bytes uint64, star
 func (s *stats) restartWindow(rampEnd int64) {
 	s.readHist, s.writeHist = Histogram{}, Histogram{}
 	s.readIOs, s.writeIOs, s.readBytes, s.writeBytes = 0, 0, 0, 0
-	s.sizeIOs, s.hot1, s.hot10 = [2][results.MaxSplitSizes]uint64{}, 0, 0
+	s.sizeIOs, s.hot1, s.hot10 = [2][pattern.MaxSplitSizes]uint64{}, 0, 0
 	clear(s.timeline)
 	s.window, s.second = rampEnd, 0
 	s.sealed.Store(0)
@@ -284,7 +285,7 @@ func (q *sequence) take() bool {
 func newSequence(seed uint64, job, worker int, p results.Pattern, size int64) *sequence {
 	m, err := newMix(p, size)
 	if err != nil {
-		panic(err) // a pattern that passed ValidatePattern parses
+		panic(err) // a pattern that passed pattern.Validate parses
 	}
 	return newSequenceWith(seed, job, worker, p, size, m)
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -17,14 +18,14 @@ type mixTable struct {
 	sizes []int64 // distinct sizes, smallest first: the index is the I/O's kind
 	// cum[d][i] is the cumulative share in percent of the first i+1
 	// entries of direction d (0 reads, 1 writes), of size sizes[idx[d][i]].
-	cum, idx [2][results.MaxSplitSizes]uint8
+	cum, idx [2][pattern.MaxSplitSizes]uint8
 	entries  [2]int
 	// unit is the granularity of random offsets: the smallest size, as
 	// fio aligns a mix's offsets to its smallest block size.
 	unit int64
 	// fit[k] is how many units a random I/O of sizes[k] may start at;
 	// last[k] the highest offset it may start at.
-	fit, last [results.MaxSplitSizes]int64
+	fit, last [pattern.MaxSplitSizes]int64
 
 	skew skew
 }
@@ -86,13 +87,13 @@ func newMix(p results.Pattern, size int64) (*mixTable, error) {
 	m.entries = [2]int{1, 1}
 	m.cum[0][0], m.cum[1][0] = 100, 100
 	if p.BSSplit != "" {
-		b, err := results.ParseBSSplit(p.BSSplit)
+		b, err := pattern.ParseBSSplit(p.BSSplit)
 		if err != nil {
 			return nil, err
 		}
 		m.sizes = b.Sizes()
 		m.unit = m.sizes[0]
-		for d, list := range [2][]results.SizeShare{b.Read, b.Write} {
+		for d, list := range [2][]pattern.SizeShare{b.Read, b.Write} {
 			cum := 0
 			for i, e := range list {
 				cum += e.Pct
@@ -110,7 +111,7 @@ func newMix(p results.Pattern, size int64) (*mixTable, error) {
 		m.fit[k] = max((size-s)/m.unit+1, 1)
 		m.last[k] = max((size-s)/m.unit*m.unit, 0)
 	}
-	d, err := results.ParseDistribution(p.Distribution)
+	d, err := pattern.ParseDistribution(p.Distribution)
 	if err != nil {
 		return nil, err
 	}
@@ -120,12 +121,12 @@ func newMix(p results.Pattern, size int64) (*mixTable, error) {
 	return m, nil
 }
 
-func newSkew(d results.Distribution, n uint64) skew {
+func newSkew(d pattern.Distribution, n uint64) skew {
 	s := skew{kind: d.Kind, n: max(n, 1), center: d.Center}
 	s.hot1, s.hot10 = uint64(math.Ceil(float64(s.n)/100)), uint64(math.Ceil(float64(s.n)/10))
 	nf := float64(s.n)
 	switch d.Kind {
-	case results.DistZipf:
+	case pattern.DistZipf:
 		s.theta = d.Param
 		for i := uint64(1); i <= min(s.n, zipfMaxTerms); i++ {
 			s.zetan += math.Pow(1/float64(i), s.theta)
@@ -134,9 +135,9 @@ func newSkew(d results.Distribution, n uint64) skew {
 		s.second = zeta2
 		s.alpha = 1 / (1 - s.theta)
 		s.eta = (1 - math.Pow(2/nf, 1-s.theta)) / (1 - zeta2/s.zetan)
-	case results.DistPareto:
+	case pattern.DistPareto:
 		s.pow = math.Log(d.Param) / math.Log(1-d.Param)
-	case results.DistNormal:
+	case pattern.DistNormal:
 		if d.Param != 0 {
 			s.stddev = int64(min(math.Ceil(nf*d.Param/100), float64(s.n/2)))
 		}
@@ -149,9 +150,9 @@ func newSkew(d results.Distribution, n uint64) skew {
 // same hot blocks.
 func (s *skew) rotation(rng *rand.PCG) uint64 {
 	switch {
-	case s.kind == results.DistNormal && s.center < 0:
+	case s.kind == pattern.DistNormal && s.center < 0:
 		return 0
-	case s.kind == results.DistNormal:
+	case s.kind == pattern.DistNormal:
 		return uint64(int64(float64(s.n) * (s.center - 0.5)))
 	case s.center >= 0:
 		return uint64(float64(s.n) * s.center)
@@ -185,7 +186,7 @@ func (q *sequence) skewed() (block uint64, hot uint8) {
 	s := &q.mix.skew
 	var rank, dist uint64
 	switch s.kind {
-	case results.DistZipf:
+	case pattern.DistZipf:
 		u := q.uniform32()
 		switch z := u * s.zetan; {
 		case z < 1:
@@ -196,7 +197,7 @@ func (q *sequence) skewed() (block uint64, hot uint8) {
 			rank = uint64(float64(s.n) * math.Pow(s.eta*u-s.eta+1, s.alpha))
 		}
 		dist = rank
-	case results.DistPareto:
+	case pattern.DistPareto:
 		rank = uint64(float64(s.n-1) * math.Pow(q.uniform32(), s.pow))
 		// The density of rank x grows as x^(1/pow-1): for h above 0.5
 		// (pow below 1) the hottest ranks are the highest.
@@ -204,7 +205,7 @@ func (q *sequence) skewed() (block uint64, hot uint8) {
 		if s.pow < 1 {
 			dist = s.n - 1 - min(rank, s.n-1)
 		}
-	case results.DistNormal:
+	case pattern.DistNormal:
 		var sum uint64
 		for range 12 {
 			sum += (q.rng.Uint64() >> 32) % (s.n + 1)
@@ -238,7 +239,7 @@ func (q *sequence) skewed() (block uint64, hot uint8) {
 func mixFigures(r *results.Result, s *stats) {
 	p := r.Pattern
 	if p.BSSplit != "" {
-		if b, err := results.ParseBSSplit(p.BSSplit); err == nil {
+		if b, err := pattern.ParseBSSplit(p.BSSplit); err == nil {
 			for k, size := range b.Sizes() {
 				r.SizeMix = append(r.SizeMix, results.SizeCount{BlockSize: size, ReadIOs: s.sizeIOs[0][k], WriteIOs: s.sizeIOs[1][k]})
 			}

@@ -9,20 +9,21 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
 )
 
 func mixPattern(t *testing.T, readPct int, bssplit, dist string) results.Pattern {
 	t.Helper()
 	p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: readPct, QueueDepth: 1, Jobs: 1}
-	p, err := p.WithBSSplit(bssplit)
+	p, err := pattern.WithBSSplit(p, bssplit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, err = p.WithDistribution(dist); err != nil {
+	if p, err = pattern.WithDistribution(p, dist); err != nil {
 		t.Fatal(err)
 	}
-	if err := ValidatePattern(p); err != nil {
+	if err := pattern.Validate(p); err != nil {
 		t.Fatal(err)
 	}
 	return p

@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -135,11 +136,11 @@ func namespaceID(path string) (uint32, error) {
 // queues, as a block device's do (CheckPoll, on the namespace's disk).
 func (pt *passthru) check(p results.Pattern, o Options, engine string) error {
 	if engine == EnginePsync {
-		return &FieldError{"engine", "an NVMe passthrough device takes commands through io_uring only: not with the psync engine"}
+		return pattern.Fieldf("engine", "an NVMe passthrough device takes commands through io_uring only: not with the psync engine")
 	}
 	if pt.maxBytes > 0 && p.BlockSize > pt.maxBytes {
-		return &FieldError{"block_size", fmt.Sprintf("%d bytes is more than one NVMe passthrough command is sure to carry on this device (%d bytes: its max_hw_sectors_kb, and max_segments pages): the kernel does not split passthrough commands",
-			p.BlockSize, pt.maxBytes)}
+		return pattern.Fieldf("block_size", "%d bytes is more than one NVMe passthrough command is sure to carry on this device (%d bytes: its max_hw_sectors_kb, and max_segments pages): the kernel does not split passthrough commands",
+			p.BlockSize, pt.maxBytes)
 	}
 	return nil
 }

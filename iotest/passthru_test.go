@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/iomatrix/iomatrix/internal/sysfs"
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -184,7 +185,7 @@ func TestPlanPassthrough(t *testing.T) {
 		{four, Options{Engine: EnginePsync}, "engine"},
 		{big, Options{Engine: EngineUring}, "block_size"},
 	} {
-		if err := p.CheckPassthrough(c.p, c.o); (c.field == "" && err != nil) || (c.field != "" && !IsField(err, c.field)) {
+		if err := p.CheckPassthrough(c.p, c.o); (c.field == "" && err != nil) || (c.field != "" && !pattern.IsField(err, c.field)) {
 			t.Errorf("%s %+v: %v, want field %q", c.p.Name(), c.o, err, c.field)
 		}
 	}

@@ -1,14 +1,12 @@
 package iotest
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -29,10 +27,6 @@ import (
 // behind its schedule: every slot was busy, or the machine could not run
 // it.
 const LateThreshold = time.Millisecond
-
-// MaxRate bounds an open-loop pattern's rate: far above what one machine
-// issues, so that a typo (an extra digit) is caught.
-const MaxRate = 10e6
 
 // arrivals is one stream of intended starts, in ns since the run's start.
 type arrivals struct {
@@ -424,62 +418,15 @@ const spinMax = int64(10 * time.Microsecond)
 // the engine they run on: o.Engine before it is resolved, Run's after.
 func CheckOpen(o Options, engine string) error {
 	if o.Auto != nil {
-		return &FieldError{"runtime", "an open-loop run has a fixed window: auto cannot judge a schedule's figures"}
+		return pattern.Fieldf("runtime", "an open-loop run has a fixed window: auto cannot judge a schedule's figures")
 	}
 	if engine == EnginePsync {
-		return &FieldError{"engine", "an open-loop run needs the uring engine: the psync engine cannot wait for a schedule and a completion at once"}
+		return pattern.Fieldf("engine", "an open-loop run needs the uring engine: the psync engine cannot wait for a schedule and a completion at once")
 	}
 	if o.Ring.Poll {
-		return &FieldError{"poll", "an open-loop run times its starts with timer requests, which a polled ring (IOPOLL) cannot hold"}
+		return pattern.Fieldf("poll", "an open-loop run times its starts with timer requests, which a polled ring (IOPOLL) cannot hold")
 	}
 	return nil
-}
-
-// ValidateRate checks an open-loop pattern's rate against its read share.
-func ValidateRate(p results.Pattern) error {
-	r := p.Rate
-	if !r.Open() {
-		if r != (results.Rate{}) {
-			return &FieldError{"rate", "a rate must be positive"}
-		}
-		return nil
-	}
-	for _, v := range []float64{r.IOPS, r.ReadIOPS, r.WriteIOPS} {
-		if v < 0 || v > MaxRate || math.IsNaN(v) || math.IsInf(v, 0) {
-			return &FieldError{"rate", fmt.Sprintf("%s is outside 0..%s IOPS", results.FormatRate(v), results.FormatRate(MaxRate))}
-		}
-	}
-	if r.IOPS > 0 && (r.ReadIOPS > 0 || r.WriteIOPS > 0) {
-		return &FieldError{"rate", "give a total rate or a rate per direction, not both"}
-	}
-	switch r.Arrival {
-	case "", results.ArrivalPoisson, results.ArrivalUniform:
-	default:
-		return &FieldError{"arrival", fmt.Sprintf("%q is not one of poisson, uniform", r.Arrival)}
-	}
-	if r.PerDirection() {
-		if r.ReadIOPS > 0 && p.ReadPct == 0 || r.WriteIOPS > 0 && p.ReadPct == 100 ||
-			r.ReadIOPS == 0 && p.ReadPct != 0 || r.WriteIOPS == 0 && p.ReadPct != 100 {
-			return &FieldError{"rate", fmt.Sprintf("riops and wiops disagree with %d %% reads", p.ReadPct)}
-		}
-	}
-	return nil
-}
-
-// ReadShare is the read percentage of a rate per direction, rounded: the
-// pattern's ReadPct for such a rate.
-func ReadShare(r results.Rate) int {
-	if !r.PerDirection() {
-		return -1
-	}
-	pct := int(math.Round(100 * r.ReadIOPS / (r.ReadIOPS + r.WriteIOPS)))
-	switch {
-	case pct == 100 && r.WriteIOPS > 0:
-		return 99
-	case pct == 0 && r.ReadIOPS > 0:
-		return 1
-	}
-	return pct
 }
 
 // Sustained is the rule of results.RateStats.Sustained: at the window's
@@ -527,66 +474,4 @@ func openResult(res *results.Result, p results.Pattern, s *stats) {
 		BacklogAtEnd:    o.backlogAtEnd,
 		BacklogAgeNS:    o.backlogAge,
 	}
-}
-
-// RateSpec is a rate as a user writes it: IOPS (5000), a rate per
-// direction (riops=3000,wiops=1000, either may be left out), or a share of
-// the pattern's own closed-loop maximum (80%), which is measured first.
-type RateSpec struct {
-	Rate results.Rate
-	// SharePct is the share of the closed-loop maximum in percent, as
-	// written, in (0, 100]; 0 when Rate is set.
-	SharePct float64
-}
-
-// ParseRate reads a RateSpec; errors are FieldErrors of "rate".
-func ParseRate(spec string) (RateSpec, error) {
-	s := strings.TrimSpace(spec)
-	bad := func(msg string) (RateSpec, error) {
-		return RateSpec{}, &FieldError{"rate", fmt.Sprintf("%q: %s (e.g. 5000, riops=3000,wiops=1000 or 80%%)", spec, msg)}
-	}
-	if s == "" {
-		return bad("empty")
-	}
-	if strings.HasSuffix(s, "%") {
-		v, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(s, "%")), 64)
-		if err != nil || !(v > 0 && v <= 100) {
-			return bad("a share of the closed-loop maximum must lie in (0, 100] %")
-		}
-		return RateSpec{SharePct: v}, nil
-	}
-	number := func(t string) (float64, bool) {
-		v, err := strconv.ParseFloat(t, 64)
-		return v, err == nil && v > 0 && v <= MaxRate
-	}
-	if !strings.Contains(s, "=") {
-		v, ok := number(s)
-		if !ok {
-			return bad(fmt.Sprintf("not a rate in IOPS from 0 to %s", results.FormatRate(MaxRate)))
-		}
-		return RateSpec{Rate: results.Rate{IOPS: v}}, nil
-	}
-	var r results.Rate
-	for _, part := range strings.Split(s, ",") {
-		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
-		n, ok := number(strings.TrimSpace(v))
-		if !ok {
-			return bad(fmt.Sprintf("%s: not a rate in IOPS from 0 to %s", k, results.FormatRate(MaxRate)))
-		}
-		switch strings.TrimSpace(k) {
-		case "riops":
-			if r.ReadIOPS != 0 {
-				return bad("riops given twice")
-			}
-			r.ReadIOPS = n
-		case "wiops":
-			if r.WriteIOPS != 0 {
-				return bad("wiops given twice")
-			}
-			r.WriteIOPS = n
-		default:
-			return bad(fmt.Sprintf("%q is not riops or wiops", k))
-		}
-	}
-	return RateSpec{Rate: r}, nil
 }

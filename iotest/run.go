@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/iomatrix/iomatrix/internal/sysfs"
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -53,7 +54,7 @@ func ResolveEngine(engine string, notice func(string)) (string, error) {
 		}
 		return EngineUring, nil
 	}
-	return "", &FieldError{"engine", fmt.Sprintf("%q is not one of auto, uring, psync", engine)}
+	return "", pattern.Fieldf("engine", "%q is not one of auto, uring, psync", engine)
 }
 
 // Run measures one pattern on an open target. It never prints; progress
@@ -85,17 +86,14 @@ func Run(ctx context.Context, t *Target, p results.Pattern, o Options) (results.
 	return r.result(ctx)
 }
 
-// checkRun checks a pattern and its options against the target, and
-// resolves the engine.
+// checkRun resolves the engine and checks what the engine and the open
+// target must agree on. The pattern and the options were checked where
+// they were written (pattern.Build, Options.Validate), and the pattern
+// against the target's facts before it was opened (pattern.CheckTarget):
+// Run does not check them again.
 func checkRun(t *Target, p results.Pattern, o Options) (engine string, err error) {
-	if err := ValidatePatternFor(p, t.Align, t.Size); err != nil {
-		return "", err
-	}
-	if err := o.Validate(); err != nil {
-		return "", err
-	}
 	if p.Writes() && !t.write {
-		return "", fmt.Errorf("%s: %w: target was opened read-only", p.Name(), ErrBadPattern)
+		return "", fmt.Errorf("%s: %w: target was opened read-only", p.Name(), pattern.ErrBadPattern)
 	}
 	if engine, err = ResolveEngine(o.Engine, o.Notice); err != nil {
 		return "", err

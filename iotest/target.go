@@ -16,6 +16,7 @@ import (
 
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/internal/units"
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -335,12 +336,12 @@ func (p *Plan) guessAlign() int64 {
 	if p.Info.LogicalBlockSize > 0 {
 		return int64(p.Info.LogicalBlockSize)
 	}
-	return MinBlockSize
+	return pattern.MinBlockSize
 }
 
 func (p *Plan) checkSize() error {
 	if p.opts.Size%p.Align != 0 {
-		return &FieldError{"size", fmt.Sprintf("%d bytes is not a multiple of the direct-I/O alignment %d", p.opts.Size, p.Align)}
+		return pattern.Fieldf("size", "%d bytes is not a multiple of the direct-I/O alignment %d", p.opts.Size, p.Align)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -582,16 +583,16 @@ var sysBlock = "/sys/block"
 // nvme module's poll_queues parameter). Elsewhere every I/O would fail.
 func CheckPoll(info results.TargetInfo) error {
 	if info.Disk == "" {
-		return &FieldError{"poll", fmt.Sprintf("%s is on no block device that could poll: polled completions need a disk with poll queues", info.Path)}
+		return pattern.Fieldf("poll", "%s is on no block device that could poll: polled completions need a disk with poll queues", info.Path)
 	}
 	file := filepath.Join(sysBlock, info.Disk, "queue", "io_poll")
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return &FieldError{"poll", fmt.Sprintf("%s: cannot read %s (%v): polled completions need a disk with poll queues", info.Path, file, err)}
+		return pattern.Fieldf("poll", "%s: cannot read %s (%v): polled completions need a disk with poll queues", info.Path, file, err)
 	}
 	if strings.TrimSpace(string(data)) != "1" {
-		return &FieldError{"poll", fmt.Sprintf("%s's disk %s cannot poll for completions (%s is %s): polled completions need poll queues, which an NVMe drive has when its driver is given some (nvme.poll_queues=N on the kernel's command line, or the nvme module's poll_queues parameter)",
-			info.Path, info.Disk, file, strings.TrimSpace(string(data)))}
+		return pattern.Fieldf("poll", "%s's disk %s cannot poll for completions (%s is %s): polled completions need poll queues, which an NVMe drive has when its driver is given some (nvme.poll_queues=N on the kernel's command line, or the nvme module's poll_queues parameter)",
+			info.Path, info.Disk, file, strings.TrimSpace(string(data)))
 	}
 	return nil
 }

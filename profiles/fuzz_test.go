@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 )
 
 func FuzzParse(f *testing.F) {
@@ -32,7 +32,7 @@ func FuzzParse(f *testing.F) {
 		}
 		seen := map[string]bool{}
 		for _, pat := range p.Patterns {
-			if err := iotest.ValidatePattern(pat); err != nil {
+			if err := pattern.Validate(pat); err != nil {
 				t.Fatalf("accepted an invalid pattern: %v", err)
 			}
 			if seen[pat.Name()] {

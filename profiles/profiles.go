@@ -15,7 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/iomatrix/iomatrix/internal/units"
-	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -72,24 +72,6 @@ func (p *Profile) Cells() int {
 		n += len(l.Shares)
 	}
 	return n
-}
-
-// parseShares reads a loads: value, shares of the cell's own IOPS:
-// "90%" or "50%,90%", each above 0 and at most 100 %.
-func parseShares(s string) ([]float64, error) {
-	var out []float64
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		v, ok := strings.CutSuffix(f, "%")
-		x, err := strconv.ParseFloat(v, 64)
-		if !ok || err != nil || x <= 0 || x > 100 {
-			return nil, fmt.Errorf("%q is not a share of the cell's own IOPS above 0 %% and at most 100 %% (e.g. 90%%)", f)
-		}
-		if !slices.Contains(out, x) {
-			out = append(out, x)
-		}
-	}
-	return out, nil
 }
 
 // ParseError locates a fault in a profile file.
@@ -354,10 +336,10 @@ func (p *parser) access(n *yaml.Node) (results.Access, error) {
 // check validates pat, or reports err when it is already known.
 func (p *parser) check(n *yaml.Node, pat results.Pattern, err error) error {
 	if err == nil {
-		err = iotest.ValidatePattern(pat)
+		err = pattern.Validate(pat)
 	}
 	if err != nil {
-		var fe *iotest.FieldError
+		var fe *pattern.FieldError
 		if errors.As(err, &fe) {
 			return p.errf(n, fe.Field, "%s", fe.Msg)
 		}
@@ -402,10 +384,10 @@ func (p *parser) patterns(n *yaml.Node, prof *Profile) error {
 			},
 			"queue_depth": func(v *yaml.Node) (err error) {
 				haveQD = true
-				pat.QueueDepth, err = p.integer(v, "queue_depth", 1, iotest.MaxQueueDepth)
+				pat.QueueDepth, err = p.integer(v, "queue_depth", 1, pattern.MaxQueueDepth)
 				return err
 			},
-			"jobs": func(v *yaml.Node) (err error) { pat.Jobs, err = p.integer(v, "jobs", 1, iotest.MaxJobs); return err },
+			"jobs": func(v *yaml.Node) (err error) { pat.Jobs, err = p.integer(v, "jobs", 1, pattern.MaxJobs); return err },
 		})
 		if err != nil {
 			return err
@@ -420,7 +402,7 @@ func (p *parser) patterns(n *yaml.Node, prof *Profile) error {
 		}
 		if bssplit != "" || dist != "" {
 			var err error
-			if pat, err = iotest.ApplyMix(pat, bssplit, dist); err != nil {
+			if pat, err = pattern.ApplyMix(pat, bssplit, dist); err != nil {
 				return p.check(item, results.Pattern{}, err)
 			}
 		}
@@ -430,7 +412,7 @@ func (p *parser) patterns(n *yaml.Node, prof *Profile) error {
 		prof.Patterns = append(prof.Patterns, pat)
 		p.lines = append(p.lines, item.Line)
 		if loads != "" {
-			shares, err := parseShares(loads)
+			shares, err := pattern.ParseShares(loads)
 			if err != nil {
 				return p.errf(item, "loads", "%v", err)
 			}
@@ -500,10 +482,10 @@ func (p *parser) matrix(n *yaml.Node, prof *Profile) error {
 			})
 		},
 		"read_pcts":    p.intAxis("read_pcts", 0, 100, &reads, &haveRead),
-		"queue_depths": p.intAxis("queue_depths", 1, iotest.MaxQueueDepth, &qds, &haveQD),
+		"queue_depths": p.intAxis("queue_depths", 1, pattern.MaxQueueDepth, &qds, &haveQD),
 		"jobs": func(v *yaml.Node) error {
 			jobs = nil
-			return p.intAxis("jobs", 1, iotest.MaxJobs, &jobs, nil)(v)
+			return p.intAxis("jobs", 1, pattern.MaxJobs, &jobs, nil)(v)
 		},
 	})
 	if err != nil {

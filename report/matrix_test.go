@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -50,8 +51,8 @@ func TestBuildPivots(t *testing.T) {
 // the plain block size's, even at the same largest size.
 func TestMatrixMixTables(t *testing.T) {
 	plain := results.Pattern{Access: results.Random, BlockSize: 1 << 20, ReadPct: 100, QueueDepth: 8, Jobs: 1}
-	mixed, _ := plain.WithBSSplit("4k/60:16k/30:1m/10")
-	skewed, _ := plain.WithDistribution("zipf:1.2")
+	mixed, _ := pattern.WithBSSplit(plain, "4k/60:16k/30:1m/10")
+	skewed, _ := pattern.WithDistribution(plain, "zipf:1.2")
 	var rs []results.Result
 	for i, p := range []results.Pattern{plain, mixed, skewed} {
 		rs = append(rs, results.Result{Name: p.Name(), Pattern: p, Total: results.Total{IOs: 1, IOPS: float64(100 * (i + 1))}})

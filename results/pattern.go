@@ -26,10 +26,10 @@ type Pattern struct {
 	// is the most allowed in flight. Part of the pattern's identity.
 	Rate Rate `json:"rate,omitzero"`
 	// BSSplit, when set, is the block-size mix in canonical form (see
-	// BSSplit.Canonical); BlockSize is then its largest size.
+	// the pattern language's BSSplit.Canonical); BlockSize is then its largest size.
 	BSSplit string `json:"bssplit,omitempty"`
 	// Distribution, when set, is the skewed offset distribution of a
-	// random pattern in canonical form (see Distribution.String).
+	// random pattern in canonical form (see the pattern language's Distribution.String).
 	Distribution string `json:"random_distribution,omitempty"`
 }
 

@@ -4,6 +4,7 @@ import (
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -29,7 +30,7 @@ type Request struct {
 // target's plan (every pattern checked against it), the cap's plan, and
 // in r.Options the engine and, under a cap, the window aligned to the
 // kernel's throttle (told to Notice when it differs from what was
-// asked). A pattern field at fault is an iotest.FieldError when there is
+// asked). A pattern field at fault is an pattern.FieldError when there is
 // one pattern, which names it.
 func Prepare(r Request) (*iotest.Plan, *CapPlan, error) {
 	writes := r.Writes || results.AnyWrites(r.Patterns)
@@ -73,7 +74,7 @@ func Prepare(r Request) (*iotest.Plan, *CapPlan, error) {
 // field at fault is named as such when there is one pattern.
 func checkPatterns(r Request, plan *iotest.Plan) error {
 	for _, p := range r.Patterns {
-		err := iotest.ValidatePatternFor(p, plan.Align, plan.Size)
+		err := pattern.CheckTarget(p, plan.Align, plan.Size)
 		if err == nil {
 			err = plan.CheckPassthrough(p, *r.Options)
 		}

@@ -4,114 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
-	"strings"
 
-	"github.com/iomatrix/iomatrix/internal/fault"
-	"github.com/iomatrix/iomatrix/internal/units"
-	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/profiles"
 	"github.com/iomatrix/iomatrix/results"
 )
-
-// A load–latency sweep measures one shape closed-loop first, at its
-// queue depth, to find the most it carries; then open-loop at each of its
-// rates, a share of that maximum or a number of IOPS, the queue depth
-// then the most I/Os allowed in flight. Every cell is a result: the
-// maximum too, so a resumed sweep knows it and a report can put the loads
-// beside it.
-
-// RateStep is one load of a sweep: Share (in percent) of the closed-loop
-// maximum, or IOPS as such (Share zero).
-type RateStep struct {
-	Share float64
-	IOPS  float64
-}
-
-func (s RateStep) String() string {
-	if s.Share > 0 {
-		return units.FormatPercent(s.Share)
-	}
-	return results.FormatRate(s.IOPS)
-}
-
-// ParseRateSteps reads a list of loads, "10%,20%,50%,1000": shares of
-// the maximum (above 0 and at most 100 %) and rates in IOPS. The option
-// at fault is "rates".
-func ParseRateSteps(s string) ([]RateStep, error) {
-	var steps []RateStep
-	for w := range strings.SplitSeq(s, ",") {
-		w = strings.TrimSpace(w)
-		if w == "" {
-			return nil, fault.Input("rates", "an empty entry in %q (e.g. 10%%,20%%,50%%,100%% or 1000,5000)", s)
-		}
-		// Each load is written as run's --rate is, less a rate per
-		// direction: a curve's loads are totals.
-		spec, err := iotest.ParseRate(w)
-		switch {
-		case err != nil && strings.HasSuffix(w, "%"):
-			return nil, fault.Input("rates", "%s: a share of the closed-loop maximum is above 0 and at most 100%%", w)
-		case err != nil || spec.Rate.PerDirection() || spec.SharePct == 0 && spec.Rate.IOPS < 1:
-			return nil, fault.Input("rates", "%q is neither a share of the maximum (10%%) nor a rate of at least 1 IOPS", w)
-		}
-		st := RateStep{Share: spec.SharePct, IOPS: spec.Rate.IOPS}
-		if slices.Contains(steps, st) {
-			return nil, fault.Input("rates", "%s is given twice", w)
-		}
-		steps = append(steps, st)
-	}
-	return steps, nil
-}
-
-// FormatRateSteps writes steps as ParseRateSteps reads them: the spelling
-// a results file records and a resumed sweep compares.
-func FormatRateSteps(steps []RateStep) string {
-	words := make([]string, len(steps))
-	for i, s := range steps {
-		words[i] = s.String()
-	}
-	return strings.Join(words, ",")
-}
-
-// ErrShapes is a load–latency sweep asked of more than one shape.
-var ErrShapes = errors.New("a load–latency sweep measures one shape")
-
-// RateShape is the one shape of pats, closed-loop: the patterns may
-// differ only in their rate.
-func RateShape(pats []results.Pattern) (results.Pattern, error) {
-	var shapes []results.Pattern
-	for _, p := range pats {
-		p.Rate = results.Rate{}
-		if !slices.Contains(shapes, p) {
-			shapes = append(shapes, p)
-		}
-	}
-	if len(shapes) != 1 {
-		return results.Pattern{}, fault.Input("rates", "%w, not %d", ErrShapes, len(shapes))
-	}
-	return shapes[0], nil
-}
-
-// RatePatterns are the open-loop patterns of shape at steps, against a
-// closed-loop maximum of max IOPS: a share becomes whole IOPS (at least
-// one), so that names and flags spell it plainly. Two steps that come to
-// the same rate are one pattern.
-func RatePatterns(shape results.Pattern, steps []RateStep, arrival string, max float64) []results.Pattern {
-	var pats []results.Pattern
-	for _, s := range steps {
-		iops := s.IOPS
-		if s.Share > 0 {
-			iops = math.Max(1, math.Round(max*s.Share/100))
-		}
-		p := shape
-		p.Rate = results.Rate{IOPS: iops, Arrival: arrival}
-		if !slices.Contains(pats, p) {
-			pats = append(pats, p)
-		}
-	}
-	return pats
-}
 
 // RateSweep drives a load–latency sweep through a Loop: the shape's
 // closed-loop maximum unless the document has it, then the loads still
@@ -119,7 +17,7 @@ func RatePatterns(shape results.Pattern, steps []RateStep, arrival string, max f
 type RateSweep struct {
 	Loop    *Loop
 	Shape   results.Pattern
-	Steps   []RateStep
+	Steps   []pattern.RateStep
 	Arrival string
 }
 
@@ -143,7 +41,7 @@ func (s *RateSweep) Run(ctx context.Context) (failed int, err error) {
 	if err != nil {
 		return f, err
 	}
-	f2, err := c.Run(ctx, c.Doc.Remaining(RatePatterns(s.Shape, s.Steps, s.Arrival, max)))
+	f2, err := c.Run(ctx, c.Doc.Remaining(pattern.RatePatterns(s.Shape, s.Steps, s.Arrival, max)))
 	return f + f2, err
 }
 
@@ -155,7 +53,7 @@ func (s *RateSweep) Max() (float64, error) {
 		return 0, fmt.Errorf("%w: %s was not measured", ErrNoMaximum, s.Shape.Name())
 	case r.Error != nil:
 		return 0, fmt.Errorf("%w: %s failed: %w", ErrNoMaximum, r.Name, r.Error)
-	case r.Total.IOPS <= 0 && slices.ContainsFunc(s.Steps, func(st RateStep) bool { return st.Share > 0 }):
+	case r.Total.IOPS <= 0 && slices.ContainsFunc(s.Steps, func(st pattern.RateStep) bool { return st.Share > 0 }):
 		return 0, fmt.Errorf("%w: %s did no I/O", ErrNoMaximum, r.Name)
 	}
 	return r.Total.IOPS, nil
@@ -178,7 +76,7 @@ func (s *RateSweep) Todo(doc *results.Document) int {
 	case r.Error != nil:
 		return s.Total() - 1 // and Run stops at the failed maximum
 	}
-	return len(doc.Remaining(RatePatterns(s.Shape, s.Steps, s.Arrival, r.Total.IOPS)))
+	return len(doc.Remaining(pattern.RatePatterns(s.Shape, s.Steps, s.Arrival, r.Total.IOPS)))
 }
 
 // keepOpen is a display whose Close waits for the sweep's end: the loop
@@ -195,7 +93,7 @@ func ProfileLoads(loads []profiles.OpenLoad) []RateSweep {
 	for _, l := range loads {
 		rs := RateSweep{Shape: l.Shape, Arrival: results.ArrivalPoisson}
 		for _, s := range l.Shares {
-			rs.Steps = append(rs.Steps, RateStep{Share: s})
+			rs.Steps = append(rs.Steps, pattern.RateStep{Share: s})
 		}
 		out = append(out, rs)
 	}

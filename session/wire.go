@@ -7,6 +7,7 @@ import (
 
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -17,11 +18,11 @@ import (
 // error that answers those questions as the child's did, so a fault
 // gives the same exit status and the same message capped or not.
 type wireError struct {
-	Message string             `json:"message"`
-	Kinds   []string           `json:"kinds,omitempty"`
-	Errno   int                `json:"errno,omitempty"`
-	IO      *results.IOError   `json:"io,omitempty"`
-	Field   *iotest.FieldError `json:"field,omitempty"`
+	Message string              `json:"message"`
+	Kinds   []string            `json:"kinds,omitempty"`
+	Errno   int                 `json:"errno,omitempty"`
+	IO      *results.IOError    `json:"io,omitempty"`
+	Field   *pattern.FieldError `json:"field,omitempty"`
 }
 
 // wireKinds are the sentinels that travel by name. Order does not matter:
@@ -36,7 +37,7 @@ var wireKinds = map[string]error{
 	"no-parent":    iotest.ErrNoParent,
 	"not-target":   iotest.ErrNotTarget,
 	"bad-size":     units.ErrBadSize,
-	"bad-pattern":  iotest.ErrBadPattern,
+	"bad-pattern":  pattern.ErrBadPattern,
 	"no-uring":     iotest.ErrNoUring,
 	"bad-document": results.ErrBadDocument,
 	"canceled":     context.Canceled,
@@ -62,7 +63,7 @@ func toWire(err error) *wireError {
 	if errors.As(err, &ioErr) {
 		w.IO = ioErr
 	}
-	var fe *iotest.FieldError
+	var fe *pattern.FieldError
 	if errors.As(err, &fe) {
 		w.Field = fe
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -26,7 +27,7 @@ func TestWireErrorRoundTrip(t *testing.T) {
 		{"I/O error", fmt.Errorf("rand-4k-r0-qd4 on /dev/loop3: %w", ioErr)},
 		{"short read", fmt.Errorf("x: %w", &results.IOError{Op: "read", Offset: 4096, Msg: "short read: 0 of 4096 bytes"})},
 		{"target not laid out", fmt.Errorf("/tmp/x.dat: %w", iotest.ErrNotOurs)},
-		{"field", fmt.Errorf("pattern: %w", &iotest.FieldError{Field: "queue_depth", Msg: "300 is outside 1..256"})},
+		{"field", fmt.Errorf("pattern: %w", &pattern.FieldError{Field: "queue_depth", Msg: "300 is outside 1..256"})},
 		{"permission", &os.PathError{Op: "open", Path: "/dev/sdz", Err: syscall.EACCES}},
 		{"no io_uring", fmt.Errorf("%w: io_uring_setup: %w", iotest.ErrNoUring, syscall.ENOSYS)},
 		{"interrupted", context.Canceled},
@@ -58,7 +59,7 @@ func TestWireErrorRoundTrip(t *testing.T) {
 			if errors.As(got, &io1) != errors.As(tc.err, &io2) || (io1 != nil && *io1 != *io2) {
 				t.Errorf("I/O error %+v, want %+v", io1, io2)
 			}
-			var f1, f2 *iotest.FieldError
+			var f1, f2 *pattern.FieldError
 			if errors.As(got, &f1) != errors.As(tc.err, &f2) || (f1 != nil && *f1 != *f2) {
 				t.Errorf("field error %+v, want %+v", f1, f2)
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
 	"github.com/iomatrix/iomatrix/results/fio"
 )
@@ -53,7 +54,7 @@ func (c *Comparison) fioAccess(engine string) []string {
 
 // fioArgv is the fio command of one run: the pattern on exactly the
 // extent iomatrix measures, in bytes, so that no unit can differ.
-func (c *Comparison) fioArgv(ps iotest.PatternSpec) []string {
+func (c *Comparison) fioArgv(ps pattern.Spec) []string {
 	p := ps.Pattern
 	engine, depth, jobs := c.fioShape(p)
 	argv := []string{c.o.Fio, "--name=" + p.Name(), "--filename=" + fioFilename(c.o.Target),
@@ -82,7 +83,7 @@ func (c *Comparison) fioArgv(ps iotest.PatternSpec) []string {
 
 // iomatrixArgv is the iomatrix command of one run, the same pattern as
 // fioArgv's.
-func (c *Comparison) iomatrixArgv(ps iotest.PatternSpec) []string {
+func (c *Comparison) iomatrixArgv(ps pattern.Spec) []string {
 	p := ps.Pattern
 	argv := []string{c.o.Iomatrix, "run", c.o.Target, "--rw", ps.RW}
 	if p.BSSplit != "" {
@@ -109,7 +110,7 @@ func (c *Comparison) iomatrixArgv(ps iotest.PatternSpec) []string {
 
 // fioFigures reads a fio report of ps with the import code, and checks
 // that fio measured the pattern it was asked to.
-func (c *Comparison) fioFigures(ps iotest.PatternSpec) func([]byte) (results.Total, error) {
+func (c *Comparison) fioFigures(ps pattern.Spec) func([]byte) (results.Total, error) {
 	want := ps.Pattern
 	_, want.QueueDepth, want.Jobs = c.fioShape(want)
 	return func(out []byte) (results.Total, error) {

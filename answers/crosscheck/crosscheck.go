@@ -21,6 +21,7 @@ import (
 
 	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 )
 
 // Options are a comparison's settings, all decided before its first I/O.
@@ -66,7 +67,7 @@ type Options struct {
 	// (crosscheck.json), or "". New checks that it exists or can be made
 	// in its parent; the caller makes it before Run.
 	Keep     string
-	Patterns []iotest.PatternSpec
+	Patterns []pattern.Spec
 	Pairs    int // of runs per pattern, at least 1
 
 	// Run runs one tool to its end; nil is RunProcess.
@@ -100,23 +101,23 @@ const NewFileSize = 4 << 30
 // at QD1 and QD32, 4k random writes at QD32 and a 16k half mix.
 var DefaultPatterns = []string{"randread:4k:1", "randread:4k:32", "randwrite:4k:32", "randrw:16k:8:50"}
 
-// ParsePatterns reads pattern specs (iotest.ParsePatternSpec), none for
+// ParsePatterns reads pattern specs (pattern.ParseSpec), none for
 // DefaultPatterns, and refuses the same pattern twice; errors are
 // *iotest.SpecErrors.
-func ParsePatterns(specs []string) ([]iotest.PatternSpec, error) {
+func ParsePatterns(specs []string) ([]pattern.Spec, error) {
 	if len(specs) == 0 {
 		specs = DefaultPatterns
 	}
-	var pats []iotest.PatternSpec
+	var pats []pattern.Spec
 	seen := map[string]string{}
 	for _, spec := range specs {
-		ps, err := iotest.ParsePatternSpec(spec)
+		ps, err := pattern.ParseSpec(spec)
 		if err != nil {
 			return nil, err
 		}
 		name := ps.Pattern.Name()
 		if first, dup := seen[name]; dup {
-			return nil, &iotest.SpecError{Spec: spec, Msg: fmt.Sprintf("the same pattern as %q (%s)", first, name)}
+			return nil, &pattern.SpecError{Spec: spec, Msg: fmt.Sprintf("the same pattern as %q (%s)", first, name)}
 		}
 		seen[name] = spec
 		pats = append(pats, ps)

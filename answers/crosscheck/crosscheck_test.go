@@ -17,13 +17,14 @@ import (
 	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
 	"github.com/iomatrix/iomatrix/results/fio"
 )
 
-func spec(t *testing.T, s string) iotest.PatternSpec {
+func spec(t *testing.T, s string) pattern.Spec {
 	t.Helper()
-	ps, err := iotest.ParsePatternSpec(s)
+	ps, err := pattern.ParseSpec(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func TestParsePatterns(t *testing.T) {
 		t.Errorf("default set %+v, %v", pats, err)
 	}
 	_, err = ParsePatterns([]string{"randread:4k:1", "randread:4096:1"})
-	var se *iotest.SpecError
+	var se *pattern.SpecError
 	if !errors.As(err, &se) || err.Error() != `"randread:4096:1": the same pattern as "randread:4k:1" (rand-4k-r100-qd1)` {
 		t.Errorf("the same pattern twice: %v", err)
 	}
@@ -49,7 +50,7 @@ func TestParsePatterns(t *testing.T) {
 // time.
 func okOptions(t *testing.T) Options {
 	return Options{Fio: "fio", Iomatrix: "iomatrix", Target: "/t", Size: 1 << 20, Engine: iotest.EngineUring,
-		Runtime: time.Second, Patterns: []iotest.PatternSpec{spec(t, "randread:4k:16")}, Pairs: 1}
+		Runtime: time.Second, Patterns: []pattern.Spec{spec(t, "randread:4k:16")}, Pairs: 1}
 }
 
 func TestValidate(t *testing.T) {
@@ -87,7 +88,7 @@ func TestValidate(t *testing.T) {
 		c.spoil(&o)
 		err := o.Validate()
 		var ie *fault.InputError
-		var fe *iotest.FieldError
+		var fe *pattern.FieldError
 		switch {
 		case err == nil:
 			t.Errorf("%s: accepted", c.name)
@@ -137,7 +138,7 @@ func TestArgvPassthrough(t *testing.T) {
 	o := okOptions(t)
 	o.Target, o.Size, o.Runtime, o.Ramp, o.Passthrough, o.AllowDestructive, o.Run = "/dev/ng0n1", 1<<30, 10*time.Second, 2*time.Second, true, true, fakeFio("")
 	o.Fio, o.Iomatrix = "/usr/bin/fio", "/bin/iomatrix"
-	o.Patterns = []iotest.PatternSpec{randread}
+	o.Patterns = []pattern.Spec{randread}
 	c, err := New(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -669,7 +670,7 @@ func TestArgvRingModes(t *testing.T) {
 			t.Errorf("%+v:\n fio %s\n iomatrix %s\nwant them to end %q and %q", c.ring, fio, iom, c.fio, c.iomatrix)
 		}
 		var b strings.Builder
-		NewText(&b, []iotest.PatternSpec{randread}, false).Start(cmp.newDocument())
+		NewText(&b, []pattern.Spec{randread}, false).Start(cmp.newDocument())
 		if !strings.Contains(b.String(), c.fio+" (as iomatrix's "+c.iomatrix+")") || !strings.Contains(b.String(), "--engine uring "+c.iomatrix) {
 			t.Errorf("%+v: header does not name both:\n%s", c.ring, b.String())
 		}

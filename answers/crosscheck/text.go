@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/iomatrix/iomatrix/internal/units"
-	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 )
 
 // Text writes a comparison as a table, row by row as the pairs end: a
@@ -22,7 +22,7 @@ type Text struct {
 
 // NewText is a table on w of a comparison of pats, on a target that is
 // read in place or not (Options.ReadInPlace).
-func NewText(w io.Writer, pats []iotest.PatternSpec, readInPlace bool) *Text {
+func NewText(w io.Writer, pats []pattern.Spec, readInPlace bool) *Text {
 	t := &Text{w: w, width: len("pattern"), readInPlace: readInPlace}
 	for _, ps := range pats {
 		t.width = max(t.width, len(ps.Pattern.Name()))
@@ -33,9 +33,9 @@ func NewText(w io.Writer, pats []iotest.PatternSpec, readInPlace bool) *Text {
 // WriteText writes a whole document at once, as a Text shows it while it
 // runs.
 func WriteText(w io.Writer, d *Document, readInPlace bool) {
-	pats := make([]iotest.PatternSpec, len(d.Patterns))
+	pats := make([]pattern.Spec, len(d.Patterns))
 	for i, r := range d.Patterns {
-		pats[i] = iotest.PatternSpec{Spec: r.Spec, Pattern: r.Pattern}
+		pats[i] = pattern.Spec{Spec: r.Spec, Pattern: r.Pattern}
 	}
 	t := NewText(w, pats, readInPlace)
 	t.Start(d)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -139,7 +140,7 @@ func (c Coefs) MeanCost(p results.Pattern, span, maxBio int64) float64 {
 	if p.Access == results.Random {
 		far = FarShare(span)
 	}
-	dir := func(write bool, sizes []results.SizeShare) float64 {
+	dir := func(write bool, sizes []pattern.SizeShare) float64 {
 		var sum float64
 		for _, s := range sizes {
 			first, rest := s.Size, int64(0)
@@ -155,9 +156,9 @@ func (c Coefs) MeanCost(p results.Pattern, span, maxBio int64) float64 {
 		}
 		return sum
 	}
-	reads, writes := []results.SizeShare{{Size: p.BlockSize, Pct: 100}}, []results.SizeShare{{Size: p.BlockSize, Pct: 100}}
+	reads, writes := []pattern.SizeShare{{Size: p.BlockSize, Pct: 100}}, []pattern.SizeShare{{Size: p.BlockSize, Pct: 100}}
 	if p.BSSplit != "" {
-		if b, err := results.ParseBSSplit(p.BSSplit); err == nil {
+		if b, err := pattern.ParseBSSplit(p.BSSplit); err == nil {
 			reads, writes = b.Read, b.Write
 			if len(writes) == 0 {
 				writes = reads

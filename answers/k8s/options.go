@@ -20,7 +20,7 @@ import (
 // unset (nil) where leaving it out is a choice of its own. Spec checks
 // them and settles the defaults. Its errors are fault.InputErrors naming
 // the option at fault ("pods", "size", "host-path" …); where the message
-// names a second option, its Err is a *Mention.
+// names a second option, its Err is a *fault.Mention.
 type Options struct {
 	Name      string // of the Job; "": iomatrix-YYYYMMDD-HHMMSS, in UTC
 	Namespace string
@@ -135,7 +135,7 @@ func (o *Options) place(s *Spec, nodes int) error {
 	s.VolumeSize = *resource.NewQuantity(size, resource.BinarySI)
 	if o.HostPath != "" {
 		if o.Nodes == "" {
-			return mention("host-path", func(name Namer) string { return "only applies with " + name("nodes") + " (one pod per node)" })
+			return mention("host-path", func(name fault.Namer) string { return "only applies with " + name("nodes") + " (one pod per node)" })
 		}
 		if !filepath.IsAbs(o.HostPath) {
 			return fault.Input("host-path", "%q is not an absolute path", o.HostPath)
@@ -145,7 +145,7 @@ func (o *Options) place(s *Spec, nodes int) error {
 			set    bool
 		}{{"storage-class", o.StorageClass != nil}, {"size", o.Size != nil}, {"block", o.Block}} {
 			if given.set {
-				return mention(given.option, func(name Namer) string {
+				return mention(given.option, func(name fault.Namer) string {
 					return "does not apply with " + name("host-path") + " (the node's directory is measured)"
 				})
 			}
@@ -173,13 +173,13 @@ func (o *Options) place(s *Spec, nodes int) error {
 	case nodes == nodesUnknown:
 	case nodes > 0:
 		if pods > 0 && pods != nodes {
-			return mention("pods", func(name Namer) string {
+			return mention("pods", func(name fault.Namer) string {
 				return fmt.Sprintf("%d given, but %s %s selects %d schedulable nodes", pods, name("nodes"), o.Nodes, nodes)
 			})
 		}
 		s.Pods = nodes
 	case pods == 0:
-		return mention("pods", func(name Namer) string {
+		return mention("pods", func(name fault.Namer) string {
 			return fmt.Sprintf("manifest does not contact the cluster: give the number of nodes that %s %s selects", name("nodes"), o.Nodes)
 		})
 	}
@@ -226,20 +226,5 @@ func nodeRequirements(sel string) ([]corev1.NodeSelectorRequirement, error) {
 	return out, nil
 }
 
-// Namer spells an option's name for the one who reads the message.
-type Namer func(option string) string
-
-// A Mention is the message of bad input that names a second option
-// beside the one at fault ("only applies with nodes"). Error names it as
-// this package does; a front end that spells options its own way
-// renders the message with Text.
-type Mention struct{ text func(Namer) string }
-
-func (m *Mention) Error() string { return m.text(func(option string) string { return option }) }
-
-// Text is the message with each option it names spelled by name.
-func (m *Mention) Text(name Namer) string { return m.text(name) }
-
-func mention(option string, text func(Namer) string) error {
-	return &fault.InputError{Option: option, Err: &Mention{text}}
-}
+// mention is bad input of option whose message names other options.
+func mention(option string, text func(fault.Namer) string) error { return fault.Mentions(option, text) }

@@ -71,7 +71,7 @@ func TestOptionsRefused(t *testing.T) {
 			continue
 		}
 		text := ie.Err.Error()
-		var m *Mention
+		var m *fault.Mention
 		if errors.As(ie.Err, &m) {
 			text = m.Text(func(option string) string { return "--" + option })
 		}

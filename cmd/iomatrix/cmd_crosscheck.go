@@ -15,6 +15,7 @@ import (
 	"github.com/iomatrix/iomatrix/answers/crosscheck"
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 )
 
 // crosscheckOptions are the flags of `iomatrix crosscheck`; the comparison
@@ -150,7 +151,7 @@ func (o *crosscheckOptions) prepare(ctx context.Context, g *globalOptions, targe
 	co.Passthrough = plan.Info.Kind == iotest.KindPassthrough
 	for _, ps := range pats {
 		err := plan.CheckPassthrough(ps.Pattern, iotest.Options{Engine: co.Engine, Ring: co.Ring})
-		if iotest.IsField(err, "block_size") {
+		if pattern.IsField(err, "block_size") {
 			return nil, nil, usagef("--pattern %q: %s: %w", ps.Spec, target, err)
 		}
 		if err != nil {
@@ -186,7 +187,7 @@ func crossError(err error) error {
 
 // plan decides what happens to the target, touching nothing, and checks
 // every pattern against it.
-func (o *crosscheckOptions) plan(target string, pats []iotest.PatternSpec) (*iotest.Plan, error) {
+func (o *crosscheckOptions) plan(target string, pats []pattern.Spec) (*iotest.Plan, error) {
 	size, err := o.sizeBytes(target)
 	if err != nil {
 		return nil, err
@@ -200,7 +201,7 @@ func (o *crosscheckOptions) plan(target string, pats []iotest.PatternSpec) (*iot
 		return nil, flagError(err)
 	}
 	for _, ps := range pats {
-		if err := iotest.ValidatePatternFor(ps.Pattern, plan.Align, plan.Size); err != nil {
+		if err := pattern.CheckTarget(ps.Pattern, plan.Align, plan.Size); err != nil {
 			return nil, usagef("--pattern %q: %s: %w", ps.Spec, target, err)
 		}
 	}

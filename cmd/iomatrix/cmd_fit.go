@@ -15,6 +15,7 @@ import (
 	"github.com/iomatrix/iomatrix/answers/fit/rehearse"
 	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
 	"github.com/iomatrix/iomatrix/session"
@@ -240,7 +241,7 @@ func runRehearsal(ctx context.Context, g *globalOptions, o *fitOptions, lookup s
 
 // rehearseTargetError names --rehearse as the flag of a target's fault.
 func rehearseTargetError(err error) error {
-	var fe *iotest.FieldError
+	var fe *pattern.FieldError
 	if errors.As(err, &fe) {
 		return usagef("--rehearse %w", err)
 	}

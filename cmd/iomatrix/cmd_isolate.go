@@ -10,6 +10,7 @@ import (
 	"github.com/iomatrix/iomatrix/answers/isolate"
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
 )
@@ -60,7 +61,7 @@ func (o *isolateOptions) patterns() (victim, aggressor results.Pattern, err erro
 		flag, spec string
 		into       *results.Pattern
 	}{{"--victim", o.Victim, &victim}, {"--aggressor", o.Aggressor, &aggressor}} {
-		ps, err := iotest.ParsePatternSpec(x.spec)
+		ps, err := pattern.ParseSpec(x.spec)
 		if err != nil {
 			return victim, aggressor, usagef("%s %w", x.flag, err)
 		}

@@ -106,10 +106,10 @@ func isFlag(name string) func(string) bool {
 }
 
 // k8sError names the options of the k8s package's bad input as flags,
-// the second option of a k8s.Mention too.
+// the second option of a fault.Mention too.
 func k8sError(err error) error {
 	var ie *fault.InputError
-	var m *k8s.Mention
+	var m *fault.Mention
 	if errors.As(err, &ie) && errors.As(ie.Err, &m) {
 		return usagef("--%s: %s", ie.Option, m.Text(func(option string) string { return "--" + option }))
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
 	"github.com/iomatrix/iomatrix/session"
@@ -87,13 +88,21 @@ var flagNames = map[string]string{
 }
 
 func flagError(err error) error {
-	var fe *iotest.FieldError
+	var fe *pattern.FieldError
 	if _, named := err.(*fault.InputError); !named && errors.As(err, &fe) {
 		if name, ok := flagNames[fe.Field]; ok {
-			return usagef("%s: %s", name, fe.Msg)
+			return usagef("%s: %s", name, fe.Text(flagName))
 		}
 	}
 	return optionError(err)
+}
+
+// flagName spells a library's option as the flag that sets it.
+func flagName(option string) string {
+	if name, ok := flagNames[option]; ok {
+		return name
+	}
+	return "--" + option
 }
 
 // optionError puts a library's bad input in the terms of the command
@@ -110,61 +119,14 @@ func optionError(err error) error {
 	return fault.AsInput(fmt.Errorf("%s: %w", name, ie.Err))
 }
 
-// pattern turns the flags into a pattern, checked on its own, and the
-// share of the closed-loop maximum in percent an open-loop run is to take
-// (0: none).
+// pattern is the pattern the flags write (pattern.Build), and the share
+// of its closed-loop maximum in percent an open-loop run is to take (0:
+// none).
 func (o *runOptions) pattern() (results.Pattern, float64, error) {
-	p, err := iotest.BuildPattern(o.RW, o.BlockSize, o.ReadMix, o.QueueDepth, o.Jobs)
-	if o.rwmixSet && o.RW != "randrw" && !iotest.IsField(err, "access") {
-		return p, 0, usagef("--rwmix: only applies to --rw randrw (got --rw %s)", o.RW)
-	}
-	if err != nil {
-		return p, 0, flagError(err)
-	}
-	if o.bsSet && o.BSSplit != "" {
-		return p, 0, usagef("--bs: not with --bssplit, whose largest size is the pattern's block size")
-	}
-	if o.Rate == "" && o.arrivalSet {
-		return p, 0, usagef("--arrival: only applies with --rate")
-	}
-	var spec iotest.RateSpec
-	if o.Rate != "" {
-		if spec, err = iotest.ParseRate(o.Rate); err != nil {
-			return p, 0, flagError(err)
-		}
-		p.Rate = spec.Rate
-		p.Rate.Arrival = o.Arrival
-		if share := iotest.ReadShare(p.Rate); share >= 0 {
-			if o.rwmixSet {
-				return p, 0, usagef("--rwmix: a rate per direction (--rate %s) sets the mix", o.Rate)
-			}
-			switch {
-			case share == 100 && p.ReadPct != 100:
-				return p, 0, usagef("--rate: riops alone needs a read pattern (got --rw %s)", o.RW)
-			case share == 0 && p.ReadPct != 0:
-				return p, 0, usagef("--rate: wiops alone needs a write pattern (got --rw %s)", o.RW)
-			case share != 100 && share != 0 && o.RW != "randrw":
-				return p, 0, usagef("--rate: riops and wiops together need --rw randrw (got --rw %s)", o.RW)
-			}
-			p.ReadPct = share
-		}
-		if spec.SharePct > 0 {
-			// Checked with a stand-in rate; the real one is measured.
-			p.Rate.IOPS = 1
-		}
-	}
-	// After the rate, which may set the read share the mix's canonical
-	// form depends on.
-	if p, err = iotest.ApplyMix(p, o.BSSplit, o.Distribution); err != nil {
-		return p, 0, flagError(err)
-	}
-	if err := iotest.ValidatePattern(p); err != nil {
-		return p, 0, flagError(err)
-	}
-	if spec.SharePct > 0 {
-		p.Rate = results.Rate{} // set once the maximum is known
-	}
-	return p, spec.SharePct, nil
+	p, share, err := pattern.Build(pattern.Fields{RW: o.RW, BlockSize: o.BlockSize, BlockSizeGiven: o.bsSet,
+		ReadMix: o.ReadMix, ReadMixGiven: o.rwmixSet, QueueDepth: o.QueueDepth, Jobs: o.Jobs,
+		BSSplit: o.BSSplit, Distribution: o.Distribution, Rate: o.Rate, Arrival: o.Arrival, ArrivalGiven: o.arrivalSet})
+	return p, share, flagError(err)
 }
 
 func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string) error {

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/iomatrix/iomatrix/internal/units"
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/profiles"
 	"github.com/iomatrix/iomatrix/progress"
 	"github.com/iomatrix/iomatrix/report"
@@ -95,7 +96,7 @@ func (o *sweepOptions) prepare(g *globalOptions, target string) (*sweepSetup, er
 		return nil, err
 	}
 	if setup.rates != nil {
-		steps, err := session.ParseRateSteps(setup.rates.Rates)
+		steps, err := pattern.ParseRateSteps(setup.rates.Rates)
 		if err != nil {
 			return nil, fmt.Errorf("--resume: the file's rates: %w", err)
 		}

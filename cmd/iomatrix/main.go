@@ -21,6 +21,7 @@ import (
 	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -252,13 +253,13 @@ func exitKind(code int) string {
 }
 
 func exitCode(err error) int {
-	var fe *iotest.FieldError
+	var fe *pattern.FieldError
 	var ce *commandError
 	switch {
 	case errors.As(err, &ce):
 		return ce.Code
 	case errors.As(err, &fe), errors.As(err, new(*fault.InputError)),
-		errors.Is(err, iotest.ErrBadTarget), errors.Is(err, units.ErrBadSize), errors.Is(err, iotest.ErrBadPattern),
+		errors.Is(err, iotest.ErrBadTarget), errors.Is(err, units.ErrBadSize), errors.Is(err, pattern.ErrBadPattern),
 		errors.Is(err, iotest.ErrNoUring):
 		return exitUsage
 	case errors.As(err, new(*fault.PrivilegeError)), errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):

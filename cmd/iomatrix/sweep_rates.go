@@ -3,10 +3,9 @@ package main
 import (
 	"github.com/spf13/pflag"
 
-	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/profiles"
 	"github.com/iomatrix/iomatrix/results"
-	"github.com/iomatrix/iomatrix/session"
 )
 
 // rateOptions are sweep's flags of a load–latency sweep.
@@ -17,7 +16,7 @@ type rateOptions struct {
 
 	ratesSet, arrivalSet, patternSet bool
 	// Parsed by check.
-	steps []session.RateStep
+	steps []pattern.RateStep
 	shape results.Pattern
 }
 
@@ -55,14 +54,14 @@ func (o *rateOptions) check(resume bool) error {
 		return usagef("--arrival: %q is not one of poisson, uniform", o.Arrival)
 	}
 	if o.ratesSet {
-		steps, err := session.ParseRateSteps(o.Rates)
+		steps, err := pattern.ParseRateSteps(o.Rates)
 		if err != nil {
 			return optionError(err)
 		}
 		o.steps = steps
 	}
 	if o.patternSet {
-		spec, err := iotest.ParsePatternSpec(o.Pattern)
+		spec, err := pattern.ParseSpec(o.Pattern)
 		if err != nil {
 			return usagef("--pattern: %w", err)
 		}
@@ -79,7 +78,7 @@ func (o *rateOptions) asked() *results.RateSweepSettings {
 	}
 	a := &results.RateSweepSettings{Shape: o.shape}
 	if o.ratesSet {
-		a.Rates = session.FormatRateSteps(o.steps)
+		a.Rates = pattern.FormatRateSteps(o.steps)
 	}
 	if o.arrivalSet {
 		a.Arrival = o.Arrival
@@ -99,11 +98,11 @@ func (o *rateOptions) plan(profile string) (*results.RateSweepSettings, *profile
 		if p, err = profiles.Load(profile); err != nil {
 			return nil, nil, usagef("--profile: %w", err)
 		}
-		shape, err := session.RateShape(p.Patterns)
+		shape, err := pattern.RateShape(p.Patterns)
 		if err != nil {
 			return nil, nil, usagef("%w (profile %s): give the shape with --pattern RW:BS:QD, or a profile of one pattern", optionError(err), p.Name)
 		}
 		o.shape = shape
 	}
-	return &results.RateSweepSettings{Shape: o.shape, Rates: session.FormatRateSteps(o.steps), Arrival: o.Arrival}, p, nil
+	return &results.RateSweepSettings{Shape: o.shape, Rates: pattern.FormatRateSteps(o.steps), Arrival: o.Arrival}, p, nil
 }

@@ -52,3 +52,27 @@ func (e *PrivilegeError) Unwrap() error { return e.Err }
 func Privilege(format string, args ...any) error {
 	return &PrivilegeError{Err: fmt.Errorf(format, args...)}
 }
+
+// Namer spells an option's name for the one who reads a message: the
+// library's own name, a flag (--rw), a spec's field (RW), a file's key.
+type Namer func(option string) string
+
+// A Mention is the message of bad input that names a second option
+// beside the one at fault ("only applies with nodes"). Error names it as
+// the library does; a front end that spells options its own way renders
+// the message with Text.
+type Mention struct{ text func(Namer) string }
+
+// NewMention is the message text, spelled by whoever renders it.
+func NewMention(text func(Namer) string) *Mention { return &Mention{text} }
+
+func (m *Mention) Error() string { return m.text(func(option string) string { return option }) }
+
+// Text is the message with each option it names spelled by name.
+func (m *Mention) Text(name Namer) string { return m.text(name) }
+
+// Mentions is an InputError of option whose message names other options
+// (see Mention).
+func Mentions(option string, text func(Namer) string) error {
+	return &InputError{Option: option, Err: NewMention(text)}
+}

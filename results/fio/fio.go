@@ -17,6 +17,7 @@ import (
 
 	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/units"
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -476,13 +477,13 @@ func fioPattern(opts map[string]string) (results.Pattern, string) {
 func fioMix(p results.Pattern, opts map[string]string) (results.Pattern, string) {
 	var err error
 	if v, ok := opts["bssplit"]; ok && strings.TrimSpace(v) != "" {
-		if p, err = p.WithBSSplit(v); err != nil {
-			return results.Pattern{}, fmt.Sprintf("bssplit=%s: %s", v, strings.TrimPrefix(err.Error(), results.ErrBadMix.Error()+": "))
+		if p, err = pattern.WithBSSplit(p, v); err != nil {
+			return results.Pattern{}, fmt.Sprintf("bssplit=%s: %s", v, strings.TrimPrefix(err.Error(), pattern.ErrBadMix.Error()+": "))
 		}
 	}
 	if v, ok := opts["random_distribution"]; ok {
-		if p, err = p.WithDistribution(v); err != nil {
-			return results.Pattern{}, fmt.Sprintf("random_distribution=%s: %s", v, strings.TrimPrefix(err.Error(), results.ErrBadMix.Error()+": "))
+		if p, err = pattern.WithDistribution(p, v); err != nil {
+			return results.Pattern{}, fmt.Sprintf("random_distribution=%s: %s", v, strings.TrimPrefix(err.Error(), pattern.ErrBadMix.Error()+": "))
 		}
 		if p.Distribution != "" && p.Access != results.Random {
 			p.Distribution = "" // fio skews random offsets only
@@ -652,7 +653,7 @@ func fioCheckEntry(j *fioJob, p results.Pattern, carry uint64) string {
 		if p.BSSplit != "" {
 			// A mix's bytes lie between all its I/Os at its smallest size
 			// and all, with the carried ones, at its largest.
-			b, _ := results.ParseBSSplit(p.BSSplit)
+			b, _ := pattern.ParseBSSplit(p.BSSplit)
 			sizes := b.Sizes()
 			lo, hi := d.dir.TotalIOs*uint64(sizes[0]), (d.dir.TotalIOs+carry)*uint64(sizes[len(sizes)-1])
 			if d.dir.IOBytes < lo || d.dir.IOBytes > hi {

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/report"
 )
 
@@ -28,7 +28,7 @@ func FuzzImport(f *testing.F) {
 			return
 		}
 		for _, r := range doc.Results {
-			if err := iotest.ValidatePattern(r.Pattern); err != nil {
+			if err := pattern.Validate(r.Pattern); err != nil {
 				t.Fatalf("imported an invalid pattern %+v: %v", r.Pattern, err)
 			}
 		}

@@ -42,7 +42,7 @@ import (
 	"time"
 
 	"github.com/iomatrix/iomatrix/internal/stats"
-	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -72,7 +72,7 @@ func main() {
 		os.Exit(2)
 	}
 	for _, r := range c.rates {
-		if _, err := iotest.ParseRate(r); err != nil {
+		if _, err := pattern.ParseRate(r); err != nil {
 			fmt.Fprintf(os.Stderr, "openloopcpu: -rates: %v\n", err)
 			os.Exit(2)
 		}
@@ -95,7 +95,7 @@ func run(c config) error {
 	fmt.Printf("sw/io: context switches per I/O; open/closed: the median of the pairs' ratios of cpu/io [min-max]\n\n")
 	fmt.Printf("%-10s %-8s %-16s %8s %22s %6s %6s %6s %8s\n", "rate", "arrival", "mode", "IOPS", "cpu/io", "user", "sys", "sw/io", "open/closed")
 	for _, spec := range c.rates {
-		rs, _ := iotest.ParseRate(spec)
+		rs, _ := pattern.ParseRate(spec)
 		rate, closedQD := rs.Rate.IOPS, c.qd
 		if rs.SharePct > 0 {
 			max, err := c.measure(loop, 0, c.qd, 0, "")

@@ -1,12 +1,14 @@
-package results
+package pattern
 
 import (
 	"errors"
 	"testing"
+
+	"github.com/iomatrix/iomatrix/results"
 )
 
 func TestMixCanonicalNames(t *testing.T) {
-	base := Pattern{Access: Random, BlockSize: 4096, ReadPct: 90, QueueDepth: 32, Jobs: 1}
+	base := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 90, QueueDepth: 32, Jobs: 1}
 	for _, c := range []struct {
 		readPct           int
 		bssplit, dist     string
@@ -24,9 +26,9 @@ func TestMixCanonicalNames(t *testing.T) {
 	} {
 		p := base
 		p.ReadPct = c.readPct
-		p, err := p.WithBSSplit(c.bssplit)
+		p, err := WithBSSplit(p, c.bssplit)
 		if err == nil {
-			p, err = p.WithDistribution(c.dist)
+			p, err = WithDistribution(p, c.dist)
 		}
 		if err != nil {
 			t.Errorf("%s %s: %v", c.bssplit, c.dist, err)

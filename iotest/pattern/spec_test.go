@@ -1,4 +1,4 @@
-package iotest
+package pattern
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"github.com/iomatrix/iomatrix/results"
 )
 
-func TestParsePatternSpec(t *testing.T) {
+func TestParseSpec(t *testing.T) {
 	rand := func(bs int64, read, qd, jobs int) results.Pattern {
 		return results.Pattern{Access: results.Random, BlockSize: bs, ReadPct: read, QueueDepth: qd, Jobs: jobs}
 	}
@@ -29,7 +29,7 @@ func TestParsePatternSpec(t *testing.T) {
 		{"randread::32 bssplit=4k/60:16k/30:1m/10", "randread", results.Pattern{Access: results.Random, BlockSize: 1 << 20, ReadPct: 100, QueueDepth: 32, Jobs: 1, BSSplit: "4k/60:16k/30:1m/10"}},
 		{"randrw:4k:8:70 random_distribution=zipf:1.2", "randrw", results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 70, QueueDepth: 8, Jobs: 1, Distribution: "zipf:1.2"}},
 	} {
-		ps, err := ParsePatternSpec(c.spec)
+		ps, err := ParseSpec(c.spec)
 		if err != nil || ps.RW != c.rw || ps.Pattern != c.want || ps.Spec != c.spec {
 			t.Errorf("%s: %+v, %v; want %s %+v", c.spec, ps, err, c.rw, c.want)
 		}
@@ -59,7 +59,7 @@ func TestParsePatternSpec(t *testing.T) {
 		{"randrw:4k:1:-1", "RWMIX: -1 is outside 0..100"},
 		{"randread:4k:1:70", "RWMIX: only applies to RW randrw (got RW randread)"},
 	} {
-		_, err := ParsePatternSpec(c.spec)
+		_, err := ParseSpec(c.spec)
 		var se *SpecError
 		if !errors.As(err, &se) || !errors.Is(err, ErrBadPattern) || se.Spec != c.spec || se.Msg != c.says ||
 			err.Error() != `"`+c.spec+`": `+c.says {
