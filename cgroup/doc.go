@@ -1,8 +1,14 @@
-// Package cgroup runs workloads under Linux cgroup I/O limits (v1
-// blkio.throttle.*, v2 io.max): it plans limits as plain data, applies them
-// to a fresh cgroup, places a worker process inside, reads the kernel's
-// counters back and removes the cgroup afterwards.
+// Package cgroup is iomatrix's interface to the kernel's cgroup I/O
+// controls (v1 blkio.throttle.*, v2 io.max and io.weight, through
+// containerd/cgroups): it parses and plans limits as plain data
+// (ParseCap, Limit), finds the controller and where a cgroup may go
+// (Detect, Placement), creates or joins a cgroup, applies the limits and
+// reads them back, places processes in it, reads the kernel's counters,
+// lists the limits configured on a host (Show), removes leftovers
+// (Cleanup), and states the throttle's timing (ThrottleSlice,
+// AlignWindow).
 //
-// It never imports iotest, report or profiles: the engine and the caps meet
-// only in cmd/iomatrix.
+// Whether a cap holds is not decided here: the cap model and the verdict
+// are package capverify's. This package never imports the engine, report
+// or profiles.
 package cgroup

@@ -252,7 +252,9 @@ const (
 // figures are as precise as CIPct says, not as asked.
 func (r Result) Unsettled() bool { return r.Stop == StopMaxRuntime }
 
-// CapCheck is cap verify's verdict on one result (see cgroup.Judge).
+// CapCheck is cap verify's judgement of one result: the one record of it,
+// decided by capverify.Judge, rendered by report and gathered into a
+// CapVerdict.
 type CapCheck struct {
 	ExpectedIOPS float64 `json:"expected_iops"`
 	DeviationPct float64 `json:"deviation_pct"`
@@ -285,7 +287,7 @@ type CapCheck struct {
 	// Inconclusive: another process loaded the device while the cell or
 	// its baseline was measured and the cell's rate is not the cap
 	// model's, so the rate was not judged: the cell is neither OK nor
-	// failed (see cgroup.Judge).
+	// failed (see capverify.Judge).
 	Inconclusive bool `json:"inconclusive,omitempty"`
 	// Reasons say why a cell does not hold; empty when it does.
 	Reasons []string `json:"reasons,omitempty"`

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/iomatrix/iomatrix/answers/capverify"
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/internal/units"
@@ -171,7 +172,7 @@ func words(rep *results.IsolateReport) (held, free string) {
 // judgeCap compares the capped aggressor with what the cap allows it (the
 // cap model, one request per I/O).
 func judgeCap(rep *results.IsolateReport, aggressor results.Pattern) {
-	model, _ := cgroup.Expected(cgroup.LimitOf(rep.Cap), aggressor.ReadPct, aggressor.BlockSize, 1, 0)
+	model, _ := capverify.Expected(cgroup.LimitOf(rep.Cap), aggressor.ReadPct, aggressor.BlockSize, 1, 0)
 	if math.IsInf(model, 1) {
 		rep.Notes = append(rep.Notes, "the cap limits nothing the aggressor does (e.g. a read cap on a write aggressor)")
 		return

@@ -19,7 +19,6 @@ import (
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/internal/testenv"
-	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -159,7 +158,7 @@ func TestCapVerifyFails(t *testing.T) {
 	if !strings.Contains(r.stderr, "ramp 250ms") {
 		t.Errorf("no notice of the ramp raised under the cap: %s", r.stderr)
 	}
-	var v report.CapVerdict
+	var v results.CapVerdict
 	dec := json.NewDecoder(strings.NewReader(r.stdout))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&v); err != nil || dec.More() {

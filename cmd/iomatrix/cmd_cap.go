@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/iomatrix/iomatrix/answers/capverify"
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
@@ -80,7 +81,7 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 	doc := setup.newDocument(sess)
 	fmt.Fprintf(g.stderr, "iomatrix: measuring under %s\n", report.DescribeCap(doc.Cap))
 	loop := session.Loop{Runner: sess.Runner(), Options: setup.opts, Display: newSweepProgress(g, len(setup.todo), 0, setup.opts), Doc: doc, Out: setup.out,
-		Check: cellJudge(doc.Cap, vs.tolerance, vs.baseline), Notice: g.notice}
+		Check: capverify.CellJudge(sysfs.Default(), doc.Cap, vs.tolerance, vs.baseline), Notice: g.notice}
 	_, runErr := loop.Run(ctx, setup.todo)
 	complete, err := loop.Finish(ctx, runErr)
 	if err != nil {
@@ -151,13 +152,11 @@ func (o *verifyOptions) prepareVerify(g *globalOptions, target string) (*verifyS
 }
 
 // printVerdict writes the verdict of doc on stdout in the chosen format.
-func (vs *verifySetup) printVerdict(g *globalOptions, format string, doc *results.Document, complete bool) (*report.CapVerdict, error) {
-	v := report.BuildCapVerdict(doc, report.VerdictRun{
-		ResultsFile: vs.setup.out, BaselineFile: vs.baselineFile, TolerancePct: vs.tolerance, CounterTolerancePct: 100 * cgroup.CounterTolerance,
-		Window: cgroup.WindowRule, Complete: complete,
-	})
+func (vs *verifySetup) printVerdict(g *globalOptions, format string, doc *results.Document, complete bool) (*results.CapVerdict, error) {
+	v := capverify.Verdict(doc, capverify.VerdictRun{
+		ResultsFile: vs.setup.out, BaselineFile: vs.baselineFile, TolerancePct: vs.tolerance, Complete: complete})
 	if format == "json" {
-		return v, v.WriteJSON(g.stdout)
+		return v, report.WriteJSON(g.stdout, v)
 	}
 	return v, report.WriteCapCheck(g.stdout, doc, v)
 }
@@ -191,18 +190,6 @@ func measureBaseline(ctx context.Context, g *globalOptions, setup *sweepSetup, s
 		return nil, err
 	}
 	return bdoc.ByName(), nil
-}
-
-// cellJudge returns the check cap verify applies to each capped result
-// (cgroup.Check), its verdict recorded in the result.
-func cellJudge(capInfo *results.Cap, tol float64, baseline map[string]results.Result) func(*results.Result) {
-	var disk sysfs.BlockDevice // no limits known: one request per I/O
-	if dev, err := sysfs.ParseDevNum(capInfo.Device); err == nil {
-		if bd, err := sysfs.Default().BlockDevice(dev); err == nil {
-			disk = bd
-		}
-	}
-	return func(res *results.Result) { res.CapCheck = cgroup.Check(capInfo, *res, baseline[res.Name], disk, tol) }
 }
 
 func newCapShowCommand(g *globalOptions) *cobra.Command {

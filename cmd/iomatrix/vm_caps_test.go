@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iomatrix/iomatrix/answers/capverify"
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/internal/vmtest"
-	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -251,9 +251,9 @@ func isolateVerdict(t *testing.T, r vmtest.Result, capIOPS float64, want int) *r
 // status against want and that it measured on the guest's nvme0n1 under
 // cgroup v2, logs its verdict line, and returns it with the drive's
 // device number.
-func capVerdict(t *testing.T, r vmtest.Result, want int) (*report.CapVerdict, sysfs.DevNum) {
+func capVerdict(t *testing.T, r vmtest.Result, want int) (*results.CapVerdict, sysfs.DevNum) {
 	t.Helper()
-	var v report.CapVerdict
+	var v results.CapVerdict
 	if err := json.Unmarshal([]byte(r.Stdout), &v); err != nil {
 		t.Fatalf("%s: exit %d, not a verdict (%v):\n%s\n%s", r.Name, r.Exit, err, r.Stdout, r.Stderr)
 	}
@@ -277,7 +277,7 @@ func capVerdict(t *testing.T, r vmtest.Result, want int) (*report.CapVerdict, sy
 
 // checkCell: a cell of a cap that holds, its counters equal to
 // iomatrix's under the exact counter rule (no absolute allowance).
-func checkCell(t *testing.T, c report.VerdictCell) {
+func checkCell(t *testing.T, c results.CapVerdictCell) {
 	t.Helper()
 	if !c.OK || !c.Binding || !c.RateOK || !c.CountersOK || c.RequestsPerIO != 1 {
 		t.Errorf("%s: ok %v binding %v rate %v counters %v, %d requests per I/O: %s", c.Name, c.OK, c.Binding, c.RateOK, c.CountersOK, c.RequestsPerIO, strings.Join(c.Reasons, "; "))
@@ -293,7 +293,7 @@ func checkCell(t *testing.T, c report.VerdictCell) {
 		name      string
 		got, want uint64
 	}{{"reads", k.Reads, c.IOs.Reads}, {"writes", k.Writes, c.IOs.Writes}} {
-		if diff := math.Abs(float64(d.got) - float64(d.want)); diff > cgroup.CounterTolerance*float64(d.want) {
+		if diff := math.Abs(float64(d.got) - float64(d.want)); diff > capverify.CounterTolerance*float64(d.want) {
 			t.Errorf("%s: io.stat counted %d %s, iomatrix completed %d", c.Name, d.got, d.name, d.want)
 		}
 	}

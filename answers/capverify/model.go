@@ -1,6 +1,10 @@
-package cgroup
+package capverify
 
-import "math"
+import (
+	"math"
+
+	"github.com/iomatrix/iomatrix/cgroup"
+)
 
 // Expected is the cap model: the total IOPS a pattern with read share
 // readPct and block size bs can reach under l, given its uncapped IOPS
@@ -12,14 +16,14 @@ import "math"
 // (the device's max I/O size; the kernel throttles requests, not I/Os),
 // a missing cap or a zero share drops its term. binding reports whether
 // the cap, not the device, sets the figure (model below 90 % of U).
-func Expected(l Limit, readPct int, bs int64, split int, uncapped float64) (expected float64, binding bool) {
+func Expected(l cgroup.Limit, readPct int, bs int64, split int, uncapped float64) (expected float64, binding bool) {
 	return ExpectedShare(l, float64(readPct)/100, bs, split, uncapped)
 }
 
 // ExpectedShare is Expected for a read share r between 0 and 1: a run's
 // measured share, say, which a random draw of directions puts a little off
 // the pattern's read percentage.
-func ExpectedShare(l Limit, r float64, bs int64, split int, uncapped float64) (expected float64, binding bool) {
+func ExpectedShare(l cgroup.Limit, r float64, bs int64, split int, uncapped float64) (expected float64, binding bool) {
 	w := 1 - r
 	k := float64(max(split, 1))
 	b := float64(bs)

@@ -1,16 +1,13 @@
-package cgroup
+package capverify
 
 import (
 	"fmt"
 	"math"
 	"time"
-)
 
-// Requests counts block-layer requests (or I/Os) by direction.
-type Requests struct {
-	Reads  uint64 `json:"reads"`
-	Writes uint64 `json:"writes"`
-}
+	"github.com/iomatrix/iomatrix/cgroup"
+	"github.com/iomatrix/iomatrix/results"
+)
 
 // Counter agreement: the kernel's count for the cgroup and iomatrix's own
 // (times RequestsPerIO) must agree within this fraction, per direction.
@@ -32,59 +29,27 @@ type Cell struct {
 	// random, so a window of a 50 % pattern holds 51.6 % reads now and
 	// then, and a cap on reads then allows 3 % fewer I/Os in all. The
 	// model is taken at that share, so that the draw is not judged.
-	Window Requests
+	Window results.Counts
 	// Issued counts the I/Os iomatrix completed over the whole pattern
 	// (ramp and drain included): the span the kernel's counts cover.
-	Issued Requests
+	Issued results.Counts
 	// Kernel is the cgroup's count over the same span; nil when the
 	// kernel's counters could not be read.
-	Kernel *Requests
+	Kernel *results.Counts
 	// Failed is the I/O error that ended the pattern, if any.
 	Failed string
 	// Runtime is the length of the measured window; 0 when unknown (no
 	// carry-over allowance is then given).
 	Runtime time.Duration
 	// Slice is blk-throttle's slice on the cell's disk when known; 0 is
-	// ThrottleSlice, the slice of every disk on most kernels and the
+	// cgroup.ThrottleSlice, the slice of every disk on most kernels and the
 	// longer one, which allows the more carry-over. The disk's kind alone
-	// does not tell: see ShortSlice.
+	// does not tell: see cgroup.ShortSlice.
 	Slice time.Duration
 	// OtherLoad and BaselineOtherLoad: another process loaded the device
 	// during the capped window, or during the uncapped one the expectation
 	// rests on (results.DevStats.OtherLoad).
 	OtherLoad, BaselineOtherLoad bool
-}
-
-// Verdict is the judgement of one cell.
-type Verdict struct {
-	ExpectedIOPS float64 `json:"expected_iops"`
-	// ReadShare is the share of reads the expectation was computed at:
-	// the measured window's.
-	ReadShare float64 `json:"read_share"`
-	// Binding: the cap, not the device, sets the figure (its model is
-	// below 90 % of the uncapped IOPS).
-	Binding      bool    `json:"binding"`
-	DeviationPct float64 `json:"deviation_pct"` // measured against expected
-	// CarryPct is what a mixed cell may deviate beyond the tolerance:
-	// the throttle's carry-over, one slice of a direction's budget over
-	// the window (CarryAllowance).
-	CarryPct float64 `json:"carry_pct,omitempty"`
-	RateOK   bool    `json:"rate_ok"`
-	// ExpectedRequests is Issued times RequestsPerIO: what the kernel
-	// should have counted.
-	ExpectedRequests Requests `json:"expected_requests"`
-	// Foreign are requests the kernel charged beyond iomatrix's, Missing
-	// those iomatrix issued that the kernel did not count.
-	Foreign    Requests `json:"foreign_requests"`
-	Missing    Requests `json:"missing_requests"`
-	CountersOK bool     `json:"counters_ok"`
-	OK         bool     `json:"ok"`
-	// Inconclusive: the rate could not be judged, because another process
-	// loaded the device while the cell or its baseline was measured and
-	// the cell's figure is not the cap model's (see Judge). Such a cell
-	// is neither OK nor failed.
-	Inconclusive bool     `json:"inconclusive,omitempty"`
-	Reasons      []string `json:"reasons,omitempty"`
 }
 
 // Judge decides whether the cap l holds in cell c, with the measured IOPS
@@ -110,15 +75,16 @@ type Verdict struct {
 //     holds as failing; passing it would pass on data that moved. The
 //     counters and I/O errors are judged all the same: a neighbour changes
 //     neither.
-func Judge(l Limit, c Cell, tolerancePct float64) Verdict {
+func Judge(l cgroup.Limit, c Cell, tolerancePct float64) results.CapCheck {
 	k := uint64(max(c.RequestsPerIO, 1))
 	share := float64(c.ReadPct) / 100
 	if n := c.Window.Reads + c.Window.Writes; n > 0 {
 		share = float64(c.Window.Reads) / float64(n)
 	}
-	v := Verdict{ReadShare: share, CarryPct: CarryAllowance(l, share, c.Runtime, c.Slice) * 100}
-	v.judgeRate(l, c, k, tolerancePct)
-	v.judgeCounters(c, k)
+	v := results.CapCheck{ReadShare: share, CarryPct: CarryAllowance(l, share, c.Runtime, c.Slice) * 100,
+		TolerancePct: tolerancePct, UncappedIOPS: c.UncappedIOPS, RequestsPerIO: int(k)}
+	judgeRate(&v, l, c, tolerancePct)
+	judgeCounters(&v, c, k)
 	if c.Failed != "" {
 		v.Reasons = append(v.Reasons, "I/O error: "+c.Failed)
 	}
@@ -134,14 +100,20 @@ func Judge(l Limit, c Cell, tolerancePct float64) Verdict {
 		v.OK, v.Inconclusive = false, true
 		v.Reasons = append([]string{"another process loaded the device during " + where + ": its rate cannot be told from the cap's, not judged"}, v.Reasons...)
 	}
+	// Recorded to the precision a results file keeps.
+	v.ExpectedIOPS = math.Round(v.ExpectedIOPS*100) / 100
+	v.DeviationPct = math.Round(v.DeviationPct*10000) / 10000
+	v.ReadShare = math.Round(v.ReadShare*1e6) / 1e6
+	v.CarryPct = math.Round(v.CarryPct*100) / 100
 	return v
 }
 
 // judgeRate sets the expectation at v.ReadShare and whether the measured
 // IOPS meet it, within the tolerance plus v.CarryPct.
-func (v *Verdict) judgeRate(l Limit, c Cell, k uint64, tolerancePct float64) {
-	capped, binding := ExpectedShare(l, v.ReadShare, c.BlockSize, int(k), c.UncappedIOPS)
-	model, _ := ExpectedShare(l, v.ReadShare, c.BlockSize, int(k), 0)
+func judgeRate(v *results.CapCheck, l cgroup.Limit, c Cell, tolerancePct float64) {
+	k := v.RequestsPerIO
+	capped, binding := ExpectedShare(l, v.ReadShare, c.BlockSize, k, c.UncappedIOPS)
+	model, _ := ExpectedShare(l, v.ReadShare, c.BlockSize, k, 0)
 	v.Binding, v.ExpectedIOPS = binding, capped
 	tol := (tolerancePct + v.CarryPct) / 100
 	allowed := fmt.Sprintf("tolerance %g %%", tolerancePct)
@@ -185,8 +157,8 @@ func (v *Verdict) judgeRate(l Limit, c Cell, k uint64, tolerancePct float64) {
 
 // judgeCounters compares the kernel's counts for the cgroup with the
 // requests iomatrix issued (k per I/O), direction by direction.
-func (v *Verdict) judgeCounters(c Cell, k uint64) {
-	v.ExpectedRequests = Requests{Reads: k * c.Issued.Reads, Writes: k * c.Issued.Writes}
+func judgeCounters(v *results.CapCheck, c Cell, k uint64) {
+	v.ExpectedRequests = results.Counts{Reads: k * c.Issued.Reads, Writes: k * c.Issued.Writes}
 	if c.Kernel == nil {
 		v.Reasons = append(v.Reasons, "the cgroup's I/O counters could not be read")
 		return
@@ -197,8 +169,8 @@ func (v *Verdict) judgeCounters(c Cell, k uint64) {
 		want, got        uint64
 		foreign, missing *uint64
 	}{
-		{"reads", v.ExpectedRequests.Reads, c.Kernel.Reads, &v.Foreign.Reads, &v.Missing.Reads},
-		{"writes", v.ExpectedRequests.Writes, c.Kernel.Writes, &v.Foreign.Writes, &v.Missing.Writes},
+		{"reads", v.ExpectedRequests.Reads, c.Kernel.Reads, &v.ForeignRequests.Reads, &v.MissingRequests.Reads},
+		{"writes", v.ExpectedRequests.Writes, c.Kernel.Writes, &v.ForeignRequests.Writes, &v.MissingRequests.Writes},
 	} {
 		if d.got > d.want {
 			*d.foreign = d.got - d.want
@@ -225,7 +197,7 @@ func counterReason(dir string, want, got, k uint64) string {
 
 // CarryAllowance is the fraction of the cap model by which a window of
 // length runtime may deviate beyond the tolerance, for read share r under
-// l on a disk whose throttle slice is slice (0: ThrottleSlice):
+// l on a disk whose throttle slice is slice (0: cgroup.ThrottleSlice):
 // slice/runtime when the pattern both reads and writes and a direction it
 // uses is capped, else 0.
 //
@@ -238,8 +210,8 @@ func counterReason(dir string, want, got, k uint64) string {
 // 1 s window under riops=400, at 50 % reads and QD1). A pattern in one
 // direction never waits on the other and gets no allowance; the carry-over
 // is bounded, so a longer window shrinks it (1 % at 10 s; 0.2 % there
-// with ShortSlice).
-func CarryAllowance(l Limit, r float64, runtime, slice time.Duration) float64 {
+// with cgroup.ShortSlice).
+func CarryAllowance(l cgroup.Limit, r float64, runtime, slice time.Duration) float64 {
 	if runtime <= 0 || r <= 0 || r >= 1 {
 		return 0
 	}
@@ -247,7 +219,7 @@ func CarryAllowance(l Limit, r float64, runtime, slice time.Duration) float64 {
 		return 0
 	}
 	if slice <= 0 {
-		slice = ThrottleSlice
+		slice = cgroup.ThrottleSlice
 	}
 	return float64(slice) / float64(runtime)
 }
@@ -257,60 +229,4 @@ func deviation(measured, expected float64) float64 {
 		return 0
 	}
 	return (measured/expected - 1) * 100
-}
-
-// Throttle timing. blk-throttle (behind v1 blkio.throttle.* and v2 io.max)
-// hands out a cap's budget a slice at a time: 100 ms (HZ/10 jiffies), or
-// ShortSlice on some kernels' non-rotational disks. The whole budget of a
-// slice is available at its start, so a capped workload completes its I/O
-// in bursts at slice boundaries. Two consequences for a measurement:
-//
-//   - a window whose edges sit at slice boundaries counts one burst more or
-//     less depending on a few milliseconds of timer jitter (±5 % of a 2 s
-//     window); a window that starts half a slice after one and lasts whole
-//     slices counts exactly its share;
-//   - a slice starts when the group has been idle for more than a slice and
-//     I/O arrives, or when its limits are written; a workload that starts
-//     in the middle of a running slice gets that slice's remaining budget
-//     at once: the start-up burst (+10 % over a 1 s window at 1000 IOPS).
-//
-// So a capped pattern starts only after the group has been quiet for
-// ThrottleQuiet (a fresh slice begins with its first I/O), and its ramp is
-// at least MinCappedRamp and ends half a slice into one (AlignWindow).
-const (
-	// ThrottleSlice is the slice of every disk on most kernels, and the
-	// grid windows are aligned to: a multiple of ShortSlice too, so a
-	// window aligned to it is aligned whichever slice the disk has.
-	ThrottleSlice = 100 * time.Millisecond
-	// ShortSlice (HZ/50) is the slice of non-rotational disks on kernels
-	// built with CONFIG_BLK_DEV_THROTTLING_LOW, and on those from its
-	// removal (6.9) until a fix of late 2025 restored 100 ms for every
-	// disk. A 6.18 kernel slices a non-rotational loop device by 100 ms
-	// (measured: under riops=500, 50 reads complete every 100 ms), so a
-	// cell's slice is the kernel's, not the disk kind's.
-	ShortSlice    = 20 * time.Millisecond
-	ThrottleQuiet = 300 * time.Millisecond // more than two slices: the last one has expired
-	MinCappedRamp = 250 * time.Millisecond
-)
-
-// WindowRule says in a sentence how a capped cell is measured.
-var WindowRule = fmt.Sprintf("each cell starts after the cgroup was quiet for %s (a fresh throttle slice); "+
-	"its ramp, at least %s, ends mid-slice and its runtime is whole %s slices: the throttle's start-up burst is not judged",
-	ThrottleQuiet, MinCappedRamp, ThrottleSlice)
-
-// AlignWindow returns the ramp and runtime a capped measurement uses: the
-// ramp at least MinCappedRamp and ending half a ThrottleSlice after a slice
-// boundary (counted from the first I/O), the runtime a whole number of
-// slices. The slice boundaries of a 20 ms slice fall on those of a 100 ms
-// one, so half of 100 ms is also mid-slice there.
-func AlignWindow(ramp, runtime time.Duration) (time.Duration, time.Duration) {
-	half := ThrottleSlice / 2
-	ramp = max(ramp, MinCappedRamp)
-	if r := (ramp - half) % ThrottleSlice; r != 0 {
-		ramp += ThrottleSlice - r
-	}
-	if r := runtime % ThrottleSlice; r != 0 {
-		runtime += ThrottleSlice - r
-	}
-	return ramp, max(runtime, ThrottleSlice)
 }

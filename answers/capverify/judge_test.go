@@ -1,0 +1,161 @@
+package capverify
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/iomatrix/iomatrix/cgroup"
+	"github.com/iomatrix/iomatrix/results"
+)
+
+func TestJudge(t *testing.T) {
+	writes := func(n uint64) *results.Counts { return &results.Counts{Writes: n} }
+	rw := func(r, w uint64) *results.Counts { return &results.Counts{Reads: r, Writes: w} }
+	wcap := cgroup.Limit{WriteIOPS: 1000}
+	both := cgroup.Limit{ReadIOPS: 10000, WriteIOPS: 10000}
+	for _, tc := range []struct {
+		name string
+		l    cgroup.Limit
+		c    Cell
+		tol  float64
+		ok   bool
+		// inconclusive: neither ok nor failed (another process's load)
+		inconclusive bool
+		expected     float64
+		binding      bool
+		reason       string // a fragment of the first reason when not ok
+		foreign      results.Counts
+	}{
+		{name: "write cell at the cap", l: wcap, tol: 5, ok: true, expected: 1000, binding: true,
+			c: Cell{ReadPct: 0, BlockSize: 16 << 10, UncappedIOPS: 7780, MeasuredIOPS: 1000, Issued: results.Counts{Writes: 3101}, Kernel: writes(3101)}},
+		// Recorded: the worker's own page faults charged to the cgroup
+		// (a cold test binary on the target's disk).
+		{name: "foreign reads are shown, never absorbed", l: wcap, tol: 5, ok: false, expected: 1000, binding: true,
+			c:       Cell{ReadPct: 0, BlockSize: 16 << 10, UncappedIOPS: 9463, MeasuredIOPS: 1000, Issued: results.Counts{Writes: 4008}, Kernel: rw(110, 4008)},
+			reason:  "110 foreign",
+			foreign: results.Counts{Reads: 110}},
+		{name: "one foreign read on an idle direction", l: wcap, tol: 5, ok: false, expected: 1000, binding: true,
+			c:       Cell{ReadPct: 0, BlockSize: 16 << 10, UncappedIOPS: 9463, MeasuredIOPS: 993, Issued: results.Counts{Writes: 1368}, Kernel: rw(1, 1368)},
+			reason:  "1 foreign",
+			foreign: results.Counts{Reads: 1}},
+		// Recorded: a window whose edges sat on throttle-slice boundaries
+		// counted one burst too many.
+		{name: "one burst too many", l: wcap, tol: 5, ok: false, expected: 1000, binding: true,
+			c:      Cell{ReadPct: 0, BlockSize: 16 << 10, UncappedIOPS: 40202, MeasuredIOPS: 1050.5, Issued: results.Counts{Writes: 3131}, Kernel: writes(3131), Runtime: 3 * time.Second},
+			reason: "+5.0 %, tolerance 5 %)"}, // one direction: no carry-over
+		// Recorded: a 1 s window of a 50 % pattern at QD1 under
+		// riops=wiops=400 (file on a loaded disk) moved 423 reads: writes
+		// had bound earlier, and reads spent what they had saved.
+		{name: "a mixed window within the carry-over", l: cgroup.Limit{ReadIOPS: 400, WriteIOPS: 400}, tol: 5, ok: true, expected: 769.74, binding: true,
+			c: Cell{ReadPct: 50, BlockSize: 16 << 10, UncappedIOPS: 4377, MeasuredIOPS: 814, Window: results.Counts{Reads: 423, Writes: 391},
+				Issued: results.Counts{Reads: 521, Writes: 511}, Kernel: rw(521, 511), Runtime: time.Second}},
+		// The same excess over 10 s is not the carry-over (1 % there).
+		{name: "a mixed window beyond the carry-over", l: cgroup.Limit{ReadIOPS: 400, WriteIOPS: 400}, tol: 5, ok: false, expected: 757.21, binding: true,
+			c: Cell{ReadPct: 50, BlockSize: 16 << 10, UncappedIOPS: 4377, MeasuredIOPS: 814, Window: results.Counts{Reads: 4300, Writes: 3840},
+				Issued: results.Counts{Reads: 4400, Writes: 3940}, Kernel: rw(4400, 3940), Runtime: 10 * time.Second},
+			reason: "+7.5 %, tolerance 5 % + 1.0 % throttle carry-over)"},
+		// Where blk-throttle's slice is 20 ms (some kernels' non-rotational
+		// disks) the carry-over is a fifth of 100 ms's: 2 % of a 1 s window.
+		{name: "a mixed window beyond a 20 ms slice's carry-over", l: cgroup.Limit{ReadIOPS: 400, WriteIOPS: 400}, tol: 5, ok: false, expected: 772.09, binding: true,
+			c: Cell{ReadPct: 50, BlockSize: 16 << 10, UncappedIOPS: 20000, MeasuredIOPS: 830, Window: results.Counts{Reads: 430, Writes: 400},
+				Issued: results.Counts{Reads: 530, Writes: 500}, Kernel: rw(530, 500), Runtime: time.Second, Slice: cgroup.ShortSlice},
+			reason: "+7.5 %, tolerance 5 % + 2.0 % throttle carry-over)"},
+		{name: "the same window under 100 ms slices", l: cgroup.Limit{ReadIOPS: 400, WriteIOPS: 400}, tol: 5, ok: true, expected: 772.09, binding: true,
+			c: Cell{ReadPct: 50, BlockSize: 16 << 10, UncappedIOPS: 20000, MeasuredIOPS: 830, Window: results.Counts{Reads: 430, Writes: 400},
+				Issued: results.Counts{Reads: 530, Writes: 500}, Kernel: rw(530, 500), Runtime: time.Second, Slice: cgroup.ThrottleSlice}},
+		// A slice not known is taken as the longer one.
+		{name: "the same window where the slice is not known", l: cgroup.Limit{ReadIOPS: 400, WriteIOPS: 400}, tol: 5, ok: true, expected: 772.09, binding: true,
+			c: Cell{ReadPct: 50, BlockSize: 16 << 10, UncappedIOPS: 20000, MeasuredIOPS: 830, Window: results.Counts{Reads: 430, Writes: 400},
+				Issued: results.Counts{Reads: 530, Writes: 500}, Kernel: rw(530, 500), Runtime: time.Second}},
+		{name: "split requests", l: wcap, tol: 5, ok: true, expected: 500, binding: true,
+			c: Cell{ReadPct: 0, BlockSize: 1 << 20, RequestsPerIO: 2, UncappedIOPS: 2356, MeasuredIOPS: 500, Issued: results.Counts{Writes: 1542}, Kernel: writes(3084)}},
+		{name: "split ignored by the kernel", l: wcap, tol: 5, ok: false, expected: 500, binding: true,
+			c:      Cell{ReadPct: 0, BlockSize: 1 << 20, RequestsPerIO: 2, UncappedIOPS: 2356, MeasuredIOPS: 500, Issued: results.Counts{Writes: 1542}, Kernel: writes(1542)},
+			reason: "escaped"},
+		{name: "within the counter tolerance", l: both, tol: 5, ok: true, expected: 11111.11, binding: true,
+			c:       Cell{ReadPct: 90, BlockSize: 4096, UncappedIOPS: 50000, MeasuredIOPS: 11000, Issued: results.Counts{Reads: 40000, Writes: 4000}, Kernel: rw(40150, 3990)},
+			foreign: results.Counts{Reads: 150}},
+		{name: "the model at 90 % reads", l: both, tol: 5, ok: false, expected: 11111.11, binding: true,
+			c:      Cell{ReadPct: 90, BlockSize: 4096, UncappedIOPS: 50000, MeasuredIOPS: 10000, Issued: results.Counts{Reads: 40000, Writes: 4000}, Kernel: rw(40000, 4000)},
+			reason: "cap model expects 11111"},
+		// Recorded: a read cell under a write-only cap, faster than its
+		// baseline. The cap cannot bind there; being faster than the
+		// uncapped run is the device's noise.
+		{name: "not binding, faster than the baseline", l: wcap, tol: 5, ok: true, expected: 20658, binding: false,
+			c: Cell{ReadPct: 100, BlockSize: 4096, UncappedIOPS: 20658, MeasuredIOPS: 32948, Issued: results.Counts{Reads: 99000}, Kernel: rw(99000, 0)}},
+		{name: "not binding, throttled", l: cgroup.Limit{ReadIOPS: 100000000, WriteIOPS: 100000000}, tol: 5, ok: false, expected: 3 * 1800, binding: false,
+			c:      Cell{ReadPct: 100, BlockSize: 4096, UncappedIOPS: 3 * 1800, MeasuredIOPS: 1800, Issued: results.Counts{Reads: 5400}, Kernel: rw(5400, 0)},
+			reason: "below the expected"},
+		// Recorded: a window of a 50 % pattern that drew 51.3 % reads under
+		// riops=wiops=3000. Reads bound at 3000, so 5847 I/Os in all: the
+		// model at the drawn share, 2.5 % under the model at 50 %.
+		{name: "the model at the window's read share", l: cgroup.Limit{ReadIOPS: 3000, WriteIOPS: 3000}, tol: 5, ok: true, expected: 5847, binding: true,
+			c: Cell{ReadPct: 50, BlockSize: 16 << 10, UncappedIOPS: 6592, MeasuredIOPS: 5847, Window: results.Counts{Reads: 3000, Writes: 2847},
+				Issued: results.Counts{Reads: 3901, Writes: 3706}, Kernel: rw(3901, 3706)}},
+		// The same window judged at the pattern's nominal share: between 90
+		// and 100 % of the uncapped figure the model is the expectation.
+		{name: "not binding, the model below the uncapped figure", l: cgroup.Limit{ReadIOPS: 3000, WriteIOPS: 3000}, tol: 5, ok: true, expected: 6000, binding: false,
+			c: Cell{ReadPct: 50, BlockSize: 16 << 10, UncappedIOPS: 6592, MeasuredIOPS: 5847, Issued: results.Counts{Reads: 3901, Writes: 3706}, Kernel: rw(3901, 3706)}},
+		{name: "a window short of the model at its share", l: cgroup.Limit{ReadIOPS: 1000, WriteIOPS: 1000}, tol: 5, ok: false, expected: 1116.07, binding: true,
+			c:      Cell{ReadPct: 10, BlockSize: 4096, UncappedIOPS: 50000, MeasuredIOPS: 1000, Window: results.Counts{Reads: 104, Writes: 896}, Issued: results.Counts{Reads: 130, Writes: 1300}, Kernel: rw(130, 1300)},
+			reason: "-10.4 %"},
+		{name: "not binding, above the cap model", l: cgroup.Limit{ReadIOPS: 1000}, tol: 5, ok: false, expected: 1000, binding: false,
+			c:      Cell{ReadPct: 100, BlockSize: 4096, UncappedIOPS: 1050, MeasuredIOPS: 1100, Issued: results.Counts{Reads: 3300}, Kernel: rw(3300, 0)},
+			reason: "above the cap model"},
+		{name: "no counters", l: wcap, tol: 5, ok: false, expected: 1000, binding: true,
+			c:      Cell{ReadPct: 0, BlockSize: 4096, UncappedIOPS: 5000, MeasuredIOPS: 1000, Issued: results.Counts{Writes: 3000}},
+			reason: "could not be read"},
+		{name: "an I/O error", l: wcap, tol: 5, ok: false, expected: 1000, binding: true,
+			c:      Cell{ReadPct: 0, BlockSize: 4096, UncappedIOPS: 5000, MeasuredIOPS: 1000, Issued: results.Counts{Writes: 3000}, Kernel: writes(3000), Failed: "write at offset 0: no space left on device"},
+			reason: "no space left"},
+		{name: "uncapped figure unknown", l: wcap, tol: 5, ok: true, expected: 1000, binding: true,
+			c: Cell{ReadPct: 0, BlockSize: 4096, MeasuredIOPS: 990, Issued: results.Counts{Writes: 3000}, Kernel: writes(3000)}},
+		// Recorded: 4K reads at QD1 on a file on the shared disk under
+		// riops=2000 while a writeback storm (dd of 1.5 GB, fsync) loaded
+		// it. The kernel charged exactly iomatrix's reads: the cap held,
+		// the device was busy. Not a failure of the cap.
+		{name: "short beside another process's load", l: cgroup.Limit{ReadIOPS: 2000, WriteIOPS: 2000}, tol: 5, ok: false, inconclusive: true, expected: 2000, binding: true,
+			c:      Cell{ReadPct: 100, BlockSize: 4096, UncappedIOPS: 12437, MeasuredIOPS: 1653, Issued: results.Counts{Reads: 1664}, Kernel: rw(1664, 0), OtherLoad: true},
+			reason: "another process loaded the device during this cell's window"},
+		// The same storm during the baseline: 119 IOPS uncapped at 50 %
+		// reads, so the cap "did not bind" and the cell "held".
+		{name: "a pass on a baseline that moved", l: cgroup.Limit{ReadIOPS: 2000, WriteIOPS: 2000}, tol: 5, ok: false, inconclusive: true, expected: 119, binding: false,
+			c: Cell{ReadPct: 50, BlockSize: 4096, UncappedIOPS: 119, MeasuredIOPS: 4029, Window: results.Counts{Reads: 2014, Writes: 2015},
+				Issued: results.Counts{Reads: 2590, Writes: 2595}, Kernel: rw(2590, 2595), Runtime: time.Second, BaselineOtherLoad: true},
+			reason: "during its uncapped window"},
+		// Above the cap beside a stalling neighbour: the throttle's saved
+		// budget, not judged either.
+		{name: "above the cap beside another process's load", l: cgroup.Limit{ReadIOPS: 2000}, tol: 5, ok: false, inconclusive: true, expected: 2000, binding: true,
+			c:      Cell{ReadPct: 100, BlockSize: 4096, UncappedIOPS: 12437, MeasuredIOPS: 2168, Issued: results.Counts{Reads: 5400}, Kernel: rw(5400, 0), OtherLoad: true, BaselineOtherLoad: true},
+			reason: "this cell's window and its uncapped one"},
+		// The cap's exact figure beside a neighbour is the cap's.
+		{name: "at the cap beside another process's load", l: cgroup.Limit{ReadIOPS: 2000}, tol: 5, ok: true, expected: 2000, binding: true,
+			c: Cell{ReadPct: 100, BlockSize: 4096, UncappedIOPS: 12437, MeasuredIOPS: 2000, Issued: results.Counts{Reads: 2608}, Kernel: rw(2608, 0), OtherLoad: true}},
+		// A neighbour does not move the kernel's counts: they fail.
+		{name: "foreign requests beside another process's load", l: cgroup.Limit{ReadIOPS: 2000}, tol: 5, ok: false, expected: 2000, binding: true,
+			c:       Cell{ReadPct: 100, BlockSize: 4096, UncappedIOPS: 12437, MeasuredIOPS: 1500, Issued: results.Counts{Reads: 2000}, Kernel: rw(2100, 0), OtherLoad: true},
+			reason:  "measured 1500 IOPS",
+			foreign: results.Counts{Reads: 100}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := Judge(tc.l, tc.c, tc.tol)
+			if v.OK != tc.ok || v.Inconclusive != tc.inconclusive || v.Binding != tc.binding || abs(v.ExpectedIOPS-tc.expected) > 0.01 || v.ForeignRequests != tc.foreign {
+				t.Errorf("Judge = %+v; want ok %v, inconclusive %v, binding %v, expected %.2f, foreign %+v", v, tc.ok, tc.inconclusive, tc.binding, tc.expected, tc.foreign)
+			}
+			if v.OK != (len(v.Reasons) == 0) {
+				t.Errorf("ok %v with reasons %q", v.OK, v.Reasons)
+			}
+			if !tc.ok && (len(v.Reasons) == 0 || !strings.Contains(v.Reasons[0], tc.reason)) {
+				t.Errorf("reasons %q lack %q", v.Reasons, tc.reason)
+			}
+		})
+	}
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
