@@ -102,7 +102,13 @@ type slot struct {
 // gives up what is still in flight and leaves the arena mapped for good
 // (see arena.keep): the ring is closed, but a request the device never
 // finished may still complete into its buffer.
-func (w *worker) runUring() error {
+func (w *worker) runUring() error { return w.onRing((*ringStream).closedLoop) }
+
+// onRing runs loop on the job's ring, with what every ring stream does
+// around its loop: its thread locked, the ring made with the file and
+// buffers registered, an SQPOLL thread's CPU recorded, Run told the
+// stream is ready and its start awaited; the ring closed after.
+func (w *worker) onRing(loop func(*ringStream) error) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	s, err := w.openRing()
@@ -113,6 +119,36 @@ func (w *worker) runUring() error {
 	defer w.watchSQ()()
 	w.ready()
 	<-w.start
+	return loop(s)
+}
+
+// drain is how a ring stream stops: once stopping it starts no new I/O;
+// a stop (cancellation, or a failure here or in another stream) gives
+// the I/Os in flight abandonGrace to complete before they are given up,
+// where the end of the window waits for every one.
+type drain struct {
+	stopping bool
+	giveUpAt int64 // after a stop, the end of the drain
+}
+
+// stopped notices a stop at time now, and tells whether the drain's time
+// is up: the stream then gives up what is in flight and leaves its arena
+// mapped for good (see arena.keep).
+func (d *drain) stopped(w *worker, now int64) (abandon bool) {
+	if d.giveUpAt == 0 && (w.stop.Load() || w.st.err != nil) {
+		d.stopping, d.giveUpAt = true, now+int64(abandonGrace)
+		return false
+	}
+	if d.giveUpAt != 0 && now >= d.giveUpAt {
+		w.arena.keep.Store(true)
+		return true
+	}
+	return false
+}
+
+// closedLoop is runUring's loop on the ring.
+func (s *ringStream) closedLoop() error {
+	w := s.w
 	inflight := s.fill()
 	if inflight == 0 {
 		return nil
@@ -120,28 +156,21 @@ func (w *worker) runUring() error {
 	if err := s.submit(); err != nil {
 		return err
 	}
-	st, clk := w.st, w.clk
-	stopping := false  // no new requests: the window ended, or a stop
-	var giveUpAt int64 // after a stop, the end of the drain
+	clk := w.clk
+	var d drain        // d.stopping: no new requests, the window ended or a stop
 	var lastReap int64 // when the previous reap began
 	fast := false      // completions come fast, and polling pays (judge): poll, or wait for a batch (waitBatch)
 	judge := newSpinJudge(nanotime())
 	for inflight > 0 {
-		batch := waitBatch(fast && !stopping, inflight)
+		batch := waitBatch(fast && !d.stopping, inflight)
 		n := s.r.cqReady()
-		if n == 0 && batch == 1 && fast && !stopping {
+		if n == 0 && batch == 1 && fast && !d.stopping {
 			n = s.poll()
 		}
 		// Off the hot path: a wait that ended with nothing to reap, or a
 		// drain. Only here is a device that answers nothing noticed.
-		if n == 0 || stopping {
-			if giveUpAt == 0 && (w.stop.Load() || st.err != nil) {
-				stopping = true
-				giveUpAt = nanotime() + int64(abandonGrace)
-			} else if giveUpAt != 0 && nanotime() >= giveUpAt {
-				w.arena.keep.Store(true)
-				return nil
-			}
+		if (n == 0 || d.stopping) && d.stopped(w, nanotime()) {
+			return nil
 		}
 		if n == 0 {
 			s.r.waitFor = batch
@@ -151,24 +180,24 @@ func (w *worker) runUring() error {
 			continue
 		}
 		now := nanotime()
-		if !stopping && (now >= clk.end.Load() || w.stop.Load() || st.err != nil) {
-			stopping = true
+		if !d.stopping && (now >= clk.end.Load() || w.stop.Load() || w.st.err != nil) {
+			d.stopping = true
 		}
 		fast = alwaysPoll || judge.pays(now, n) && now-lastReap < int64(n)*int64(spinBudget)
 		lastReap = now
-		reaped, refilled, err := s.reap(n, now, &stopping)
+		reaped, refilled, err := s.reap(n, now, &d.stopping)
 		if err != nil {
 			return err
 		}
 		inflight += refilled - reaped
-		st.progress.Store(st.allReads + st.allWrites)
+		w.st.progress.Store(w.st.allReads + w.st.allWrites)
 		if inflight > 0 {
 			// A fast ring hands over its last replacement and collects
 			// what is ready without waiting (and polls at the top of the
 			// loop if nothing is); a slow one hands it over, then sleeps
 			// until the next completion.
-			batch := waitBatch(fast && !stopping, inflight)
-			if batch == 1 && fast && !stopping {
+			batch := waitBatch(fast && !d.stopping, inflight)
+			if batch == 1 && fast && !d.stopping {
 				if err := s.submitNoWait(); err != nil {
 					return err
 				}
@@ -556,21 +585,15 @@ func (s *ringStream) fill() int {
 func (s *ringStream) reap(n uint32, now int64, stopping *bool) (reaped, refilled int, err error) {
 	st, seq, clk := s.w.st, s.w.seq, s.w.clk
 	for k := uint32(0); k < n; k++ {
-		cqe := s.r.peek(k)
-		if cqe.userData == uringTimerData {
-			s.r.timerArmed = false // enter arms another before it waits
-			continue
-		}
-		i := int(cqe.userData)
-		sl := &s.slots[i]
-		if !s.done(cqe.res, sl) {
-			if s.reissue(i, cqe.res) {
-				continue // still in flight
-			}
-			s.failed(sl, cqe.res)
-			*stopping = true
-		} else {
+		i, c := s.completion(s.r.peek(k))
+		switch c {
+		case ioDone:
+			sl := &s.slots[i]
 			st.accountKind(clk, sl.write, sl.kind, uint64(sl.size), sl.start, now)
+		case ioFailed:
+			*stopping = true
+		default:
+			continue // a timer, or an I/O still in flight
 		}
 		reaped++
 		if !*stopping && seq.take() {
@@ -588,6 +611,39 @@ func (s *ringStream) reap(n uint32, now int64, stopping *bool) (reaped, refilled
 	}
 	s.r.cqAdvance(n)
 	return reaped, refilled, nil
+}
+
+// A completion is what one reaped CQE meant to its stream.
+type completion uint8
+
+const (
+	ioDone     completion = iota // the slot's I/O is done, whole
+	ioFailed                     // the slot's I/O failed, and is recorded
+	ioReissued                   // the kernel cancelled it on its own: issued again, still in flight
+	waitTimer                    // the bound on a wait went off (see enter)
+	dueTimer                     // an open-loop stream's timer for its next start went off
+)
+
+// completion reads a CQE: the slot of an I/O and how it ended, or which
+// of the ring's own timers it is.
+func (s *ringStream) completion(cqe *uringCqe) (slot int, c completion) {
+	switch cqe.userData {
+	case uringTimerData:
+		s.r.timerArmed = false // enter arms another before it waits
+		return -1, waitTimer
+	case uringDueData:
+		return -1, dueTimer
+	}
+	i := int(cqe.userData)
+	sl := &s.slots[i]
+	switch {
+	case s.done(cqe.res, sl):
+		return i, ioDone
+	case s.reissue(i, cqe.res):
+		return i, ioReissued
+	}
+	s.failed(sl, cqe.res)
+	return i, ioFailed
 }
 
 // done tells whether a completion's res says its I/O was done whole: a

@@ -3,7 +3,6 @@ package iotest
 import (
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"time"
 
 	"github.com/iomatrix/iomatrix/iotest/pattern"
@@ -231,168 +230,180 @@ func (o *openStats) settle(first, ran schedule, rampEnd, end int64) {
 // the device cannot keep builds a backlog, which is counted (ahead is a
 // copy of the schedule run forward to now) and reported, never hidden:
 // the stream does not become a closed loop, it falls behind.
-func (w *worker) runRate() error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	s, err := w.openRing()
-	if err != nil {
-		return err
-	}
-	defer s.r.close()
-	defer w.watchSQ()()
-	free := make([]int32, 0, w.qd)
-	for i := w.qd - 1; i >= 0; i-- {
-		free = append(free, int32(i))
-	}
-	w.ready()
-	<-w.start
-	st, clk, seq := w.st, w.clk, w.seq
-	sc := w.sched
-	sc.base = clk.base
-	first, ahead := *sc, *sc
-	end := clk.end.Load() // an open-loop window never moves
-	inflight := 0
-	stopping := false
-	var giveUpAt int64
-	blockedAt := int64(math.MinInt64) // when an I/O last found every slot busy
-	var lastReap int64                // when the previous reap began
-	fast := false                     // completions come less than spinBudget apart
-	dueArmed := false                 // the ring's timer for the next intended start is pending
-	var armedAt int64                 // when it is set to go off
-	var early int64                   // how long before a start the timer goes off: its wake-up delay, averaged
+func (w *worker) runRate() error { return w.onRing((*ringStream).openLoop) }
+
+// openLoop is runRate's loop on the ring: issue what is due, wait for
+// the next start or completion, reap.
+func (s *ringStream) openLoop() error {
+	o := newOpenStream(s)
 	for {
 		now := nanotime()
-		if !stopping && (w.stop.Load() || st.err != nil) {
-			stopping, giveUpAt = true, now+int64(abandonGrace)
-		}
-		for !stopping {
-			due, write := sc.due()
-			if due > now {
-				break
-			}
-			if due >= end {
-				stopping = true // the schedule is over
-				break
-			}
-			if len(free) == 0 {
-				blockedAt = now
-				if ahead.n < sc.n {
-					ahead = *sc
-				}
-				for at, _ := ahead.due(); at <= now && at < end; at, _ = ahead.due() {
-					ahead.take()
-				}
-				st.open.maxBacklog = max(st.open.maxBacklog, ahead.n-sc.n)
-				break
-			}
-			if !seq.take() {
-				stopping = true // the budget is spent
-				break
-			}
-			i := int(free[len(free)-1])
-			free = free[:len(free)-1]
-			if sc.perDir {
-				off, size, kind := seq.drawFor(write)
-				s.prepAt(i, write, off, size, kind)
-			} else {
-				s.prep(i)
-			}
-			s.slots[i].intended, s.slots[i].waited = due, due <= blockedAt
-			sc.take()
-			inflight++
-		}
-		if !stopping && now >= end+int64(lateGrace) {
-			stopping = true // what was due inside the window and is still unissued is the backlog
-		}
-		if stopping && inflight == 0 {
+		if o.d.stopped(s.w, now) {
 			break
 		}
-		if giveUpAt != 0 && now >= giveUpAt {
-			w.arena.keep.Store(true)
+		o.issueDue(now)
+		if !o.d.stopping && now >= o.end+int64(lateGrace) {
+			o.d.stopping = true // what was due inside the window and is still unissued is the backlog
+		}
+		if o.d.stopping && o.inflight == 0 {
 			break
 		}
-		if !stopping && len(free) > 0 {
-			due, _ := sc.due()
-			wake := min(due, end)
-			t := nanotime()
-			if wake <= t {
-				continue
-			}
-			if wake-t <= spinMax {
-				// Woken early on purpose, or the next start is nearly
-				// due: hand over what is prepared and collect
-				// completions, without sleeping, until it is.
-				if err := s.submitNoWait(); err != nil {
-					return err
-				}
-				if s.r.cqReady() == 0 {
-					continue
-				}
-			} else {
-				if !dueArmed {
-					// Early by the wake-up delay when there is room for
-					// it; a start nearer than that is slept for exactly
-					// (and started late by the delay): spinning for it
-					// would burn a CPU at high rates.
-					armedAt = wake
-					if wake-t > early+spinMax {
-						armedAt -= early
-					}
-					s.r.armAt(armedAt)
-					dueArmed = true
-				}
-				err = s.submit()
-			}
-		} else if !(fast && !stopping && s.poll() > 0) {
-			// Every slot busy: the stream waits for a completion as a
-			// closed loop does, polling first while completions come
-			// fast (see spinBudget).
-			err = s.submit()
-		}
+		ready, err := o.wait()
 		if err != nil {
 			return err
 		}
-		n := s.r.cqReady()
-		if n == 0 {
-			continue
+		if ready {
+			o.reap()
 		}
-		now = nanotime()
-		fast = alwaysPoll || now-lastReap < int64(n)*int64(spinBudget)
-		lastReap = now
-		for k := uint32(0); k < n; k++ {
-			cqe := s.r.peek(k)
-			switch cqe.userData {
-			case uringTimerData:
-				s.r.timerArmed = false
-				continue
-			case uringDueData:
-				// How late the timer woke the stream: the next timer
-				// goes off that much before the start it is for.
-				dueArmed = false
-				early += (min(max(now-armedAt, 0), maxEarly) - early) / 8
-				continue
-			}
-			i := int(cqe.userData)
-			sl := &s.slots[i]
-			if !s.done(cqe.res, sl) {
-				if s.reissue(i, cqe.res) {
-					continue // still in flight
-				}
-				s.failed(sl, cqe.res)
-				if !stopping {
-					stopping, giveUpAt = true, now+int64(abandonGrace)
-				}
-			} else {
-				st.accountOpen(clk, sl, now)
-			}
-			free = append(free, int32(i))
-			inflight--
-		}
-		s.r.cqAdvance(n)
-		st.progress.Store(st.allReads + st.allWrites)
 	}
-	st.open.settle(first, *sc, clk.rampEnd.Load(), end)
+	clk := s.w.clk
+	s.w.st.open.settle(o.first, *o.sc, clk.rampEnd.Load(), o.end)
 	return nil
+}
+
+// openStream is an open-loop stream's state on its ring.
+type openStream struct {
+	s         *ringStream
+	sc        *schedule
+	first     schedule // the schedule from its start, replayed to count what it intended (settle)
+	ahead     schedule // the schedule run forward to now, to count the backlog
+	end       int64    // the window's end: an open-loop window never moves
+	free      []int32  // the slots without an I/O
+	inflight  int
+	d         drain
+	blockedAt int64 // when an I/O last found every slot busy
+	lastReap  int64 // when the previous reap began
+	fast      bool  // completions come less than spinBudget apart
+	dueArmed  bool  // the ring's timer for the next intended start is pending
+	armedAt   int64 // when it is set to go off
+	early     int64 // how long before a start the timer goes off: its wake-up delay, averaged
+}
+
+func newOpenStream(s *ringStream) *openStream {
+	w := s.w
+	o := &openStream{s: s, sc: w.sched, free: make([]int32, 0, w.qd), blockedAt: math.MinInt64}
+	for i := w.qd - 1; i >= 0; i-- {
+		o.free = append(o.free, int32(i))
+	}
+	o.sc.base = w.clk.base
+	o.first, o.ahead = *o.sc, *o.sc
+	o.end = w.clk.end.Load()
+	return o
+}
+
+// issueDue prepares every I/O due by now that a free slot can take; an
+// I/O due while every slot is busy waits, and the backlog is counted.
+func (o *openStream) issueDue(now int64) {
+	s, sc, seq := o.s, o.sc, o.s.w.seq
+	for !o.d.stopping {
+		due, write := sc.due()
+		if due > now {
+			return
+		}
+		if due >= o.end {
+			o.d.stopping = true // the schedule is over
+			return
+		}
+		if len(o.free) == 0 {
+			o.blockedAt = now
+			if o.ahead.n < sc.n {
+				o.ahead = *sc
+			}
+			for at, _ := o.ahead.due(); at <= now && at < o.end; at, _ = o.ahead.due() {
+				o.ahead.take()
+			}
+			st := o.s.w.st
+			st.open.maxBacklog = max(st.open.maxBacklog, o.ahead.n-sc.n)
+			return
+		}
+		if !seq.take() {
+			o.d.stopping = true // the budget is spent
+			return
+		}
+		i := int(o.free[len(o.free)-1])
+		o.free = o.free[:len(o.free)-1]
+		if sc.perDir {
+			off, size, kind := seq.drawFor(write)
+			s.prepAt(i, write, off, size, kind)
+		} else {
+			s.prep(i)
+		}
+		s.slots[i].intended, s.slots[i].waited = due, due <= o.blockedAt
+		sc.take()
+		o.inflight++
+	}
+}
+
+// wait hands over what is prepared and waits for the next intended start
+// or a completion, and tells whether completions are ready to reap.
+func (o *openStream) wait() (ready bool, err error) {
+	s := o.s
+	if !o.d.stopping && len(o.free) > 0 {
+		due, _ := o.sc.due()
+		wake := min(due, o.end)
+		t := nanotime()
+		if wake <= t {
+			return false, nil
+		}
+		if wake-t <= spinMax {
+			// Woken early on purpose, or the next start is nearly
+			// due: hand over what is prepared and collect
+			// completions, without sleeping, until it is.
+			if err := s.submitNoWait(); err != nil {
+				return false, err
+			}
+			return s.r.cqReady() > 0, nil
+		}
+		if !o.dueArmed {
+			// Early by the wake-up delay when there is room for it; a
+			// start nearer than that is slept for exactly (and started
+			// late by the delay): spinning for it would burn a CPU at
+			// high rates.
+			o.armedAt = wake
+			if wake-t > o.early+spinMax {
+				o.armedAt -= o.early
+			}
+			s.r.armAt(o.armedAt)
+			o.dueArmed = true
+		}
+		err = s.submit()
+	} else if !(o.fast && !o.d.stopping && s.poll() > 0) {
+		// Every slot busy: the stream waits for a completion as a
+		// closed loop does, polling first while completions come
+		// fast (see spinBudget).
+		err = s.submit()
+	}
+	return err == nil && s.r.cqReady() > 0, err
+}
+
+// reap accounts the completions posted and frees their slots.
+func (o *openStream) reap() {
+	s, w := o.s, o.s.w
+	n := s.r.cqReady()
+	now := nanotime()
+	o.fast = alwaysPoll || now-o.lastReap < int64(n)*int64(spinBudget)
+	o.lastReap = now
+	for k := uint32(0); k < n; k++ {
+		i, c := s.completion(s.r.peek(k))
+		switch c {
+		case dueTimer:
+			// How late the timer woke the stream: the next timer goes
+			// off that much before the start it is for.
+			o.dueArmed = false
+			o.early += (min(max(now-o.armedAt, 0), maxEarly) - o.early) / 8
+			continue
+		case ioDone:
+			w.st.accountOpen(w.clk, &s.slots[i], now)
+		case ioFailed:
+			o.d.stopped(w, now) // the failure is st.err: a stop
+		default:
+			continue // the wait's timer, or an I/O still in flight
+		}
+		o.free = append(o.free, int32(i))
+		o.inflight--
+	}
+	s.r.cqAdvance(n)
+	w.st.progress.Store(w.st.allReads + w.st.allWrites)
 }
 
 // lateGrace: an I/O due inside the window is issued even once the window
