@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
 )
@@ -73,7 +74,9 @@ func (m RingMode) Check(engine string) error {
 	switch {
 	case m.Plain():
 		if m.SQIdle != 0 || m.SQAffine {
-			return pattern.Fieldf("sqpoll-idle", "--sqpoll-idle and --sqpoll-cpu set the submission thread of --sqpoll")
+			return pattern.Mention("sqpoll-idle", func(n fault.Namer) string {
+				return n("sqpoll-idle") + " and " + n("sqpoll-cpu") + " set the submission thread of " + n("sqpoll")
+			})
 		}
 		return nil
 	case engine == EnginePsync:
@@ -81,7 +84,9 @@ func (m RingMode) Check(engine string) error {
 		if !m.Poll {
 			field = "sqpoll"
 		}
-		return pattern.Fieldf(field, "polled completions and a submission thread are the uring engine's: not with --engine psync")
+		return pattern.Mention(field, func(n fault.Namer) string {
+			return "polled completions and a submission thread are the uring engine's: not with " + n("engine") + " psync"
+		})
 	case m.SQIdle < 0 || m.SQIdle > time.Hour:
 		return pattern.Fieldf("sqpoll-idle", "%s is outside 0 to 1h", m.SQIdle)
 	case m.SQIdle%time.Millisecond != 0:

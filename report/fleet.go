@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/stats"
 	"github.com/iomatrix/iomatrix/results"
 )
@@ -121,7 +122,8 @@ func memberLabels(in []MemberInput) ([]string, error) {
 	}
 	for i, l := range labels {
 		if j := slices.Index(labels, l); j != i {
-			return nil, fmt.Errorf("%w: %s and %s would both be labelled %q; give each member a --label", ErrMerge, in[j].Source, in[i].Source, l)
+			return nil, fmt.Errorf("%w: %s and %s would both be labelled %q; %w", ErrMerge, in[j].Source, in[i].Source, l,
+				fault.NewMention(func(n fault.Namer) string { return "give each member a " + n("label") }))
 		}
 	}
 	return labels, nil

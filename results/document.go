@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/iomatrix/iomatrix/internal/fault"
 )
 
 // SchemaVersion of the results file. Field names are a contract: add
@@ -474,7 +476,9 @@ func ReadDocument(r io.Reader) (*Document, error) {
 	case err != nil:
 		return nil, err
 	case kind == KindObservation:
-		return nil, fmt.Errorf("%w: this is an observation (iomatrix observe), not measured cells; render it with `iomatrix report`, or size from it with `iomatrix observe --workload`", ErrBadDocument)
+		return nil, fmt.Errorf("%w: this is an observation (iomatrix observe), not measured cells; %w", ErrBadDocument, fault.NewMention(func(n fault.Namer) string {
+			return "render it with `iomatrix report`, or size from it with `iomatrix observe " + n("workload") + "`"
+		}))
 	case kind != "":
 		return nil, fmt.Errorf("%w: a document of kind %q, which this iomatrix (%s) does not know", ErrBadDocument, kind, Version)
 	}

@@ -283,7 +283,7 @@ func ownCgroup(ctrl cgroup.Controller, pid int) (string, error) {
 		}
 		if unit := cgroup.SystemdUnit(e.Path); v2 && unit != "" && sys.ProcessName(1) == "systemd" {
 			return "", fault.AsInput(&ProcessError{pid, fmt.Errorf("the process runs in systemd unit %s, which keeps it in its own cgroup: moving it out would drop the unit's own limits. "+
-				"Cap the unit instead (systemctl set-property %s IOReadIOPSMax=… IOWriteIOPSMax=…), or run the command under iomatrix throttle -- COMMAND", unit, unit)})
+				"Cap the unit instead (systemctl set-property %s IOReadIOPSMax=… IOWriteIOPSMax=…), or start the command under iomatrix throttle instead", unit, unit)})
 		}
 		return filepath.Join(ctrl.Dir, e.Path), nil
 	}

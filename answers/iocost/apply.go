@@ -151,7 +151,8 @@ func (h Host) Apply(dev string, m Model, q *QoS, statePath string) (Applied, err
 	var a Applied
 	if s, err := ReadState(statePath); err == nil {
 		if s.Device != dev {
-			return Applied{}, fmt.Errorf("%s holds the state of device %s, not %s: give another --state", statePath, s.Device, dev)
+			return Applied{}, fmt.Errorf("%s holds the state of device %s, not %s: %w", statePath, s.Device, dev,
+				fault.NewMention(func(n fault.Namer) string { return "give another " + n("state") }))
 		}
 		a.Before, a.Kept = s, true
 	} else if errors.Is(err, os.ErrNotExist) {

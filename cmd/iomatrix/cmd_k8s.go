@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"os"
 	"slices"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/iomatrix/iomatrix/answers/k8s"
-	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/profiles"
 	"github.com/iomatrix/iomatrix/results"
 )
@@ -105,16 +103,9 @@ func isFlag(name string) func(string) bool {
 	return func(a string) bool { return a == "--"+name || strings.HasPrefix(a, "--"+name+"=") }
 }
 
-// k8sError names the options of the k8s package's bad input as flags,
-// the second option of a fault.Mention too.
-func k8sError(err error) error {
-	var ie *fault.InputError
-	var m *fault.Mention
-	if errors.As(err, &ie) && errors.As(ie.Err, &m) {
-		return usagef("--%s: %s", ie.Option, m.Text(func(option string) string { return "--" + option }))
-	}
-	return optionError(err)
-}
+// k8sError names the options of the k8s package's bad input as flags
+// (a second option its message mentions too: see message).
+func k8sError(err error) error { return optionError(err) }
 
 // checkSweepArgs parses the flags meant for the pods' sweep as sweep
 // would, so that a typo fails here, before anything is created.

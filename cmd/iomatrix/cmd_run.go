@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -112,11 +113,21 @@ func optionError(err error) error {
 	if !ok || ie.Option == "" {
 		return err
 	}
-	name, ok := flagNames[ie.Option]
-	if !ok {
-		name = "--" + ie.Option
+	return fault.AsInput(fmt.Errorf("%s: %w", flagName(ie.Option), ie.Err))
+}
+
+// message is err's text for the user: where a library's message names
+// options (a fault.Mention at its end), they are spelled as the flags
+// that set them.
+func message(err error) string {
+	msg := err.Error()
+	var m *fault.Mention
+	if errors.As(err, &m) {
+		if own := m.Error(); strings.HasSuffix(msg, own) {
+			msg = strings.TrimSuffix(msg, own) + m.Text(flagName)
+		}
 	}
-	return fault.AsInput(fmt.Errorf("%s: %w", name, ie.Err))
+	return msg
 }
 
 // pattern is the pattern the flags write (pattern.Build), and the share

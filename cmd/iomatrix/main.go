@@ -226,7 +226,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if errors.As(err, &st) {
 		return st.Code // a throttled command's own status
 	}
-	code, msg := exitCode(err), nameTyped(optionError(err).Error(), typedSpellings(args))
+	code, msg := exitCode(err), nameTyped(message(optionError(err)), typedSpellings(args))
 	if se, ok := context.Cause(ctx).(signalError); ok && ctx.Err() != nil {
 		code, msg = 128+int(se.sig.(syscall.Signal)), se.Error()
 	}
