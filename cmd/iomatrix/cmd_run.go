@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/iomatrix/iomatrix/internal/fault"
-	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/report"
@@ -151,59 +149,21 @@ func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string)
 	}
 	defer sess.Close()
 	doc := sess.NewDocument("run", rs.opts)
-
 	prog := newLiveLine(g)
 	opts := rs.opts
 	opts.Progress = func(pr iotest.Progress) { prog.Pattern(pr, opts) }
-	p := rs.p
-	if rs.sharePct > 0 {
-		// The closed-loop maximum first, kept in the document beside the
-		// run it sets the rate of.
-		closed := p
-		closed.Rate = results.Rate{}
-		res, err := sess.Runner().Run(ctx, closed, opts)
-		prog.Done()
-		if err != nil {
-			return err
-		}
-		doc.Results = append(doc.Results, res)
-		if res.Total.IOPS < 1 {
-			return fmt.Errorf("%s: no I/O completed in the closed loop: no rate to take a share of", closed.Name())
-		}
-		p.Rate = results.Rate{IOPS: max(1, math.Round(rs.sharePct/100*res.Total.IOPS)), Arrival: o.Arrival}
-		g.notice(fmt.Sprintf("closed-loop maximum %s IOPS; open loop at %s of it: %s IOPS",
-			units.Thousands(res.Total.IOPS, 0), units.FormatPercent(rs.sharePct), units.Thousands(p.Rate.IOPS, 0)))
-	}
-	res, runErr := sess.Runner().Run(ctx, p, opts)
-	prog.Done()
-	if runErr != nil && res.Name == "" {
+	res, runErr := session.MeasureOne(ctx, sess.Runner(), doc, session.One{Pattern: rs.p, SharePct: rs.sharePct, Arrival: o.Arrival,
+		Options: opts, Done: prog.Done, Notice: g.notice})
+	if res == nil {
 		return runErr
 	}
-	if rs.sharePct > 0 && runErr == nil && res.Rate != nil && !res.Rate.Sustained {
-		// Was it the device or the stream? The maximum again, at once.
-		closed := p
-		closed.Rate = results.Rate{}
-		again, err := sess.Runner().Run(ctx, closed, opts)
-		prog.Done()
-		if err != nil {
-			return err
-		}
-		res.Rate.MaxAfterIOPS = again.Total.IOPS
-		g.notice(fmt.Sprintf("the rate was not sustained; the closed-loop maximum measured again after it: %s IOPS (was %s): the target of %s IOPS is %.1f %% of it",
-			units.Thousands(again.Total.IOPS, 0), units.Thousands(doc.Results[0].Total.IOPS, 0), units.Thousands(p.Rate.IOPS, 0),
-			100*p.Rate.IOPS/max(again.Total.IOPS, 1)))
-	}
-	if msg := session.OtherLoadNotice(res, doc.Target.Disk); msg != "" {
-		g.notice(msg)
-	}
-	doc.Results = append(doc.Results, res)
 	doc.FinishedAt = time.Now().UTC().Format(time.RFC3339)
 	if o.Out != "" {
 		if err := results.WriteFileAtomic(o.Out, doc); err != nil {
 			return err
 		}
 	}
-	if err := printRun(g, o.Format, doc, &res); err != nil {
+	if err := printRun(g, o.Format, doc, res); err != nil {
 		return err
 	}
 	return runErr
