@@ -115,14 +115,15 @@ func optionError(err error) error {
 }
 
 // message is err's text for the user: where a library's message names
-// options (a fault.Mention at its end), they are spelled as the flags
-// that set them.
+// options (a fault.Mention in it), they are spelled as the flags that
+// set them.
 func message(err error) string {
 	msg := err.Error()
 	var m *fault.Mention
 	if errors.As(err, &m) {
-		if own := m.Error(); strings.HasSuffix(msg, own) {
-			msg = strings.TrimSuffix(msg, own) + m.Text(flagName)
+		if own := m.Error(); strings.Contains(msg, own) {
+			i := strings.LastIndex(msg, own)
+			msg = msg[:i] + m.Text(flagName) + msg[i+len(own):]
 		}
 	}
 	return msg

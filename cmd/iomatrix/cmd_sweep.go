@@ -203,14 +203,8 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 	if err != nil {
 		return err
 	}
-	total, todo := len(setup.profile.Patterns), len(setup.todo)
-	var loads []session.RateSweep
-	if rs := setup.rateSweep; rs != nil {
-		total, todo = rs.Total(), rs.Todo(setup.doc)
-	} else if len(setup.profile.Loads) > 0 {
-		loads = session.ProfileLoads(setup.profile.Loads)
-		total, todo = setup.profile.Cells(), todo+session.LoadsTodo(loads, setup.doc)
-	}
+	sweep := session.Sweep{Profile: setup.profile, Rates: setup.rateSweep, Doc: setup.doc}
+	total, todo := sweep.Count()
 	estimate := time.Duration(todo) * (setup.opts.Runtime + setup.opts.Ramp)
 	g.notice(progress.Plan(setup.profile.Name, todo, total, setup.opts, estimate))
 	g.notice("results: " + setup.out)
@@ -237,23 +231,7 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 		}
 	}
 	loop := session.Loop{Runner: sess.Runner(), Options: setup.opts, Display: prog, Doc: doc, Out: setup.out, KeepGoing: o.ContinueOnError, Notice: g.notice}
-	var failedCells int
-	var runErr error
-	if rs := setup.rateSweep; rs != nil {
-		rs.Loop = &loop
-		failedCells, runErr = rs.Run(ctx)
-		if errors.Is(runErr, session.ErrNoMaximum) {
-			runErr = fmt.Errorf("load–latency sweep: %w", runErr)
-		}
-	} else if len(loads) > 0 {
-		failedCells, runErr = session.RunWithLoads(ctx, &loop, setup.todo, loads)
-		if errors.Is(runErr, session.ErrNoMaximum) {
-			runErr = fmt.Errorf("the profile's open-loop loads: %w", runErr)
-		}
-	} else {
-		failedCells, runErr = loop.Run(ctx, setup.todo)
-	}
-
+	failedCells, runErr := sweep.Run(ctx, &loop)
 	complete, err := loop.Finish(ctx, runErr)
 	if err != nil {
 		return err

@@ -1,0 +1,58 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/iomatrix/iomatrix/profiles"
+	"github.com/iomatrix/iomatrix/results"
+)
+
+// Sweep is what a sweep measures: a profile's patterns, then their
+// open-loop loads (profiles.OpenLoad); or a load–latency sweep of one
+// shape (Rates). Doc is the document being resumed, nil for a new one.
+type Sweep struct {
+	Profile *profiles.Profile
+	Rates   *RateSweep
+	Doc     *results.Document
+}
+
+// Todo are the profile's patterns the document still lacks.
+func (w Sweep) Todo() []results.Pattern { return w.Doc.Remaining(w.Profile.Patterns) }
+
+// Count is the number of cells of the sweep, and of those still to be
+// measured.
+func (w Sweep) Count() (total, todo int) {
+	switch {
+	case w.Rates != nil:
+		return w.Rates.Total(), w.Rates.Todo(w.Doc)
+	case len(w.Profile.Loads) > 0:
+		return w.Profile.Cells(), len(w.Todo()) + LoadsTodo(ProfileLoads(w.Profile.Loads), w.Doc)
+	}
+	return len(w.Profile.Patterns), len(w.Todo())
+}
+
+// Run measures what the sweep still lacks through l, and closes its
+// display; failed and err as Loop.Run. A load whose closed-loop maximum
+// failed or did no I/O stops the sweep there (ErrNoMaximum, said of
+// which maximum).
+func (w Sweep) Run(ctx context.Context, l *Loop) (failed int, err error) {
+	switch {
+	case w.Rates != nil:
+		rs := *w.Rates
+		rs.Loop = l
+		failed, err = rs.Run(ctx)
+		if errors.Is(err, ErrNoMaximum) {
+			err = fmt.Errorf("load–latency sweep: %w", err)
+		}
+	case len(w.Profile.Loads) > 0:
+		failed, err = RunWithLoads(ctx, l, w.Todo(), ProfileLoads(w.Profile.Loads))
+		if errors.Is(err, ErrNoMaximum) {
+			err = fmt.Errorf("the profile's open-loop loads: %w", err)
+		}
+	default:
+		failed, err = l.Run(ctx, w.Todo())
+	}
+	return failed, err
+}
