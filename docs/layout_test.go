@@ -1,6 +1,7 @@
 package docs
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -163,4 +164,104 @@ func TestLayoutHoldsTheTree(t *testing.T) {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// libraries are the packages that are neither a command (cmd/iomatrix,
+// the developer commands under scripts) nor test support, nor the one
+// package that reads /sys and /proc.
+func libraries(pkgs map[string]*goPackage) []string {
+	var out []string
+	for dir, p := range pkgs {
+		switch {
+		case p.name == "main", dir == "internal/sysfs", dir == "internal/testenv", strings.HasPrefix(dir, "internal/vmtest"),
+			dir == "answers/k8s/k8stest":
+			continue
+		}
+		out = append(out, dir)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// errorCalls are the calls whose string arguments make an error message.
+var errorCalls = map[string]bool{"fmt.Errorf": true, "errors.New": true, "fault.Input": true, "fault.Privilege": true,
+	"pattern.Fieldf": true, "Fieldf": true, "fieldf": true}
+
+// flagLike is a command-line flag spelled in a message.
+var flagLike = regexp.MustCompile(`(^|[^-\w])--[a-z]`)
+
+// fioSyntax are messages that quote fio's own command line, not a flag
+// of iomatrix's: crosscheck checks the options given to fio.
+var fioSyntax = []string{`%q is not a fio option (--name or --name=value)`, `%s --version: %w`}
+
+// The libraries read /sys and /proc only through internal/sysfs, whose
+// roots the commands pass down (no sysfs.Default below a command, no path
+// under /sys or /proc written in), and their error messages name no
+// command-line flag: the command line names the flag for the option at
+// fault.
+func TestLibrariesKeepToTheirSide(t *testing.T) {
+	pkgs := treePackages(t)
+	for _, dir := range libraries(pkgs) {
+		files, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, file := range files {
+			if strings.HasSuffix(file, "_test.go") {
+				continue
+			}
+			checkLibraryFile(t, file)
+		}
+	}
+}
+
+func checkLibraryFile(t *testing.T, file string) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, file, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, _ := filepath.Rel(root, file)
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.BasicLit:
+			if n.Kind != token.STRING {
+				return true
+			}
+			if s, err := strconv.Unquote(n.Value); err == nil && (s == "/sys" || s == "/proc" || strings.HasPrefix(s, "/sys/") || strings.HasPrefix(s, "/proc/")) {
+				t.Errorf("%s:%d: %q: a path under /sys or /proc outside internal/sysfs", rel, fset.Position(n.Pos()).Line, s)
+			}
+		case *ast.CallExpr:
+			name := callName(n.Fun)
+			if name == "sysfs.Default" {
+				t.Errorf("%s:%d: sysfs.Default() below the command line: take the FS as a parameter", rel, fset.Position(n.Pos()).Line)
+			}
+			if !errorCalls[name] {
+				return true
+			}
+			for _, a := range n.Args {
+				lit, ok := a.(*ast.BasicLit)
+				if !ok || lit.Kind != token.STRING {
+					continue
+				}
+				if s, err := strconv.Unquote(lit.Value); err == nil && flagLike.MatchString(s) && !slices.Contains(fioSyntax, s) {
+					t.Errorf("%s:%d: %s(%q): an error message that names a flag", rel, fset.Position(lit.Pos()).Line, name, s)
+				}
+			}
+		}
+		return true
+	})
+}
+
+// callName is a call's function as written: "fmt.Errorf", "fieldf".
+func callName(fun ast.Expr) string {
+	switch f := fun.(type) {
+	case *ast.Ident:
+		return f.Name
+	case *ast.SelectorExpr:
+		if x, ok := f.X.(*ast.Ident); ok {
+			return x.Name + "." + f.Sel.Name
+		}
+	}
+	return ""
 }
