@@ -85,7 +85,7 @@ func fakeV2(t *testing.T) Controller {
 	testenv.Must(t, os.WriteFile(filepath.Join(root, "cgroup.subtree_control"), nil, 0o644))
 	testenv.Must(t, os.MkdirAll(filepath.Join(root, Parent), 0o755))
 	testenv.Must(t, os.WriteFile(filepath.Join(root, Parent, "cgroup.subtree_control"), nil, 0o644))
-	c, err := Detect(root)
+	c, err := Detect(sysfs.Default(), root)
 	if err != nil || c.Mode != Unified || c.Version != 2 || c.Dir != root {
 		t.Fatalf("detect fake v2: %+v %v", c, err)
 	}
@@ -188,7 +188,7 @@ func TestDetectModes(t *testing.T) {
 		{"none", mk("nothing"), Unavailable, 0, "", true},
 	}
 	for _, c := range cases {
-		got, err := Detect(c.root)
+		got, err := Detect(sysfs.Default(), c.root)
 		if (err != nil) != c.err || got.Mode != c.mode || got.Version != c.version || (!c.err && got.Dir != filepath.Join(c.root, c.dir)) {
 			t.Errorf("%s: %+v %v", c.name, got, err)
 		}
@@ -199,7 +199,7 @@ func TestDetectModes(t *testing.T) {
 func realController(t *testing.T) Controller {
 	t.Helper()
 	testenv.Root(t)
-	c, err := Detect(DefaultRoot)
+	c, err := Detect(sysfs.Default(), DefaultRoot)
 	testenv.Require(t, err == nil, "no cgroup I/O controller")
 	return c
 }
@@ -258,7 +258,7 @@ func TestRealCleanupRemovesOrphans(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { testenv.Must(t, mine.Delete()) }()
-	removed, err := Cleanup(ctrl)
+	removed, err := Cleanup(sysfs.Default(), ctrl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +330,7 @@ func TestCleanupErrorNamesPathOnce(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(stale, "child"), 0o755); err != nil {
 		t.Fatal(err) // a plain directory with a child is not empty: Remove fails
 	}
-	_, err := Cleanup(Controller{Dir: root})
+	_, err := Cleanup(sysfs.Default(), Controller{Dir: root})
 	if err == nil {
 		t.Fatal("no error removing a non-empty directory")
 	}

@@ -50,32 +50,33 @@ type Controller struct {
 var ErrNoIOController = errors.New("no cgroup I/O controller (v1 blkio or v2 io)")
 
 // DefaultRoot is where cgroupfs is mounted.
-const DefaultRoot = "/sys/fs/cgroup"
+const DefaultRoot = sysfs.CgroupRoot
 
-// Detect finds the mode and the I/O controller below root. On hybrid
-// hosts v1 blkio is preferred, unless it is not mounted (booted with
-// cgroup_no_v1=blkio) and the unified tree has the io controller.
-func Detect(root string) (Controller, error) {
-	return DetectFor(root, "io")
+// Detect finds the mode and the I/O controller below root, and this
+// process's cgroup in sys. On hybrid hosts v1 blkio is preferred, unless
+// it is not mounted (booted with cgroup_no_v1=blkio) and the unified tree
+// has the io controller.
+func Detect(sys sysfs.FS, root string) (Controller, error) {
+	return DetectFor(sys, root, "io")
 }
 
 // DetectFor is Detect with another v2 controller standing for io: the
 // tests of the v2 tree mechanics use hugetlb, which this project's
 // machines offer on their v2 hierarchy where io is not.
-func DetectFor(root, v2controller string) (Controller, error) {
+func DetectFor(sys sysfs.FS, root, v2controller string) (Controller, error) {
 	c, err := detect(root, v2controller)
 	switch c.Version {
 	case 1:
 		c.Name = "blkio"
 	case 2:
-		c.Name, c.Extra, c.Self = v2controller, []string{"memory"}, selfCgroup()
+		c.Name, c.Extra, c.Self = v2controller, []string{"memory"}, selfCgroup(sys)
 	}
 	return c, err
 }
 
 // selfCgroup is this process's v2 cgroup, "/" when unknown.
-func selfCgroup() string {
-	entries, err := sysfs.Default().Cgroups(0)
+func selfCgroup(sys sysfs.FS) string {
+	entries, err := sys.Cgroups(0)
 	if err != nil {
 		return "/"
 	}

@@ -313,9 +313,9 @@ func (g *Group) Delete() error {
 
 // Cleanup removes cgroups left by processes that are gone (SIGKILLed): in
 // the iomatrix directory of the controller's placement, only those whose
-// owner pid no longer exists and that hold no task. It returns the paths
-// it removed.
-func Cleanup(ctrl Controller) ([]string, error) {
+// owner pid no longer exists in sys and that hold no task. It returns
+// the paths it removed.
+func Cleanup(sys sysfs.FS, ctrl Controller) ([]string, error) {
 	places := []Place{{Dir: ctrl.Dir}}
 	if p, err := ctrl.Placement(); err == nil && p.Dir != ctrl.Dir {
 		places = append(places, p)
@@ -326,7 +326,7 @@ func Cleanup(ctrl Controller) ([]string, error) {
 		if err != nil {
 			return removed, err
 		}
-		r, err := cleanupDir(p.Base())
+		r, err := cleanupDir(sys, p.Base())
 		if err == nil && !p.Delegated {
 			// The last cgroup gone: what iomatrix enabled goes too, as at
 			// the end of a run.
@@ -341,7 +341,7 @@ func Cleanup(ctrl Controller) ([]string, error) {
 	return removed, nil
 }
 
-func cleanupDir(dir string) ([]string, error) {
+func cleanupDir(sys sysfs.FS, dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -359,7 +359,7 @@ func cleanupDir(dir string) ([]string, error) {
 		if !ok || err != nil || pid <= 0 {
 			continue // not one of ours
 		}
-		if sysfs.Default().ProcessExists(pid) {
+		if sys.ProcessExists(pid) {
 			continue // its owner still runs
 		}
 		path := filepath.Join(dir, e.Name())

@@ -31,7 +31,7 @@ const standIn = "hugetlb"
 func realV2(t *testing.T) Controller {
 	t.Helper()
 	mnt := testenv.CgroupV2(t, standIn)
-	return Controller{Mode: Hybrid, Version: 2, Root: filepath.Dir(mnt), Dir: mnt, Name: standIn, Extra: []string{"memory"}, Self: selfCgroup()}
+	return Controller{Mode: Hybrid, Version: 2, Root: filepath.Dir(mnt), Dir: mnt, Name: standIn, Extra: []string{"memory"}, Self: selfCgroup(sysfs.Default())}
 }
 
 // testCgroup makes a cgroup for a test below dir, removed when it ends.
@@ -202,7 +202,7 @@ func TestV2Delegated(t *testing.T) {
 		t.Fatal(err)
 	}
 	leaf := filepath.Join(unit, Parent, fmt.Sprintf("%d-self", self))
-	if own := selfCgroup(); own != strings.TrimPrefix(leaf, c.Dir) {
+	if own := selfCgroup(sysfs.Default()); own != strings.TrimPrefix(leaf, c.Dir) {
 		t.Errorf("this process is in %s, want its leaf %s", own, leaf)
 	}
 	if filepath.Dir(g.Path) != filepath.Join(unit, Parent) || !slices.Contains(enabledIn(unit), standIn) {
@@ -211,7 +211,7 @@ func TestV2Delegated(t *testing.T) {
 	if err := g.Delete(); err != nil {
 		t.Fatal(err)
 	}
-	if own := selfCgroup(); own != d.Self || len(subdirs(unit)) > 0 || len(enabledIn(unit)) > 0 {
+	if own := selfCgroup(sysfs.Default()); own != d.Self || len(subdirs(unit)) > 0 || len(enabledIn(unit)) > 0 {
 		t.Errorf("after Delete: in %s (want %s), %s holds %v and enables %q", own, d.Self, unit, subdirs(unit), enabledIn(unit))
 	}
 	// Another process in the unit: its cgroup cannot give its children a
@@ -220,7 +220,7 @@ func TestV2Delegated(t *testing.T) {
 	if _, err := Create(d, Limit{}); !errors.Is(err, ErrInternalProcess) {
 		t.Errorf("Create beside another process of the unit: %v, want ErrInternalProcess", err)
 	}
-	if own := selfCgroup(); own != d.Self || len(subdirs(unit)) > 0 {
+	if own := selfCgroup(sysfs.Default()); own != d.Self || len(subdirs(unit)) > 0 {
 		t.Errorf("after the refusal: in %s, %s holds %v", own, unit, subdirs(unit))
 	}
 }

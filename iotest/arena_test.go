@@ -24,7 +24,7 @@ func TestArenaContiguous(t *testing.T) {
 	testenv.Require(t, strings.Contains(string(thp), "[always]") || strings.Contains(string(thp), "[madvise]"),
 		"transparent huge pages are off: the arena gets scattered pages")
 	const n, bs = 16, 1 << 20
-	a, err := newArena(n, bs, rand.NewPCG(7, 8), true)
+	a, err := newArena(host, n, bs, rand.NewPCG(7, 8), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestArenaContiguous(t *testing.T) {
 		t.Fatal("the arena is not contiguous")
 	}
 	// Buffers that will not be registered never are.
-	plain, err := newArena(n, bs, rand.NewPCG(7, 8), false)
+	plain, err := newArena(host, n, bs, rand.NewPCG(7, 8), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestArenaContiguous(t *testing.T) {
 	if plain.contiguous {
 		t.Error("an arena asked to be scattered is contiguous")
 	}
-	if h := hugeBytes(a.mem); h != 0 {
+	if h := hugeBytes(host, a.mem); h != 0 {
 		t.Fatalf("%d bytes of the arena still on huge pages", h)
 	}
 	want := make([]byte, n*bs)
@@ -112,10 +112,10 @@ func TestHugeBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	mem[0] = 1
-	if h := hugeBytes(mem); h != 0 {
+	if h := hugeBytes(host, mem); h != 0 {
 		t.Errorf("small pages: hugeBytes %d, want 0", h)
 	}
-	if h := hugeBytes(mem[pageSize:]); h != -1 {
+	if h := hugeBytes(host, mem[pageSize:]); h != -1 {
 		t.Errorf("not a mapping's start: hugeBytes %d, want -1", h)
 	}
 }

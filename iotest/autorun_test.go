@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/iomatrix/iomatrix/internal/testenv"
+	"github.com/iomatrix/iomatrix/iotest/target"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -27,7 +28,7 @@ func scriptedRule(t *testing.T, rule func(s *stopper) judgement) {
 
 func TestRunAutoWindow(t *testing.T) {
 	testenv.Root(t)
-	dir := directIODir(t)
+	dir := testenv.DirectIODir(t)
 	scriptedRule(t, func(s *stopper) judgement {
 		if len(s.rounds) == 2 && s.restarts == 0 {
 			return judgement{shift: true, ci: 0.005}
@@ -45,7 +46,7 @@ func TestRunAutoWindow(t *testing.T) {
 func checkAutoWindow(t *testing.T, dir, eng string) {
 	{
 		path := filepath.Join(dir, eng+".dat")
-		tg := openPlan(t, path, TargetOptions{Size: 64 << 20, Writes: true})
+		tg := openPlan(t, path, target.Options{Size: 64 << 20, Writes: true})
 		p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 70, QueueDepth: 4, Jobs: 2}
 		auto := &Auto{MaxRuntime: 20 * time.Second, Precision: 0.02}
 		ramp := 300 * time.Millisecond
@@ -99,9 +100,9 @@ func checkAutoWindow(t *testing.T, dir, eng string) {
 
 func TestRunAutoMaxRuntime(t *testing.T) {
 	testenv.Root(t)
-	dir := directIODir(t)
+	dir := testenv.DirectIODir(t)
 	scriptedRule(t, func(*stopper) judgement { return judgement{ci: math.Inf(1)} })
-	tg := openPlan(t, filepath.Join(dir, "max.dat"), TargetOptions{Size: 64 << 20})
+	tg := openPlan(t, filepath.Join(dir, "max.dat"), target.Options{Size: 64 << 20})
 	p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 2, Jobs: 1}
 	r, err := Run(context.Background(), tg, p, Options{Auto: &Auto{MaxRuntime: 5 * time.Second, Precision: 0.02}, Seed: 1})
 	if err != nil {

@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/iomatrix/iomatrix/internal/sysfs"
+	"github.com/iomatrix/iomatrix/iotest/target"
 )
 
 // worker is one independent I/O stream: a job's ring (uring) or one of a
@@ -31,9 +34,9 @@ type worker struct {
 	asyncKinds uint16
 	// mode is the ring's setup: polled completions, a submission thread.
 	mode RingMode
-	// pt, for a passthrough target, addresses its namespace: each I/O is
+	// ns, for a passthrough target, addresses its namespace: each I/O is
 	// an NVMe command.
-	pt    *passthru
+	ns    *target.Namespace
 	st    *stats
 	seq   *sequence
 	arena *arena
@@ -49,6 +52,8 @@ type worker struct {
 	// after which clk holds the run's phases.
 	ready func()
 	start <-chan struct{}
+	// sys is where an SQPOLL ring's submission thread is looked up.
+	sys sysfs.FS
 }
 
 // abandonGrace is how long a stopped ring goes on reaping the requests it
@@ -228,7 +233,7 @@ func (w *worker) watchSQ() func() {
 	}
 	tid := unix.Gettid()
 	return func() {
-		if sq := findSQThread(tid); sq.stat != "" {
+		if sq := findSQThread(w.sys, tid); sq.tid != 0 {
 			w.st.sqThreads, w.st.sqCPU = 1, sq.cpu()
 		}
 	}
@@ -421,7 +426,7 @@ func (w *worker) openRing() (*ringStream, error) {
 	if w.sched != nil {
 		entries++ // the open-loop stream's own timer (see runRate)
 	}
-	r, err := newUringMode(entries, w.mode, w.pt != nil)
+	r, err := newUringMode(entries, w.mode, w.ns != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -433,7 +438,7 @@ func (w *worker) openRing() (*ringStream, error) {
 		r.sqeFlags |= uringSqeAsync
 	}
 	s := &ringStream{w: w, r: r, bufs: w.arena.bufs(w.qd), slots: make([]slot, w.qd), fresh: make([]int32, 0, w.qd), bs: uint64(w.arena.bs)}
-	if w.pt != nil {
+	if w.ns != nil {
 		// Passthrough commands name their buffers by address (see
 		// prepCmd): registered ones would go unused.
 		return s, nil
@@ -485,8 +490,8 @@ func (s *ringStream) prepAt(i int, write bool, off, size int64, kind uint8) {
 func (s *ringStream) issue(i int) {
 	sl := &s.slots[i]
 	buf := s.bufs[i][:sl.size]
-	if s.w.pt != nil {
-		s.r.prepCmd(s.w.pt, sl.write, buf, sl.off, uint64(i))
+	if s.w.ns != nil {
+		s.r.prepCmd(s.w.ns, sl.write, buf, sl.off, uint64(i))
 	} else {
 		s.r.prep(sl.write, buf, i, sl.off, uint64(i))
 	}
@@ -650,7 +655,7 @@ func (s *ringStream) completion(cqe *uringCqe) (slot int, c completion) {
 // read or a write returns the bytes it moved, a passthrough command 0
 // (its NVMe status otherwise, or -errno).
 func (s *ringStream) done(res int32, sl *slot) bool {
-	if s.w.pt != nil {
+	if s.w.ns != nil {
 		return res == 0
 	}
 	return int64(res) == sl.size
@@ -658,7 +663,7 @@ func (s *ringStream) done(res int32, sl *slot) bool {
 
 // failed records the failure of the I/O in sl, which completed with res.
 func (s *ringStream) failed(sl *slot, res int32) {
-	if s.w.pt != nil && res > 0 {
+	if s.w.ns != nil && res > 0 {
 		s.w.st.failNVMe(sl.write, sl.off, int(res))
 		return
 	}

@@ -11,39 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/internal/testenv"
 	"github.com/iomatrix/iomatrix/iotest/pattern"
+	"github.com/iomatrix/iomatrix/iotest/target"
 	"github.com/iomatrix/iomatrix/results"
 )
-
-// directIODir returns a directory on a disk-backed filesystem where
-// O_DIRECT works, or skips (fails in CI).
-func directIODir(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	var fs unix.Statfs_t
-	if err := unix.Statfs(dir, &fs); err != nil {
-		t.Fatal(err)
-	}
-	ok := fs.Type != unix.TMPFS_MAGIC && fs.Type != unix.RAMFS_MAGIC
-	if ok {
-		fd, err := unix.Open(filepath.Join(dir, "probe"), unix.O_CREAT|unix.O_RDWR|unix.O_DIRECT, 0o644)
-		ok = err == nil
-		if ok {
-			unix.Close(fd)
-		}
-	}
-	testenv.Require(t, ok, "temp dir "+dir+" does not support O_DIRECT on a disk")
-	return dir
-}
-
-func loopDevice(t *testing.T, size int64) (dev, backing string) {
-	t.Helper()
-	testenv.Root(t)
-	return testenv.LoopDevice(t, directIODir(t), size)
-}
 
 func engines(t *testing.T) []string {
 	t.Helper()
@@ -51,9 +24,14 @@ func engines(t *testing.T) []string {
 	return []string{EngineUring, EnginePsync}
 }
 
-func openPlan(t *testing.T, path string, o TargetOptions) *Target {
+// host is the running system, where the tests' targets are planned.
+var host = sysfs.Default()
+
+// openPlan plans path on the running system and opens it.
+func openPlan(t *testing.T, path string, o target.Options) *target.Target {
 	t.Helper()
-	p, err := PlanTarget(path, o)
+	o.Sys = host
+	p, err := target.NewPlan(path, o)
 	if err != nil {
 		t.Fatalf("plan %s: %v", path, err)
 	}
@@ -67,11 +45,11 @@ func openPlan(t *testing.T, path string, o TargetOptions) *Target {
 
 func TestRunOnFile(t *testing.T) {
 	testenv.Root(t)
-	dir := directIODir(t)
+	dir := testenv.DirectIODir(t)
 	for _, eng := range engines(t) {
 		t.Run(eng, func(t *testing.T) {
 			path := filepath.Join(dir, eng+".dat")
-			tg := openPlan(t, path, TargetOptions{Size: 64 << 20, Writes: true})
+			tg := openPlan(t, path, target.Options{Size: 64 << 20, Writes: true})
 			p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 50, QueueDepth: 8, Jobs: 2}
 			o := Options{Runtime: 1500 * time.Millisecond, Ramp: 200 * time.Millisecond, Seed: 1, Engine: eng}
 			var calls int
@@ -136,98 +114,16 @@ func TestRunOnFile(t *testing.T) {
 	}
 }
 
-func TestLayoutAndReuse(t *testing.T) {
+// A file iomatrix did not lay out is read in place, and a run that reads
+// it changes nothing (target's TestForeignFileGuard plans it so).
+func TestReadInPlaceChangesNothing(t *testing.T) {
 	testenv.Root(t)
-	dir := directIODir(t)
-	path := filepath.Join(dir, "t.dat")
-	p, err := PlanTarget(path, TargetOptions{Size: 8 << 20})
-	if err != nil || p.Action != ActionCreate {
-		t.Fatalf("plan new: %v %+v", err, p)
-	}
-	if _, err := os.Stat(path); !os.IsNotExist(err) {
-		t.Fatal("planning created the file")
-	}
-	var last int64
-	tg, err := p.Open(context.Background(), func(done, total int64) { last = done })
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = tg.Close()
-	if last != 8<<20 {
-		t.Errorf("layout progress ended at %d", last)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil || len(data) != 8<<20 {
-		t.Fatalf("laid-out file: %d bytes, %v", len(data), err)
-	}
-	// Random data: no block repeats and no block is zero.
-	seen := map[string]bool{}
-	zero := make([]byte, 4096)
-	for off := 0; off < len(data); off += 4096 {
-		b := string(data[off : off+4096])
-		if seen[b] || b == string(zero) {
-			t.Fatalf("block at %d is zero or repeated", off)
-		}
-		seen[b] = true
-	}
-	if m, ok := readMarker(path); !ok || !m.complete || m.size != 8<<20 {
-		t.Fatalf("marker %+v %v", m, ok)
-	}
-	if p, err := PlanTarget(path, TargetOptions{Size: 8 << 20, Writes: true}); err != nil || p.Action != ActionReuse {
-		t.Fatalf("second plan: %v %+v", err, p)
-	}
-	if p, err := PlanTarget(path, TargetOptions{Size: 16 << 20, Writes: true}); err != nil || p.Action != ActionRelayout {
-		t.Fatalf("plan at a new size: %v %+v", err, p)
-	}
-	// An interrupted layout leaves an incomplete marker: never reused.
-	if err := unix.Setxattr(path, markerXattr, []byte(marker{size: 8 << 20}.String()), 0); err != nil {
-		t.Fatal(err)
-	}
-	if p, err := PlanTarget(path, TargetOptions{Size: 8 << 20}); err != nil || p.Action != ActionRelayout {
-		t.Fatalf("plan of an unfinished layout: %v %+v", err, p)
-	}
-}
-
-func TestLayoutCancelledRemovesFile(t *testing.T) {
-	testenv.Root(t)
-	path := filepath.Join(directIODir(t), "c.dat")
-	p, err := PlanTarget(path, TargetOptions{Size: 64 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	_, err = p.Open(ctx, func(done, total int64) { cancel() })
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("error %v", err)
-	}
-	if _, err := os.Stat(path); !os.IsNotExist(err) {
-		t.Fatal("half-laid file left behind")
-	}
-}
-
-func TestForeignFileGuard(t *testing.T) {
-	testenv.Root(t)
-	dir := directIODir(t)
-	path := filepath.Join(dir, "precious")
+	path := filepath.Join(testenv.DirectIODir(t), "precious")
 	content := bytes.Repeat([]byte("keep me "), 8192)
 	if err := os.WriteFile(path, content, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := PlanTarget(path, TargetOptions{Size: 1 << 20, Writes: true}); !errors.Is(err, ErrNotOurs) {
-		t.Errorf("write plan on a foreign file: %v", err)
-	}
-	if _, err := PlanTarget(path, TargetOptions{Size: 1 << 20}); !errors.Is(err, ErrNotOurs) {
-		t.Errorf("layout plan at an explicit size on a foreign file: %v", err)
-	}
-	// Reading in place is allowed and changes nothing.
-	p, err := PlanTarget(path, TargetOptions{})
-	if err != nil || p.Action != ActionReadOnly || p.Size != int64(len(content)) {
-		t.Fatalf("read plan: %v %+v", err, p)
-	}
-	tg, err := p.Open(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tg := openPlan(t, path, target.Options{})
 	r, err := Run(context.Background(), tg, results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 4, Jobs: 1},
 		Options{Runtime: 200 * time.Millisecond, Engine: EngineAuto})
 	_ = tg.Close()
@@ -238,45 +134,6 @@ func TestForeignFileGuard(t *testing.T) {
 	if !bytes.Equal(got, content) {
 		t.Fatal("foreign file changed")
 	}
-	// --force lays it out.
-	p, err = PlanTarget(path, TargetOptions{Size: 1 << 20, Writes: true, Force: true})
-	if err != nil || p.Action != ActionRelayout {
-		t.Fatalf("forced plan: %v %+v", err, p)
-	}
-}
-
-func TestBadTargets(t *testing.T) {
-	dir := t.TempDir()
-	cases := []struct {
-		name string
-		path string
-		opts TargetOptions
-		want error
-	}{
-		{"missing parent", filepath.Join(dir, "no", "such", "x.dat"), TargetOptions{Size: 1 << 20}, ErrNoParent},
-		{"no space", filepath.Join(dir, "huge.dat"), TargetOptions{Size: 1 << 60}, ErrNoSpace},
-		{"directory", dir, TargetOptions{Size: 1 << 20}, ErrNotTarget},
-		{"char device", "/dev/zero", TargetOptions{}, ErrNotTarget},
-	}
-	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
-		cases = append(cases, struct {
-			name string
-			path string
-			opts TargetOptions
-			want error
-		}{"tmpfs", "/dev/shm/iomatrix-test-" + t.Name(), TargetOptions{Size: 1 << 20}, ErrNoDirectIO})
-	}
-	for _, c := range cases {
-		_, err := PlanTarget(c.path, c.opts)
-		if !errors.Is(err, c.want) || !errors.Is(err, ErrBadTarget) {
-			t.Errorf("%s: error %v, want %v", c.name, err, c.want)
-		}
-		if c.want != ErrNotTarget {
-			if _, err := os.Stat(c.path); !os.IsNotExist(err) {
-				t.Errorf("%s: %s exists after a refused plan", c.name, c.path)
-			}
-		}
-	}
 }
 
 // The blocks a seeded run wrote are exactly the blocks its sequence drew:
@@ -285,8 +142,8 @@ func TestWritesReachDevice(t *testing.T) {
 	const size = 16 << 20
 	for _, eng := range engines(t) {
 		t.Run(eng, func(t *testing.T) {
-			dev, backing := loopDevice(t, size)
-			tg := openPlan(t, dev, TargetOptions{Writes: true, AllowDestructive: true})
+			dev, backing := testenv.DirectIOLoopDevice(t, size)
+			tg := openPlan(t, dev, target.Options{Writes: true, AllowDestructive: true})
 			if tg.Size != size || tg.Info.Kind != "block" {
 				t.Fatalf("target %+v", tg.Info)
 			}
@@ -334,27 +191,12 @@ func TestWritesReachDevice(t *testing.T) {
 	}
 }
 
-func TestBlockDeviceGuards(t *testing.T) {
-	dev, _ := loopDevice(t, 32<<20)
-	if _, err := PlanTarget(dev, TargetOptions{Writes: true}); !errors.Is(err, ErrDestructive) {
-		t.Errorf("write without --allow-destructive: %v", err)
-	}
-	if p, err := PlanTarget(dev, TargetOptions{}); err != nil || p.Action != ActionDevice || p.Size != 32<<20 {
-		t.Errorf("read plan: %v %+v", err, p)
-	}
-	mnt := testenv.MountExt4(t, dev)
-	_, err := PlanTarget(dev, TargetOptions{Writes: true, AllowDestructive: true})
-	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "mounted at "+mnt) {
-		t.Errorf("write to a mounted device: %v", err)
-	}
-}
-
 // The hot path allocates nothing: the allocations of a run do not grow
 // with the number of I/Os.
 func TestNoAllocationPerIO(t *testing.T) {
 	testenv.Root(t)
-	path := filepath.Join(directIODir(t), "alloc.dat")
-	tg := openPlan(t, path, TargetOptions{Size: 64 << 20, Writes: true})
+	path := filepath.Join(testenv.DirectIODir(t), "alloc.dat")
+	tg := openPlan(t, path, target.Options{Size: 64 << 20, Writes: true})
 	// The ring's own wait timer is re-armed about every 50 ms. Then: a
 	// ring that polls before it sleeps, as on a fast device.
 	// Then a block-size mix under zipf, on both engines: each I/O's size
@@ -412,7 +254,7 @@ func TestNoAllocationPerIOPolled(t *testing.T) {
 	if dev == "" {
 		t.Skip("run in the cgroup v2 guest by TestVMRingModes, on a disk with poll queues")
 	}
-	tg := openPlan(t, dev, TargetOptions{Size: 64 << 20, Writes: true, AllowDestructive: true})
+	tg := openPlan(t, dev, target.Options{Size: 64 << 20, Writes: true, AllowDestructive: true})
 	for _, qd := range []int{1, 8} {
 		for _, m := range []RingMode{{Poll: true}, {Poll: true, SQPoll: true}} {
 			o := Options{Runtime: time.Minute, MaxIOs: 10000, Seed: 3, Engine: EngineUring, Ring: m}
@@ -428,7 +270,7 @@ func TestNoAllocationPerIOPolled(t *testing.T) {
 
 // countAllocs runs p and counts the allocations of the whole run, and
 // the I/Os it completed.
-func countAllocs(t *testing.T, tg *Target, p results.Pattern, o Options) (mallocs, ios uint64) {
+func countAllocs(t *testing.T, tg *target.Target, p results.Pattern, o Options) (mallocs, ios uint64) {
 	t.Helper()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -442,8 +284,8 @@ func countAllocs(t *testing.T, tg *Target, p results.Pattern, o Options) (malloc
 
 func TestMaxIOsStopsEachJob(t *testing.T) {
 	testenv.Root(t)
-	path := filepath.Join(directIODir(t), "max.dat")
-	tg := openPlan(t, path, TargetOptions{Size: 16 << 20, Writes: true})
+	path := filepath.Join(testenv.DirectIODir(t), "max.dat")
+	tg := openPlan(t, path, target.Options{Size: 16 << 20, Writes: true})
 	for _, eng := range engines(t) {
 		p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 50, QueueDepth: 8, Jobs: 2}
 		r, err := Run(context.Background(), tg, p, Options{Runtime: time.Minute, Seed: 1, Engine: eng, MaxIOs: 1000})
@@ -464,8 +306,8 @@ func TestPreconditionWritesEveryBlock(t *testing.T) {
 	const size = 8 << 20
 	for _, eng := range engines(t) {
 		t.Run(eng, func(t *testing.T) {
-			dev, backing := loopDevice(t, size)
-			tg := openPlan(t, dev, TargetOptions{Writes: true, AllowDestructive: true})
+			dev, backing := testenv.DirectIOLoopDevice(t, size)
+			tg := openPlan(t, dev, target.Options{Writes: true, AllowDestructive: true})
 			var phases []string
 			err := Precondition(context.Background(), tg, eng, 5, 200*time.Millisecond, func(s PreconditionStep) {
 				if s.Done >= 1 {
@@ -492,40 +334,10 @@ func TestPreconditionWritesEveryBlock(t *testing.T) {
 		})
 	}
 	// A read-only target is refused.
-	dev, _ := loopDevice(t, size)
-	tg := openPlan(t, dev, TargetOptions{})
-	if err := Precondition(context.Background(), tg, EngineAuto, 1, 0, nil); !errors.Is(err, ErrBadTarget) {
+	dev, _ := testenv.DirectIOLoopDevice(t, size)
+	tg := openPlan(t, dev, target.Options{})
+	if err := Precondition(context.Background(), tg, EngineAuto, 1, 0, nil); !errors.Is(err, target.ErrBadTarget) {
 		t.Errorf("read-only target: %v", err)
-	}
-}
-
-// Space that vanishes between the plan and the layout: the layout fails
-// with ErrNoSpace and leaves no half-laid file that a later run would
-// trust.
-func TestLayoutENOSPCLeavesNothing(t *testing.T) {
-	dev, _ := loopDevice(t, 48<<20)
-	mnt := testenv.MountExt4(t, dev, "-m", "0")
-	target := filepath.Join(mnt, "t.dat")
-	p, err := PlanTarget(target, TargetOptions{Size: 24 << 20})
-	if err != nil {
-		t.Fatalf("plan: %v", err)
-	}
-	// Somebody else takes the space.
-	hog := filepath.Join(mnt, "hog")
-	var fs unix.Statfs_t
-	testenv.Must(t, unix.Statfs(mnt, &fs))
-	f, _ := os.Create(hog)
-	testenv.Must(t, unix.Fallocate(int(f.Fd()), 0, 0, int64(fs.Bavail)*int64(fs.Bsize)-(8<<20)))
-	f.Close()
-	_, err = p.Open(context.Background(), nil)
-	if !errors.Is(err, ErrNoSpace) {
-		t.Fatalf("layout on a full filesystem: %v", err)
-	}
-	if _, err := os.Stat(target); !os.IsNotExist(err) {
-		t.Fatal("a half-laid file was left behind")
-	}
-	if _, err := os.Stat(sidecarPath(target)); !os.IsNotExist(err) {
-		t.Fatal("a layout marker was left behind")
 	}
 }
 
@@ -534,10 +346,11 @@ func TestLayoutENOSPCLeavesNothing(t *testing.T) {
 // requests were not the run's own.
 func TestOtherLoadOnTheDisk(t *testing.T) {
 	testenv.Root(t)
-	dir := directIODir(t)
-	tg := openPlan(t, filepath.Join(dir, "own.dat"), TargetOptions{Size: 64 << 20})
-	testenv.Require(t, tg.hasDev, "the temp dir's disk has no /proc/diskstats entry")
-	other := openPlan(t, filepath.Join(dir, "other.dat"), TargetOptions{Size: 64 << 20, Writes: true})
+	dir := testenv.DirectIODir(t)
+	tg := openPlan(t, filepath.Join(dir, "own.dat"), target.Options{Size: 64 << 20})
+	_, counted := tg.DiskStats()
+	testenv.Require(t, counted, "the temp dir's disk has no /proc/diskstats entry")
+	other := openPlan(t, filepath.Join(dir, "other.dat"), target.Options{Size: 64 << 20, Writes: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	loaded := make(chan error, 1)
@@ -576,8 +389,8 @@ func TestNoAllocationPerIOPassthrough(t *testing.T) {
 	if dev == "" {
 		t.Skip("run in the cgroup v2 guest by TestVMPassthrough, on an NVMe generic device")
 	}
-	tg := openPlan(t, dev, TargetOptions{Size: 64 << 20, Writes: true, AllowDestructive: true})
-	if tg.Info.Kind != KindPassthrough {
+	tg := openPlan(t, dev, target.Options{Size: 64 << 20, Writes: true, AllowDestructive: true})
+	if tg.Info.Kind != target.KindPassthrough {
 		t.Fatalf("%s: kind %q", dev, tg.Info.Kind)
 	}
 	for _, qd := range []int{1, 8} {

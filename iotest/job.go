@@ -1,17 +1,15 @@
 package iotest
 
 import (
-	"bytes"
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe" // and for go:linkname
 
+	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
 
@@ -425,12 +423,13 @@ type arena struct {
 // one. Only buffers that will be registered with a ring may be
 // contiguous: the block layer merges the contiguous pages of a buffer
 // named by address into one segment, and the requests an I/O makes would
-// then depend on the layout (see contiguousArena).
-func newArena(n int, bs int64, fill *rand.PCG, contiguous bool) (*arena, error) {
+// then depend on the layout (see contiguousArena), whose pages are checked
+// in sys's smaps.
+func newArena(sys sysfs.FS, n int, bs int64, fill *rand.PCG, contiguous bool) (*arena, error) {
 	stride := (int(bs) + pageSize - 1) / pageSize * pageSize
 	size := n * stride
 	if contiguous && stride > pageSize {
-		if a := contiguousArena(size, fill); a != nil {
+		if a := contiguousArena(sys, size, fill); a != nil {
 			a.stride, a.bs = stride, int(bs)
 			return a, nil
 		}
@@ -483,7 +482,7 @@ const hugeSize = 2 << 20
 // on its first page: the kernel splits a huge page it is asked to
 // deactivate in part). The huge pages are checked in /proc/self/smaps
 // before the split and found gone after it.
-func contiguousArena(size int, fill *rand.PCG) *arena {
+func contiguousArena(sys sysfs.FS, size int, fill *rand.PCG) *arena {
 	span := (size + hugeSize - 1) / hugeSize * hugeSize
 	// The region starts on a huge-page boundary with at least a page of
 	// the mapping on either side of it, so that it is always a mapping of
@@ -500,7 +499,7 @@ func contiguousArena(size int, fill *rand.PCG) *arena {
 		for off := 0; off < span; off += hugeSize {
 			region[off] = 0 // fault the stretch in: a huge page if one is free
 		}
-		ok = hugeBytes(region) == span
+		ok = hugeBytes(sys, region) == span
 	}
 	// Never a huge page from here on: khugepaged would otherwise build
 	// them again while a run measures.
@@ -510,7 +509,7 @@ func contiguousArena(size int, fill *rand.PCG) *arena {
 		for off := 0; off < span; off += hugeSize {
 			_ = unix.Madvise(region[off:off+pageSize], unix.MADV_COLD)
 		}
-		ok = hugeBytes(region) == 0
+		ok = hugeBytes(sys, region) == 0
 	}
 	if !ok {
 		_ = unix.Munmap(whole)
@@ -520,25 +519,14 @@ func contiguousArena(size int, fill *rand.PCG) *arena {
 }
 
 // hugeBytes is how much of the mapping that starts at region's first byte
-// is backed by transparent huge pages (smaps' AnonHugePages, a line every
-// mapping's block has); -1 when it cannot be read.
-func hugeBytes(region []byte) int {
-	data, err := os.ReadFile("/proc/self/smaps")
+// is backed by transparent huge pages (smaps' AnonHugePages); -1 when it
+// cannot be read.
+func hugeBytes(sys sysfs.FS, region []byte) int {
+	n, err := sys.SelfAnonHuge(uint64(uintptr(unsafe.Pointer(&region[0]))))
 	if err != nil {
 		return -1
 	}
-	head := fmt.Appendf(nil, "%x-", uintptr(unsafe.Pointer(&region[0])))
-	i := bytes.Index(data, append([]byte{'\n'}, head...)) + 1
-	if !bytes.HasPrefix(data, head) && i == 0 {
-		return -1
-	}
-	_, v, found := bytes.Cut(data[i:], []byte("\nAnonHugePages:"))
-	v, _, _ = bytes.Cut(v, []byte("\n"))
-	kb, err := strconv.Atoi(string(bytes.TrimSpace(bytes.TrimSuffix(v, []byte("kB")))))
-	if !found || err != nil {
-		return -1
-	}
-	return kb << 10
+	return n
 }
 
 // bufs are the first n buffers.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/iomatrix/iomatrix/iotest/target"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -19,9 +20,9 @@ type PreconditionStep struct {
 // storage benchmarks (SNIA PTS) do: two sequential fills of the whole
 // target, then random 4 KiB writes for randomFor. Nothing of it is
 // measured. It writes every block: the target must allow writes.
-func Precondition(ctx context.Context, t *Target, engine string, seed uint64, randomFor time.Duration, progress func(PreconditionStep)) error {
-	if !t.write {
-		return fmt.Errorf("precondition %s: %w: target was opened read-only", t.Path, ErrBadTarget)
+func Precondition(ctx context.Context, t *target.Target, engine string, seed uint64, randomFor time.Duration, progress func(PreconditionStep)) error {
+	if !t.Writable() {
+		return fmt.Errorf("precondition %s: %w: target was opened read-only", t.Path, target.ErrBadTarget)
 	}
 	bs := int64(1 << 20)
 	for bs > t.Align && t.Size%bs != 0 {

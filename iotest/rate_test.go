@@ -14,6 +14,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/iomatrix/iomatrix/internal/testenv"
+	"github.com/iomatrix/iomatrix/iotest/target"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -225,7 +226,7 @@ func TestOpenLoopShowsStall(t *testing.T) {
 	testenv.Integration(t)
 	disk := &stallDisk{DiskFile: testenv.DiskFile{Size: 64 << 20}, period: time.Second, stall: 100 * time.Millisecond}
 	dev := testenv.FUSELoop(t, disk)
-	tg := openPlan(t, dev, TargetOptions{})
+	tg := openPlan(t, dev, target.Options{})
 	testenv.Require(t, ProbeUring() == nil, "io_uring unavailable")
 	p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 1, Jobs: 1,
 		Rate: results.Rate{IOPS: 500, Arrival: results.ArrivalUniform}}
@@ -264,7 +265,7 @@ func TestOpenLoopKeepsRate(t *testing.T) {
 	testenv.Integration(t)
 	testenv.Require(t, ProbeUring() == nil, "io_uring unavailable")
 	dev := testenv.RAMDisk(t, 256<<20)
-	tg := openPlan(t, dev, TargetOptions{})
+	tg := openPlan(t, dev, target.Options{})
 	for _, arrival := range []string{results.ArrivalUniform, results.ArrivalPoisson} {
 		p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 16, Jobs: 1,
 			Rate: results.Rate{IOPS: 5000, Arrival: arrival}}

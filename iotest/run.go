@@ -14,6 +14,7 @@ import (
 
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/iotest/pattern"
+	"github.com/iomatrix/iomatrix/iotest/target"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -62,7 +63,7 @@ func ResolveEngine(engine string, notice func(string)) (string, error) {
 // Result that must be discarded, within stopGrace even when the device
 // has stopped answering. On an I/O error it returns the Result so
 // far (with Error set) and an error wrapping *IOError.
-func Run(ctx context.Context, t *Target, p results.Pattern, o Options) (results.Result, error) {
+func Run(ctx context.Context, t *target.Target, p results.Pattern, o Options) (results.Result, error) {
 	engine, err := checkRun(t, p, o)
 	if err != nil {
 		return results.Result{}, err
@@ -91,15 +92,15 @@ func Run(ctx context.Context, t *Target, p results.Pattern, o Options) (results.
 // they were written (pattern.Build, Options.Validate), and the pattern
 // against the target's facts before it was opened (pattern.CheckTarget):
 // Run does not check them again.
-func checkRun(t *Target, p results.Pattern, o Options) (engine string, err error) {
-	if p.Writes() && !t.write {
+func checkRun(t *target.Target, p results.Pattern, o Options) (engine string, err error) {
+	if p.Writes() && !t.Writable() {
 		return "", fmt.Errorf("%s: %w: target was opened read-only", p.Name(), pattern.ErrBadPattern)
 	}
 	if engine, err = ResolveEngine(o.Engine, o.Notice); err != nil {
 		return "", err
 	}
-	if t.pt != nil {
-		if err := t.pt.check(p, o, engine); err != nil {
+	if ns := t.Namespace(); ns != nil {
+		if err := checkNamespace(ns, p, engine); err != nil {
 			return "", err
 		}
 	}
@@ -107,7 +108,7 @@ func checkRun(t *Target, p results.Pattern, o Options) (engine string, err error
 		return "", err // auto fell back to psync: a mode is never dropped silently
 	}
 	if o.Ring.Poll {
-		if err := CheckPoll(t.Info); err != nil {
+		if err := t.CheckPoll(); err != nil {
 			return "", err
 		}
 	}
@@ -120,7 +121,7 @@ func checkRun(t *Target, p results.Pattern, o Options) (engine string, err error
 // run is one measurement in progress: its I/O streams, their clock, and
 // the counters sampled at the edges of the measured window.
 type run struct {
-	t       *Target
+	t       *target.Target
 	p       results.Pattern
 	o       Options
 	engine  string
@@ -183,6 +184,7 @@ func (r *run) makeStreams() error {
 	if err != nil {
 		return err
 	}
+	fd, ns, sys := r.t.Fd(), r.t.Namespace(), r.t.Sys()
 	// The rings that check each job's buffers can be registered, held
 	// until all are made (see registrable).
 	runtime.LockOSThread()
@@ -202,16 +204,16 @@ func (r *run) makeStreams() error {
 		// A ring's buffers may be contiguous when it can register them
 		// (passthrough commands name them by address, and are never
 		// split); psync's never are (see newArena).
-		a, err := newArena(p.QueueDepth, p.BlockSize, fill, r.engine == EngineUring)
+		a, err := newArena(sys, p.QueueDepth, p.BlockSize, fill, r.engine == EngineUring)
 		if err != nil {
 			return err
 		}
-		if a.contiguous && r.t.pt == nil {
+		if a.contiguous && ns == nil {
 			if probe := registrable(a, p.QueueDepth); probe != nil {
 				probes = append(probes, probe)
 			} else {
 				a.free()
-				if a, err = newArena(p.QueueDepth, p.BlockSize, fill, false); err != nil {
+				if a, err = newArena(sys, p.QueueDepth, p.BlockSize, fill, false); err != nil {
 					return err
 				}
 			}
@@ -220,7 +222,7 @@ func (r *run) makeStreams() error {
 		if r.engine == EngineUring {
 			seq := newSequenceWith(o.Seed, j, 0, p, r.t.Size, m)
 			seq.budget = budget
-			w := &worker{st: newStats(r.seconds), seq: seq, arena: a, fd: r.t.fd, qd: p.QueueDepth, mode: o.Ring, pt: r.t.pt}
+			w := &worker{st: newStats(r.seconds), seq: seq, arena: a, fd: fd, qd: p.QueueDepth, mode: o.Ring, ns: ns, sys: sys}
 			w.async, w.asyncKinds = r.splitOnDevice(m)
 			if p.Rate.Open() {
 				sc := newSchedule(p.Rate, p.Jobs, j, o.Seed)
@@ -234,7 +236,7 @@ func (r *run) makeStreams() error {
 			seq := newSequenceWith(o.Seed, j, q, p, r.t.Size, m)
 			seq.seqShared = &cursor
 			seq.budget = budget
-			r.workers = append(r.workers, &worker{st: newStats(r.seconds), seq: seq, arena: a, fd: r.t.fd, qd: q})
+			r.workers = append(r.workers, &worker{st: newStats(r.seconds), seq: seq, arena: a, fd: fd, qd: q})
 		}
 	}
 	return nil
@@ -312,7 +314,7 @@ func (r *run) start() {
 		w.st.sealedIn.Store(rampEnd)
 	}
 	if r.o.Ramp == 0 {
-		r.before, r.measuring = r.t.snapshot(), true
+		r.before, r.measuring = snapshotOf(r.t), true
 	}
 	close(begin)
 }
@@ -337,7 +339,7 @@ func (r *run) wait(ctx context.Context) error {
 		select {
 		case <-rampTimer.C:
 			if !r.measuring {
-				r.before, r.measuring = r.t.snapshot(), true
+				r.before, r.measuring = snapshotOf(r.t), true
 			}
 		case <-roundTimer:
 			switch r.judgeRounds() {
@@ -352,7 +354,7 @@ func (r *run) wait(ctx context.Context) error {
 			}
 			roundTimer = time.After(r.nextRoundIn())
 		case <-endTimer.C:
-			r.after = r.t.snapshot()
+			r.after = snapshotOf(r.t)
 			// The drain: every request in flight is waited for, unless the
 			// run is cancelled meanwhile.
 			select {
@@ -364,7 +366,7 @@ func (r *run) wait(ctx context.Context) error {
 		case <-ctx.Done():
 			return awaitStop(ctx, &r.stop, r.done, r.arenas)
 		case <-r.done:
-			r.after, r.finishedEarly = r.t.snapshot(), true
+			r.after, r.finishedEarly = snapshotOf(r.t), true
 			return nil
 		case <-tick.C:
 			if r.o.Progress != nil {
@@ -518,7 +520,7 @@ func (r *run) result(ctx context.Context) (results.Result, error) {
 			res.Device.OtherBytes = res.Device.Bytes - res.Total.Bytes
 		}
 	}
-	res.Device.Uncounted = r.t.devNote
+	res.Device.Uncounted = r.t.Uncounted()
 	if total.err != nil {
 		res.Error = total.err
 		return res, fmt.Errorf("%s on %s: %w", r.p.Name(), r.t.Path, total.err)
@@ -633,14 +635,10 @@ type snapshot struct {
 	diskOK bool
 }
 
-func (t *Target) snapshot() snapshot {
+func snapshotOf(t *target.Target) snapshot {
 	s := snapshot{at: nanotime()}
 	_ = unix.Getrusage(unix.RUSAGE_SELF, &s.rusage)
-	if t.hasDev {
-		if d, err := t.sys.DiskStats(t.dev); err == nil {
-			s.disk, s.diskOK = d, true
-		}
-	}
+	s.disk, s.diskOK = t.DiskStats()
 	return s
 }
 

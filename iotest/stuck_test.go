@@ -18,6 +18,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/iomatrix/iomatrix/internal/testenv"
+	"github.com/iomatrix/iomatrix/iotest/target"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -104,7 +105,7 @@ func TestCancelOnStuckDevice(t *testing.T) {
 	dev := testenv.FUSELoop(t, disk)
 	// Runs before the loop device detaches: a held read would keep it.
 	t.Cleanup(disk.unhold)
-	tg := openPlan(t, dev, TargetOptions{})
+	tg := openPlan(t, dev, target.Options{})
 	testenv.Require(t, ProbeUring() == nil, "io_uring unavailable")
 
 	p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 4, Jobs: 1}
@@ -162,14 +163,14 @@ func TestCancelOnStuckDevice(t *testing.T) {
 	// the given-up reads as completed or failed.
 	t.Run("ring-gives-up", func(t *testing.T) {
 		disk.hold()
-		a, err := newArena(p.QueueDepth, p.BlockSize, rand.NewPCG(1, 2), true)
+		a, err := newArena(host, p.QueueDepth, p.BlockSize, rand.NewPCG(1, 2), true)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var stop atomic.Bool
 		started := make(chan struct{})
 		close(started)
-		w := &worker{st: newStats(1), seq: newSequence(1, 0, 0, p, tg.Size), arena: a, fd: tg.fd, qd: p.QueueDepth,
+		w := &worker{st: newStats(1), seq: newSequence(1, 0, 0, p, tg.Size), arena: a, fd: tg.Fd(), qd: p.QueueDepth,
 			clk: newTestClock(0, nanotime()+int64(time.Hour)), stop: &stop, ready: func() {}, start: started}
 		errc := make(chan error, 1)
 		go func() { errc <- w.runUring() }()

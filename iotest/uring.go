@@ -3,9 +3,6 @@ package iotest
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -14,8 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/iomatrix/iomatrix/iotest/pattern"
-	"github.com/iomatrix/iomatrix/results"
+	"github.com/iomatrix/iomatrix/internal/sysfs"
 )
 
 // A minimal io_uring: exactly what the engine needs and nothing more. The
@@ -572,73 +568,28 @@ func ProbeUring() error {
 	return nil
 }
 
-// sysBlock is where CheckPoll reads a disk's queue; tests point it
-// elsewhere.
-var sysBlock = "/sys/block"
-
-// CheckPoll refuses, before any I/O, a target whose disk cannot poll for
-// completions: a polled ring (IOPOLL) needs the disk's queue to have poll
-// queues (queue/io_poll 1), which an NVMe drive has when its driver was
-// given some (nvme.poll_queues=N on the kernel's command line, or the
-// nvme module's poll_queues parameter). Elsewhere every I/O would fail.
-func CheckPoll(info results.TargetInfo) error {
-	if info.Disk == "" {
-		return pattern.Fieldf("poll", "%s is on no block device that could poll: polled completions need a disk with poll queues", info.Path)
-	}
-	file := filepath.Join(sysBlock, info.Disk, "queue", "io_poll")
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return pattern.Fieldf("poll", "%s: cannot read %s (%v): polled completions need a disk with poll queues", info.Path, file, err)
-	}
-	if strings.TrimSpace(string(data)) != "1" {
-		return pattern.Fieldf("poll", "%s's disk %s cannot poll for completions (%s is %s): polled completions need poll queues, which an NVMe drive has when its driver is given some (nvme.poll_queues=N on the kernel's command line, or the nvme module's poll_queues parameter)",
-			info.Path, info.Disk, file, strings.TrimSpace(string(data)))
-	}
-	return nil
-}
-
 // sqThread is an SQPOLL ring's kernel submission thread, a thread of this
 // process named iou-sqp-TID after the thread that set the ring up.
 type sqThread struct {
-	stat string // its /proc task directory; "" when not found
+	sys sysfs.FS
+	tid int // 0 when not found
 }
 
 // findSQThread finds the submission thread of the ring the thread owner
 // set up.
-func findSQThread(owner int) sqThread {
+func findSQThread(sys sysfs.FS, owner int) sqThread {
 	want := fmt.Sprintf("iou-sqp-%d", owner)
-	dirs, _ := os.ReadDir("/proc/self/task")
-	for _, d := range dirs {
-		comm, err := os.ReadFile(filepath.Join("/proc/self/task", d.Name(), "comm"))
-		if err != nil || strings.TrimSpace(string(comm)) != want {
-			continue
+	tasks, _ := sys.Tasks(0)
+	for _, t := range tasks {
+		if t.Comm == want {
+			return sqThread{sys: sys, tid: t.TID}
 		}
-		return sqThread{stat: filepath.Join("/proc/self/task", d.Name())}
 	}
 	return sqThread{}
 }
 
-// cpu is the thread's CPU time: schedstat's first field (ns) where the
-// kernel keeps it, else utime+stime of stat (clock ticks, 100 a second).
+// cpu is the thread's CPU time; 0 when it cannot be read.
 func (t sqThread) cpu() time.Duration {
-	if data, err := os.ReadFile(filepath.Join(t.stat, "schedstat")); err == nil {
-		if f := strings.Fields(string(data)); len(f) > 0 {
-			if ns, err := strconv.ParseInt(f[0], 10, 64); err == nil {
-				return time.Duration(ns)
-			}
-		}
-	}
-	data, err := os.ReadFile(filepath.Join(t.stat, "stat"))
-	if err != nil {
-		return 0
-	}
-	// The command may hold spaces: the fields after it follow the last ')'.
-	s := string(data)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	k, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(u+k) * 10 * time.Millisecond
+	d, _ := t.sys.TaskCPU(0, t.tid)
+	return d
 }

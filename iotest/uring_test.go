@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/iomatrix/iomatrix/internal/testenv"
+	"github.com/iomatrix/iomatrix/iotest/target"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -61,7 +62,7 @@ func TestUringTimerSharesTheRing(t *testing.T) {
 	testenv.Require(t, ProbeUring() == nil, "io_uring unavailable")
 	const qd = 8
 
-	tg := openPlan(t, filepath.Join(directIODir(t), "timer.dat"), TargetOptions{Size: 16 << 20, Writes: true})
+	tg := openPlan(t, filepath.Join(testenv.DirectIODir(t), "timer.dat"), target.Options{Size: 16 << 20, Writes: true})
 	p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 50, QueueDepth: qd, Jobs: 2}
 	// Long enough for the timer to fire and be re-armed about ten times.
 	res, err := Run(context.Background(), tg, p, Options{Runtime: 500 * time.Millisecond, Seed: 5, Engine: EngineUring})
@@ -92,7 +93,7 @@ func TestBatchedWait(t *testing.T) {
 	testenv.Require(t, ProbeUring() == nil, "io_uring unavailable")
 	alwaysPoll = true
 	defer func() { alwaysPoll = false }()
-	tg := openPlan(t, filepath.Join(directIODir(t), "batch.dat"), TargetOptions{Size: 16 << 20, Writes: true})
+	tg := openPlan(t, filepath.Join(testenv.DirectIODir(t), "batch.dat"), target.Options{Size: 16 << 20, Writes: true})
 	for _, qd := range []int{4 * batchShare, batchShare} {
 		p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 70, QueueDepth: qd, Jobs: 1}
 		res, err := Run(context.Background(), tg, p, Options{Runtime: 200 * time.Millisecond, Seed: 9, Engine: EngineUring})
@@ -121,7 +122,7 @@ func TestKernelCancelledIOIsReissued(t *testing.T) {
 	testenv.Require(t, ProbeUring() == nil, "io_uring unavailable")
 	runtime.LockOSThread() // a ring has a single issuer
 	defer runtime.UnlockOSThread()
-	tg := openPlan(t, filepath.Join(directIODir(t), "cancel.dat"), TargetOptions{Size: 1 << 20, Writes: true})
+	tg := openPlan(t, filepath.Join(testenv.DirectIODir(t), "cancel.dat"), target.Options{Size: 1 << 20, Writes: true})
 	p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 1, Jobs: 1}
 	for _, c := range []struct {
 		name    string
@@ -131,13 +132,13 @@ func TestKernelCancelledIOIsReissued(t *testing.T) {
 			// Slot 0 alone is used, in a ring with room for the failing
 			// request and the wait's timer besides.
 			const qd = 4
-			a, err := newArena(qd, p.BlockSize, rand.NewPCG(1, 2), true)
+			a, err := newArena(host, qd, p.BlockSize, rand.NewPCG(1, 2), true)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer a.free()
 			var stop atomic.Bool
-			w := &worker{st: newStats(1), seq: newSequence(1, 0, 0, p, tg.Size), arena: a, fd: tg.fd, qd: qd,
+			w := &worker{st: newStats(1), seq: newSequence(1, 0, 0, p, tg.Size), arena: a, fd: tg.Fd(), qd: qd,
 				clk: newTestClock(0, nanotime()+int64(time.Hour)), stop: &stop}
 			s, err := w.openRing()
 			if err != nil {

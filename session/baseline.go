@@ -7,6 +7,7 @@ import (
 
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/iotest/target"
 	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
 )
@@ -14,7 +15,7 @@ import (
 // BaselineFor is the measurement a baseline must match: the target, the
 // window as asked and as aligned to the throttle, and the patterns.
 type BaselineFor struct {
-	Plan     *iotest.Plan
+	Plan     *target.Plan
 	Asked    iotest.Options // before alignToThrottle
 	Options  iotest.Options // after it
 	Patterns []results.Pattern

@@ -36,9 +36,10 @@ type CapPlan struct {
 	group *cgroup.Group // made (or joined) by create
 }
 
-// DetectCgroups finds the host's I/O controller; tests replace it to put
-// another v2 controller in io's place (see cgroup.DetectFor).
-var DetectCgroups = func() (cgroup.Controller, error) { return cgroup.Detect(cgroup.DefaultRoot) }
+// DetectCgroups finds the host's I/O controller, and this process's
+// cgroup in sys; tests replace it to put another v2 controller in io's
+// place (see cgroup.DetectFor).
+var DetectCgroups = func(sys sysfs.FS) (cgroup.Controller, error) { return cgroup.Detect(sys, cgroup.DefaultRoot) }
 
 // capInputError is err as bad input of the option that asked for the
 // cap: the cap's own, or the cgroup to join.
@@ -55,12 +56,12 @@ func capInputError(req CapRequest, err error) error {
 // it) is refused here, before any I/O. Notices (a partition's disk, a
 // joined cgroup without limits or under a stricter ancestor) go to
 // notice.
-func planCap(req CapRequest, target string, notice func(string)) (*CapPlan, error) {
+func planCap(sys sysfs.FS, req CapRequest, target string, notice func(string)) (*CapPlan, error) {
 	cp := &CapPlan{join: req.Join}
 	if req.Limit != nil {
 		cp.limit = *req.Limit
 	}
-	ctrl, err := DetectCgroups()
+	ctrl, err := DetectCgroups(sys)
 	if err != nil {
 		return nil, cgroupError(err)
 	}
@@ -70,7 +71,7 @@ func planCap(req CapRequest, target string, notice func(string)) (*CapPlan, erro
 	if _, err := os.Stat(where); errors.Is(err, os.ErrNotExist) {
 		where = filepath.Dir(target)
 	}
-	dev, msg, err := cgroup.ResolveDevice(sysfs.Default(), where)
+	dev, msg, err := cgroup.ResolveDevice(sys, where)
 	if errors.Is(err, cgroup.ErrPassthrough) {
 		return nil, capInputError(req, err)
 	}

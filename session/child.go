@@ -15,6 +15,7 @@ import (
 
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/iotest/target"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -75,12 +76,13 @@ type childReady struct {
 }
 
 // ServeChild is the child's side: it reads requests from in and answers
-// on out until in ends (nil) or ctx does. Stopped by a signal (the cause
-// of ctx a Signaled), it ends with ExitStatus 128 + the signal and no
+// on out until in ends (nil) or ctx does; its target's disk and its own
+// program's mappings are read in sys. Stopped by a signal (the cause of
+// ctx a Signaled), it ends with ExitStatus 128 + the signal and no
 // message of its own: the parent stopped it and says so itself, one
 // interruption, one message.
-func ServeChild(ctx context.Context, in io.Reader, out io.Writer) error {
-	err := serveChild(ctx, in, out)
+func ServeChild(ctx context.Context, sys sysfs.FS, in io.Reader, out io.Writer) error {
+	err := serveChild(ctx, sys, in, out)
 	var s Signaled
 	if ctx.Err() != nil && errors.As(context.Cause(ctx), &s) {
 		if sig, ok := s.Signal().(syscall.Signal); ok {
@@ -90,7 +92,7 @@ func ServeChild(ctx context.Context, in io.Reader, out io.Writer) error {
 	return err
 }
 
-func serveChild(ctx context.Context, in io.Reader, out io.Writer) error {
+func serveChild(ctx context.Context, sys sysfs.FS, in io.Reader, out io.Writer) error {
 	enc := json.NewEncoder(out)
 	var mu sync.Mutex
 	send := func(r childReply) {
@@ -101,7 +103,7 @@ func serveChild(ctx context.Context, in io.Reader, out io.Writer) error {
 		_ = enc.Encode(r)
 	}
 	dec := json.NewDecoder(bufio.NewReader(in))
-	var t *iotest.Target
+	var t *target.Target
 	defer func() {
 		if t != nil {
 			_ = t.Close() // read-only use of the descriptor: nothing to flush
@@ -118,13 +120,13 @@ func serveChild(ctx context.Context, in io.Reader, out io.Writer) error {
 		switch {
 		case req.Target != nil:
 			var err error
-			t, err = openChildTarget(ctx, req.Target)
+			t, err = openChildTarget(ctx, sys, req.Target)
 			if err != nil {
 				send(childReply{Err: toWire(err)})
 				return err
 			}
 			ready := &childReady{}
-			ready.LockedBytes, err = lockProgram(sysfs.Default())
+			ready.LockedBytes, err = lockProgram(sys)
 			if err != nil {
 				ready.LockError = err.Error()
 			}
@@ -150,16 +152,16 @@ func serveChild(ctx context.Context, in io.Reader, out io.Writer) error {
 
 // openChildTarget opens the target the parent laid out, and reads its
 // extent map while the child is still outside the cgroup.
-func openChildTarget(ctx context.Context, wt *childTarget) (*iotest.Target, error) {
-	plan, err := iotest.PlanTarget(wt.Path, iotest.TargetOptions{
-		Size: wt.Size, Writes: wt.Writes, AllowDestructive: wt.AllowDestructive,
+func openChildTarget(ctx context.Context, sys sysfs.FS, wt *childTarget) (*target.Target, error) {
+	plan, err := target.NewPlan(wt.Path, target.Options{
+		Size: wt.Size, Writes: wt.Writes, AllowDestructive: wt.AllowDestructive, Sys: sys,
 		Shared: true, // the parent holds the exclusive open
 	})
 	if err != nil {
 		return nil, err
 	}
 	switch plan.Action {
-	case iotest.ActionReuse, iotest.ActionDevice, iotest.ActionReadOnly:
+	case target.ActionReuse, target.ActionDevice, target.ActionReadOnly:
 	default:
 		return nil, fmt.Errorf("%s is not laid out (%s)", wt.Path, plan.Action)
 	}
@@ -180,7 +182,7 @@ type Runner interface {
 }
 
 // local runs patterns on t in this process.
-type local struct{ t *iotest.Target }
+type local struct{ t *target.Target }
 
 func (l local) Run(ctx context.Context, p results.Pattern, o iotest.Options) (results.Result, error) {
 	return iotest.Run(ctx, l.t, p, o)

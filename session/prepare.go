@@ -3,14 +3,19 @@ package session
 import (
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/fault"
+	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/iotest/pattern"
+	"github.com/iomatrix/iomatrix/iotest/target"
 	"github.com/iomatrix/iomatrix/results"
 )
 
 // Request is what a measuring command asks for, checked by Prepare
 // before any I/O.
 type Request struct {
+	// Sys is where the target's disk, the cap's device and this
+	// process's cgroup are read.
+	Sys      sysfs.FS
 	Target   string
 	Size     int64 // 0: the target's own, or the default of a new file
 	Patterns []results.Pattern
@@ -32,13 +37,13 @@ type Request struct {
 // kernel's throttle (told to Notice when it differs from what was
 // asked). A pattern field at fault is an pattern.FieldError when there is
 // one pattern, which names it.
-func Prepare(r Request) (*iotest.Plan, *CapPlan, error) {
+func Prepare(r Request) (*target.Plan, *CapPlan, error) {
 	writes := r.Writes || results.AnyWrites(r.Patterns)
-	plan, err := iotest.PlanTarget(r.Target, iotest.TargetOptions{Size: r.Size, Writes: writes, Force: r.Force, AllowDestructive: r.AllowDestructive})
+	plan, err := target.NewPlan(r.Target, target.Options{Size: r.Size, Writes: writes, Force: r.Force, AllowDestructive: r.AllowDestructive, Sys: r.Sys})
 	if err != nil {
 		return nil, nil, err
 	}
-	if r.Cap != nil && plan.Info.Kind == iotest.KindPassthrough {
+	if r.Cap != nil && plan.Info.Kind == target.KindPassthrough {
 		// Before anything else is checked: no cap can hold there at all.
 		return nil, nil, capInputError(*r.Cap, &cgroup.PassthroughError{Path: plan.Path, Disk: plan.Info.Disk})
 	}
@@ -47,7 +52,7 @@ func Prepare(r Request) (*iotest.Plan, *CapPlan, error) {
 	}
 	var cp *CapPlan
 	if r.Cap != nil {
-		if cp, err = planCap(*r.Cap, r.Target, r.Notice); err != nil {
+		if cp, err = planCap(r.Sys, *r.Cap, r.Target, r.Notice); err != nil {
 			return nil, nil, err
 		}
 		if msg := alignToThrottle(r.Options); msg != "" {
@@ -55,7 +60,7 @@ func Prepare(r Request) (*iotest.Plan, *CapPlan, error) {
 		}
 	}
 	if r.Options.Ring.Poll {
-		if err := iotest.CheckPoll(plan.Info); err != nil {
+		if err := plan.CheckPoll(); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -72,11 +77,11 @@ func Prepare(r Request) (*iotest.Plan, *CapPlan, error) {
 // checkPatterns checks every pattern of r against the target: its size
 // and alignment, and what a passthrough target cannot run. A pattern
 // field at fault is named as such when there is one pattern.
-func checkPatterns(r Request, plan *iotest.Plan) error {
+func checkPatterns(r Request, plan *target.Plan) error {
 	for _, p := range r.Patterns {
 		err := pattern.CheckTarget(p, plan.Align, plan.Size)
 		if err == nil {
-			err = plan.CheckPassthrough(p, *r.Options)
+			err = iotest.CheckPassthrough(plan.Namespace(), p, *r.Options)
 		}
 		if err != nil {
 			if len(r.Patterns) == 1 {

@@ -19,13 +19,14 @@ import (
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/iotest/target"
 	"github.com/iomatrix/iomatrix/results"
 )
 
 // Options say what a session measures and how it reports.
 type Options struct {
-	// Plan is the target's plan (iotest.PlanTarget).
-	Plan *iotest.Plan
+	// Plan is the target's plan (target.NewPlan).
+	Plan *target.Plan
 	// Cap is the cap's plan (Prepare); nil measures uncapped.
 	Cap *CapPlan
 	// Writes says whether a pattern will write: the capped child opens
@@ -44,7 +45,7 @@ type Options struct {
 // Session is an open target, with the cgroup of a cap and the runner.
 type Session struct {
 	o      Options
-	t      *iotest.Target
+	t      *target.Target
 	runner Runner
 	child  *childRunner
 	cap    *results.Cap // nil when uncapped
@@ -62,9 +63,9 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 		return nil, err
 	}
 	switch p := o.Plan; p.Action {
-	case iotest.ActionCreate, iotest.ActionRelayout:
+	case target.ActionCreate, target.ActionRelayout:
 		o.Notice(fmt.Sprintf("laying out %s (%s of random data; reused by later runs)", p.Path, units.FormatSize(p.Size)))
-	case iotest.ActionReadOnly:
+	case target.ActionReadOnly:
 		o.Notice(fmt.Sprintf("%s was not created by iomatrix: reading it in place (%s)", p.Path, units.FormatSize(p.Size)))
 	}
 	t, err := o.Plan.Open(ctx, o.Layout)
@@ -96,7 +97,7 @@ func (s *Session) Start() error {
 // childTarget is what a child opens: the target as laid out.
 func (s *Session) childTarget() childTarget {
 	ct := childTarget{Path: s.o.Plan.Path, Size: s.t.Size, Writes: s.o.Writes, AllowDestructive: s.o.AllowDestructive}
-	if s.o.Plan.Action == iotest.ActionReadOnly {
+	if s.o.Plan.Action == target.ActionReadOnly {
 		ct.Size = 0 // somebody else's file is read at its own size
 	}
 	return ct
@@ -110,7 +111,7 @@ func (s *Session) childStderr() io.Writer {
 }
 
 // Target is the open target.
-func (s *Session) Target() *iotest.Target { return s.t }
+func (s *Session) Target() *target.Target { return s.t }
 
 // Runner runs patterns as the session measures them: under the cap when
 // there is one. Start must have been called.

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/iomatrix/iomatrix/cgroup"
+	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/iotest/target"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -38,18 +40,19 @@ type StreamResult struct {
 // of it: time for every child to read its request.
 const streamLead = 100 * time.Millisecond
 
-// PlanStreamCaps plans a fresh cgroup for each limit on target's device,
-// touching nothing (as Prepare does for one cap), and aligns o's window
-// to the kernel's throttle, telling notice when it differs from what was
-// asked. A notice of the device (a partition's disk) is given once.
-func PlanStreamCaps(target string, limits []cgroup.Limit, o *iotest.Options, notice func(string)) ([]*CapPlan, error) {
+// PlanStreamCaps plans a fresh cgroup for each limit on target's device
+// (read in sys), touching nothing (as Prepare does for one cap), and
+// aligns o's window to the kernel's throttle, telling notice when it
+// differs from what was asked. A notice of the device (a partition's
+// disk) is given once.
+func PlanStreamCaps(sys sysfs.FS, target string, limits []cgroup.Limit, o *iotest.Options, notice func(string)) ([]*CapPlan, error) {
 	plans := make([]*CapPlan, len(limits))
 	for i := range limits {
 		say := notice
 		if i > 0 {
 			say = func(string) {}
 		}
-		cp, err := planCap(CapRequest{Limit: &limits[i]}, target, say)
+		cp, err := planCap(sys, CapRequest{Limit: &limits[i]}, target, say)
 		if err != nil {
 			return nil, err
 		}
@@ -100,7 +103,7 @@ func (s *Session) RunStreams(ctx context.Context, streams []Stream) ([]StreamRes
 			place = st.Cap.group.AddProc
 		}
 		ct := childTarget{Path: s.o.Plan.Path, Size: s.t.Size, Writes: st.Pattern.Writes(), AllowDestructive: s.o.AllowDestructive}
-		if s.o.Plan.Action == iotest.ActionReadOnly {
+		if s.o.Plan.Action == target.ActionReadOnly {
 			ct.Size = 0 // somebody else's file is read at its own size
 		}
 		child, err := startChild(stderr, ct, place, s.o.Notice)

@@ -72,6 +72,7 @@ func LookCommand(name string) (string, error) {
 // running process.
 type Throttle struct {
 	Group *cgroup.Group
+	sys   sysfs.FS
 	// pid is the running process to cap (0: a command), orig its cgroup.
 	pid     int
 	orig    string
@@ -91,15 +92,16 @@ func (e *ProcessError) Unwrap() error { return e.Err }
 // NewThrottle makes the cgroup of limit (its device set) under the
 // host's I/O controller, for the running process pid (0: for a command,
 // Command), and warns on notice when buffered writes escape the cap.
-// Close must follow. What keeps pid from being capped is a ProcessError.
-func NewThrottle(limit cgroup.Limit, pid int, notice func(string)) (*Throttle, error) {
-	ctrl, err := controller()
+// Processes and their cgroups are read in sys. Close must follow. What
+// keeps pid from being capped is a ProcessError.
+func NewThrottle(sys sysfs.FS, limit cgroup.Limit, pid int, notice func(string)) (*Throttle, error) {
+	ctrl, err := controller(sys)
 	if err != nil {
 		return nil, err
 	}
-	t := &Throttle{pid: pid, notice: notice}
+	t := &Throttle{sys: sys, pid: pid, notice: notice}
 	if pid != 0 {
-		if t.orig, err = ownCgroup(ctrl, pid); err != nil {
+		if t.orig, err = ownCgroup(sys, ctrl, pid); err != nil {
 			return nil, err
 		}
 	}
@@ -243,7 +245,7 @@ func (t *Throttle) Process(ctx context.Context) error {
 			}
 			return ctx.Err()
 		case <-tick.C:
-			if !sysfs.Default().ProcessExists(pid) {
+			if !t.sys.ProcessExists(pid) {
 				t.notice(fmt.Sprintf("pid %d exited", pid))
 				return nil
 			}
@@ -269,8 +271,7 @@ func moveBack(pid int, dir, top string) (string, error) {
 // ownCgroup is the directory of pid's cgroup in the controller's
 // hierarchy; its errors are ProcessErrors. A process in a systemd unit is refused on v2: moving it out
 // would take it out of its unit and of the limits systemd sets there.
-func ownCgroup(ctrl cgroup.Controller, pid int) (string, error) {
-	sys := sysfs.Default()
+func ownCgroup(sys sysfs.FS, ctrl cgroup.Controller, pid int) (string, error) {
 	entries, err := sys.Cgroups(pid)
 	if err != nil {
 		return "", &ProcessError{pid, err}
@@ -292,7 +293,7 @@ func ownCgroup(ctrl cgroup.Controller, pid int) (string, error) {
 
 // controller finds the host's I/O controller (DetectCgroups), a refusal
 // in the terms of the exit status.
-func controller() (cgroup.Controller, error) {
-	ctrl, err := DetectCgroups()
+func controller(sys sysfs.FS) (cgroup.Controller, error) {
+	ctrl, err := DetectCgroups(sys)
 	return ctrl, cgroupError(err)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/iotest/pattern"
+	"github.com/iomatrix/iomatrix/iotest/target"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -28,14 +29,14 @@ type wireError struct {
 // wireKinds are the sentinels that travel by name. Order does not matter:
 // every one an error matches is sent.
 var wireKinds = map[string]error{
-	"bad-target":   iotest.ErrBadTarget,
-	"no-direct-io": iotest.ErrNoDirectIO,
-	"no-space":     iotest.ErrNoSpace,
-	"not-ours":     iotest.ErrNotOurs,
-	"destructive":  iotest.ErrDestructive,
-	"in-use":       iotest.ErrInUse,
-	"no-parent":    iotest.ErrNoParent,
-	"not-target":   iotest.ErrNotTarget,
+	"bad-target":   target.ErrBadTarget,
+	"no-direct-io": target.ErrNoDirectIO,
+	"no-space":     target.ErrNoSpace,
+	"not-ours":     target.ErrNotOurs,
+	"destructive":  target.ErrDestructive,
+	"in-use":       target.ErrInUse,
+	"no-parent":    target.ErrNoParent,
+	"not-target":   target.ErrNotTarget,
 	"bad-size":     units.ErrBadSize,
 	"bad-pattern":  pattern.ErrBadPattern,
 	"no-uring":     iotest.ErrNoUring,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/iotest/pattern"
+	"github.com/iomatrix/iomatrix/iotest/target"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -26,7 +27,7 @@ func TestWireErrorRoundTrip(t *testing.T) {
 	}{
 		{"I/O error", fmt.Errorf("rand-4k-r0-qd4 on /dev/loop3: %w", ioErr)},
 		{"short read", fmt.Errorf("x: %w", &results.IOError{Op: "read", Offset: 4096, Msg: "short read: 0 of 4096 bytes"})},
-		{"target not laid out", fmt.Errorf("/tmp/x.dat: %w", iotest.ErrNotOurs)},
+		{"target not laid out", fmt.Errorf("/tmp/x.dat: %w", target.ErrNotOurs)},
 		{"field", fmt.Errorf("pattern: %w", &pattern.FieldError{Field: "queue_depth", Msg: "300 is outside 1..256"})},
 		{"permission", &os.PathError{Op: "open", Path: "/dev/sdz", Err: syscall.EACCES}},
 		{"no io_uring", fmt.Errorf("%w: io_uring_setup: %w", iotest.ErrNoUring, syscall.ENOSYS)},

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/iomatrix/iomatrix/internal/fault"
+	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -26,9 +27,10 @@ const (
 var ErrUnusable = errors.New("iocost cannot be set here")
 
 // Host is where the controller's files are: the cgroup2 root, and the
-// sysfs root for the device's queue.
+// sysfs that says whether the device is blk-mq.
 type Host struct {
-	CgroupRoot, SysRoot string
+	CgroupRoot string
+	Sys        sysfs.FS
 	// Mode is the host's cgroup layout ("unified", "hybrid", "legacy");
 	// iocost is cgroup v2's alone.
 	Mode string
@@ -49,8 +51,12 @@ func (h Host) Check(dev string) error {
 	if _, err := os.Stat(filepath.Join(h.CgroupRoot, ModelFile)); err != nil {
 		return fmt.Errorf("%w: %s has no %s: the kernel was built without iocost (CONFIG_BLK_CGROUP_IOCOST)", ErrUnusable, h.CgroupRoot, ModelFile)
 	}
-	if _, err := os.Stat(filepath.Join(h.SysRoot, "dev", "block", dev, "mq")); err != nil {
-		return fmt.Errorf("%w: device %s is not blk-mq (no %s): iocost needs a multi-queue block device", ErrUnusable, dev, filepath.Join(h.SysRoot, "dev", "block", dev, "mq"))
+	num, err := sysfs.ParseDevNum(dev)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnusable, err)
+	}
+	if mq, dir := h.Sys.MultiQueue(num); !mq {
+		return fmt.Errorf("%w: device %s is not blk-mq (no %s): iocost needs a multi-queue block device", ErrUnusable, dev, dir)
 	}
 	if os.Geteuid() != 0 {
 		return fault.Privilege("the root's %s and %s are root's to write: run iocost apply as root", ModelFile, QoSFile)

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/iomatrix/iomatrix/internal/sysfs"
 )
 
 // Labels put on every object a run creates (Job, pods, ConfigMap, and the
@@ -198,8 +200,8 @@ func (s *Spec) podTemplate() corev1.PodTemplateSpec {
 	}
 	if s.Privileged {
 		volumes = append(volumes, corev1.Volume{Name: "cgroup", VolumeSource: corev1.VolumeSource{
-			HostPath: &corev1.HostPathVolumeSource{Path: "/sys/fs/cgroup", Type: ptr(corev1.HostPathDirectory)}}})
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "cgroup", MountPath: "/sys/fs/cgroup"})
+			HostPath: &corev1.HostPathVolumeSource{Path: sysfs.CgroupRoot, Type: ptr(corev1.HostPathDirectory)}}})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "cgroup", MountPath: sysfs.CgroupRoot})
 	}
 	spec := corev1.PodSpec{
 		RestartPolicy:   corev1.RestartPolicyNever, // a retry is a new pod (backoffLimitPerIndex)

@@ -25,7 +25,6 @@ import (
 // Config is one observation's sources and schedule.
 type Config struct {
 	FS      sysfs.FS
-	SysRoot string // the sysfs root FS reads (for the device selection)
 	Devices DeviceSelection
 	// DeviceArgs are the devices as asked, recorded ("auto" when none).
 	DeviceArgs []string
@@ -145,7 +144,7 @@ func New(cfg Config) (*Observer, error) {
 		cfg.SaveEvery = 10 * time.Second
 	}
 	o := &Observer{cfg: cfg, devices: map[sysfs.DevNum]*deviceState{}, byName: map[string]*systemState{},
-		sel: &selector{sys: cfg.SysRoot, sel: cfg.Devices, known: map[sysfs.DevNum]selected{}}}
+		sel: &selector{sys: cfg.FS, sel: cfg.Devices, known: map[sysfs.DevNum]selected{}}}
 	if (len(cfg.Cgroups) > 0 || cfg.AutoCgroups) && cfg.Ctrl.Version == 0 {
 		return nil, ErrNoCgroups
 	}

@@ -112,7 +112,7 @@ func TestObserverFaults(t *testing.T) {
 	f.cg("/system.slice/b.service", 5, 5)
 	ctrl := cgroup.Controller{Mode: cgroup.Unified, Version: 2, Root: f.cgroup, Dir: f.cgroup, Name: "io"}
 	db := &fakeDB{counters: map[string]uint64{"data_reads": 100, "data_writes": 50, "data_read": 1 << 20, "data_written": 1 << 20}, uptime: 1000}
-	o, err := New(Config{FS: sysfs.NewFS(f.sys, f.proc), SysRoot: f.sys, Devices: DeviceSelection{All: true}, Ctrl: ctrl,
+	o, err := New(Config{FS: sysfs.NewFS(f.sys, f.proc), Devices: DeviceSelection{All: true}, Ctrl: ctrl,
 		AutoCgroups: true, Databases: []DatabaseSource{{System: "a.service", DB: db}},
 		Interval: time.Second, Window: time.Hour})
 	testenv.Must(t, err)
@@ -206,7 +206,7 @@ func TestObserverFaults(t *testing.T) {
 func TestObservationRoundTrip(t *testing.T) {
 	f := newFixture(t)
 	f.disk(254, 0, "vda", 1, 8, 1, 8, 1)
-	o, err := New(Config{FS: sysfs.NewFS(f.sys, f.proc), SysRoot: f.sys, Interval: time.Second, Out: filepath.Join(t.TempDir(), "o.json")})
+	o, err := New(Config{FS: sysfs.NewFS(f.sys, f.proc), Interval: time.Second, Out: filepath.Join(t.TempDir(), "o.json")})
 	testenv.Must(t, err)
 	testenv.Must(t, o.begin(time.Now()))
 	testenv.Must(t, o.sample(context.Background(), 0))

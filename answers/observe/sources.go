@@ -45,7 +45,7 @@ type DeviceSelection struct {
 // learns of a device from sysfs it keeps, by number and name (a number
 // given to another device is asked again).
 type selector struct {
-	sys   string
+	sys   sysfs.FS
 	sel   DeviceSelection
 	known map[sysfs.DevNum]selected
 }
@@ -68,18 +68,14 @@ func (s *selector) take(dev sysfs.DevNum, name string) bool {
 }
 
 func (s *selector) judge(name string) bool {
-	dir := filepath.Join(s.sys, "class", "block", name)
-	if _, err := os.Stat(filepath.Join(dir, "partition")); err == nil && !s.sel.Partitions {
+	if s.sys.IsPartition(name) && !s.sel.Partitions {
 		return false
 	}
 	if s.sel.All {
 		return true
 	}
-	real, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return false
-	}
-	return !strings.Contains(real, "/devices/virtual/")
+	virtual, err := s.sys.IsVirtual(name)
+	return err == nil && !virtual
 }
 
 // ResolveDevices turns device arguments (kernel names such as "vda",

@@ -35,7 +35,7 @@ matrix:
 func capController(t *testing.T) cgroup.Controller {
 	t.Helper()
 	testenv.Root(t)
-	c, err := cgroup.Detect(cgroup.DefaultRoot)
+	c, err := cgroup.Detect(sysfs.Default(), cgroup.DefaultRoot)
 	testenv.Require(t, err == nil, "no cgroup I/O controller")
 	return c
 }

@@ -73,7 +73,7 @@ func newChildCommand(g *globalOptions) *cobra.Command {
 		Hidden: true,
 		Args:   exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return session.ServeChild(cmd.Context(), os.Stdin, g.stdout)
+			return session.ServeChild(cmd.Context(), g.sys, os.Stdin, g.stdout)
 		},
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/iotest/target"
 	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
 	"github.com/iomatrix/iomatrix/session"
@@ -106,7 +107,7 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 // verifySetup is what cap verify decides before any I/O.
 type verifySetup struct {
 	setup        *sweepSetup
-	plan         *iotest.Plan
+	plan         *target.Plan
 	cp           *session.CapPlan
 	tolerance    float64
 	baseline     map[string]results.Result // by name; nil: measured first
@@ -166,7 +167,7 @@ func baselineOut(out string) string { return strings.TrimSuffix(out, ".json") + 
 
 // loadBaseline reads the uncapped IOPS of every pattern of setup from a
 // results file (see session.CheckBaseline).
-func loadBaseline(path string, setup *sweepSetup, plan *iotest.Plan, asked iotest.Options) (map[string]results.Result, error) {
+func loadBaseline(path string, setup *sweepSetup, plan *target.Plan, asked iotest.Options) (map[string]results.Result, error) {
 	d, err := loadResults(path)
 	if err != nil {
 		return nil, err
@@ -200,13 +201,13 @@ func newCapShowCommand(g *globalOptions) *cobra.Command {
 		Long:  longHelp("cap-show"),
 		Args:  maxArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctrl, err := cgroup.Detect(cgroup.DefaultRoot)
+			ctrl, err := cgroup.Detect(g.sys, cgroup.DefaultRoot)
 			if err != nil {
 				return err
 			}
 			var dev *sysfs.DevNum
 			if device != "" {
-				d, notice, err := cgroup.ResolveDevice(sysfs.Default(), device)
+				d, notice, err := cgroup.ResolveDevice(g.sys, device)
 				if err != nil {
 					return usagef("--device: %w", err)
 				}
@@ -236,11 +237,11 @@ func newCapCleanupCommand(g *globalOptions) *cobra.Command {
 			if os.Geteuid() != 0 {
 				return fault.Privilege("cap cleanup needs root or CAP_SYS_ADMIN")
 			}
-			ctrl, err := cgroup.Detect(cgroup.DefaultRoot)
+			ctrl, err := cgroup.Detect(g.sys, cgroup.DefaultRoot)
 			if err != nil {
 				return err
 			}
-			removed, err := cgroup.Cleanup(ctrl)
+			removed, err := cgroup.Cleanup(g.sys, ctrl)
 			for _, p := range removed {
 				fmt.Fprintf(g.stdout, "removed %s\n", p)
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/iotest/pattern"
+	"github.com/iomatrix/iomatrix/iotest/target"
 )
 
 // crosscheckOptions are the flags of `iomatrix crosscheck`; the comparison
@@ -115,7 +116,7 @@ func runCrosscheck(ctx context.Context, o *crosscheckOptions, g *globalOptions, 
 
 // prepare checks every flag, the tools and the target, touching nothing:
 // bad input is refused before any I/O.
-func (o *crosscheckOptions) prepare(ctx context.Context, g *globalOptions, target string) (*crosscheck.Comparison, *iotest.Plan, error) {
+func (o *crosscheckOptions) prepare(ctx context.Context, g *globalOptions, path string) (*crosscheck.Comparison, *target.Plan, error) {
 	engine, err := engineName(o.Engine)
 	if err == nil {
 		err = checkFormat(o.Format)
@@ -144,26 +145,26 @@ func (o *crosscheckOptions) prepare(ctx context.Context, g *globalOptions, targe
 	if co.Iomatrix, err = os.Executable(); err != nil {
 		return nil, nil, fmt.Errorf("find the iomatrix binary to run: %w", err)
 	}
-	plan, err := o.plan(target, pats)
+	plan, err := o.plan(g, path, pats)
 	if err != nil {
 		return nil, nil, err
 	}
-	co.Passthrough = plan.Info.Kind == iotest.KindPassthrough
+	co.Passthrough = plan.Info.Kind == target.KindPassthrough
 	for _, ps := range pats {
-		err := plan.CheckPassthrough(ps.Pattern, iotest.Options{Engine: co.Engine, Ring: co.Ring})
+		err := iotest.CheckPassthrough(plan.Namespace(), ps.Pattern, iotest.Options{Engine: co.Engine, Ring: co.Ring})
 		if pattern.IsField(err, "block_size") {
-			return nil, nil, usagef("--pattern %q: %s: %w", ps.Spec, target, err)
+			return nil, nil, usagef("--pattern %q: %s: %w", ps.Spec, path, err)
 		}
 		if err != nil {
 			return nil, nil, flagError(err)
 		}
 	}
 	if co.Ring.Poll {
-		if err := iotest.CheckPoll(plan.Info); err != nil {
+		if err := plan.CheckPoll(); err != nil {
 			return nil, nil, flagError(err)
 		}
 	}
-	co.Target, co.Size, co.ReadInPlace = plan.Path, plan.Size, plan.Action == iotest.ActionReadOnly
+	co.Target, co.Size, co.ReadInPlace = plan.Path, plan.Size, plan.Action == target.ActionReadOnly
 	c, err := crosscheck.New(ctx, co)
 	return c, plan, crossError(err)
 }
@@ -187,8 +188,8 @@ func crossError(err error) error {
 
 // plan decides what happens to the target, touching nothing, and checks
 // every pattern against it.
-func (o *crosscheckOptions) plan(target string, pats []pattern.Spec) (*iotest.Plan, error) {
-	size, err := o.sizeBytes(target)
+func (o *crosscheckOptions) plan(g *globalOptions, path string, pats []pattern.Spec) (*target.Plan, error) {
+	size, err := o.sizeBytes(path)
 	if err != nil {
 		return nil, err
 	}
@@ -196,13 +197,13 @@ func (o *crosscheckOptions) plan(target string, pats []pattern.Spec) (*iotest.Pl
 	for _, ps := range pats {
 		writes = writes || ps.Pattern.Writes()
 	}
-	plan, err := iotest.PlanTarget(target, iotest.TargetOptions{Size: size, Writes: writes, Force: o.Force, AllowDestructive: o.AllowDestructive})
+	plan, err := target.NewPlan(path, target.Options{Size: size, Writes: writes, Force: o.Force, AllowDestructive: o.AllowDestructive, Sys: g.sys})
 	if err != nil {
 		return nil, flagError(err)
 	}
 	for _, ps := range pats {
 		if err := pattern.CheckTarget(ps.Pattern, plan.Align, plan.Size); err != nil {
-			return nil, usagef("--pattern %q: %s: %w", ps.Spec, target, err)
+			return nil, usagef("--pattern %q: %s: %w", ps.Spec, path, err)
 		}
 	}
 	return plan, nil

@@ -206,7 +206,7 @@ func runRehearsal(ctx context.Context, g *globalOptions, o *fitOptions, lookup s
 		}
 	}
 	pats := rehearse.Patterns(work, ro.Arrival)
-	plan, _, err := session.Prepare(session.Request{Target: ro.Target, Size: size, Patterns: pats, Force: ro.Force,
+	plan, _, err := session.Prepare(session.Request{Sys: g.sys, Target: ro.Target, Size: size, Patterns: pats, Force: ro.Force,
 		AllowDestructive: ro.AllowDestructive, Options: &opts, Notice: g.notice})
 	if err != nil {
 		return nil, engineError(engine, rehearseTargetError(err))
@@ -215,7 +215,7 @@ func runRehearsal(ctx context.Context, g *globalOptions, o *fitOptions, lookup s
 	if ro.WithCaps {
 		if !v.Fits {
 			g.notice("--with-caps: the lookup proposes no caps (the sum does not fit its cell): rehearsing the systems uncapped")
-		} else if caps, err = session.PlanStreamCaps(ro.Target, rehearse.Limits(work, v), &opts, g.notice); err != nil {
+		} else if caps, err = session.PlanStreamCaps(g.sys, ro.Target, rehearse.Limits(work, v), &opts, g.notice); err != nil {
 			return nil, err
 		}
 	}

@@ -51,8 +51,8 @@ func (o *iocostHostOptions) host(arg string) (iocost.Host, string, string, error
 	if bd, err := fs.BlockDevice(dev); err == nil {
 		dev = bd.Disk // iocost is set per disk, not per partition
 	}
-	h := iocost.Host{CgroupRoot: o.CgroupFS, SysRoot: o.SysFS}
-	ctrl, cerr := cgroup.Detect(o.CgroupFS)
+	h := iocost.Host{CgroupRoot: o.CgroupFS, Sys: fs}
+	ctrl, cerr := cgroup.Detect(fs, o.CgroupFS)
 	h.Mode = ctrl.Mode.String()
 	if cerr != nil && ctrl.Mode == cgroup.Unavailable {
 		h.Mode = "without cgroups"

@@ -98,7 +98,7 @@ func runObserve(ctx context.Context, g *globalOptions, o *observeOptions, args [
 	if o.From != "" {
 		return observeFrom(g, o, args, stat, headroom)
 	}
-	cfg, err := o.config(args)
+	cfg, err := o.config(g, args)
 	if err != nil {
 		return err
 	}
@@ -151,7 +151,7 @@ func untilText(d time.Duration) string {
 }
 
 // config checks every flag and the sources they name, before sampling.
-func (o *observeOptions) config(args []string) (observe.Config, error) {
+func (o *observeOptions) config(g *globalOptions, args []string) (observe.Config, error) {
 	if o.Interval < 100*time.Millisecond || o.Interval > time.Minute {
 		return observe.Config{}, usagef("--interval: %s is outside 100ms to 1m", o.Interval)
 	}
@@ -171,7 +171,7 @@ func (o *observeOptions) config(args []string) (observe.Config, error) {
 		return observe.Config{}, usagef("--cgroups: %q is not auto (name cgroups one by one with --cgroup PATH=NAME)", o.Cgroups)
 	}
 	fs := sysfs.NewFS(o.SysFS, o.ProcFS)
-	cfg := observe.Config{FS: fs, SysRoot: o.SysFS, Interval: o.Interval, Duration: o.Duration, Window: o.Window,
+	cfg := observe.Config{FS: fs, Interval: o.Interval, Duration: o.Duration, Window: o.Window,
 		SaveEvery: o.SaveEvery, Out: o.Out, AutoCgroups: o.Cgroups == "auto", DeviceArgs: args, EnableV1Counters: o.EnableV1,
 		Devices: observe.DeviceSelection{All: o.AllDevices, Partitions: o.Partitions}}
 	if _, err := os.Stat(filepath.Join(o.ProcFS, "diskstats")); err != nil {
@@ -185,7 +185,7 @@ func (o *observeOptions) config(args []string) (observe.Config, error) {
 		cfg.Devices.Named = devs
 	}
 	if cfg.AutoCgroups || len(o.Cgroup) > 0 || len(o.MySQL) > 0 {
-		ctrl, err := cgroup.Detect(o.CgroupFS)
+		ctrl, err := cgroup.Detect(g.sys, o.CgroupFS)
 		switch {
 		case err == nil:
 			cfg.Ctrl = ctrl

@@ -13,6 +13,7 @@ import (
 	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/iotest/pattern"
+	"github.com/iomatrix/iomatrix/iotest/target"
 	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
 	"github.com/iomatrix/iomatrix/session"
@@ -175,7 +176,7 @@ type runSetup struct {
 	p        results.Pattern
 	sharePct float64 // of the closed-loop maximum, for --rate N%
 	opts     iotest.Options
-	plan     *iotest.Plan
+	plan     *target.Plan
 	cp       *session.CapPlan // nil when uncapped
 }
 

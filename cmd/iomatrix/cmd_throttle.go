@@ -10,7 +10,6 @@ import (
 
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/fault"
-	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/session"
 )
 
@@ -65,7 +64,7 @@ func runThrottle(ctx context.Context, g *globalOptions, o *throttleOptions, args
 		return usagef("--pid: %d is not a process id", o.PID)
 	}
 	if o.PID != 0 {
-		if !sysfs.Default().ProcessExists(o.PID) {
+		if !g.sys.ProcessExists(o.PID) {
 			return usagef("--pid: no process %d", o.PID)
 		}
 	}
@@ -75,7 +74,7 @@ func runThrottle(ctx context.Context, g *globalOptions, o *throttleOptions, args
 			return err
 		}
 	}
-	dev, notice, err := cgroup.ResolveDevice(sysfs.Default(), o.Device)
+	dev, notice, err := cgroup.ResolveDevice(g.sys, o.Device)
 	if err != nil {
 		return o.deviceError(err)
 	}
@@ -86,7 +85,7 @@ func runThrottle(ctx context.Context, g *globalOptions, o *throttleOptions, args
 		g.notice(notice)
 	}
 	l.Device = dev
-	th, err := session.NewThrottle(*l, o.PID, g.notice)
+	th, err := session.NewThrottle(g.sys, *l, o.PID, g.notice)
 	if errors.As(err, new(*session.ProcessError)) {
 		err = fmt.Errorf("--pid %w", err) // bad input still, when it was
 	}

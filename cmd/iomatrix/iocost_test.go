@@ -9,6 +9,7 @@ import (
 
 	"github.com/iomatrix/iomatrix/answers/iocost"
 	"github.com/iomatrix/iomatrix/cgroup"
+	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/internal/testenv"
 	"github.com/iomatrix/iomatrix/results"
 )
@@ -87,7 +88,7 @@ func TestIOCostModel(t *testing.T) {
 // with the reason, before reading anything else, and write nothing.
 func TestIOCostRefusedOffV2(t *testing.T) {
 	testenv.Integration(t)
-	ctrl, _ := cgroup.Detect(cgroup.DefaultRoot)
+	ctrl, _ := cgroup.Detect(sysfs.Default(), cgroup.DefaultRoot)
 	testenv.Require(t, ctrl.Mode == cgroup.Hybrid || ctrl.Mode == cgroup.Legacy, "the host is "+ctrl.Mode.String()+", not v1 or hybrid")
 	state := filepath.Join(t.TempDir(), "state.json")
 	for _, args := range [][]string{

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/iomatrix/iomatrix/cgroup"
+	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/internal/testenv"
 	"github.com/iomatrix/iomatrix/results"
 )
@@ -116,7 +117,7 @@ func TestIsolateBadInput(t *testing.T) {
 // nothing laid out.
 func TestIsolateIOCostRefusedOffV2(t *testing.T) {
 	testenv.Integration(t)
-	ctrl, _ := cgroup.Detect(cgroup.DefaultRoot)
+	ctrl, _ := cgroup.Detect(sysfs.Default(), cgroup.DefaultRoot)
 	testenv.Require(t, ctrl.Mode == cgroup.Hybrid || ctrl.Mode == cgroup.Legacy, "the host is "+ctrl.Mode.String()+", not v1 or hybrid")
 	target := filepath.Join(t.TempDir(), "iso.dat")
 	r := runInProcess("isolate", target, "--control", "iocost", "--size", "64m")

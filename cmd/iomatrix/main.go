@@ -19,9 +19,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/iomatrix/iomatrix/internal/fault"
+	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/iotest/pattern"
+	"github.com/iomatrix/iomatrix/iotest/target"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -51,6 +53,9 @@ type globalOptions struct {
 	// kubePoll is how often k8s commands look at it (0: 2s).
 	kube     func(kubeOptions) (kubernetes.Interface, string, error)
 	kubePoll time.Duration
+	// sys is the running system's sysfs and procfs, made once here and
+	// passed down; a command with --sysfs or --procfs makes its own.
+	sys sysfs.FS
 }
 
 // notice tells the user something on standard error.
@@ -193,7 +198,7 @@ func main() {
 
 func runMain(args []string, stdout, stderr io.Writer) int {
 	out, errOut := &pipeWriter{w: stdout}, &pipeWriter{w: stderr}
-	g := &globalOptions{stdout: out, stderr: errOut, stderrTTY: isTerminal(os.Stderr), stdoutTTY: isTerminal(os.Stdout), kube: kubeClient}
+	g := &globalOptions{stdout: out, stderr: errOut, stderrTTY: isTerminal(os.Stderr), stdoutTTY: isTerminal(os.Stdout), kube: kubeClient, sys: sysfs.Default()}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	sigs := make(chan os.Signal, 1)
@@ -259,7 +264,7 @@ func exitCode(err error) int {
 	case errors.As(err, &ce):
 		return ce.Code
 	case errors.As(err, &fe), errors.As(err, new(*fault.InputError)),
-		errors.Is(err, iotest.ErrBadTarget), errors.Is(err, units.ErrBadSize), errors.Is(err, pattern.ErrBadPattern),
+		errors.Is(err, target.ErrBadTarget), errors.Is(err, units.ErrBadSize), errors.Is(err, pattern.ErrBadPattern),
 		errors.Is(err, iotest.ErrNoUring):
 		return exitUsage
 	case errors.As(err, new(*fault.PrivilegeError)), errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):

@@ -12,6 +12,7 @@ import (
 
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/iotest/target"
 	"github.com/iomatrix/iomatrix/progress"
 	"github.com/iomatrix/iomatrix/results"
 	"github.com/iomatrix/iomatrix/session"
@@ -70,7 +71,7 @@ func (o *measureOptions) AddFlags(f *pflag.FlagSet) {
 
 // openSession makes the cap's cgroup (cp nil: uncapped), and lays out and
 // opens the target, showing the layout's progress.
-func openSession(ctx context.Context, g *globalOptions, o *measureOptions, cp *session.CapPlan, plan *iotest.Plan, writes bool) (*session.Session, error) {
+func openSession(ctx context.Context, g *globalOptions, o *measureOptions, cp *session.CapPlan, plan *target.Plan, writes bool) (*session.Session, error) {
 	line := newLiveLine(g)
 	s, err := session.Open(ctx, session.Options{Plan: plan, Cap: cp, Writes: writes, AllowDestructive: o.AllowDestructive,
 		Notice: g.notice, ChildStderr: unwrapped(g.stderr), Layout: line.Layout})
@@ -80,7 +81,7 @@ func openSession(ctx context.Context, g *globalOptions, o *measureOptions, cp *s
 
 // startSession opens a session and starts its runner: for the commands
 // that measure under the cap from the first pattern on.
-func startSession(ctx context.Context, g *globalOptions, o *measureOptions, cp *session.CapPlan, plan *iotest.Plan, writes bool) (*session.Session, error) {
+func startSession(ctx context.Context, g *globalOptions, o *measureOptions, cp *session.CapPlan, plan *target.Plan, writes bool) (*session.Session, error) {
 	s, err := openSession(ctx, g, o, cp, plan, writes)
 	if err != nil {
 		return nil, err
@@ -203,8 +204,8 @@ func (o *measureOptions) size() (int64, error) {
 // written even if no pattern writes), the cap's, and the engine, which it
 // records in opts, with the measured window aligned to the kernel's
 // throttle under a cap.
-func (o *measureOptions) resolve(g *globalOptions, target string, size int64, pats []results.Pattern, writes bool, opts *iotest.Options) (*iotest.Plan, *session.CapPlan, error) {
-	r := session.Request{Target: target, Size: size, Patterns: pats, Writes: writes, Force: o.Force, AllowDestructive: o.AllowDestructive,
+func (o *measureOptions) resolve(g *globalOptions, target string, size int64, pats []results.Pattern, writes bool, opts *iotest.Options) (*target.Plan, *session.CapPlan, error) {
+	r := session.Request{Sys: g.sys, Target: target, Size: size, Patterns: pats, Writes: writes, Force: o.Force, AllowDestructive: o.AllowDestructive,
 		Options: opts, Notice: g.notice}
 	if o.enabled() {
 		if err := o.precheck(); err != nil {

@@ -401,7 +401,7 @@ func TestObserveReadOnlyCgroupfs(t *testing.T) {
 		}
 	}()
 	disk := testenv.RAMDisk(t, 16<<20)
-	ctrl, err := cgroup.Detect(cgroup.DefaultRoot)
+	ctrl, err := cgroup.Detect(sysfs.Default(), cgroup.DefaultRoot)
 	testenv.Must(t, err)
 	testenv.Must(t, observe.EnableV1Counters(ctrl, devNumOf(t, disk), os.Getpid()))
 	out := filepath.Join(t.TempDir(), "obs.json")

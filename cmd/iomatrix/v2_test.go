@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/iomatrix/iomatrix/cgroup"
+	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/internal/testenv"
 	"github.com/iomatrix/iomatrix/session"
 )
@@ -18,7 +19,7 @@ import (
 // hierarchy does not offer): the kernel enforces the same rules on it.
 func init() {
 	if c := os.Getenv("IOMATRIX_TEST_CGROUP_CONTROLLER"); c != "" {
-		session.DetectCgroups = func() (cgroup.Controller, error) { return cgroup.DetectFor(cgroup.DefaultRoot, c) }
+		session.DetectCgroups = func(sys sysfs.FS) (cgroup.Controller, error) { return cgroup.DetectFor(sys, cgroup.DefaultRoot, c) }
 	}
 }
 

@@ -240,3 +240,39 @@ func readPartitions(diskDir string) ([]locatedDevice, error) {
 	sort.Slice(found, func(i, j int) bool { return found[i].number < found[j].number })
 	return found, nil
 }
+
+// QueueAttr reads the queue attribute name of the whole disk named disk
+// ("vda"), such as io_poll; file is the attribute's path, for messages,
+// whether or not it could be read.
+func (fs FS) QueueAttr(disk, name string) (value, file string, err error) {
+	file = filepath.Join(fs.sys, "block", disk, "queue", name)
+	value, err = readAttr(file)
+	return value, file, err
+}
+
+// MultiQueue tells whether dev is a blk-mq device: its sysfs directory
+// has an mq directory. dir is where that directory is looked for, for
+// messages.
+func (fs FS) MultiQueue(dev DevNum) (mq bool, dir string) {
+	dir = filepath.Join(fs.sys, "dev", "block", dev.String(), "mq")
+	_, err := os.Stat(dir)
+	return err == nil, dir
+}
+
+// IsPartition tells whether the block device of kernel name name is a
+// partition; false when there is no such device.
+func (fs FS) IsPartition(name string) bool {
+	_, err := os.Stat(filepath.Join(fs.sys, "class", "block", name, "partition"))
+	return err == nil
+}
+
+// IsVirtual tells whether the block device of kernel name name has no
+// hardware behind it (loop, zram, device-mapper, md: devices below
+// /devices/virtual, which stack on other disks or on memory).
+func (fs FS) IsVirtual(name string) (bool, error) {
+	dir, err := filepath.EvalSymlinks(filepath.Join(fs.sys, "class", "block", name))
+	if err != nil {
+		return false, err
+	}
+	return strings.Contains(dir, "/devices/virtual/"), nil
+}

@@ -1,9 +1,11 @@
 package sysfs
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -89,4 +91,39 @@ func parseMapsLine(line string) (Mapping, error) {
 // SelfMaps returns the mappings of the calling process.
 func (fs FS) SelfMaps() ([]Mapping, error) {
 	return parseFile(filepath.Join(fs.proc, "self", "maps"), ParseMaps)
+}
+
+// SelfAnonHuge is how many bytes of the calling process's mapping that
+// starts at address start are backed by transparent huge pages (the
+// AnonHugePages of /proc/self/smaps). The file is read whole, as bytes:
+// it is long, and only one mapping's block is wanted.
+func (fs FS) SelfAnonHuge(start uint64) (int, error) {
+	path := filepath.Join(fs.proc, "self", "smaps")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	n, err := ParseSmapsAnonHuge(data, start)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	return n, nil
+}
+
+// ParseSmapsAnonHuge finds, in the content of /proc/PID/smaps (proc(5)),
+// the block of the mapping that starts at address start, and returns its
+// AnonHugePages (a line every mapping's block has) in bytes.
+func ParseSmapsAnonHuge(data []byte, start uint64) (int, error) {
+	head := fmt.Appendf(nil, "%x-", start)
+	i := bytes.Index(data, append([]byte{'\n'}, head...)) + 1
+	if !bytes.HasPrefix(data, head) && i == 0 {
+		return 0, fmt.Errorf("no mapping starts at %#x", start)
+	}
+	_, v, found := bytes.Cut(data[i:], []byte("\nAnonHugePages:"))
+	v, _, _ = bytes.Cut(v, []byte("\n"))
+	kb, err := strconv.Atoi(string(bytes.TrimSpace(bytes.TrimSuffix(v, []byte("kB")))))
+	if !found || err != nil {
+		return 0, fmt.Errorf("the mapping at %#x has no AnonHugePages figure", start)
+	}
+	return kb << 10, nil
 }

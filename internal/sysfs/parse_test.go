@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -314,6 +315,59 @@ func TestSelfMaps(t *testing.T) {
 		}
 	}
 	t.Errorf("no executable mapping of %s among %d mappings", exe, len(maps))
+}
+
+// A mapping's AnonHugePages is found by the mapping's start address,
+// first in the file or not, and never another mapping's.
+func TestParseSmapsAnonHuge(t *testing.T) {
+	const smaps = `7f0000000000-7f0000400000 rw-p 00000000 00:00 0
+Size:               4096 kB
+AnonHugePages:      4096 kB
+7f0000400000-7f0000404000 rw-p 00000000 00:00 0
+Size:                 16 kB
+AnonHugePages:         0 kB
+7f0000404000-7f0000408000 rw-p 00000000 00:00 0
+Size:                 16 kB
+`
+	for _, c := range []struct {
+		start uint64
+		want  int
+		err   string
+	}{
+		{0x7f0000000000, 4 << 20, ""},
+		{0x7f0000400000, 0, ""},
+		{0x7f0000001000, 0, "no mapping starts at 0x7f0000001000"},
+		{0x7f0000404000, 0, "no AnonHugePages"},
+	} {
+		got, err := ParseSmapsAnonHuge([]byte(smaps), c.start)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%#x: %d, %v; want an error %q", c.start, got, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%#x: %d, %v; want %d", c.start, got, err, c.want)
+		}
+	}
+}
+
+// A thread's CPU time: schedstat's first field in ns; stat's utime and
+// stime in ticks, after a command that may hold spaces and parentheses.
+func TestParseTaskCPU(t *testing.T) {
+	if d, err := ParseSchedstat([]byte("123456789 42 7\n")); err != nil || d != 123456789 {
+		t.Errorf("schedstat: %v, %v", d, err)
+	}
+	if _, err := ParseSchedstat([]byte("\n")); err == nil {
+		t.Error("empty schedstat accepted")
+	}
+	stat := "77 (a (b) c) S 1 77 77 0 -1 4194304 500 0 0 0 30 12 0 0 20 0 4 0 100 0 0\n"
+	if d, err := ParseStatCPU([]byte(stat)); err != nil || d != 420*time.Millisecond {
+		t.Errorf("stat: %v, %v; want 42 ticks", d, err)
+	}
+	if _, err := ParseStatCPU([]byte("77 (x) S 1 2 3")); err == nil {
+		t.Error("a short stat accepted")
+	}
 }
 
 func TestRequestsPerIO(t *testing.T) {

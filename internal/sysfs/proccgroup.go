@@ -44,11 +44,7 @@ func ParseProcCgroup(r io.Reader) ([]CgroupEntry, error) {
 
 // Cgroups returns the cgroups of process pid (0: this process).
 func (fs FS) Cgroups(pid int) ([]CgroupEntry, error) {
-	who := "self"
-	if pid != 0 {
-		who = strconv.Itoa(pid)
-	}
-	return parseFile(filepath.Join(fs.proc, who, "cgroup"), ParseProcCgroup)
+	return parseFile(filepath.Join(fs.proc, procDir(pid), "cgroup"), ParseProcCgroup)
 }
 
 // ProcessName is the command name of process pid (/proc/PID/comm), "" when

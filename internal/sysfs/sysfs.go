@@ -1,4 +1,6 @@
-// Package sysfs reads block-device facts from a sysfs tree and a procfs tree.
+// Package sysfs is iomatrix's every read of /sys and /proc: block-device
+// facts and counters, what holds a device, and a process's cgroups,
+// mappings and threads, from a sysfs tree and a procfs tree.
 //
 // Both roots are parameters so that tests can point an FS at a fixture tree;
 // every method opens one file or directory and hands the bytes to a pure
@@ -42,13 +44,21 @@ type FS struct {
 	statRdev func(path string) (DevNum, bool)
 }
 
+// Where the running system mounts sysfs, procfs and cgroupfs.
+const (
+	SysRoot    = "/sys"
+	ProcRoot   = "/proc"
+	CgroupRoot = "/sys/fs/cgroup"
+)
+
 // NewFS returns an FS that reads sysfs below sysRoot and procfs below procRoot.
 func NewFS(sysRoot, procRoot string) FS {
 	return FS{sys: sysRoot, proc: procRoot, statRdev: statBlockRdev}
 }
 
-// Default returns an FS for the running system.
-func Default() FS { return NewFS("/sys", "/proc") }
+// Default returns an FS for the running system. Only a main package
+// calls it: libraries are given their FS.
+func Default() FS { return NewFS(SysRoot, ProcRoot) }
 
 func (fs FS) resolve(path string) (DevNum, bool) {
 	if fs.statRdev == nil {

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fakeTree is a sysfs and procfs fixture shaped like a VM with:
@@ -76,6 +77,7 @@ func (ft fakeTree) disk(t *testing.T, parent, name, dev, sectors, sched string) 
 	ft.symlink(t, "../../..", dir+"/device")
 	ft.symlink(t, "../../"+strings.TrimPrefix(dir, "sys/"), "sys/dev/block/"+dev)
 	ft.symlink(t, "../"+strings.TrimPrefix(dir, "sys/"), "sys/block/"+name)
+	ft.symlink(t, "../../"+strings.TrimPrefix(dir, "sys/"), "sys/class/block/"+name)
 	return dir
 }
 
@@ -87,6 +89,7 @@ func (ft fakeTree) partition(t *testing.T, diskDir, name, dev, number, sectors s
 	ft.write(t, dir+"/size", sectors+"\n")
 	ft.mkdir(t, dir+"/holders")
 	ft.symlink(t, "../../"+strings.TrimPrefix(dir, "sys/"), "sys/dev/block/"+dev)
+	ft.symlink(t, "../../"+strings.TrimPrefix(dir, "sys/"), "sys/class/block/"+name)
 	return dir
 }
 
@@ -371,5 +374,85 @@ func TestUnreadableFileNamedOnce(t *testing.T) {
 		if n := strings.Count(err.Error(), c.path); n != 1 {
 			t.Errorf("%s: error %q names %s %d times, want once", c.name, err, c.path, n)
 		}
+	}
+}
+
+// A queue attribute is read from the whole disk's queue, and its file is
+// named whether or not it could be read.
+func TestQueueAttr(t *testing.T) {
+	ft := newFakeTree(t)
+	ft.write(t, "sys/devices/pci0000:00/virtio1/block/vda/queue/io_poll", "0\n")
+	v, file, err := ft.fs.QueueAttr("vda", "io_poll")
+	if want := filepath.Join(ft.root, "sys/block/vda/queue/io_poll"); err != nil || v != "0" || file != want {
+		t.Errorf("vda io_poll: %q at %s, %v; want \"0\" at %s", v, file, err, want)
+	}
+	v, file, err = ft.fs.QueueAttr("vdb", "io_poll")
+	if want := filepath.Join(ft.root, "sys/block/vdb/queue/io_poll"); !errors.Is(err, os.ErrNotExist) || v != "" || file != want || !strings.Contains(err.Error(), want) {
+		t.Errorf("vdb without io_poll: %q at %s, %v; want ErrNotExist naming %s", v, file, err, want)
+	}
+}
+
+// A blk-mq device has an mq directory; a partition has none of its own.
+func TestMultiQueue(t *testing.T) {
+	ft := newFakeTree(t)
+	if mq, dir := ft.fs.MultiQueue(DevNum{254, 0}); !mq || dir != filepath.Join(ft.root, "sys/dev/block/254:0/mq") {
+		t.Errorf("vda: mq %v at %s", mq, dir)
+	}
+	if mq, dir := ft.fs.MultiQueue(DevNum{254, 1}); mq || dir != filepath.Join(ft.root, "sys/dev/block/254:1/mq") {
+		t.Errorf("vda1: mq %v at %s", mq, dir)
+	}
+	if mq, _ := ft.fs.MultiQueue(DevNum{9, 9}); mq {
+		t.Error("a device that does not exist is blk-mq")
+	}
+}
+
+// Devices by name: partitions, and virtual devices (below
+// /devices/virtual) told from disks with hardware behind them.
+func TestPartitionAndVirtual(t *testing.T) {
+	ft := newFakeTree(t)
+	for _, c := range []struct {
+		name          string
+		part, virtual bool
+	}{{"vda", false, false}, {"vda1", true, false}, {"vdd", false, false}, {"loop0", false, true}, {"loop2", false, true}} {
+		if p := ft.fs.IsPartition(c.name); p != c.part {
+			t.Errorf("%s: partition %v, want %v", c.name, p, c.part)
+		}
+		if v, err := ft.fs.IsVirtual(c.name); err != nil || v != c.virtual {
+			t.Errorf("%s: virtual %v, %v; want %v", c.name, v, err, c.virtual)
+		}
+	}
+	if ft.fs.IsPartition("nope") {
+		t.Error("a device that does not exist is a partition")
+	}
+	if _, err := ft.fs.IsVirtual("nope"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a device that does not exist: %v", err)
+	}
+}
+
+// A process's threads by name, and a thread's CPU time: schedstat's
+// where there is one, else stat's.
+func TestTasks(t *testing.T) {
+	ft := newFakeTree(t)
+	ft.write(t, "proc/self/task/100/comm", "iomatrix\n")
+	ft.write(t, "proc/self/task/100/stat", "100 (iomatrix) S 1 100 100 0 -1 4194304 500 0 0 0 30 12 0 0 20 0 4 0 100 0 0\n")
+	ft.write(t, "proc/self/task/101/comm", "iou-sqp-100\n")
+	ft.write(t, "proc/self/task/101/schedstat", "2500000000 1000 7\n")
+	ft.write(t, "proc/self/task/101/stat", "101 (iou-sqp-100) S 1 100 100 0 -1 4194304 0 0 0 0 1 1 0 0 20 0 4 0 100 0 0\n")
+	ft.mkdir(t, "proc/self/task/102") // ended while listed: no comm
+	tasks, err := ft.fs.Tasks(0)
+	if want := []Task{{100, "iomatrix"}, {101, "iou-sqp-100"}}; err != nil || !reflect.DeepEqual(tasks, want) {
+		t.Errorf("Tasks(0) = %v, %v; want %v", tasks, err, want)
+	}
+	if d, err := ft.fs.TaskCPU(0, 101); err != nil || d != 2500*time.Millisecond {
+		t.Errorf("TaskCPU with schedstat: %v, %v", d, err)
+	}
+	if d, err := ft.fs.TaskCPU(0, 100); err != nil || d != 420*time.Millisecond {
+		t.Errorf("TaskCPU from stat: %v, %v; want 42 ticks", d, err)
+	}
+	if _, err := ft.fs.TaskCPU(0, 102); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("TaskCPU of a thread that ended: %v", err)
+	}
+	if _, err := ft.fs.Tasks(4242); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Tasks of no process: %v", err)
 	}
 }

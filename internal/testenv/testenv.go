@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/iomatrix/iomatrix/internal/sysfs"
 )
 
 // CI reports whether skips must become failures.
@@ -58,6 +60,35 @@ func Command(t testing.TB, name string) string {
 	p, err := exec.LookPath(name)
 	Require(t, err == nil, name+" not on PATH")
 	return p
+}
+
+// DirectIODir returns a fresh directory on a disk-backed filesystem where
+// O_DIRECT works, or skips (fails in CI).
+func DirectIODir(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	var fs unix.Statfs_t
+	if err := unix.Statfs(dir, &fs); err != nil {
+		t.Fatal(err)
+	}
+	ok := fs.Type != unix.TMPFS_MAGIC && fs.Type != unix.RAMFS_MAGIC
+	if ok {
+		fd, err := unix.Open(filepath.Join(dir, "probe"), unix.O_CREAT|unix.O_RDWR|unix.O_DIRECT, 0o644)
+		ok = err == nil
+		if ok {
+			unix.Close(fd)
+		}
+	}
+	Require(t, ok, "temp dir "+dir+" does not support O_DIRECT on a disk")
+	return dir
+}
+
+// DirectIOLoopDevice is a LoopDevice whose file is in a DirectIODir. It
+// needs root.
+func DirectIOLoopDevice(t testing.TB, size int64) (dev, backing string) {
+	t.Helper()
+	Root(t)
+	return LoopDevice(t, DirectIODir(t), size)
 }
 
 // LoopDevice attaches a zero-filled file of size bytes, created in dir, as
@@ -172,7 +203,7 @@ func CgroupV2(t testing.TB, controller string) string {
 	t.Helper()
 	Root(t)
 	mnt := ""
-	for _, dir := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
+	for _, dir := range []string{filepath.Join(sysfs.CgroupRoot, "unified"), sysfs.CgroupRoot} {
 		var fs unix.Statfs_t
 		if unix.Statfs(dir, &fs) == nil && fs.Type == unix.CGROUP2_SUPER_MAGIC {
 			mnt = dir

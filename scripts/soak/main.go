@@ -24,8 +24,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/iotest/target"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -35,7 +37,7 @@ var statusBuf [8192]byte
 
 // statusPath is NUL-terminated once: unix.Open would allocate the C
 // string on every call.
-var statusPath = []byte("/proc/self/status\x00")
+var statusPath = []byte(sysfs.ProcRoot + "/self/status\x00")
 
 var atFDCWD = unix.AT_FDCWD // a variable: the constant is negative
 
@@ -110,7 +112,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	plan, err := iotest.PlanTarget(f.target, iotest.TargetOptions{Size: size, Writes: true, AllowDestructive: f.allow})
+	plan, err := target.NewPlan(f.target, target.Options{Size: size, Writes: true, AllowDestructive: f.allow, Sys: sysfs.Default()})
 	if err != nil {
 		exit(2, err)
 	}
@@ -179,7 +181,7 @@ func exit(code int, args ...any) {
 
 // measure runs the pattern, taking a sample from the progress callback
 // once every interval.
-func measure(ctx context.Context, t *iotest.Target, f soakFlags) (results.Result, []sample, error) {
+func measure(ctx context.Context, t *target.Target, f soakFlags) (results.Result, []sample, error) {
 	p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 50, QueueDepth: f.qd, Jobs: f.jobs}
 	// Preallocated: appending must not grow the heap during the run.
 	samples := make([]sample, 0, int(f.duration/f.every)+2)

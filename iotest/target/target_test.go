@@ -1,4 +1,4 @@
-package iotest
+package target
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ import (
 
 // A virtual filesystem is named as mount(8) names it, not by its magic.
 func TestVirtualFilesystemNamed(t *testing.T) {
-	_, err := PlanTarget("/proc/version", TargetOptions{})
+	_, err := NewPlan("/proc/version", Options{Sys: host})
 	if !errors.Is(err, ErrNotTarget) {
 		t.Fatalf("error %v, want ErrNotTarget", err)
 	}
@@ -36,7 +36,7 @@ func TestUnopenableDeviceNamedOnce(t *testing.T) {
 	if err := unix.Mknod(node, unix.S_IFBLK|0o600, int(unix.Mkdev(major, 0))); err != nil {
 		testenv.Require(t, false, "mknod: "+err.Error())
 	}
-	_, err := PlanTarget(node, TargetOptions{})
+	_, err := NewPlan(node, Options{Sys: host})
 	if err == nil {
 		t.Fatal("a device without a driver was accepted")
 	}

@@ -1,7 +1,18 @@
-package iotest
+// Package target decides what a run may do to a path, and opens it: a
+// file it lays out (and marks as its own), a block device it guards, or
+// an NVMe namespace reached through its generic device; each with the
+// facts of its disk.
+//
+// NewPlan inspects a path and decides, touching nothing, what will happen
+// (Plan: create, lay out again, reuse, read in place, or a device), so
+// that every refusal (an Err* of ErrBadTarget) comes before any I/O.
+// Plan.Open lays a file out when it must and opens the target O_DIRECT
+// (Target), which the engine, package iotest, runs patterns on.
+package target
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -36,8 +47,8 @@ var (
 // DefaultSize of a file target.
 const DefaultSize = 16 << 30
 
-// TargetOptions say what a run will do to its target.
-type TargetOptions struct {
+// Options say what a run will do to its target.
+type Options struct {
 	// Size of a file target; for a block device a non-zero Size limits I/O
 	// to the first Size bytes.
 	Size int64
@@ -48,14 +59,14 @@ type TargetOptions struct {
 	// AllowDestructive allows writes to a block device (or an NVMe
 	// namespace through its generic device).
 	AllowDestructive bool
-	// Sys is where block-device facts are read; zero means the real system.
-	Sys *sysfs.FS
+	// Sys is where the facts of the target's disk are read (required).
+	Sys sysfs.FS
 	// Shared opens a device without O_EXCL: for a worker process whose
 	// parent already holds the exclusive open that guards the device.
 	Shared bool
 }
 
-// Layout actions decided by PlanTarget.
+// Layout actions decided by NewPlan.
 const (
 	ActionCreate   = "create"   // new file, laid out before the first I/O
 	ActionRelayout = "relayout" // our file, wrong size or unfinished layout
@@ -71,23 +82,19 @@ type Plan struct {
 	Size   int64 // bytes addressed by the patterns
 	Align  int64 // direct-I/O offset alignment: block sizes must be multiples
 	Info   results.TargetInfo
-	opts   TargetOptions
+	opts   Options
 	dev    sysfs.DevNum // disk whose /proc/diskstats describe the I/O
 	hasDev bool
-	// pt addresses the namespace of a passthrough target; devNote says
+	// ns addresses the namespace of a passthrough target; devNote says
 	// why its disk's figures are not read.
-	pt      *passthru
+	ns      *Namespace
 	devNote string
 }
 
-// PlanTarget inspects path and decides what a run may do with it. It
+// NewPlan inspects path and decides what a run may do with it. It
 // creates, opens for writing or changes nothing, so every refusal comes
 // before any I/O.
-func PlanTarget(path string, o TargetOptions) (*Plan, error) {
-	sys := sysfs.Default()
-	if o.Sys != nil {
-		sys = *o.Sys
-	}
+func NewPlan(path string, o Options) (*Plan, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -97,7 +104,7 @@ func PlanTarget(path string, o TargetOptions) (*Plan, error) {
 	err = unix.Stat(abs, &st)
 	switch {
 	case errors.Is(err, unix.ENOENT):
-		return p, p.planNewFile(sys)
+		return p, p.planNewFile(o.Sys)
 	case errors.Is(err, unix.ENOTDIR):
 		return nil, fmt.Errorf("%s: %w: a part of its path is a file, not a directory", path, ErrNotTarget)
 	case err != nil:
@@ -105,11 +112,11 @@ func PlanTarget(path string, o TargetOptions) (*Plan, error) {
 	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
-		return p, p.planExistingFile(sys, &st)
+		return p, p.planExistingFile(o.Sys, &st)
 	case unix.S_IFBLK:
-		return p, p.planDevice(sys, &st)
+		return p, p.planDevice(o.Sys, &st)
 	case unix.S_IFCHR:
-		return p, p.planPassthrough(sys, &st)
+		return p, p.planPassthrough(o.Sys, &st)
 	case unix.S_IFDIR:
 		return nil, fmt.Errorf("%s: %w: it is a directory (give a file path inside it, e.g. %s)", path, ErrNotTarget, filepath.Join(path, "iomatrix.dat"))
 	default:
@@ -279,7 +286,7 @@ func (p *Plan) planPassthrough(sys sysfs.FS, st *unix.Stat_t) error {
 		// 1 MiB, past max_hw_sectors_kb, always fails).
 		maxBytes = min(maxBytes, disk.MaxSegments*pageSize)
 	}
-	if p.pt, err = newPassthru(nsid, disk.LogicalBlockSize, maxBytes); err != nil {
+	if p.ns, err = newNamespace(nsid, disk.LogicalBlockSize, maxBytes); err != nil {
 		return fmt.Errorf("%s: %w: %w", p.Path, ErrBadTarget, err)
 	}
 	p.Action = ActionDevice
@@ -330,6 +337,32 @@ func (p *Plan) describeBacking(sys sysfs.FS, dev sysfs.DevNum, fsName string) {
 	p.Info.Scheduler = bd.Scheduler
 	p.Info.MaxSectorsKB, p.Info.MaxSegments = bd.MaxSectorsKB, bd.MaxSegments
 	p.dev, p.hasDev = bd.Disk, true
+}
+
+// CheckPoll refuses, before any I/O, a target whose disk cannot poll for
+// completions: a polled ring (IOPOLL) needs the disk's queue to have poll
+// queues (queue/io_poll 1), which an NVMe drive has when its driver was
+// given some (nvme.poll_queues=N on the kernel's command line, or the
+// nvme module's poll_queues parameter). Elsewhere every I/O would fail.
+// Its error is a *pattern.FieldError of the field poll.
+func (p *Plan) CheckPoll() error { return checkPoll(p.opts.Sys, p.Info) }
+
+// CheckPoll is the open target's Plan.CheckPoll.
+func (t *Target) CheckPoll() error { return checkPoll(t.sys, t.Info) }
+
+func checkPoll(sys sysfs.FS, info results.TargetInfo) error {
+	if info.Disk == "" {
+		return pattern.Fieldf("poll", "%s is on no block device that could poll: polled completions need a disk with poll queues", info.Path)
+	}
+	poll, file, err := sys.QueueAttr(info.Disk, "io_poll")
+	if err != nil {
+		return pattern.Fieldf("poll", "%s: cannot read %s (%v): polled completions need a disk with poll queues", info.Path, file, err)
+	}
+	if poll != "1" {
+		return pattern.Fieldf("poll", "%s's disk %s cannot poll for completions (%s is %s): polled completions need poll queues, which an NVMe drive has when its driver is given some (nvme.poll_queues=N on the kernel's command line, or the nvme module's poll_queues parameter)",
+			info.Path, info.Disk, file, poll)
+	}
+	return nil
 }
 
 func (p *Plan) guessAlign() int64 {
@@ -450,7 +483,7 @@ func writeMarker(fd int, path string, m marker) error {
 	return nil
 }
 
-// Target is an open O_DIRECT target, ready for Run.
+// Target is an open O_DIRECT target, ready for iotest.Run.
 type Target struct {
 	Path   string
 	Size   int64
@@ -464,9 +497,38 @@ type Target struct {
 	// A passthrough target's namespace (nil for any other), why its
 	// disk's figures are not read, and the exclusive open of its block
 	// device that guards a written namespace (-1: none).
-	pt      *passthru
+	ns      *Namespace
 	devNote string
 	guard   int
+}
+
+// Fd is the open target's file descriptor, which the engine issues its
+// I/O on.
+func (t *Target) Fd() int { return t.fd }
+
+// Writable tells whether the target was opened for writing.
+func (t *Target) Writable() bool { return t.write }
+
+// Sys is where the facts of the target's disk, and of this process, are
+// read.
+func (t *Target) Sys() sysfs.FS { return t.sys }
+
+// Namespace addresses a passthrough target's NVMe namespace; nil for
+// any other target.
+func (t *Target) Namespace() *Namespace { return t.ns }
+
+// Uncounted says why the disk's figures (DiskStats) do not count the
+// target's I/O; "" when they do, or when there is no disk.
+func (t *Target) Uncounted() string { return t.devNote }
+
+// DiskStats reads the counters of the target's disk now; false when the
+// target has no disk whose counters hold its I/O, or they cannot be read.
+func (t *Target) DiskStats() (sysfs.DiskStats, bool) {
+	if !t.hasDev {
+		return sysfs.DiskStats{}, false
+	}
+	d, err := t.sys.DiskStats(t.dev)
+	return d, err == nil
 }
 
 // LayoutProgress reports bytes laid out so far.
@@ -481,7 +543,7 @@ func (p *Plan) Open(ctx context.Context, progress LayoutProgress) (*Target, erro
 			return nil, err
 		}
 	}
-	if p.pt != nil {
+	if p.ns != nil {
 		return p.openPassthrough()
 	}
 	flags := unix.O_RDONLY
@@ -520,13 +582,8 @@ func (p *Plan) Open(ctx context.Context, progress LayoutProgress) (*Target, erro
 
 // target is the open target of the plan, on fd.
 func (p *Plan) target(fd int) *Target {
-	t := &Target{Path: p.Path, Size: p.Size, Align: p.Align, Info: p.Info, fd: fd, write: p.opts.Writes, dev: p.dev, hasDev: p.hasDev,
-		pt: p.pt, devNote: p.devNote, guard: -1}
-	t.sys = sysfs.Default()
-	if p.opts.Sys != nil {
-		t.sys = *p.opts.Sys
-	}
-	return t
+	return &Target{Path: p.Path, Size: p.Size, Align: p.Align, Info: p.Info, fd: fd, write: p.opts.Writes, dev: p.dev, hasDev: p.hasDev,
+		sys: p.opts.Sys, ns: p.ns, devNote: p.devNote, guard: -1}
 }
 
 // openPassthrough opens a generic NVMe device, without O_DIRECT: its
@@ -658,7 +715,9 @@ func (p *Plan) writeRandom(ctx context.Context, fd int, progress LayoutProgress)
 	}
 	defer func() { _ = unix.Munmap(mem) }() // our own mapping: cannot fail
 	var seed [32]byte
-	fillRandom(seed[:], rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	for i := 0; i < len(seed); i += 8 {
+		binary.LittleEndian.PutUint64(seed[i:], rand.Uint64())
+	}
 	src := rand.NewChaCha8(seed)
 	for off := int64(0); off < size; {
 		if err := ctx.Err(); err != nil {
@@ -667,7 +726,10 @@ func (p *Plan) writeRandom(ctx context.Context, fd int, progress LayoutProgress)
 		n := min(int64(layoutChunk), size-off)
 		buf := mem[:n]
 		_, _ = src.Read(buf) // fresh random data: no two blocks alike
-		w, err := pwrite(fd, buf, off)
+		w, err := unix.Pwrite(fd, buf, off)
+		for errors.Is(err, unix.EINTR) {
+			w, err = unix.Pwrite(fd, buf, off) // a signal came first
+		}
 		if err != nil {
 			if errors.Is(err, unix.ENOSPC) {
 				return fmt.Errorf("%s: %w during layout at %s: %w", p.Path, ErrNoSpace, units.FormatSize(off), err)

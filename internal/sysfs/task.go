@@ -1,0 +1,98 @@
+package sysfs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Task is a thread of a process, as /proc/PID/task lists it.
+type Task struct {
+	TID  int
+	Comm string // its command name (task/TID/comm)
+}
+
+// Tasks lists the threads of process pid (0: this process) with their
+// names. A thread that ends while they are listed is left out.
+func (fs FS) Tasks(pid int) ([]Task, error) {
+	dir := filepath.Join(fs.proc, procDir(pid), "task")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	tasks := make([]Task, 0, len(entries))
+	for _, e := range entries {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm, err := os.ReadFile(filepath.Join(dir, e.Name(), "comm"))
+		if err != nil {
+			continue
+		}
+		tasks = append(tasks, Task{TID: tid, Comm: strings.TrimSpace(string(comm))})
+	}
+	return tasks, nil
+}
+
+// TaskCPU is the CPU time thread tid of process pid (0: this process)
+// has used: its schedstat's where the kernel keeps one, else its stat's.
+func (fs FS) TaskCPU(pid, tid int) (time.Duration, error) {
+	dir := filepath.Join(fs.proc, procDir(pid), "task", strconv.Itoa(tid))
+	if data, err := os.ReadFile(filepath.Join(dir, "schedstat")); err == nil {
+		if d, err := ParseSchedstat(data); err == nil {
+			return d, nil
+		}
+	}
+	path := filepath.Join(dir, "stat")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	d, err := ParseStatCPU(data)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	return d, nil
+}
+
+// ParseSchedstat is the CPU time in a schedstat file (/proc/PID/schedstat
+// or a task's): its first field, in nanoseconds.
+func ParseSchedstat(data []byte) (time.Duration, error) {
+	f := strings.Fields(string(data))
+	if len(f) == 0 {
+		return 0, errors.New("schedstat is empty")
+	}
+	ns, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("schedstat: %w", err)
+	}
+	return time.Duration(ns), nil
+}
+
+// ParseStatCPU is the CPU time in a stat file (/proc/PID/stat or a
+// task's, proc(5)): utime plus stime, in clock ticks of 10 ms (USER_HZ
+// is 100). A tick count that does not parse counts as none.
+func ParseStatCPU(data []byte) (time.Duration, error) {
+	// The command may hold spaces: the fields after it follow the last ')'.
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("stat has %d fields after the command, want at least 13", len(f))
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	k, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+k) * 10 * time.Millisecond, nil
+}
+
+// procDir is the name of process pid's directory in procfs ("self" for 0).
+func procDir(pid int) string {
+	if pid == 0 {
+		return "self"
+	}
+	return strconv.Itoa(pid)
+}
