@@ -25,6 +25,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest/pattern"
@@ -153,8 +154,8 @@ func (p *Plan) planNewFile(sys sysfs.FS) error {
 		return err
 	}
 	if free := int64(fs.Bavail) * int64(fs.Bsize); free < p.opts.Size {
-		return fmt.Errorf("%s: %w: --size %s needs %s, %s has %s free", p.Path, ErrNoSpace,
-			units.FormatSize(p.opts.Size), units.FormatSize(p.opts.Size), dir, units.FormatSize(free))
+		return fmt.Errorf("%s: %w: %w", p.Path, ErrNoSpace, mentionf("%s %s needs %s, %s has %s free", "size",
+			units.FormatSize(p.opts.Size), units.FormatSize(p.opts.Size), dir, units.FormatSize(free)))
 	}
 	p.Action = ActionCreate
 	p.Size = p.opts.Size
@@ -197,8 +198,8 @@ func (p *Plan) planExistingFile(sys sysfs.FS, st *unix.Stat_t) error {
 		// Space already allocated to the file is reused by the layout.
 		need := p.opts.Size - st.Blocks*512
 		if free := int64(fs.Bavail) * int64(fs.Bsize); need > free {
-			return fmt.Errorf("%s: %w: --size %s needs %s more, %s free", p.Path, ErrNoSpace,
-				units.FormatSize(p.opts.Size), units.FormatSize(need), units.FormatSize(free))
+			return fmt.Errorf("%s: %w: %w", p.Path, ErrNoSpace, mentionf("%s %s needs %s more, %s free", "size",
+				units.FormatSize(p.opts.Size), units.FormatSize(need), units.FormatSize(free)))
 		}
 		p.Action = ActionRelayout
 		p.Size = p.opts.Size
@@ -207,7 +208,7 @@ func (p *Plan) planExistingFile(sys sysfs.FS, st *unix.Stat_t) error {
 		p.Action = ActionReadOnly
 		p.Size = st.Size / p.Align * p.Align
 	default:
-		return fmt.Errorf("%s: %w; iomatrix will not overwrite it (pass --force to lay it out anyway, destroying its contents)", p.Path, ErrNotOurs)
+		return fmt.Errorf("%s: %w; %w", p.Path, ErrNotOurs, mentionf("iomatrix will not overwrite it (pass %s to lay it out anyway, destroying its contents)", "force"))
 	}
 	p.Info.SizeBytes = p.Size
 	return nil
@@ -245,14 +246,14 @@ func (p *Plan) planDevice(sys sysfs.FS, st *unix.Stat_t) error {
 	}
 	if p.opts.Writes {
 		if !p.opts.AllowDestructive {
-			return fmt.Errorf("%s: %w: a write pattern on a block device overwrites its data; pass --allow-destructive if that is intended", p.Path, ErrDestructive)
+			return fmt.Errorf("%s: %w: %w", p.Path, ErrDestructive, mentionf("a write pattern on a block device overwrites its data; pass %s if that is intended", "allow-destructive"))
 		}
 		reasons, err := sys.InUse(dev)
 		if err != nil {
 			return fmt.Errorf("%s: check whether the device is in use: %w", p.Path, err)
 		}
 		if len(reasons) > 0 {
-			return fmt.Errorf("%s: %w: %s; refusing to write even with --allow-destructive", p.Path, ErrInUse, strings.Join(reasons, ", "))
+			return fmt.Errorf("%s: %w: %s; %w", p.Path, ErrInUse, strings.Join(reasons, ", "), mentionf("refusing to write even with %s", "allow-destructive"))
 		}
 	}
 	return nil
@@ -309,14 +310,14 @@ func (p *Plan) planPassthrough(sys sysfs.FS, st *unix.Stat_t) error {
 	}
 	if p.opts.Writes {
 		if !p.opts.AllowDestructive {
-			return fmt.Errorf("%s: %w: a write pattern on an NVMe namespace overwrites its data; pass --allow-destructive if that is intended", p.Path, ErrDestructive)
+			return fmt.Errorf("%s: %w: %w", p.Path, ErrDestructive, mentionf("a write pattern on an NVMe namespace overwrites its data; pass %s if that is intended", "allow-destructive"))
 		}
 		reasons, err := sys.InUse(disk.Dev)
 		if err != nil {
 			return fmt.Errorf("%s: check whether %s is in use: %w", p.Path, disk.Name, err)
 		}
 		if len(reasons) > 0 {
-			return fmt.Errorf("%s: %w: its block device %s: %s; refusing to write even with --allow-destructive", p.Path, ErrInUse, disk.Name, strings.Join(reasons, ", "))
+			return fmt.Errorf("%s: %w: its block device %s: %s; %w", p.Path, ErrInUse, disk.Name, strings.Join(reasons, ", "), mentionf("refusing to write even with %s", "allow-destructive"))
 		}
 	}
 	return nil
@@ -776,4 +777,13 @@ func (t *Target) LoadMetadata() error {
 		return nil
 	}
 	return fmt.Errorf("read the extent map of %s: %w", t.Path, errno)
+}
+
+// mentionf is a message that names the option (the first verb of format)
+// as the reader's front end spells it (fault.Mention): the target's
+// refusals tell what would let them pass.
+func mentionf(format, option string, args ...any) *fault.Mention {
+	return fault.NewMention(func(n fault.Namer) string {
+		return fmt.Sprintf(format, append([]any{n(option)}, args...)...)
+	})
 }
