@@ -1,11 +1,13 @@
-package report
+package report_test
 
 import (
 	"bytes"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/iomatrix/iomatrix/answers/capverify"
+	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -13,7 +15,10 @@ import (
 // result judged, the cap binding where binding says so.
 func checkedFixture(t *testing.T, binding func(name string) bool) *results.Document {
 	t.Helper()
-	doc := loadFixture(t, "capped")
+	doc, err := results.ReadDocumentFile(filepath.Join("testdata", "capped.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range doc.Results {
 		r := &doc.Results[i]
 		ios := results.Counts{Reads: r.Read.IOs, Writes: r.Write.IOs}
@@ -28,7 +33,7 @@ func checkedFixture(t *testing.T, binding func(name string) bool) *results.Docum
 func renderCapCheck(t *testing.T, doc *results.Document, run capverify.VerdictRun) string {
 	t.Helper()
 	var b bytes.Buffer
-	if err := WriteCapCheck(&b, doc, capverify.Verdict(doc, run)); err != nil {
+	if err := report.WriteCapCheck(&b, doc, capverify.Verdict(doc, run)); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
@@ -39,14 +44,14 @@ func renderCapCheck(t *testing.T, doc *results.Document, run capverify.VerdictRu
 func TestCapCheckFootnoteOnlyWhereNotBinding(t *testing.T) {
 	run := capverify.VerdictRun{TolerancePct: 5, Complete: true}
 	all := renderCapCheck(t, checkedFixture(t, func(string) bool { return true }), run)
-	if strings.Contains(all, NotBindingMark) {
+	if strings.Contains(all, report.NotBindingMark) {
 		t.Errorf("every cell binding, yet a footnote or mark:\n%s", all)
 	}
 	one := renderCapCheck(t, checkedFixture(t, func(name string) bool { return name != "rand-4k-r100-qd1" }), run)
-	if n := strings.Count(one, NotBindingMark+" the cap does not bind"); n != 1 {
+	if n := strings.Count(one, report.NotBindingMark+" the cap does not bind"); n != 1 {
 		t.Errorf("one cell not binding: %d footnotes, want 1:\n%s", n, one)
 	}
-	if n := strings.Count(one, NotBindingMark); n != 2 { // the cell's mark and the footnote's
+	if n := strings.Count(one, report.NotBindingMark); n != 2 { // the cell's mark and the footnote's
 		t.Errorf("one cell not binding: %d marks, want the cell's and the footnote's:\n%s", n, one)
 	}
 }

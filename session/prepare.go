@@ -1,6 +1,8 @@
 package session
 
 import (
+	"slices"
+
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
@@ -23,6 +25,10 @@ type Request struct {
 	// (preconditioning).
 	Writes                  bool
 	Force, AllowDestructive bool
+	// OpenLoop says some patterns run open-loop although their rate is
+	// set only once their closed-loop maximum is measured (a share of it):
+	// the engine and the options are checked for it before any I/O.
+	OpenLoop bool
 	// Cap is the cap to measure under; nil measures uncapped.
 	Cap *CapRequest
 	// Options are the engine's options: Prepare aligns their window to
@@ -47,7 +53,7 @@ func Prepare(r Request) (*target.Plan, *CapPlan, error) {
 		// Before anything else is checked: no cap can hold there at all.
 		return nil, nil, capInputError(*r.Cap, &cgroup.PassthroughError{Path: plan.Path, Disk: plan.Info.Disk})
 	}
-	if err := checkPatterns(r, plan); err != nil {
+	if err := checkPatterns(r, plan, true); err != nil {
 		return nil, nil, err
 	}
 	var cp *CapPlan
@@ -67,19 +73,28 @@ func Prepare(r Request) (*target.Plan, *CapPlan, error) {
 	if r.Options.Engine, err = iotest.ResolveEngine(r.Options.Engine, r.Options.Notice); err != nil {
 		return plan, cp, err
 	}
-	if err := checkPatterns(r, plan); err != nil {
+	if err := checkPatterns(r, plan, false); err != nil {
 		return nil, nil, err // with the engine resolved: auto that fell back to psync
+	}
+	if r.OpenLoop || slices.ContainsFunc(r.Patterns, func(p results.Pattern) bool { return p.Rate.Open() }) {
+		if err := iotest.CheckOpen(*r.Options, r.Options.Engine); err != nil {
+			return nil, nil, err
+		}
 	}
 	// auto that fell back to psync must not drop a ring mode silently.
 	return plan, cp, r.Options.Ring.Check(r.Options.Engine)
 }
 
 // checkPatterns checks every pattern of r against the target: its size
-// and alignment, and what a passthrough target cannot run. A pattern
-// field at fault is named as such when there is one pattern.
-func checkPatterns(r Request, plan *target.Plan) error {
+// and alignment (facts: once), and what a passthrough target cannot run
+// with the engine (again once the engine is resolved). A pattern field at
+// fault is named as such when there is one pattern.
+func checkPatterns(r Request, plan *target.Plan, facts bool) error {
 	for _, p := range r.Patterns {
-		err := pattern.CheckTarget(p, plan.Align, plan.Size)
+		var err error
+		if facts {
+			err = pattern.CheckTarget(p, plan.Align, plan.Size)
+		}
 		if err == nil {
 			err = iotest.CheckPassthrough(plan.Namespace(), p, *r.Options)
 		}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iomatrix/iomatrix/answers/capverify"
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/internal/testenv"
@@ -579,11 +580,11 @@ func TestCapVerifyInterrupted(t *testing.T) {
 	}
 	// Four baseline cells of 0.55 s.
 	out := filepath.Join(dir, "b.json")
-	_, base := verify(out, baselineOut(out))
+	_, base := verify(out, capverify.BaselineOut(out))
 	if base != nil {
 		t.Errorf("the capped phase never started, yet %s was written", out)
 	}
-	partial, err := results.ReadDocumentFile(baselineOut(out))
+	partial, err := results.ReadDocumentFile(capverify.BaselineOut(out))
 	if err != nil || len(partial.Results) < 1 || len(partial.Results) >= 4 || partial.FinishedAt != "" {
 		t.Fatalf("baseline kept after the interruption: %v, %+v", err, partial)
 	}

@@ -52,7 +52,7 @@ func (o *crosscheckOptions) AddFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.FioDefaults, "fio-defaults", false, "run fio's io_uring engine with its defaults instead of its peak-IOPS options ("+strings.Join(crosscheck.FioTuned, " ")+")")
 	f.StringVar(&o.FioExtra, "fio-extra", "", "more options for every fio run, split on whitespace, given last (so they override the peak-IOPS options; e.g. \"--nonvectored=1\")")
 	f.StringVar(&o.Keep, "keep", "", "keep every run's raw JSON output and stderr, and this comparison as crosscheck.json, in `DIR`")
-	f.StringVar(&o.Format, "format", "text", "output on stdout: text (a table) or json (one document)")
+	formatVar(f, &o.Format, []string{"text", "json"}, "output on stdout: text (a table) or json (one document)")
 	f.BoolVar(&o.Force, "force", false, "lay out an existing file that iomatrix did not create, destroying its contents (needed for write patterns)")
 	f.BoolVar(&o.AllowDestructive, "allow-destructive", false, "allow write patterns on a block device, destroying its data")
 }
@@ -118,9 +118,6 @@ func runCrosscheck(ctx context.Context, o *crosscheckOptions, g *globalOptions, 
 // bad input is refused before any I/O.
 func (o *crosscheckOptions) prepare(ctx context.Context, g *globalOptions, path string) (*crosscheck.Comparison, *target.Plan, error) {
 	engine, err := engineName(o.Engine)
-	if err == nil {
-		err = checkFormat(o.Format)
-	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -215,5 +212,5 @@ func (o *crosscheckOptions) sizeBytes(target string) (int64, error) {
 	if _, err := os.Stat(target); !o.sizeSet && errors.Is(err, fs.ErrNotExist) {
 		return crosscheck.NewFileSize, nil
 	}
-	return (&measureOptions{Size: o.Size, sizeSet: o.sizeSet}).size()
+	return sizeFlag(o.Size, o.sizeSet)
 }

@@ -198,12 +198,9 @@ func runRehearsal(ctx context.Context, g *globalOptions, o *fitOptions, lookup s
 	if err := opts.Validate(); err != nil {
 		return nil, flagError(err)
 	}
-	var size int64
-	if ro.set["size"] {
-		ms := measureOptions{Size: ro.Size, sizeSet: true}
-		if size, err = ms.size(); err != nil {
-			return nil, err
-		}
+	size, err := sizeFlag(ro.Size, ro.set["size"])
+	if err != nil {
+		return nil, err
 	}
 	pats := rehearse.Patterns(work, ro.Arrival)
 	plan, _, err := session.Prepare(session.Request{Sys: g.sys, Target: ro.Target, Size: size, Patterns: pats, Force: ro.Force,

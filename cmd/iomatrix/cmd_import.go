@@ -14,21 +14,14 @@ import (
 
 func newImportCommand(g *globalOptions) *cobra.Command {
 	var out string
-	cmd := &cobra.Command{
-		Use:     "import FIO.json...",
-		Short:   "Convert fio's JSON output into an iomatrix results file",
-		Long:    longHelp("import"),
-		Example: examples("import"),
-		Args: func(cmd *cobra.Command, args []string) error {
+	cmd := command("import", "import FIO.json...", "Convert fio's JSON output into an iomatrix results file",
+		func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usagef("%s needs at least one fio JSON file", cmd.CommandPath())
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runImport(g, args, out)
-		},
-	}
+		func(cmd *cobra.Command, args []string) error { return runImport(g, args, out) })
 	cmd.Flags().StringVarP(&out, "out", "o", "", "write the results document here instead of stdout")
 	return cmd
 }

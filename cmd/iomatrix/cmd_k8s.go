@@ -18,15 +18,8 @@ import (
 var defaultImage = "localhost/iomatrix:" + results.Version
 
 func newK8sCommand(g *globalOptions) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "k8s",
-		Short: "Sweep every volume of a StorageClass, or every node, as a Kubernetes Job",
-		Long:  longHelp("k8s"),
-		Args:  unknownCommand,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
-	cmd.AddCommand(newK8sRunCommand(g), newK8sManifestCommand(g), newK8sCollectCommand(g))
-	return cmd
+	return group("k8s", "Sweep every volume of a StorageClass, or every node, as a Kubernetes Job",
+		newK8sRunCommand(g), newK8sManifestCommand(g), newK8sCollectCommand(g))
 }
 
 // k8sSpecOptions are the flags that decide the Job: shared by run and
@@ -144,12 +137,8 @@ func argsAfterDash(cmd *cobra.Command, args []string) ([]string, error) {
 
 func newK8sManifestCommand(g *globalOptions) *cobra.Command {
 	var spec k8sSpecOptions
-	cmd := &cobra.Command{
-		Use:     "manifest [flags] [-- SWEEP FLAGS]",
-		Short:   "Print the Job that k8s run would create, as YAML",
-		Long:    longHelp("k8s-manifest"),
-		Example: examples("k8s-manifest"),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	cmd := command("k8s-manifest", "manifest [flags] [-- SWEEP FLAGS]", "Print the Job that k8s run would create, as YAML", nil,
+		func(cmd *cobra.Command, args []string) error {
 			sweepArgs, err := argsAfterDash(cmd, args)
 			if err != nil {
 				return err
@@ -163,8 +152,7 @@ func newK8sManifestCommand(g *globalOptions) *cobra.Command {
 				return k8sError(err)
 			}
 			return k8s.WriteYAML(g.stdout, s.Objects())
-		},
-	}
+		})
 	cmd.Flags().StringVarP(&spec.Namespace, "namespace", "n", "", "namespace of the objects (default: none, kubectl apply decides)")
 	spec.AddFlags(cmd.Flags())
 	return cmd

@@ -39,24 +39,20 @@ func kubeClient(o kubeOptions) (kubernetes.Interface, string, error) {
 
 // k8sOutput is how run and collect save and show what they collected.
 type k8sOutput struct {
-	OutDir  string
-	Format  string
-	Metric  string
-	Outlier string
+	OutDir string
+	fleetOptions
 }
 
 func (o *k8sOutput) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.OutDir, "out-dir", ".", "where to save each pod's results (JOB-INDEX.json) and the fleet document (JOB-fleet.json)")
-	f.StringVar(&o.Format, "format", "text", "fleet report on stdout: text, markdown, csv, json, html")
-	f.StringVar(&o.Metric, "metric", "iops", "cell value and deviation: iops, mibps, lat-mean, lat-p50, lat-p99, lat-p99.9")
-	f.StringVar(&o.Outlier, "outlier", "10%", "flag a member whose figures are this far below the fleet median (above, for latency)")
+	o.fleetOptions.AddFlags(f)
 }
 
 func (o *k8sOutput) check() (fleetOutput, error) {
 	if fi, err := os.Stat(o.OutDir); err != nil || !fi.IsDir() {
 		return fleetOutput{}, usagef("--out-dir: %s is not a directory", o.OutDir)
 	}
-	return newFleetOutput(o.Format, o.Metric, o.Outlier)
+	return o.fleetOptions.output()
 }
 
 func newK8sRunCommand(g *globalOptions) *cobra.Command {
@@ -65,15 +61,10 @@ func newK8sRunCommand(g *globalOptions) *cobra.Command {
 		spec k8sSpecOptions
 		out  k8sOutput
 	)
-	cmd := &cobra.Command{
-		Use:     "run [flags] [-- SWEEP FLAGS]",
-		Short:   "Sweep every volume of a StorageClass or every node, and report the fleet",
-		Long:    longHelp("k8s-run"),
-		Example: examples("k8s-run"),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	cmd := command("k8s-run", "run [flags] [-- SWEEP FLAGS]", "Sweep every volume of a StorageClass or every node, and report the fleet", nil,
+		func(cmd *cobra.Command, args []string) error {
 			return runK8sRun(cmd.Context(), g, cmd, kube, &spec, &out, args)
-		},
-	}
+		})
 	kube.AddFlags(cmd.Flags())
 	spec.AddFlags(cmd.Flags())
 	out.AddFlags(cmd.Flags())
@@ -170,16 +161,10 @@ func newK8sCollectCommand(g *globalOptions) *cobra.Command {
 		noWait bool
 		del    bool
 	)
-	cmd := &cobra.Command{
-		Use:     "collect JOB",
-		Short:   "Gather the results of an iomatrix Job applied from k8s manifest",
-		Long:    longHelp("k8s-collect"),
-		Example: examples("k8s-collect"),
-		Args:    exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	cmd := command("k8s-collect", "collect JOB", "Gather the results of an iomatrix Job applied from k8s manifest", exactArgs(1),
+		func(cmd *cobra.Command, args []string) error {
 			return runK8sCollect(cmd.Context(), g, kube, &out, args[0], !noWait, del)
-		},
-	}
+		})
 	kube.AddFlags(cmd.Flags())
 	out.AddFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&noWait, "no-wait", false, "collect what is finished now instead of waiting for the Job to end")

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/units"
@@ -15,41 +15,30 @@ import (
 )
 
 type mergeOptions struct {
-	Out     string
-	Labels  []string
-	Format  string
-	Metric  string
-	Outlier string
+	Out    string
+	Labels []string
+	fleetOptions
 }
 
 func newMergeCommand(g *globalOptions) *cobra.Command {
 	o := &mergeOptions{}
-	cmd := &cobra.Command{
-		Use:     "merge A.json B.json...",
-		Short:   "Merge the results of several machines or volumes into one fleet document",
-		Long:    longHelp("merge"),
-		Example: examples("merge"),
-		Args: func(cmd *cobra.Command, args []string) error {
+	cmd := command("merge", "merge A.json B.json...", "Merge the results of several machines or volumes into one fleet document",
+		func(cmd *cobra.Command, args []string) error {
 			if len(args) < 2 {
 				return usagef("%s needs two results files or more (got %d)", cmd.CommandPath(), len(args))
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runMerge(g, o, args)
-		},
-	}
+		func(cmd *cobra.Command, args []string) error { return runMerge(g, o, args) })
 	f := cmd.Flags()
 	f.StringVarP(&o.Out, "out", "o", "", "write the fleet document here (a results file that report and compare read)")
 	f.StringArrayVar(&o.Labels, "label", nil, "label of the next member, once per file in order (default: its host, or host:target where hosts repeat)")
-	f.StringVar(&o.Format, "format", "text", "fleet report on stdout: text, markdown, csv, json, html")
-	f.StringVar(&o.Metric, "metric", "iops", "cell value and deviation: iops, mibps, lat-mean, lat-p50, lat-p99, lat-p99.9")
-	f.StringVar(&o.Outlier, "outlier", "10%", "flag a member whose figures are this far below the fleet median (above, for latency)")
+	o.fleetOptions.AddFlags(f)
 	return cmd
 }
 
 func runMerge(g *globalOptions, o *mergeOptions, files []string) error {
-	fo, err := newFleetOutput(o.Format, o.Metric, o.Outlier)
+	fo, err := o.fleetOptions.output()
 	if err != nil {
 		return err
 	}
@@ -87,30 +76,37 @@ func runMerge(g *globalOptions, o *mergeOptions, files []string) error {
 	return fo.write(g, fleet)
 }
 
-// fleetOutput is the report that merge and k8s print on stdout.
+// fleetOptions are the flags of the fleet report that merge and k8s
+// print on stdout.
+type fleetOptions struct {
+	Format  string
+	Metric  string
+	Outlier float64 // a fraction
+}
+
+func (o *fleetOptions) AddFlags(f *pflag.FlagSet) {
+	formatVar(f, &o.Format, []string{"text", "markdown", "csv", "json", "html"}, "fleet report on stdout: text, markdown, csv, json, html")
+	f.StringVar(&o.Metric, "metric", "iops", "cell value and deviation: iops, mibps, lat-mean, lat-p50, lat-p99, lat-p99.9")
+	fractionVar(f, &o.Outlier, "outlier", "10%", "flag a member whose figures are this far below the fleet median (above, for latency)")
+}
+
+// fleetOutput is the report of the fleet, as the flags ask for it.
 type fleetOutput struct {
 	writer report.WriteFunc
 	opts   report.Options
 }
 
-// newFleetOutput checks --format, --metric and --outlier.
-func newFleetOutput(format, metric, outlier string) (fleetOutput, error) {
-	m, err := cellMetric(metric)
+// output checks --metric and makes the report's writer.
+func (o *fleetOptions) output() (fleetOutput, error) {
+	m, err := cellMetric(o.Metric)
 	if err != nil {
 		return fleetOutput{}, err
 	}
-	if !slices.Contains([]string{"text", "markdown", "csv", "json", "html"}, format) {
-		return fleetOutput{}, usagef("--format: %q is not one of text, markdown, csv, json, html", format)
-	}
-	write, err := report.Lookup(format)
+	write, err := report.Lookup(o.Format)
 	if err != nil {
 		return fleetOutput{}, usagef("--format: %w", err)
 	}
-	out, err := parsePercentFlag("--outlier", outlier)
-	if err != nil {
-		return fleetOutput{}, err
-	}
-	return fleetOutput{writer: write, opts: report.Options{Metric: m, Outlier: out}}, nil
+	return fleetOutput{writer: write, opts: report.Options{Metric: m, Outlier: o.Outlier}}, nil
 }
 
 // write prints the report of doc (a fleet or one results document).

@@ -21,30 +21,23 @@ type reportOptions struct {
 	Metric  string
 	Wide    bool
 	Out     string
-	Outlier string
+	Outlier float64 // a fraction
 }
 
 func newReportCommand(g *globalOptions) *cobra.Command {
 	o := &reportOptions{}
-	cmd := &cobra.Command{
-		Use:     "report FILE.json",
-		Short:   "Render a results file or an observation as text, Markdown, CSV, JSON, HTML or XLSX",
-		Long:    longHelp("report"),
-		Example: examples("report"),
-		Args:    exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if data := observationBytes(args[0]); data != nil {
-				return runObservationReport(g, o, args[0], data, cmd.Flags())
-			}
-			return runReport(g, o, args[0], cmd.Flags().Changed("format"))
-		},
-	}
+	cmd := command("report", "report FILE.json", "Render a results file or an observation as text, Markdown, CSV, JSON, HTML or XLSX", exactArgs(1), func(cmd *cobra.Command, args []string) error {
+		if data := observationBytes(args[0]); data != nil {
+			return runObservationReport(g, o, args[0], data, cmd.Flags())
+		}
+		return runReport(g, o, args[0], cmd.Flags().Changed("format"))
+	})
 	f := cmd.Flags()
 	f.StringVar(&o.Format, "format", "text", "output format: text, markdown, csv, json, html, xlsx, openmetrics (an observation: text, markdown, csv, html, json)")
 	f.StringVar(&o.Metric, "metric", "iops", "cell value: iops, mibps, lat-mean, lat-p50, lat-p99, lat-p99.9, or iops@p99<2ms (per row, the most IOPS whose p99 proves the bound)")
 	f.BoolVar(&o.Wide, "wide", false, "csv: the matrix shape instead of one row per result")
 	f.StringVarP(&o.Out, "out", "o", "", "write to this file instead of stdout (format from its extension)")
-	f.StringVar(&o.Outlier, "outlier", "10%", "fleet documents (iomatrix merge): flag a member this far below the fleet median (above, for latency)")
+	fractionVar(f, &o.Outlier, "outlier", "10%", "fleet documents (iomatrix merge): flag a member this far below the fleet median (above, for latency)")
 	return cmd
 }
 
@@ -73,13 +66,9 @@ func runReport(g *globalOptions, o *reportOptions, path string, formatSet bool) 
 	if err != nil {
 		return usagef("--metric: %w", err)
 	}
-	format := o.Format
-	if o.Out != "" && !formatSet {
-		f, ok := report.FormatForPath(o.Out)
-		if !ok {
-			return usagef("-o %s: cannot tell the format from the extension; give --format (%v)", o.Out, report.Formats())
-		}
-		format = f
+	format, err := outFormat(o.Format, formatSet, o.Out, report.Formats())
+	if err != nil {
+		return err
 	}
 	write, err := report.Lookup(format)
 	if err != nil {
@@ -91,10 +80,6 @@ func runReport(g *globalOptions, o *reportOptions, path string, formatSet bool) 
 	if o.Out == "" && report.Binary(format) && g.stdoutTTY {
 		return usagef("--format %s is binary: write it to a file with -o FILE.%s", format, format)
 	}
-	outlier, err := parsePercentFlag("--outlier", o.Outlier)
-	if err != nil {
-		return err
-	}
 	if err := checkOutPath("--out", o.Out); err != nil {
 		return err
 	}
@@ -103,10 +88,23 @@ func runReport(g *globalOptions, o *reportOptions, path string, formatSet bool) 
 		return err
 	}
 	var buf bytes.Buffer
-	if err := write(&buf, doc, report.Options{Metric: metric, Wide: o.Wide, Outlier: outlier}); err != nil {
+	if err := write(&buf, doc, report.Options{Metric: metric, Wide: o.Wide, Outlier: o.Outlier}); err != nil {
 		return fmt.Errorf("render %s: %w", path, err)
 	}
 	return emitReport(g, o.Out, buf.Bytes())
+}
+
+// outFormat is the format asked, or, for -o FILE without --format, the
+// one of the file's extension among those a document renders in.
+func outFormat(format string, given bool, out string, formats []string) (string, error) {
+	if out == "" || given {
+		return format, nil
+	}
+	f, ok := report.FormatForPath(out)
+	if !ok || !slices.Contains(formats, f) {
+		return "", usagef("-o %s: cannot tell the format from the extension; give --format (%v)", out, formats)
+	}
+	return f, nil
 }
 
 // emitReport writes a rendering whole, to stdout or atomically to out:
@@ -143,14 +141,10 @@ func runObservationReport(g *globalOptions, o *reportOptions, path string, data 
 			return usagef("--%s: %s is an observation, which has no matrix to pick cells or members from", name, path)
 		}
 	}
-	format := o.Format
-	if o.Out != "" && !flags.Changed("format") {
-		f, ok := report.FormatForPath(o.Out)
-		if !ok || !slices.Contains(report.ObservationFormats, f) {
-			return usagef("-o %s: an observation renders as %s; give -o a file ending .txt, .md, .csv, .html or .json, or --format",
-				o.Out, strings.Join(report.ObservationFormats, ", "))
-		}
-		format = f
+	format, err := outFormat(o.Format, flags.Changed("format"), o.Out, report.ObservationFormats)
+	if err != nil {
+		return usagef("-o %s: an observation renders as %s; give -o a file ending .txt, .md, .csv, .html or .json, or --format",
+			o.Out, strings.Join(report.ObservationFormats, ", "))
 	}
 	write, err := report.LookupObservation(format)
 	if err != nil {
@@ -177,40 +171,31 @@ type compareOptions struct {
 
 func newCompareCommand(g *globalOptions) *cobra.Command {
 	o := &compareOptions{}
-	cmd := &cobra.Command{
-		Use:   "compare BASE.json NEW.json",
-		Short: "Compare two results files cell by cell",
-		Long:  longHelp("compare"),
-		Args:  exactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			metric, err := cellMetric(o.Metric)
-			if err != nil {
-				return err
-			}
-			if !slices.Contains(report.ComparisonFormats, o.Format) {
-				return usagef("--format: %q is not one of %v", o.Format, report.ComparisonFormats)
-			}
-			base, err := loadResults(args[0])
-			if err != nil {
-				return err
-			}
-			cur, err := loadResults(args[1])
-			if err != nil {
-				return err
-			}
-			c := report.Compare(base, cur, filepath.Base(args[0]), filepath.Base(args[1]), metric)
-			if err := report.WriteComparison(g.stdout, c, o.Format); err != nil {
-				return err
-			}
-			if note := c.DifferencesNote(); note != "" && o.Format == "csv" {
-				// CSV has no header to name them in: a person still sees
-				// them, a script reading stdout gets cells only.
-				fmt.Fprintf(g.stderr, "iomatrix: note: %s\n", note)
-			}
-			return c.Err()
-		},
-	}
-	cmd.Flags().StringVar(&o.Format, "format", "text", "output format: text, markdown, csv, json")
+	cmd := command("compare", "compare BASE.json NEW.json", "Compare two results files cell by cell", exactArgs(2), func(cmd *cobra.Command, args []string) error {
+		metric, err := cellMetric(o.Metric)
+		if err != nil {
+			return err
+		}
+		base, err := loadResults(args[0])
+		if err != nil {
+			return err
+		}
+		cur, err := loadResults(args[1])
+		if err != nil {
+			return err
+		}
+		c := report.Compare(base, cur, filepath.Base(args[0]), filepath.Base(args[1]), metric)
+		if err := report.WriteComparison(g.stdout, c, o.Format); err != nil {
+			return err
+		}
+		if note := c.DifferencesNote(); note != "" && o.Format == "csv" {
+			// CSV has no header to name them in: a person still sees
+			// them, a script reading stdout gets cells only.
+			fmt.Fprintf(g.stderr, "iomatrix: note: %s\n", note)
+		}
+		return c.Err()
+	})
+	formatVar(cmd.Flags(), &o.Format, report.ComparisonFormats, "output format: text, markdown, csv, json")
 	cmd.Flags().StringVar(&o.Metric, "metric", "iops", "compared value: iops, mibps, lat-mean, lat-p50, lat-p99, lat-p99.9")
 	return cmd
 }

@@ -2,15 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/iotest/target"
@@ -51,83 +47,22 @@ func (o *runOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.Rate, "rate", "", "open loop: start I/Os on a schedule at this rate in IOPS (5000), per direction (riops=3000,wiops=1000) or as a share of the pattern's closed-loop maximum, measured first (80%); --qd is then the most in flight")
 	f.StringVar(&o.Arrival, "arrival", results.ArrivalPoisson, "with --rate: poisson (random, independent arrivals) or uniform (evenly spaced)")
 	o.measureOptions.AddFlags(f)
-	f.StringVar(&o.Format, "format", "text", "output on stdout: text or json (the results document)")
+	formatVar(f, &o.Format, []string{"text", "json"}, "output on stdout: text or json (the results document)")
 	f.StringVarP(&o.Out, "out", "o", "", "also write the results document to this file")
 }
 
 func newRunCommand(g *globalOptions) *cobra.Command {
 	o := &runOptions{}
-	cmd := &cobra.Command{
-		Use:     "run [TARGET]",
-		Short:   "Measure one pattern",
-		Long:    longHelp("run"),
-		Example: examples("run"),
-		Args:    maxArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			f := cmd.Flags()
-			o.changed(f)
-			o.rwmixSet = f.Changed("rwmix")
-			o.arrivalSet = f.Changed("arrival")
-			o.bsSet = f.Changed("bs")
-			return runRun(cmd.Context(), o, g, targetArg(args))
-		},
-	}
+	cmd := command("run", "run [TARGET]", "Measure one pattern", maxArgs(1), func(cmd *cobra.Command, args []string) error {
+		f := cmd.Flags()
+		o.changed(f)
+		o.rwmixSet = f.Changed("rwmix")
+		o.arrivalSet = f.Changed("arrival")
+		o.bsSet = f.Changed("bs")
+		return runRun(cmd.Context(), o, g, targetArg(args))
+	})
 	o.AddFlags(cmd.Flags())
 	return cmd
-}
-
-// flagNames maps pattern fields to the flags that set them, so errors name
-// what the user typed.
-var flagNames = map[string]string{
-	"access": "--rw", "block_size": "--bs", "read_pct": "--rwmix", "queue_depth": "--qd",
-	"jobs": "--jobs", "runtime": "--runtime", "ramp": "--ramp", "engine": "--engine", "size": "--size",
-	"min-runtime": "--min-runtime", "max-runtime": "--max-runtime", "precision": "--precision",
-	"rate": "--rate", "arrival": "--arrival",
-	"bssplit": "--bssplit", "random_distribution": "--random-distribution",
-	"poll": "--poll", "sqpoll": "--sqpoll", "sqpoll-idle": "--sqpoll-idle", "sqpoll-cpu": "--sqpoll-cpu",
-}
-
-func flagError(err error) error {
-	var fe *pattern.FieldError
-	if _, named := err.(*fault.InputError); !named && errors.As(err, &fe) {
-		if name, ok := flagNames[fe.Field]; ok {
-			return usagef("%s: %s", name, fe.Text(flagName))
-		}
-	}
-	return optionError(err)
-}
-
-// flagName spells a library's option as the flag that sets it.
-func flagName(option string) string {
-	if name, ok := flagNames[option]; ok {
-		return name
-	}
-	return "--" + option
-}
-
-// optionError puts a library's bad input in the terms of the command
-// line: the option it names becomes the flag that set it.
-func optionError(err error) error {
-	ie, ok := err.(*fault.InputError)
-	if !ok || ie.Option == "" {
-		return err
-	}
-	return fault.AsInput(fmt.Errorf("%s: %w", flagName(ie.Option), ie.Err))
-}
-
-// message is err's text for the user: where a library's message names
-// options (a fault.Mention in it), they are spelled as the flags that
-// set them.
-func message(err error) string {
-	msg := err.Error()
-	var m *fault.Mention
-	if errors.As(err, &m) {
-		if own := m.Error(); strings.Contains(msg, own) {
-			i := strings.LastIndex(msg, own)
-			msg = msg[:i] + m.Text(flagName) + msg[i+len(own):]
-		}
-	}
-	return msg
 }
 
 // pattern is the pattern the flags write (pattern.Build), and the share
@@ -193,14 +128,7 @@ func (o *runOptions) prepare(g *globalOptions, target string) (*runSetup, error)
 	if err != nil {
 		return nil, err
 	}
-	if o.Rate != "" {
-		if err := iotest.CheckOpen(opts, opts.Engine); err != nil {
-			return nil, flagError(err)
-		}
-	}
-	if err := checkFormat(o.Format); err != nil {
-		return nil, err
-	}
+	o.openLoop = sharePct > 0
 	size, err := o.size()
 	if err != nil {
 		return nil, err

@@ -38,7 +38,7 @@ type sweepOptions struct {
 func (o *sweepOptions) AddFlags(f *pflag.FlagSet) {
 	o.profileOptions.AddFlags(f, profiles.DefaultName, "iomatrix-PROFILE-TIMESTAMP.json")
 	f.StringVar(&o.Resume, "resume", "", "continue the sweep saved in this results file: finished patterns are skipped")
-	f.StringVar(&o.Format, "format", "text", "output on stdout at the end: text (the matrix) or json (the results document)")
+	formatVar(f, &o.Format, []string{"text", "json"}, "output on stdout at the end: text (the matrix) or json (the results document)")
 	f.BoolVar(&o.ContinueOnError, "continue-on-error", false, "on an I/O error, record the failed cell and go on with the next pattern (exit status 1 at the end)")
 	f.BoolVar(&o.Frame, "frame", false, "with --format json: frame the document, and a line per finished pattern, so that a log shared with other output (a pod's, read by iomatrix k8s) carries them intact")
 	o.rateOptions.AddFlags(f)
@@ -47,35 +47,21 @@ func (o *sweepOptions) AddFlags(f *pflag.FlagSet) {
 
 func newSweepCommand(g *globalOptions) *cobra.Command {
 	o := &sweepOptions{}
-	var cmd *cobra.Command
-	cmd = &cobra.Command{
-		Use:     "sweep [TARGET]",
-		Short:   "Run every pattern of a profile and print the IOPS matrix",
-		Long:    longHelp("sweep"),
-		Example: examples("sweep"),
-		Args:    maxArgs(1),
-		RunE: o.runE(func(ctx context.Context, target string) error {
-			o.rateOptions.changed(cmd.Flags())
-			return runSweep(ctx, o, g, target)
-		}),
-	}
+	cmd := command("sweep", "sweep [TARGET]", "Run every pattern of a profile and print the IOPS matrix", maxArgs(1), o.runE(func(ctx context.Context, target string) error { return runSweep(ctx, o, g, target) }))
 	o.AddFlags(cmd.Flags())
 	return cmd
 }
 
 func (o *sweepOptions) prepare(g *globalOptions, target string) (*sweepSetup, error) {
-	if err := checkFormat(o.Format); err != nil {
-		return nil, err
-	}
 	if o.Frame && o.Format != "json" {
 		return nil, usagef("--frame: only applies with --format json")
 	}
-	if err := o.rateOptions.check(o.Resume != ""); err != nil {
+	if err := o.rateOptions.check(o.given, o.Resume != ""); err != nil {
 		return nil, err
 	}
 	setup := &sweepSetup{target: target}
-	if o.Resume == "" && o.ratesSet {
-		rates, p, err := o.rateOptions.plan(o.Profile)
+	if o.Resume == "" && o.given("rates") {
+		rates, p, err := o.rateOptions.plan(o.Profile, o.given("pattern"))
 		if err != nil {
 			return nil, err
 		}
@@ -110,27 +96,27 @@ func (o *sweepOptions) prepare(g *globalOptions, target string) (*sweepSetup, er
 // whose cells were measured differently would be a matrix of
 // incomparable numbers.
 func (o *sweepOptions) adoptSettings(d *results.Document, setup *sweepSetup) error {
-	a := session.Asked{Target: setup.target, Auto: o.runtimeSet && o.Auto, Cap: o.limit, CapText: o.Cap, Cgroup: o.Cgroup,
-		RateSweep: o.rateOptions.asked()}
-	if o.profileSet {
+	a := session.Asked{Target: setup.target, Auto: o.given("runtime") && o.Auto, Cap: o.limit, CapText: o.Cap, Cgroup: o.Cgroup,
+		RateSweep: o.rateOptions.asked(o.given)}
+	if o.given("profile") {
 		p, err := profiles.Load(o.Profile)
 		if err != nil {
 			return usagef("--profile: %w", err)
 		}
 		a.Profile = p
 	}
-	if o.runtimeSet && !o.Auto {
+	if o.given("runtime") && !o.Auto {
 		a.Runtime = &o.Runtime
 	}
-	a.MinRuntime, a.MaxRuntime, a.Ramp = given(o.minSet, &o.MinRuntime), given(o.maxSet, &o.MaxRuntime), given(o.rampSet, &o.Ramp)
-	if o.precisionSet {
+	a.MinRuntime, a.MaxRuntime, a.Ramp = given(o.given("min-runtime"), &o.MinRuntime), given(o.given("max-runtime"), &o.MaxRuntime), given(o.given("ramp"), &o.Ramp)
+	if o.given("precision") {
 		pct, err := units.ParsePercent(o.Precision)
 		if err != nil {
 			pct = math.NaN() // differs from any file's
 		}
 		a.Precision = new(pct / 100)
 	}
-	if o.sizeSet {
+	if o.given("size") {
 		size, err := o.size()
 		if err != nil {
 			return err
@@ -139,14 +125,14 @@ func (o *sweepOptions) adoptSettings(d *results.Document, setup *sweepSetup) err
 	}
 	r, err := session.Resume(d, a)
 	var c *session.Conflict
-	if o.outSet && o.Out != o.Resume && (err == nil || errors.As(err, &c) && (c.Setting == "cap" || c.Setting == "cgroup")) {
+	if o.given("out") && o.Out != o.Resume && (err == nil || errors.As(err, &c) && (c.Setting == "cap" || c.Setting == "cgroup")) {
 		return usagef("--out: a resumed sweep is saved to the file it resumes (%s)", o.Resume)
 	}
 	if err != nil {
 		return resumeError(err)
 	}
 	setup.target, setup.profile, setup.rates = r.Target, r.Profile, r.RateSweep
-	o.Runtime, o.Ramp, o.runtimeSet, o.rampSet = r.Runtime, r.Ramp, true, true
+	o.Runtime, o.Ramp = r.Runtime, r.Ramp // not the profile's defaults: the file's
 	if f := r.Auto; f != nil {
 		o.Auto, o.MinRuntime, o.MaxRuntime = true, time.Duration(f.MinRuntimeNS), time.Duration(f.MaxRuntimeNS)
 		o.Precision = units.FormatPercent(f.PrecisionPct)
@@ -199,6 +185,7 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 				d.Settings.EngineOptions, asked)
 		}
 	}
+	o.openLoop = setup.rateSweep != nil || len(setup.profile.Loads) > 0
 	plan, cp, err := o.resolve(g, setup.target, setup.size, setup.profile.Patterns, o.Precondition > 0, &setup.opts)
 	if err != nil {
 		return err

@@ -30,16 +30,11 @@ type throttleOptions struct {
 
 func newThrottleCommand(g *globalOptions) *cobra.Command {
 	o := &throttleOptions{}
-	cmd := &cobra.Command{
-		Use:     "throttle --cap riops=N,... [--device PATH] (-- COMMAND [ARGS] | --pid PID)",
-		Short:   "Run a command (or cap a running process) under a cgroup I/O cap",
-		Long:    longHelp("throttle"),
-		Example: examples("throttle"),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	cmd := command("throttle", "throttle --cap riops=N,... [--device PATH] (-- COMMAND [ARGS] | --pid PID)",
+		"Run a command (or cap a running process) under a cgroup I/O cap", nil, func(cmd *cobra.Command, args []string) error {
 			o.deviceSet = cmd.Flags().Changed("device")
 			return runThrottle(cmd.Context(), g, o, args)
-		},
-	}
+		})
 	f := cmd.Flags()
 	f.StringVar(&o.Cap, "cap", "", "limits: riops=N,wiops=N,rbps=SIZE,wbps=SIZE (any subset)")
 	f.StringVar(&o.Device, "device", ".", "a block device, or a path on the filesystem whose device to cap")

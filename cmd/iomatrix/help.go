@@ -3,6 +3,8 @@ package main
 import (
 	"embed"
 	"strings"
+
+	"github.com/spf13/cobra"
 )
 
 // The long help of each command is prose in help/NAME.txt (NAME is the
@@ -34,4 +36,18 @@ func readHelp(name string) string {
 		panic("iomatrix: no help text for " + name + ": " + err.Error())
 	}
 	return strings.TrimSuffix(string(b), "\n")
+}
+
+// command is a command whose long help and examples are those of
+// help/NAME.txt.
+func command(name, use, short string, args cobra.PositionalArgs, run func(*cobra.Command, []string) error) *cobra.Command {
+	return &cobra.Command{Use: use, Short: short, Long: longHelp(name), Example: examples(name), Args: args, RunE: run}
+}
+
+// group is a command of subcommands: without one it shows its help, and
+// it refuses words that name none of them.
+func group(name, short string, subs ...*cobra.Command) *cobra.Command {
+	cmd := command(name, name, short, unknownCommand, func(cmd *cobra.Command, _ []string) error { return cmd.Help() })
+	cmd.AddCommand(subs...)
+	return cmd
 }

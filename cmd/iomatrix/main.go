@@ -61,9 +61,6 @@ type globalOptions struct {
 // notice tells the user something on standard error.
 func (g *globalOptions) notice(msg string) { fmt.Fprintf(g.stderr, "iomatrix: %s\n", msg) }
 
-// usagef is bad input (exit status 2), worded in the flags' terms.
-func usagef(format string, args ...any) error { return fault.Input("", format, args...) }
-
 // maxArgs is cobra.MaximumNArgs with a usage error.
 func maxArgs(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
@@ -231,7 +228,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if errors.As(err, &st) {
 		return st.Code // a throttled command's own status
 	}
-	code, msg := exitCode(err), nameTyped(message(optionError(err)), typedSpellings(args))
+	code, msg := exitCode(err), nameTyped(message(flagError(err)), typedSpellings(args))
 	if se, ok := context.Cause(ctx).(signalError); ok && ctx.Err() != nil {
 		code, msg = 128+int(se.sig.(syscall.Signal)), se.Error()
 	}

@@ -38,9 +38,11 @@ type measureOptions struct {
 	AllowDestructive       bool
 	capOptions
 
-	runtimeSet, rampSet, sizeSet, seedSet bool
-	sqCPUSet                              bool
-	minSet, maxSet, precisionSet          bool
+	// flags are the command's, once parsed: given says which were given.
+	flags *pflag.FlagSet
+	// openLoop: patterns run open-loop at a share of a maximum measured
+	// first (session.Request.OpenLoop).
+	openLoop bool
 }
 
 func (o *measureOptions) AddFlags(f *pflag.FlagSet) {
@@ -102,12 +104,11 @@ func engineError(engine string, err error) error {
 	return flagError(err)
 }
 
-// changed records which flags the user gave, after parsing.
-func (o *measureOptions) changed(f *pflag.FlagSet) {
-	o.runtimeSet, o.rampSet, o.sizeSet, o.seedSet = f.Changed("runtime"), f.Changed("ramp"), f.Changed("size"), f.Changed("seed")
-	o.sqCPUSet = f.Changed("sqpoll-cpu")
-	o.minSet, o.maxSet, o.precisionSet = f.Changed("min-runtime"), f.Changed("max-runtime"), f.Changed("precision")
-}
+// changed records the parsed flags, to tell which the user gave.
+func (o *measureOptions) changed(f *pflag.FlagSet) { o.flags = f }
+
+// given tells whether the user gave the flag name.
+func (o *measureOptions) given(name string) bool { return o.flags != nil && o.flags.Changed(name) }
 
 // options checks the flags and turns them into engine options.
 func (o *measureOptions) options(g *globalOptions) (iotest.Options, error) {
@@ -116,21 +117,18 @@ func (o *measureOptions) options(g *globalOptions) (iotest.Options, error) {
 		return iotest.Options{}, err
 	}
 	opts := iotest.Options{Runtime: o.Runtime, Ramp: o.Ramp, Seed: o.Seed, Engine: engine,
-		Ring: iotest.RingMode{Poll: o.Poll, SQPoll: o.SQPoll, SQIdle: o.SQPollIdle, SQAffine: o.sqCPUSet, SQCPU: o.SQPollCPU}}
+		Ring: iotest.RingMode{Poll: o.Poll, SQPoll: o.SQPoll, SQIdle: o.SQPollIdle, SQAffine: o.given("sqpoll-cpu"), SQCPU: o.SQPollCPU}}
 	if opts.Auto, err = o.auto(); err != nil {
 		return opts, err
 	}
 	if opts.Auto != nil {
 		opts.Runtime = opts.Auto.MaxRuntime // what every bound and estimate uses
 	}
-	if !o.seedSet {
+	if !o.given("seed") {
 		opts.Seed = rand.Uint64() >> 11 // fits a JSON number exactly
 	}
 	opts.Notice = g.notice
-	if err := opts.Validate(); err != nil {
-		return opts, flagError(err)
-	}
-	return opts, nil
+	return opts, opts.Validate()
 }
 
 // auto turns --runtime auto and its flags into the engine's settings, or
@@ -138,12 +136,9 @@ func (o *measureOptions) options(g *globalOptions) (iotest.Options, error) {
 // than ignored.
 func (o *measureOptions) auto() (*iotest.Auto, error) {
 	if !o.Auto {
-		for _, f := range []struct {
-			name string
-			set  bool
-		}{{"--min-runtime", o.minSet}, {"--max-runtime", o.maxSet}, {"--precision", o.precisionSet}} {
-			if f.set {
-				return nil, usagef("%s: only applies with --runtime auto (got --runtime %s)", f.name, o.Runtime)
+		for _, name := range []string{"min-runtime", "max-runtime", "precision"} {
+			if o.given(name) {
+				return nil, usagef("--%s: only applies with --runtime auto (got --runtime %s)", name, o.Runtime)
 			}
 		}
 		return nil, nil
@@ -153,7 +148,7 @@ func (o *measureOptions) auto() (*iotest.Auto, error) {
 		return nil, usagef("--precision: %q is not a percentage (e.g. 2%%)", o.Precision)
 	}
 	a := &iotest.Auto{MinRuntime: o.MinRuntime, MaxRuntime: o.MaxRuntime, Precision: pct / 100}
-	return a, flagError(a.Validate())
+	return a, a.Validate()
 }
 
 // runtimeValue is --runtime: a duration (a bare number is seconds) or
@@ -185,11 +180,14 @@ func (runtimeValue) Type() string { return "duration|auto" }
 // size is --size in bytes, or 0 when not given: a file then keeps the size
 // it was laid out at, a new file gets the default and a device is measured
 // whole.
-func (o *measureOptions) size() (int64, error) {
-	if !o.sizeSet {
+func (o *measureOptions) size() (int64, error) { return sizeFlag(o.Size, o.given("size")) }
+
+// sizeFlag is a --size given (in bytes), 0 when not given.
+func sizeFlag(s string, given bool) (int64, error) {
+	if !given {
 		return 0, nil
 	}
-	size, err := units.ParseSize(o.Size)
+	size, err := units.ParseSize(s)
 	if err != nil {
 		return 0, usagef("--size: %w", err)
 	}
@@ -206,7 +204,7 @@ func (o *measureOptions) size() (int64, error) {
 // throttle under a cap.
 func (o *measureOptions) resolve(g *globalOptions, target string, size int64, pats []results.Pattern, writes bool, opts *iotest.Options) (*target.Plan, *session.CapPlan, error) {
 	r := session.Request{Sys: g.sys, Target: target, Size: size, Patterns: pats, Writes: writes, Force: o.Force, AllowDestructive: o.AllowDestructive,
-		Options: opts, Notice: g.notice}
+		OpenLoop: o.openLoop, Options: opts, Notice: g.notice}
 	if o.enabled() {
 		if err := o.precheck(); err != nil {
 			return nil, nil, err

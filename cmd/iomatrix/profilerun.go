@@ -22,8 +22,6 @@ type profileOptions struct {
 	Profile string
 	Out     string
 	Format  string
-
-	profileSet, outSet bool
 }
 
 func (o *profileOptions) AddFlags(f *pflag.FlagSet, defaultProfile, outDefault string) {
@@ -37,9 +35,7 @@ func (o *profileOptions) AddFlags(f *pflag.FlagSet, defaultProfile, outDefault s
 // TARGET argument: the start of sweep and cap verify.
 func (o *profileOptions) runE(run func(ctx context.Context, target string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
-		f := cmd.Flags()
-		o.changed(f)
-		o.profileSet, o.outSet = f.Changed("profile"), f.Changed("out")
+		o.changed(cmd.Flags())
 		target := ""
 		if len(args) == 1 {
 			target = args[0]
@@ -63,17 +59,6 @@ type sweepSetup struct {
 	rateSweep *session.RateSweep
 }
 
-// checkFormat checks --format of sweep and cap verify.
-func checkFormat(format string) error {
-	switch format {
-	case "text", "json", "normal": // normal: fio's name for its text output
-		return nil
-	case "json+":
-		return usagef("--format: json+ is fio's; iomatrix's json already holds the latency percentiles: use --format json")
-	}
-	return usagef("--format: %q is not one of text, json", format)
-}
-
 // prepare completes setup with everything decided before the first I/O:
 // profile, settings, results file and the patterns still to run. setup.doc
 // is the document being resumed, if any; outPattern names a new results
@@ -89,10 +74,10 @@ func (o *profileOptions) prepare(g *globalOptions, setup *sweepSetup, outPattern
 		setup.profile = p
 	}
 	d := setup.profile.Defaults
-	if !o.runtimeSet && d.Runtime > 0 {
+	if prev == nil && !o.given("runtime") && d.Runtime > 0 {
 		o.Runtime = d.Runtime
 	}
-	if !o.rampSet && d.RampSet {
+	if prev == nil && !o.given("ramp") && d.RampSet {
 		o.Ramp = d.Ramp
 	}
 	opts, err := o.options(g)
@@ -106,7 +91,7 @@ func (o *profileOptions) prepare(g *globalOptions, setup *sweepSetup, outPattern
 	if setup.size, err = o.size(); err != nil {
 		return err
 	}
-	if !o.sizeSet && d.Size > 0 {
+	if !o.given("size") && d.Size > 0 {
 		setup.size = d.Size
 	}
 	if prev != nil && prev.Target.Kind == "file" {
