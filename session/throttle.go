@@ -68,6 +68,27 @@ func LookCommand(name string) (string, error) {
 	return "", &CommandError{126, fmt.Errorf("%s: cannot execute: %w", name, cause)}
 }
 
+// ThrottleWhat checks what throttle is to cap, before anything is made:
+// the running process pid, or the command args (its path found, as
+// LookCommand), one of them. A choice that cannot be is bad input of
+// the option "pid", or mentions it.
+func ThrottleWhat(sys sysfs.FS, pid int, args []string) (command string, err error) {
+	pidOpt := func(n fault.Namer) string { return n("pid") }
+	switch {
+	case pid != 0 && len(args) > 0:
+		return "", fault.AsInput(fault.NewMention(func(n fault.Namer) string { return pidOpt(n) + " and a COMMAND together: give one" }))
+	case pid == 0 && len(args) == 0:
+		return "", fault.AsInput(fault.NewMention(func(n fault.Namer) string { return "give a COMMAND after -- or a " + pidOpt(n) + " to cap" }))
+	case pid < 0:
+		return "", fault.Input("pid", "%d is not a process id", pid)
+	case pid != 0 && !sys.ProcessExists(pid):
+		return "", fault.Input("pid", "no process %d", pid)
+	case pid != 0:
+		return "", nil
+	}
+	return LookCommand(args[0])
+}
+
 // Throttle is a fresh cgroup with a limit, made to cap a command or a
 // running process.
 type Throttle struct {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/units"
+	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -116,13 +117,11 @@ type Gathering struct {
 	Wait   bool
 	Poll   time.Duration
 	OutDir string
-	// Merge makes the fleet of more than one saved member.
-	Merge  func([]Saved) (*results.Document, error)
 	Notice func(string)
 }
 
 // Gather waits for the Job when asked, then saves what each index gave
-// (save) and, for more than one, their fleet (Merge, saved to
+// (save) and, for more than one, their fleet (report.Merge, saved to
 // fleetFile). It returns the document to report (the one member's, or
 // the fleet; nil when none was saved) and lost, the failure of the
 // indexes that gave nothing.
@@ -148,7 +147,11 @@ func Gather(ctx context.Context, c kubernetes.Interface, g Gathering) (doc *resu
 	case 1:
 		return saved[0].Document, lost, nil
 	}
-	fleet, err := g.Merge(saved)
+	in := make([]report.MemberInput, len(saved))
+	for i, m := range saved {
+		in[i] = report.MemberInput{Doc: m.Document, Source: m.Path, Label: m.Label}
+	}
+	fleet, err := report.Merge(in)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -13,8 +12,6 @@ import (
 
 	"github.com/iomatrix/iomatrix/answers/k8s"
 	"github.com/iomatrix/iomatrix/internal/units"
-	"github.com/iomatrix/iomatrix/report"
-	"github.com/iomatrix/iomatrix/results"
 )
 
 // kubeOptions are the flags that reach a cluster.
@@ -123,9 +120,7 @@ func runK8sRun(ctx context.Context, g *globalOptions, cmd *cobra.Command, kube k
 // deleteJob deletes a Job and what it created, even once ctx is
 // cancelled, and says whether it did.
 func deleteJob(ctx context.Context, g *globalOptions, c kubernetes.Interface, ns, job string) bool {
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-	defer cancel()
-	if err := k8s.Delete(dctx, c, ns, job, g.stderr); err != nil {
+	if err := k8s.Delete(ctx, c, ns, job, g.stderr); err != nil {
 		fmt.Fprintf(g.stderr, "iomatrix: %v\n", err)
 		return false
 	}
@@ -138,13 +133,7 @@ func deleteJob(ctx context.Context, g *globalOptions, c kubernetes.Interface, ns
 func gather(ctx context.Context, g *globalOptions, c kubernetes.Interface, ns, job string, found k8s.Found, wait bool,
 	fo fleetOutput, outDir string) error {
 	doc, failed, err := k8s.Gather(ctx, c, k8s.Gathering{Namespace: ns, Job: job, Found: found, Wait: wait, Poll: g.kubePoll, OutDir: outDir,
-		Notice: g.notice, Merge: func(saved []k8s.Saved) (*results.Document, error) {
-			in := make([]report.MemberInput, len(saved))
-			for i, m := range saved {
-				in[i] = report.MemberInput{Doc: m.Document, Source: m.Path, Label: m.Label}
-			}
-			return report.Merge(in)
-		}})
+		Notice: g.notice})
 	if err == nil && doc != nil {
 		err = fo.write(g, doc)
 	}

@@ -50,24 +50,9 @@ func runThrottle(ctx context.Context, g *globalOptions, o *throttleOptions, args
 	if err != nil {
 		return err
 	}
-	switch {
-	case o.PID != 0 && len(args) > 0:
-		return usagef("--pid and a COMMAND together: give one")
-	case o.PID == 0 && len(args) == 0:
-		return usagef("give a COMMAND after -- or a --pid to cap")
-	case o.PID < 0:
-		return usagef("--pid: %d is not a process id", o.PID)
-	}
-	if o.PID != 0 {
-		if !g.sys.ProcessExists(o.PID) {
-			return usagef("--pid: no process %d", o.PID)
-		}
-	}
-	var command string
-	if len(args) > 0 {
-		if command, err = session.LookCommand(args[0]); err != nil {
-			return err
-		}
+	command, err := session.ThrottleWhat(g.sys, o.PID, args)
+	if err != nil {
+		return err
 	}
 	dev, notice, err := cgroup.ResolveDevice(g.sys, o.Device)
 	if err != nil {
