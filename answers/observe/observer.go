@@ -4,7 +4,9 @@
 // counters, and optionally a database's own view of its I/O. It keeps
 // per-interval timelines for a bounded window and per-minute ones for the
 // whole observation, summarizes them (mean, percentiles, the busiest
-// hour) and saves the document atomically as it goes.
+// hour) and saves the document atomically as it goes. Options are the
+// observation's settings as a user gives them, checked with the sources
+// they name before any sampling (Options.Config, Config.OpenDatabases).
 package observe
 
 import (
@@ -18,6 +20,7 @@ import (
 	"time"
 
 	"github.com/iomatrix/iomatrix/cgroup"
+	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/results"
 )
@@ -132,7 +135,8 @@ type systemState struct {
 }
 
 // New checks the configuration against the host before any sampling:
-// every named cgroup must exist and be readable.
+// every named cgroup must exist and be readable. A cgroup that cannot be
+// observed is bad input naming the cgroup option and the cgroup.
 func New(cfg Config) (*Observer, error) {
 	if cfg.Interval <= 0 {
 		return nil, errors.New("interval must be positive")
@@ -146,15 +150,15 @@ func New(cfg Config) (*Observer, error) {
 	o := &Observer{cfg: cfg, devices: map[sysfs.DevNum]*deviceState{}, byName: map[string]*systemState{},
 		sel: &selector{sys: cfg.FS, sel: cfg.Devices, known: map[sysfs.DevNum]selected{}}}
 	if (len(cfg.Cgroups) > 0 || cfg.AutoCgroups) && cfg.Ctrl.Version == 0 {
-		return nil, ErrNoCgroups
+		return nil, fault.Input("cgroup", "no cgroup I/O controller (v1 blkio or v2 io) to read systems from")
 	}
 	for _, spec := range cfg.Cgroups {
 		if _, ok := o.byName[spec.Name]; ok {
-			return nil, &CgroupError{Spec: spec, Why: "a second system of that name (name them apart: PATH=NAME)"}
+			return nil, fault.AsInput(&sourceError{"cgroup", spec.Path, errors.New("a second system of that name (name them apart: PATH=NAME)")})
 		}
 		st := o.addCgroup(spec)
 		if _, _, err := st.reader.read(); err != nil {
-			return nil, &CgroupError{Spec: spec, Why: cgroupWhy(cfg.Ctrl, err)}
+			return nil, fault.AsInput(&sourceError{"cgroup", spec.Path, cgroupWhy(cfg.Ctrl, err)})
 		}
 	}
 	for i := range cfg.Databases {
@@ -174,28 +178,15 @@ func New(cfg Config) (*Observer, error) {
 	return o, nil
 }
 
-// ErrNoCgroups: cgroups were asked for on a host without cgroup I/O
-// accounting.
-var ErrNoCgroups = errors.New("no cgroup I/O controller (v1 blkio or v2 io) to read systems from")
-
-// CgroupError is a cgroup that cannot be observed.
-type CgroupError struct {
-	Spec CgroupSpec
-	Why  string
-}
-
-func (e *CgroupError) Error() string {
-	return fmt.Sprintf("cgroup %s (%s): %s", e.Spec.Path, e.Spec.Name, e.Why)
-}
-
-func cgroupWhy(ctrl cgroup.Controller, err error) string {
+// cgroupWhy says why a cgroup cannot be read.
+func cgroupWhy(ctrl cgroup.Controller, err error) error {
 	switch {
 	case errors.Is(err, os.ErrNotExist) && ctrl.Version == 2:
-		return "no such cgroup, or it has no io.stat (the io controller is not enabled in its parent's cgroup.subtree_control)"
+		return errors.New("no such cgroup, or it has no io.stat (the io controller is not enabled in its parent's cgroup.subtree_control)")
 	case errors.Is(err, os.ErrNotExist):
-		return "no such cgroup in " + ctrl.Dir
+		return errors.New("no such cgroup in " + ctrl.Dir)
 	}
-	return err.Error()
+	return err
 }
 
 // newSystem adds a system of that name.

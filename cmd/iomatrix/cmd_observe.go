@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,31 +13,17 @@ import (
 	"github.com/iomatrix/iomatrix/answers/observe"
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/fault"
-	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/internal/units"
+	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
 )
 
+// observeOptions are observe's flags: the observation's own (checked by
+// observe.Options.Config) and those of the files it writes.
 type observeOptions struct {
-	Interval, Duration time.Duration
-	Window, SaveEvery  time.Duration
-	AllDevices         bool
-	Partitions         bool
-	Cgroups            string
-	Cgroup             []string
-	MySQL              []string
-	Out                string
-	Workload           string
-	Statistic          string
-	Headroom           string
-	From               string
-	Quiet              bool
-	EnableV1           bool
-	Force              bool
-	ProcFS, SysFS      string
-	CgroupFS           string
-
-	saveEverySet bool
+	observe.Options
+	Workload, Statistic, Headroom, From string
+	Quiet, Force                        bool
 }
 
 func (o *observeOptions) AddFlags(f *pflag.FlagSet) {
@@ -57,7 +41,7 @@ func (o *observeOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.Statistic, "statistic", fit.DefaultStatistic, "the workload's rates: p50, p95, p99 or max of the per-minute rates, the same of the per-second ones (p95-second…), mean, or busiest-hour")
 	f.StringVar(&o.Headroom, "headroom", "0%", "raise every rate in the workload file by this much (e.g. 30%)")
 	f.StringVar(&o.From, "from", "", "sample nothing: read this observation and write its --workload (and its report)")
-	f.BoolVar(&o.EnableV1, "v1-enable-counters", false, "cgroup v1: make the kernel count cgroup I/O on the observed devices, which it does only once a throttle rule was set on a device, by setting and at once removing one in a cgroup of iomatrix's own (nothing is limited; the device's throttling stays on, without limits, until it goes away)")
+	f.BoolVar(&o.EnableV1Counters, "v1-enable-counters", false, "cgroup v1: make the kernel count cgroup I/O on the observed devices, which it does only once a throttle rule was set on a device, by setting and at once removing one in a cgroup of iomatrix's own (nothing is limited; the device's throttling stays on, without limits, until it goes away)")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress on stderr")
 	f.BoolVar(&o.Force, "force", false, "replace an existing --out file (a week's observation is not overwritten by mistake)")
 	f.StringVar(&o.ProcFS, "procfs", "/proc", "where procfs is mounted (a container observing its host: the host's /proc mounted elsewhere)")
@@ -73,15 +57,15 @@ func newObserveCommand(g *globalOptions) *cobra.Command {
 		Long:    longHelp("observe"),
 		Example: examples("observe"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.saveEverySet = cmd.Flags().Changed("save-every")
-			return runObserve(cmd.Context(), g, o, args)
+			o.SaveEveryGiven, o.Devices = cmd.Flags().Changed("save-every"), args
+			return runObserve(cmd.Context(), g, o)
 		},
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd
 }
 
-func runObserve(ctx context.Context, g *globalOptions, o *observeOptions, args []string) error {
+func runObserve(ctx context.Context, g *globalOptions, o *observeOptions) error {
 	headroom, err := units.ParsePercent(o.Headroom)
 	if err != nil || headroom < 0 || headroom > 1000 {
 		return usagef("--headroom: %q is not a percentage from 0 to 1000 (e.g. 30%%)", o.Headroom)
@@ -96,14 +80,11 @@ func runObserve(ctx context.Context, g *globalOptions, o *observeOptions, args [
 		}
 	}
 	if o.From != "" {
-		return observeFrom(g, o, args, stat, headroom)
+		return observeFrom(g, o, stat, headroom)
 	}
-	cfg, err := o.config(g, args)
+	cfg, err := o.Config()
 	if err != nil {
 		return err
-	}
-	if cfg.Out == "" {
-		cfg.Out = fmt.Sprintf("iomatrix-observe-%s.json", time.Now().Format("20060102-150405"))
 	}
 	if err := checkOutPath("--out", cfg.Out); err != nil {
 		return err
@@ -111,25 +92,23 @@ func runObserve(ctx context.Context, g *globalOptions, o *observeOptions, args [
 	if _, err := os.Stat(cfg.Out); err == nil && !o.Force {
 		return usagef("--out: %s exists; name another file, or give --force to replace it", cfg.Out)
 	}
-	dbs, err := openDatabases(ctx, o, cfg.Ctrl)
-	if err != nil {
+	if err := cfg.OpenDatabases(ctx, o.MySQL, os.LookupEnv); err != nil {
 		return err
 	}
-	defer func() {
-		for _, d := range dbs {
-			_ = d.DB.Close() // read-only connections: nothing to lose
-		}
-	}()
-	cfg.Databases = dbs
+	defer cfg.CloseDatabases()
 	if !o.Quiet {
 		cfg.Saved = observeProgress(g, cfg)
 	}
 	obs, err := observe.New(cfg)
 	if err != nil {
-		return observeError(err)
+		return err
 	}
 	if !o.Quiet {
-		fmt.Fprintf(g.stderr, "iomatrix: observing into %s every %s%s; Ctrl-C stops and keeps everything\n", cfg.Out, cfg.Interval, untilText(cfg.Duration))
+		until := " until interrupted"
+		if cfg.Duration > 0 {
+			until = " for " + cfg.Duration.String()
+		}
+		fmt.Fprintf(g.stderr, "iomatrix: observing into %s every %s%s; Ctrl-C stops and keeps everything\n", cfg.Out, cfg.Interval, until)
 	}
 	doc, err := obs.Run(ctx)
 	if err != nil {
@@ -140,87 +119,7 @@ func runObserve(ctx context.Context, g *globalOptions, o *observeOptions, args [
 			return err
 		}
 	}
-	return renderObservation(g, doc)
-}
-
-func untilText(d time.Duration) string {
-	if d == 0 {
-		return " until interrupted"
-	}
-	return " for " + d.String()
-}
-
-// config checks every flag and the sources they name, before sampling.
-func (o *observeOptions) config(g *globalOptions, args []string) (observe.Config, error) {
-	if o.Interval < 100*time.Millisecond || o.Interval > time.Minute {
-		return observe.Config{}, usagef("--interval: %s is outside 100ms to 1m", o.Interval)
-	}
-	if o.Duration < 0 {
-		return observe.Config{}, usagef("--duration: %s is negative", o.Duration)
-	}
-	if o.Window < observe.MinWindow {
-		return observe.Config{}, usagef("--window: %s is shorter than 1m", o.Window)
-	}
-	if o.SaveEvery < o.Interval {
-		if o.saveEverySet {
-			return observe.Config{}, usagef("--save-every: %s is shorter than --interval %s", o.SaveEvery, o.Interval)
-		}
-		o.SaveEvery = o.Interval // a save per sample: there is nothing newer to save
-	}
-	if o.Cgroups != "" && o.Cgroups != "auto" {
-		return observe.Config{}, usagef("--cgroups: %q is not auto (name cgroups one by one with --cgroup PATH=NAME)", o.Cgroups)
-	}
-	fs := sysfs.NewFS(o.SysFS, o.ProcFS)
-	cfg := observe.Config{FS: fs, Interval: o.Interval, Duration: o.Duration, Window: o.Window,
-		SaveEvery: o.SaveEvery, Out: o.Out, AutoCgroups: o.Cgroups == "auto", DeviceArgs: args, EnableV1Counters: o.EnableV1,
-		Devices: observe.DeviceSelection{All: o.AllDevices, Partitions: o.Partitions}}
-	if _, err := os.Stat(filepath.Join(o.ProcFS, "diskstats")); err != nil {
-		return cfg, usagef("--procfs: %s has no diskstats: %w", o.ProcFS, err)
-	}
-	if len(args) > 0 {
-		devs, err := observe.ResolveDevices(fs, args)
-		if err != nil {
-			return cfg, usagef("%w", err)
-		}
-		cfg.Devices.Named = devs
-	}
-	if cfg.AutoCgroups || len(o.Cgroup) > 0 || len(o.MySQL) > 0 {
-		ctrl, err := cgroup.Detect(g.sys, o.CgroupFS)
-		switch {
-		case err == nil:
-			cfg.Ctrl = ctrl
-		case cfg.AutoCgroups || len(o.Cgroup) > 0:
-			flag := "--cgroup"
-			if cfg.AutoCgroups {
-				flag = "--cgroups auto"
-			}
-			return cfg, usagef("%s: %w", flag, err)
-		}
-	}
-	if o.EnableV1 && cfg.Ctrl.Version != 1 {
-		return cfg, usagef("--v1-enable-counters: only for cgroup v1, with --cgroup or --cgroups (this host's I/O controller: %s)", controllerName(cfg.Ctrl))
-	}
-	for _, s := range o.Cgroup {
-		spec, err := observe.ParseCgroupSpec(cfg.Ctrl, s)
-		if err != nil {
-			return cfg, usagef("--cgroup: %w", err)
-		}
-		cfg.Cgroups = append(cfg.Cgroups, spec)
-	}
-	return cfg, nil
-}
-
-// observeError turns the observer's refusals into bad input naming the
-// source at fault.
-func observeError(err error) error {
-	var ce *observe.CgroupError
-	switch {
-	case errors.As(err, &ce):
-		return usagef("--cgroup %s: %s", ce.Spec.Path, ce.Why)
-	case errors.Is(err, observe.ErrNoCgroups):
-		return usagef("--cgroup: %w", err)
-	}
-	return err
+	return report.WriteObservation(g.stdout, doc, "text")
 }
 
 // observeProgress prints a line on stderr at every save: how long, what,
@@ -237,8 +136,8 @@ func observeProgress(g *globalOptions, cfg observe.Config) func(observe.SaveInfo
 	}
 }
 
-func observeFrom(g *globalOptions, o *observeOptions, args []string, stat fit.Statistic, headroom float64) error {
-	if len(args) > 0 {
+func observeFrom(g *globalOptions, o *observeOptions, stat fit.Statistic, headroom float64) error {
+	if len(o.Devices) > 0 {
 		return usagef("--from reads an observation: it takes no DEVICE")
 	}
 	doc, err := results.ReadObservationFile(o.From)
@@ -246,7 +145,7 @@ func observeFrom(g *globalOptions, o *observeOptions, args []string, stat fit.St
 		return fault.AsInput(err)
 	}
 	if o.Workload == "" {
-		return renderObservation(g, doc)
+		return report.WriteObservation(g.stdout, doc, "text")
 	}
 	return writeObservedWorkload(g, doc, stat, headroom, o.From, o.Workload)
 }
@@ -261,11 +160,4 @@ func writeObservedWorkload(g *globalOptions, doc *results.Observation, stat fit.
 	}
 	fmt.Fprintf(g.stderr, "iomatrix: wrote %s (judge it: iomatrix fit SWEEP.json --workload %s)\n", path, path)
 	return nil
-}
-
-func controllerName(c cgroup.Controller) string {
-	if c.Version == 0 {
-		return "none asked for"
-	}
-	return fmt.Sprintf("cgroup v%d, %s", c.Version, c.Mode)
 }

@@ -1,0 +1,138 @@
+package observe
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/iomatrix/iomatrix/internal/fault"
+	"github.com/iomatrix/iomatrix/internal/testenv"
+)
+
+// asFlags is err's text as the command line words it: the option at
+// fault first, and the options its message mentions, as --option.
+func asFlags(err error) string {
+	flag := func(option string) string { return "--" + option }
+	msg := err.Error()
+	var ie *fault.InputError
+	if errors.As(err, &ie) && ie.Option != "" {
+		msg = flag(ie.Option) + ": " + ie.Err.Error()
+	}
+	var m *fault.Mention
+	if errors.As(err, &m) {
+		if i := strings.LastIndex(msg, m.Error()); i >= 0 {
+			msg = msg[:i] + m.Text(flag) + msg[i+len(m.Error()):]
+		}
+	}
+	return msg
+}
+
+func (f *fixture) options() Options {
+	return Options{Interval: time.Second, Window: DefaultWindow, SaveEvery: 10 * time.Second,
+		SysFS: f.sys, ProcFS: f.proc, CgroupFS: f.cgroup}
+}
+
+// Every option is checked before any sampling, and bad input names the
+// option at fault (and those its message mentions) as the command line
+// spells them.
+func TestOptionsRefused(t *testing.T) {
+	f := newFixture(t)
+	f.disk(254, 0, "vda", 0, 0, 0, 0, 0)
+	for _, c := range []struct {
+		name string
+		set  func(o *Options)
+		want string
+	}{
+		{"interval", func(o *Options) { o.Interval = 10 * time.Millisecond }, "--interval: 10ms is outside 100ms to 1m"},
+		{"duration", func(o *Options) { o.Duration = -time.Second }, "--duration: -1s is negative"},
+		{"window", func(o *Options) { o.Window = 10 * time.Second }, "--window: 10s is shorter than 1m"},
+		{"save-every", func(o *Options) { o.Interval, o.SaveEveryGiven = 30*time.Second, true },
+			"--save-every: 10s is shorter than --interval 30s"},
+		{"cgroups", func(o *Options) { o.Cgroups = "all" }, `--cgroups: "all" is not auto (name cgroups one by one with --cgroup PATH=NAME)`},
+		{"procfs", func(o *Options) { o.ProcFS = filepath.Join(f.proc, "none") },
+			"--procfs: " + filepath.Join(f.proc, "none") + " has no diskstats: stat " + filepath.Join(f.proc, "none", "diskstats") + ": no such file or directory"},
+		{"device", func(o *Options) { o.Devices = []string{"nosuchdisk0"} }, "device nosuchdisk0: no such device in /proc/diskstats"},
+		{"cgroups auto", func(o *Options) { o.Cgroups, o.CgroupFS = "auto", filepath.Join(f.cgroup, "none") },
+			"--cgroups auto: no cgroup I/O controller (v1 blkio or v2 io) under " + filepath.Join(f.cgroup, "none")},
+		{"cgroup", func(o *Options) { o.Cgroup, o.CgroupFS = []string{"/a"}, filepath.Join(f.cgroup, "none") }, "--cgroup: no cgroup I/O controller"},
+		{"cgroup spec", func(o *Options) { o.Cgroup = []string{"=x"} }, `--cgroup: "=x": want PATH[=NAME]`},
+		{"v1-enable-counters", func(o *Options) { o.EnableV1Counters = true },
+			"--v1-enable-counters: only for cgroup v1, with --cgroup or --cgroups (this host's I/O controller: none asked for)"},
+		{"v1-enable-counters on v2", func(o *Options) { o.EnableV1Counters, o.Cgroups = true, "auto" },
+			"--v1-enable-counters: only for cgroup v1, with --cgroup or --cgroups (this host's I/O controller: cgroup v2, unified)"},
+	} {
+		o := f.options()
+		c.set(&o)
+		_, err := o.Config()
+		if !errors.As(err, new(*fault.InputError)) || !strings.HasPrefix(asFlags(err), c.want) {
+			t.Errorf("%s: %v, worded %q; want bad input worded %q", c.name, err, asFlags(err), c.want)
+		}
+	}
+}
+
+// A configuration from good options: the defaults filled in, the devices
+// and the cgroups resolved.
+func TestOptionsConfig(t *testing.T) {
+	f := newFixture(t)
+	f.disk(254, 0, "vda", 0, 0, 0, 0, 0)
+	o := f.options()
+	o.Interval, o.SaveEvery = 20*time.Second, 10*time.Second // the default, shorter than the interval
+	o.Devices, o.Cgroup = []string{"vda", "254:0"}, []string{"system.slice/a.service", filepath.Join(f.cgroup, "b") + "=bee"}
+	cfg, err := o.Config()
+	testenv.Must(t, err)
+	if cfg.SaveEvery != o.Interval || len(cfg.Devices.Named) != 1 || cfg.Devices.Named[0].String() != "254:0" || cfg.Ctrl.Version != 2 {
+		t.Errorf("save every %s, devices %v, cgroup v%d", cfg.SaveEvery, cfg.Devices.Named, cfg.Ctrl.Version)
+	}
+	if len(cfg.Cgroups) != 2 || cfg.Cgroups[0] != (CgroupSpec{"/system.slice/a.service", "a.service"}) || cfg.Cgroups[1] != (CgroupSpec{"/b", "bee"}) {
+		t.Errorf("cgroups %v", cfg.Cgroups)
+	}
+	if !regexp.MustCompile(`^iomatrix-observe-\d{8}-\d{6}\.json$`).MatchString(cfg.Out) {
+		t.Errorf("default out %q", cfg.Out)
+	}
+}
+
+// A cgroup that cannot be read is bad input naming the cgroup option and
+// the cgroup.
+func TestNewRefusesCgroup(t *testing.T) {
+	f := newFixture(t)
+	f.disk(254, 0, "vda", 0, 0, 0, 0, 0)
+	f.cg("/system.slice/a.service", 0, 0)
+	o := f.options()
+	o.Cgroup = []string{"/system.slice/a.service", "/system.slice/gone.service", "/other/a.service"}
+	cfg, err := o.Config()
+	testenv.Must(t, err)
+	_, err = New(cfg)
+	want := "--cgroup /system.slice/gone.service: no such cgroup, or it has no io.stat"
+	if !errors.As(err, new(*fault.InputError)) || !strings.HasPrefix(asFlags(err), want) {
+		t.Errorf("%v, worded %q; want bad input worded %q", err, asFlags(err), want)
+	}
+	cfg.Cgroups = []CgroupSpec{cfg.Cgroups[0], {Path: "/system.slice/a.service", Name: "a.service"}}
+	_, err = New(cfg)
+	want = "--cgroup /system.slice/a.service: a second system of that name"
+	if !errors.As(err, new(*fault.InputError)) || !strings.HasPrefix(asFlags(err), want) {
+		t.Errorf("%v, worded %q; want bad input worded %q", err, asFlags(err), want)
+	}
+}
+
+// A bad database source is bad input; a server that cannot be reached is
+// not, and its error names the option and the system and keeps its cause.
+func TestOpenDatabasesRefused(t *testing.T) {
+	var cfg Config
+	err := cfg.OpenDatabases(context.Background(), []string{"erp=env:NO_SUCH_VAR"}, env())
+	if want := `--mysql: bad database source: env:NO_SUCH_VAR`; !errors.As(err, new(*fault.InputError)) || !strings.HasPrefix(asFlags(err), want) {
+		t.Errorf("%v, worded %q; want bad input worded %q", err, asFlags(err), want)
+	}
+	sock := filepath.Join(t.TempDir(), "none.sock")
+	err = cfg.OpenDatabases(context.Background(), []string{"erp=erp@unix(" + sock + ")/"}, env())
+	want := "--mysql erp: mysql erp@unix(" + sock + ")/: database unreachable"
+	if errors.As(err, new(*fault.InputError)) || !errors.Is(err, ErrDatabaseUnreachable) || !strings.HasPrefix(asFlags(err), want) {
+		t.Errorf("%v, worded %q; want an error worded %q", err, asFlags(err), want)
+	}
+	if cfg.Databases != nil {
+		t.Errorf("databases %v after a failure", cfg.Databases)
+	}
+}
