@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/profiles"
 	"github.com/iomatrix/iomatrix/results"
 )
@@ -17,6 +18,25 @@ type Sweep struct {
 	Rates   *RateSweep
 	Doc     *results.Document
 }
+
+// NewSweep is the sweep of profile, or the load–latency sweep of its one
+// shape that rates asks (nil: none); doc is the document resumed (nil: a
+// new one), whose rates are read again here.
+func NewSweep(profile *profiles.Profile, rates *results.RateSweepSettings, doc *results.Document) (Sweep, error) {
+	w := Sweep{Profile: profile, Doc: doc}
+	if rates != nil {
+		steps, err := pattern.ParseRateSteps(rates.Rates)
+		if err != nil {
+			return w, fmt.Errorf("the file's rates: %w", err)
+		}
+		w.Rates = &RateSweep{Shape: rates.Shape, Steps: steps, Arrival: rates.Arrival}
+	}
+	return w, nil
+}
+
+// OpenLoop tells whether cells of the sweep run open-loop at a share of a
+// closed-loop maximum measured first (Request.OpenLoop).
+func (w Sweep) OpenLoop() bool { return w.Rates != nil || len(w.Profile.Loads) > 0 }
 
 // Todo are the profile's patterns the document still lacks.
 func (w Sweep) Todo() []results.Pattern { return w.Doc.Remaining(w.Profile.Patterns) }

@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/iomatrix/iomatrix/internal/units"
-	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/profiles"
 	"github.com/iomatrix/iomatrix/progress"
 	"github.com/iomatrix/iomatrix/report"
@@ -53,6 +52,9 @@ func newSweepCommand(g *globalOptions) *cobra.Command {
 }
 
 func (o *sweepOptions) prepare(g *globalOptions, target string) (*sweepSetup, error) {
+	if err := o.capOptions.precheck(); err != nil {
+		return nil, err
+	}
 	if o.Frame && o.Format != "json" {
 		return nil, usagef("--frame: only applies with --format json")
 	}
@@ -81,13 +83,21 @@ func (o *sweepOptions) prepare(g *globalOptions, target string) (*sweepSetup, er
 	if err := o.profileOptions.prepare(g, setup, "iomatrix-%s-%s.json", true); err != nil {
 		return nil, err
 	}
-	if setup.rates != nil {
-		steps, err := pattern.ParseRateSteps(setup.rates.Rates)
-		if err != nil {
-			return nil, fmt.Errorf("--resume: the file's rates: %w", err)
-		}
-		setup.rateSweep = &session.RateSweep{Shape: setup.rates.Shape, Steps: steps, Arrival: setup.rates.Arrival}
+	if o.Precondition < 0 {
+		return nil, usagef("--precondition: %s must not be negative", o.Precondition)
 	}
+	if d := setup.doc; d != nil {
+		// A resumed sweep's cells all run in one ring mode.
+		if asked := strings.Join(setup.opts.Ring.Words(), ","); asked != d.Settings.EngineOptions {
+			return nil, usagef("--resume: the file's cells ran with engine options %q, these flags ask %q: give the file's (--poll, --sqpoll and their settings)",
+				d.Settings.EngineOptions, asked)
+		}
+	}
+	var err error
+	if setup.sweep, err = session.NewSweep(setup.profile, setup.rates, setup.doc); err != nil {
+		return nil, fmt.Errorf("--resume: %w", err)
+	}
+	o.openLoop = setup.sweep.OpenLoop()
 	return setup, nil
 }
 
@@ -168,34 +178,18 @@ func resumeError(err error) error {
 }
 
 func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target string) error {
-	if err := o.capOptions.precheck(); err != nil {
-		return err
-	}
 	setup, err := o.prepare(g, target)
 	if err != nil {
 		return err
 	}
-	if o.Precondition < 0 {
-		return usagef("--precondition: %s must not be negative", o.Precondition)
-	}
-	if d := setup.doc; d != nil {
-		// A resumed sweep's cells all run in one ring mode.
-		if asked := strings.Join(setup.opts.Ring.Words(), ","); asked != d.Settings.EngineOptions {
-			return usagef("--resume: the file's cells ran with engine options %q, these flags ask %q: give the file's (--poll, --sqpoll and their settings)",
-				d.Settings.EngineOptions, asked)
-		}
-	}
-	o.openLoop = setup.rateSweep != nil || len(setup.profile.Loads) > 0
 	plan, cp, err := o.resolve(g, setup.target, setup.size, setup.profile.Patterns, o.Precondition > 0, &setup.opts)
 	if err != nil {
 		return err
 	}
-	sweep := session.Sweep{Profile: setup.profile, Rates: setup.rateSweep, Doc: setup.doc}
-	total, todo := sweep.Count()
+	total, todo := setup.sweep.Count()
 	estimate := time.Duration(todo) * (setup.opts.Runtime + setup.opts.Ramp)
 	g.notice(progress.Plan(setup.profile.Name, todo, total, setup.opts, estimate))
 	g.notice("results: " + setup.out)
-
 	sess, err := startSession(ctx, g, &o.measureOptions, cp, plan, results.AnyWrites(setup.profile.Patterns))
 	if err != nil {
 		return err
@@ -218,34 +212,28 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 		}
 	}
 	loop := session.Loop{Runner: sess.Runner(), Options: setup.opts, Display: prog, Doc: doc, Out: setup.out, KeepGoing: o.ContinueOnError, Notice: g.notice}
-	failedCells, runErr := sweep.Run(ctx, &loop)
+	failed, runErr := setup.sweep.Run(ctx, &loop)
 	complete, err := loop.Finish(ctx, runErr)
 	if err != nil {
 		return err
 	}
-	if o.Frame {
+	switch {
+	case o.Frame:
 		err = results.WriteDocumentFrames(g.stdout, doc)
-	} else {
-		err = printSweep(g, o.Format, doc, setup.out, complete)
+	case o.Format == "json":
+		err = report.WriteJSON(g.stdout, doc)
+	default:
+		err = report.WriteSweepText(g.stdout, doc, setup.out, complete)
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		return err
-	}
-	if runErr != nil {
+	case runErr != nil:
 		return runErr
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if failedCells > 0 {
-		return fmt.Errorf("%d of %s failed with I/O errors (recorded in %s)", failedCells, units.Count(todo, "pattern"), setup.out)
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case failed > 0:
+		return fmt.Errorf("%d of %s failed with I/O errors (recorded in %s)", failed, units.Count(todo, "pattern"), setup.out)
 	}
 	return nil
-}
-
-func printSweep(g *globalOptions, format string, doc *results.Document, out string, complete bool) error {
-	if format == "json" {
-		return report.WriteJSON(g.stdout, doc)
-	}
-	return report.WriteSweepText(g.stdout, doc, out, complete)
 }

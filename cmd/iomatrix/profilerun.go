@@ -53,10 +53,10 @@ type sweepSetup struct {
 	out     string
 	doc     *results.Document // the resumed document, or nil
 	todo    []results.Pattern
-	// rates is set on a load–latency sweep (sweep --rates), and
-	// rateSweep then measures it: its todo is known once its maximum is.
-	rates     *results.RateSweepSettings
-	rateSweep *session.RateSweep
+	// rates is set on a load–latency sweep (sweep --rates); sweep is
+	// what sweep measures.
+	rates *results.RateSweepSettings
+	sweep session.Sweep
 }
 
 // prepare completes setup with everything decided before the first I/O:
