@@ -362,3 +362,16 @@ func TestParseCapReadsTheRecordedSpec(t *testing.T) {
 		t.Errorf("ParseCap = %+v, %v", l, err)
 	}
 }
+
+// A target that exists is found where it is; a file that does not exist
+// yet, in its directory, where it will be laid out.
+func TestTargetPath(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "there")
+	testenv.Must(t, os.WriteFile(file, nil, 0o600))
+	for path, want := range map[string]string{dir: dir, file: file, filepath.Join(dir, "new.dat"): dir} {
+		if got := TargetPath(path); got != want {
+			t.Errorf("TargetPath(%s) = %s, want %s", path, got, want)
+		}
+	}
+}

@@ -3,6 +3,8 @@ package cgroup
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -65,6 +67,16 @@ func ResolveDevice(sys sysfs.FS, path string) (dev sysfs.DevNum, notice string, 
 		return bd.Disk, fmt.Sprintf("%s %s: capping its disk %s (%s), since the kernel throttles whole disks", path, where, bd.DiskName, bd.Disk), nil
 	}
 	return bd.Dev, "", nil
+}
+
+// TargetPath is where the device of a target is found (ResolveDevice):
+// the path itself, or for a file that does not exist yet its directory,
+// on whose device it will live.
+func TargetPath(path string) string {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return filepath.Dir(path)
+	}
+	return path
 }
 
 // ErrPassthrough means the path is an NVMe generic device, whose

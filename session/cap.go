@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -66,12 +64,7 @@ func planCap(sys sysfs.FS, req CapRequest, target string, notice func(string)) (
 		return nil, cgroupError(err)
 	}
 	cp.ctrl = ctrl
-	// A file that does not exist yet will live on its directory's device.
-	where := target
-	if _, err := os.Stat(where); errors.Is(err, os.ErrNotExist) {
-		where = filepath.Dir(target)
-	}
-	dev, msg, err := cgroup.ResolveDevice(sys, where)
+	dev, msg, err := cgroup.ResolveDevice(sys, cgroup.TargetPath(target))
 	if errors.Is(err, cgroup.ErrPassthrough) {
 		return nil, capInputError(req, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/results"
@@ -34,6 +35,34 @@ type Host struct {
 	// Mode is the host's cgroup layout ("unified", "hybrid", "legacy");
 	// iocost is cgroup v2's alone.
 	Mode string
+}
+
+// DefaultStateDir is where apply keeps a device's lines from before by
+// default, in iocost-MAJ_MIN.json.
+const DefaultStateDir = "/var/lib/iomatrix"
+
+// Resolve finds where iocost is set for arg, a block device or a path on
+// its filesystem: the whole disk (MAJ:MIN; iocost is set per disk, not
+// per partition), the host's controller files under the cgroup2 root
+// cgroupRoot, with its cgroup mode, and the state file: statePath, or by
+// default iocost-MAJ_MIN.json in DefaultStateDir. An arg on no block
+// device is bad input of the option "device", its message led by arg.
+func Resolve(sys sysfs.FS, cgroupRoot, arg, statePath string) (h Host, dev, state string, err error) {
+	num, _, err := cgroup.ResolveDevice(sys, arg)
+	if err != nil {
+		return Host{}, "", "", fault.Input("device", "%s: %w", arg, err)
+	}
+	h = Host{CgroupRoot: cgroupRoot, Sys: sys}
+	ctrl, err := cgroup.Detect(sys, cgroupRoot)
+	h.Mode = ctrl.Mode.String()
+	if err != nil && ctrl.Mode == cgroup.Unavailable {
+		h.Mode = "without cgroups"
+	}
+	dev = num.String()
+	if statePath == "" {
+		statePath = filepath.Join(DefaultStateDir, "iocost-"+strings.ReplaceAll(dev, ":", "_")+".json")
+	}
+	return h, dev, statePath, nil
 }
 
 // Check refuses, with the reason, what cannot take iocost's lines: a
@@ -137,6 +166,29 @@ type Applied struct {
 	Model, QoS string // as read back
 }
 
+// CheckLines refuses, as bad input, a model or a QoS (nil: the kernel's
+// own) with a value out of the kernel's range, saying which line.
+func CheckLines(m Model, q *QoS) error {
+	if err := m.Check(); err != nil {
+		return fault.Input("", "%s: %w", ModelFile, err)
+	}
+	if q != nil {
+		if err := q.Check(); err != nil {
+			return fault.Input("", "%s: %w", QoSFile, err)
+		}
+	}
+	return nil
+}
+
+// Shown is a device's line as iomatrix shows it, saying so when the
+// kernel lists none.
+func Shown(line string) string {
+	if line == "" {
+		return "(none: iocost was never set up on the device)"
+	}
+	return line
+}
+
 // AutoQoSLine enables iocost with the kernel's own QoS: what Apply writes
 // when no QoS was derived.
 func AutoQoSLine(dev string) string { return dev + " enable=1 ctrl=auto" }
@@ -146,13 +198,8 @@ func AutoQoSLine(dev string) string { return dev + " enable=1 ctrl=auto" }
 // QoS, ctrl=auto, enabled), and reads both back: a line that does not
 // read back as written is an error.
 func (h Host) Apply(dev string, m Model, q *QoS, statePath string) (Applied, error) {
-	if err := m.Check(); err != nil {
-		return Applied{}, fmt.Errorf("io.cost.model: %w", err)
-	}
-	if q != nil {
-		if err := q.Check(); err != nil {
-			return Applied{}, fmt.Errorf("io.cost.qos: %w", err)
-		}
+	if err := CheckLines(m, q); err != nil {
+		return Applied{}, err
 	}
 	var a Applied
 	if s, err := ReadState(statePath); err == nil {

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iomatrix/iomatrix/internal/fault"
+	"github.com/iomatrix/iomatrix/internal/sysfs"
+	"github.com/iomatrix/iomatrix/internal/testenv"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -335,5 +338,39 @@ func TestStat(t *testing.T) {
 	}
 	if _, _, err := h.Stat("259:0", filepath.Join(root, "gone")); err == nil {
 		t.Error("a cgroup without io.stat: no error")
+	}
+}
+
+// The vrate: face, honest, or MIN-MAX as the kernel takes it; anything
+// else is bad input of the option "vrate".
+func TestParseVrate(t *testing.T) {
+	for in, want := range map[string]Vrate{"face": {}, "honest": {Honest: true}, "1-100": {Min: 1, Max: 100}, "60-60": {Min: 60, Max: 60}} {
+		if v, err := ParseVrate(in); err != nil || v != want {
+			t.Errorf("%s: %+v, %v; want %+v", in, v, err, want)
+		}
+	}
+	for _, in := range []string{"fast", "90-80", "0-100", "1-20000", "50", "NaN-NaN"} {
+		var ie *fault.InputError
+		if _, err := ParseVrate(in); !errors.As(err, &ie) || ie.Option != "vrate" {
+			t.Errorf("%s: %v; want bad input of vrate", in, err)
+		}
+	}
+}
+
+// A path on no block device is bad input of the option "device", led by
+// the path; the state file is the one given, or the device's by default.
+func TestResolve(t *testing.T) {
+	sys := sysfs.NewFS(t.TempDir(), t.TempDir()) // no devices at all
+	var ie *fault.InputError
+	if _, _, _, err := Resolve(sys, t.TempDir(), "/nonexistent", ""); !errors.As(err, &ie) || ie.Option != "device" || !strings.HasPrefix(ie.Err.Error(), "/nonexistent: ") {
+		t.Errorf("a missing path: %v", err)
+	}
+	_, dev, got, err := Resolve(sysfs.Default(), t.TempDir(), t.TempDir(), "")
+	testenv.Require(t, err == nil, "the temp dir is on no block device")
+	if want := filepath.Join(DefaultStateDir, "iocost-"+strings.ReplaceAll(dev, ":", "_")+".json"); got != want {
+		t.Errorf("the default state of %s: %s, want %s", dev, got, want)
+	}
+	if _, _, got, err := Resolve(sysfs.Default(), t.TempDir(), t.TempDir(), "/tmp/st.json"); err != nil || got != "/tmp/st.json" {
+		t.Errorf("the state given: %s, %v", got, err)
 	}
 }

@@ -3,7 +3,9 @@
 // cost model of io.cost.model, the QoS targets of io.cost.qos, and the
 // IOPS the model predicts for a pattern at full vrate. The arithmetic is
 // block/blk-iocost.c's, in the kernel's own units (vtime, 2^37 a
-// second), so that a prediction is what the kernel would charge.
+// second), so that a prediction is what the kernel would charge. A Host
+// (Resolve finds a device's disk and the controller's files) writes the
+// lines to the cgroup2 root and restores those that were there.
 package iocost
 
 import (

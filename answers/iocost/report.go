@@ -11,19 +11,25 @@ import (
 	"github.com/iomatrix/iomatrix/results"
 )
 
-// FromDocuments derives the model from results documents of one device
-// (Derive) and checks it against all their cells (CheckModel); files
-// names each document in errors. Documents of several devices, or too
-// few cells to derive from, are bad input.
-func FromDocuments(docs []*results.Document, files []string) (Report, error) {
-	for i, d := range docs[1:] {
-		if d.Target.Device != docs[0].Target.Device {
-			return Report{}, fault.Input("", "%s: measured %s, not %s as %s: one model is one device's", files[i+1], d.Target.Device, docs[0].Target.Device, files[0])
+// FromFiles derives the model from results files of one device (Derive)
+// and checks it against all their cells (CheckModel). A file that holds
+// no results, files of several devices, or too few cells to derive from
+// are bad input.
+func FromFiles(paths []string) (Report, error) {
+	docs := make([]*results.Document, len(paths))
+	for i, p := range paths {
+		d, err := results.ReadResultsFile(p)
+		if err != nil {
+			return Report{}, fault.AsInput(err)
 		}
+		if i > 0 && d.Target.Device != docs[0].Target.Device {
+			return Report{}, fault.Input("", "%s: measured %s, not %s as %s: one model is one device's", p, d.Target.Device, docs[0].Target.Device, paths[0])
+		}
+		docs[i] = d
 	}
 	d, err := Derive(docs)
 	if errors.Is(err, ErrCannotDerive) {
-		return Report{}, fault.AsInput(fmt.Errorf("%s: %w (%w)", files[0], err, fault.NewMention(func(n fault.Namer) string {
+		return Report{}, fault.AsInput(fmt.Errorf("%s: %w (%w)", paths[0], err, fault.NewMention(func(n fault.Namer) string {
 			return "the iocost profile measures every cell the model needs: iomatrix sweep TARGET " + n("profile") + " iocost"
 		})))
 	}

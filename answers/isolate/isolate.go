@@ -2,7 +2,10 @@
 // cannot take the I/O the others need. A victim pattern runs alone,
 // beside an aggressor, beside the aggressor capped in a cgroup of its
 // own, and alone again (Run); Judge turns those phases into a verdict, a
-// pure function of the recorded figures.
+// pure function of the recorded figures. Under the kernel's proportional
+// controller, the pair runs at its weights on a disk whose iocost
+// FindIOCost found enabled, against the uncontrolled pair and an io.max
+// (RunIOCostSession, JudgeIOCost).
 package isolate
 
 import (
@@ -46,9 +49,8 @@ type Config struct {
 // them (Judge).
 func Run(ctx context.Context, c Config) (*results.IsolateReport, error) {
 	o, s := c.Options, c.Session
-	rep := &results.IsolateReport{Tool: results.Tool{Name: "iomatrix", Version: results.Version}, Host: results.HostInfo(),
-		Target: s.Target().Info, Cap: s.Cap(), RuntimeNS: int64(o.Runtime), RampNS: int64(o.Ramp), Engine: o.Engine,
-		Seed: o.Seed, MinIsolation: c.MinIsolation, StartedAt: time.Now().UTC().Format(time.RFC3339)}
+	rep := frame(s, o)
+	rep.Cap, rep.MinIsolation = s.Cap(), c.MinIsolation
 	aggOpts := o
 	aggOpts.Seed = o.Seed + 1                                       // its own offsets
 	aggressors := []session.Runner{nil, s.Local(), s.Runner(), nil} // nil: the victim alone
@@ -66,8 +68,17 @@ func Run(ctx context.Context, c Config) (*results.IsolateReport, error) {
 		rep.Phases = append(rep.Phases, p)
 	}
 	rep.FinishedAt = time.Now().UTC().Format(time.RFC3339)
-	Judge(rep, c.Aggressor)
-	return rep, nil
+	Judge(&rep, c.Aggressor)
+	return &rep, nil
+}
+
+// frame is a report of phases on s with options o before they run: the
+// tool, the host, the target, the window, the engine, the seed and when
+// it started.
+func frame(s *session.Session, o iotest.Options) results.IsolateReport {
+	return results.IsolateReport{Tool: results.Tool{Name: "iomatrix", Version: results.Version}, Host: results.HostInfo(),
+		Target: s.Target().Info, RuntimeNS: int64(o.Runtime), RampNS: int64(o.Ramp), Engine: o.Engine,
+		Seed: o.Seed, StartedAt: time.Now().UTC().Format(time.RFC3339)}
 }
 
 // runPhase runs the victim, and beside it the aggressor when there is

@@ -2,17 +2,14 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/iomatrix/iomatrix/answers/iocost"
 	"github.com/iomatrix/iomatrix/cgroup"
+	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
@@ -36,38 +33,27 @@ type iocostHostOptions struct {
 func (o *iocostHostOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&o.CgroupFS, "cgroupfs", cgroup.DefaultRoot, "where the cgroup2 root is mounted")
-	f.StringVar(&o.SysFS, "sysfs", "/sys", "where sysfs is mounted")
+	f.StringVar(&o.SysFS, "sysfs", sysfs.SysRoot, "where sysfs is mounted")
 	f.StringVar(&o.State, "state", "", "the file that keeps the lines from before the first apply (default: /var/lib/iomatrix/iocost-MAJ_MIN.json)")
 }
 
-// host resolves DEVICE (a block device, or a path on its filesystem) to
-// its whole disk, and finds the controller's files.
+func (o *iocostHostOptions) sys() sysfs.FS { return sysfs.NewFS(o.SysFS, sysfs.ProcRoot) }
+
+// host resolves DEVICE to its whole disk, and finds the controller's
+// files (iocost.Resolve).
 func (o *iocostHostOptions) host(arg string) (iocost.Host, string, string, error) {
-	fs := sysfs.NewFS(o.SysFS, "/proc")
-	dev, _, err := cgroup.ResolveDevice(fs, arg)
-	if err != nil {
-		return iocost.Host{}, "", "", usagef("DEVICE %s: %w", arg, err)
-	}
-	if bd, err := fs.BlockDevice(dev); err == nil {
-		dev = bd.Disk // iocost is set per disk, not per partition
-	}
-	h := iocost.Host{CgroupRoot: o.CgroupFS, Sys: fs}
-	ctrl, cerr := cgroup.Detect(fs, o.CgroupFS)
-	h.Mode = ctrl.Mode.String()
-	if cerr != nil && ctrl.Mode == cgroup.Unavailable {
-		h.Mode = "without cgroups"
-	}
-	state := o.State
-	if state == "" {
-		state = filepath.Join("/var/lib/iomatrix", "iocost-"+strings.ReplaceAll(dev.String(), ":", "_")+".json")
-	}
-	return h, dev.String(), state, nil
+	h, dev, state, err := iocost.Resolve(o.sys(), o.CgroupFS, arg, o.State)
+	return h, dev, state, iocostError(err)
 }
 
-// iocostError maps a refusal to its exit status: bad input for a host or
-// device that cannot take iocost, lack of privilege as such.
+// iocostError words a device that resolves to no disk as the argument
+// it is, and maps a host or device that cannot take iocost to bad input.
 func iocostError(err error) error {
-	if errors.Is(err, iocost.ErrUnusable) {
+	var ie *fault.InputError
+	switch {
+	case errors.As(err, &ie) && ie.Option == "device":
+		return usagef("DEVICE %w", ie.Err)
+	case errors.Is(err, iocost.ErrUnusable):
 		return usagef("%w", err)
 	}
 	return err
@@ -103,7 +89,7 @@ func runIOCostApply(g *globalOptions, o *iocostApplyOptions, arg string) error {
 	if len(o.From) == 0 {
 		return usagef("--from: give the results files to derive the model from")
 	}
-	vmin, vmax, err := parseVrate(o.Vrate)
+	vrate, err := iocost.ParseVrate(o.Vrate)
 	if err != nil {
 		return err
 	}
@@ -116,39 +102,22 @@ func runIOCostApply(g *globalOptions, o *iocostApplyOptions, arg string) error {
 			return iocostError(err)
 		}
 	}
-	r, err := iocostReport(o.From)
+	r, err := iocost.FromFiles(o.From)
 	if err != nil {
 		return err
 	}
-	d := r.Derived
-	if d.Device != dev {
-		return usagef("--from %s: measured device %s, not %s (%s)", o.From[0], d.Device, dev, arg)
+	if r.Derived.Device != dev {
+		return usagef("--from %s: measured device %s, not %s (%s)", o.From[0], r.Derived.Device, dev, arg)
 	}
-	if err := d.Model.Check(); err != nil {
-		return usagef("io.cost.model: %w", err)
+	if err := iocost.CheckLines(r.Derived.Model, r.Derived.QoS); err != nil {
+		return err
 	}
-	if d.QoS != nil {
-		if err := d.QoS.Check(); err != nil {
-			return usagef("io.cost.qos: %w", err)
-		}
+	note, err := r.SetVrate(vrate)
+	if err != nil {
+		return err
 	}
-	switch {
-	case o.Vrate == "honest":
-		q, how, err := iocost.Honest(d, r.Check)
-		if err != nil {
-			return usagef("--vrate honest: %w", err)
-		}
-		d.QoS, r.QoSLine = &q, q.Line(dev)
-		fmt.Fprintf(g.stderr, "iomatrix: io.cost.qos %s\n", how)
-	case vmax > 0 && d.QoS == nil:
-		return usagef("--vrate %s: no QoS was derived to set it in (the QoS rate runs are missing)", o.Vrate)
-	case vmax > 0:
-		q := *d.QoS
-		q.Min, q.Max = vmin, vmax
-		d.QoS, r.QoSLine = &q, q.Line(dev)
-	case r.Check.HonestVratePct < 100 && d.QoS != nil:
-		fmt.Fprintf(g.stderr, "iomatrix: note: the model promises more than was measured (honest vrate %.2f %%), so its vrate floor min=%.0f is %.0f %% of what the device was measured to do, below which iocost cannot slow it: --vrate honest scales min and max by the honest vrate, --vrate 1-100 lets the QoS slow it as far as its latency targets ask\n",
-			r.Check.HonestVratePct, d.QoS.Min, d.QoS.Min*100/r.Check.HonestVratePct)
+	if note != nil {
+		g.notice(note.Text(flagName))
 	}
 	qosLine := r.QoSLine
 	if qosLine == "" {
@@ -157,27 +126,25 @@ func runIOCostApply(g *globalOptions, o *iocostApplyOptions, arg string) error {
 	fmt.Fprintf(g.stdout, "io.cost.model: %s\nio.cost.qos:   %s\n", r.ModelLine, qosLine)
 	if o.DryRun {
 		if err := h.Check(dev); err != nil {
-			fmt.Fprintf(g.stderr, "iomatrix: note: applying would be refused: %v\n", err)
+			g.notice(fmt.Sprintf("note: applying would be refused: %v", err))
 		}
 		return nil
 	}
-	a, err := h.Apply(dev, d.Model, d.QoS, state)
+	a, err := h.Apply(dev, r.Derived.Model, r.Derived.QoS, state)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(g.stdout, "read back:\n  %s\n  %s\n", a.Model, a.QoS)
 	if a.Kept {
-		fmt.Fprintf(g.stderr, "iomatrix: keeping the state saved at %s in %s (iocost reset restores it)\n", a.Before.SavedAt, state)
+		g.notice(fmt.Sprintf("keeping the state saved at %s in %s (iocost reset restores it)", a.Before.SavedAt, state))
 	} else {
-		fmt.Fprintf(g.stderr, "iomatrix: the lines before are saved in %s; iocost reset %s restores them\n", state, arg)
+		g.notice(fmt.Sprintf("the lines before are saved in %s; iocost reset %s restores them", state, arg))
 	}
 	return nil
 }
 
-type iocostShowOptions struct{ iocostHostOptions }
-
 func newIOCostShowCommand(g *globalOptions) *cobra.Command {
-	o := &iocostShowOptions{}
+	o := &iocostHostOptions{}
 	cmd := &cobra.Command{
 		Use:   "show DEVICE",
 		Short: "Print the device's io.cost.model and io.cost.qos lines, and the state iocost apply saved",
@@ -195,9 +162,9 @@ func newIOCostShowCommand(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return iocostError(fmt.Errorf("%w: %w", iocost.ErrUnusable, err))
 			}
-			fmt.Fprintf(g.stdout, "io.cost.model: %s\nio.cost.qos:   %s\n", orNone(model), orNone(qos))
+			fmt.Fprintf(g.stdout, "io.cost.model: %s\nio.cost.qos:   %s\n", iocost.Shown(model), iocost.Shown(qos))
 			if s, err := iocost.ReadState(state); err == nil {
-				fmt.Fprintf(g.stdout, "saved by iocost apply at %s (%s), restored by iocost reset:\n  %s\n  %s\n", s.SavedAt, state, orNone(s.Model), orNone(s.QoS))
+				fmt.Fprintf(g.stdout, "saved by iocost apply at %s (%s), restored by iocost reset:\n  %s\n  %s\n", s.SavedAt, state, iocost.Shown(s.Model), iocost.Shown(s.QoS))
 			}
 			return nil
 		},
@@ -206,17 +173,8 @@ func newIOCostShowCommand(g *globalOptions) *cobra.Command {
 	return cmd
 }
 
-func orNone(line string) string {
-	if line == "" {
-		return "(none: iocost was never set up on the device)"
-	}
-	return line
-}
-
-type iocostResetOptions struct{ iocostHostOptions }
-
 func newIOCostResetCommand(g *globalOptions) *cobra.Command {
-	o := &iocostResetOptions{}
+	o := &iocostHostOptions{}
 	cmd := &cobra.Command{
 		Use:   "reset DEVICE",
 		Short: "Restore the io.cost.model and io.cost.qos lines from before the first iocost apply",
@@ -236,7 +194,7 @@ func newIOCostResetCommand(g *globalOptions) *cobra.Command {
 			}
 			fmt.Fprintf(g.stdout, "restored:\n  %s\n  %s\n", model, qos)
 			if s.Model == "" {
-				fmt.Fprintf(g.stderr, "iomatrix: note: the kernel listed no line for %s before; it keeps one now, set to its defaults (ctrl=auto, iocost disabled)\n", dev)
+				g.notice(fmt.Sprintf("note: the kernel listed no line for %s before; it keeps one now, set to its defaults (ctrl=auto, iocost disabled)", dev))
 			}
 			return nil
 		},
@@ -261,33 +219,28 @@ func newIOCostModelCommand(g *globalOptions) *cobra.Command {
 			return runIOCostModel(g, o, args)
 		},
 	}
-	cmd.Flags().StringVar(&o.Format, "format", "text", "text, json, or html (one chart: predicted against measured)")
+	formatVar(cmd.Flags(), &o.Format, []string{"text", "json", "html"}, "text, json, or html (one chart: predicted against measured)")
 	cmd.Flags().StringVarP(&o.Out, "out", "o", "", "write to this file instead of stdout")
 	return cmd
 }
 
 func runIOCostModel(g *globalOptions, o *iocostModelOptions, paths []string) error {
-	if o.Format != "text" && o.Format != "json" && o.Format != "html" {
-		return usagef("--format: %q is not one of text, json, html", o.Format)
-	}
 	if o.Format == "html" && o.Out == "" && g.stdoutTTY {
 		return usagef("--format html: write it to a file with -o FILE.html")
 	}
 	if err := checkOutPath("--out", o.Out); err != nil {
 		return err
 	}
-	r, err := iocostReport(paths)
+	r, err := iocost.FromFiles(paths)
 	if err != nil {
 		return err
 	}
 	var buf bytes.Buffer
 	switch o.Format {
 	case "json":
-		enc := json.NewEncoder(&buf)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(r)
+		err = report.WriteJSON(&buf, r)
 	case "html":
-		err = report.WritePredictedHTML(&buf, predictedPage(r))
+		err = report.WritePredictedHTML(&buf, r.PredictedPage())
 	default:
 		err = r.WriteText(&buf)
 	}
@@ -299,70 +252,4 @@ func runIOCostModel(g *globalOptions, o *iocostModelOptions, paths []string) err
 	}
 	_, err = g.stdout.Write(buf.Bytes())
 	return err
-}
-
-// predictedPage is the check as the HTML chart shows it.
-func predictedPage(r iocost.Report) report.PredictedPage {
-	pg := report.PredictedPage{Title: "iocost model of " + r.Derived.Device, Lines: []string{r.ModelLine}}
-	if r.QoSLine != "" {
-		pg.Lines = append(pg.Lines, r.QoSLine)
-	}
-	for _, c := range r.Check.Cells {
-		pg.Points = append(pg.Points, report.Predicted{Cell: c.Name, Predicted: c.Predicted, Measured: c.Measured, Judged: c.Judged})
-	}
-	pg.Notes = append(pg.Notes, fmt.Sprintf("honest vrate: %.2f %%", r.Check.HonestVratePct))
-	pg.Notes = append(append(pg.Notes, r.Derived.Notes...), r.Check.Notes...)
-	return pg
-}
-
-// iocostReport derives the model from results files of one device and
-// checks it against their cells.
-func iocostReport(paths []string) (iocost.Report, error) {
-	var docs []*results.Document
-	for _, p := range paths {
-		d, err := loadResults(p)
-		if err != nil {
-			return iocost.Report{}, err
-		}
-		if len(docs) > 0 && d.Target.Device != docs[0].Target.Device {
-			return iocost.Report{}, usagef("%s: measured %s, not %s as %s: one model is one device's", p, d.Target.Device, docs[0].Target.Device, paths[0])
-		}
-		docs = append(docs, d)
-	}
-	d, err := iocost.Derive(docs)
-	if errors.Is(err, iocost.ErrCannotDerive) {
-		return iocost.Report{}, usagef("%s: %w (the iocost profile measures every cell the model needs: iomatrix sweep TARGET --profile iocost)", paths[0], err)
-	}
-	if err != nil {
-		return iocost.Report{}, err
-	}
-	t := docs[0].Target
-	span := docs[0].Settings.SizeBytes
-	if span == 0 {
-		span = t.SizeBytes
-	}
-	ch := iocost.CheckModel(d.Model, iocost.Cells(docs), span, t.MaxSectorsKB*1024)
-	return iocost.NewReport(d, ch), nil
-}
-
-// parseVrate reads --vrate: face or honest (0, 0), or MIN-MAX in percent,
-// 1–10000 with MIN ≤ MAX, as io.cost.qos takes them.
-func parseVrate(s string) (lo, hi float64, err error) {
-	if s == "face" || s == "honest" {
-		return 0, 0, nil
-	}
-	a, b, ok := strings.Cut(s, "-")
-	if ok {
-		lo, err = strconv.ParseFloat(a, 64)
-		if err == nil {
-			hi, err = strconv.ParseFloat(b, 64)
-		}
-	}
-	if !ok || err != nil {
-		return 0, 0, usagef("--vrate: %q is not face, honest or MIN-MAX (percent, e.g. 1-100)", s)
-	}
-	if lo < 1 || hi > 10000 || lo > hi {
-		return 0, 0, usagef("--vrate %s: the kernel takes 1 ≤ MIN ≤ MAX ≤ 10000 (percent)", s)
-	}
-	return lo, hi, nil
 }
