@@ -4,10 +4,15 @@
 // child of this program placed in the cgroup before its first I/O.
 //
 // A command decides what will happen with Prepare (the target's plan,
-// the cap's, the aligned window, the engine), touching nothing; Open
-// makes the cgroup and opens the target; Session.Start starts the runner;
-// Close releases them in the order they must go. The package never
-// prints: what the user should know goes to Options.Notice.
+// the cap's, the aligned window, the engine, every pattern checked
+// against the target), touching nothing; Open makes the cgroup and opens
+// the target; Session.Start starts the runner; Close releases them in the
+// order they must go. Between them the measuring protocols run: Loop
+// (cells one by one, each saved), Sweep (a profile's cells and loads, or a
+// load–latency sweep), MeasureOne (run, and its open loop at a share of a
+// maximum), RunStreams (systems at once), Precondition; Resume and
+// CheckBaseline say what a results file allows a run to keep. The package
+// never prints: what the user should know goes to Options.Notice.
 package session
 
 import (

@@ -2,8 +2,9 @@
 // (Expected: what a pattern can reach under a cap), the judgement of one
 // capped cell (Judge, a pure function over a Cell; Check, over a recorded
 // result and its uncapped baseline; CellJudge, what cap verify applies to
-// each cell as it is measured) and the whole run's verdict (Verdict: ok,
-// fail, inconclusive or incomplete).
+// each cell as it is measured), cap verify's protocol (Measure: the
+// baseline, the capped cells, the verdict) and the whole run's verdict
+// (Verdict: ok, fail, inconclusive or incomplete).
 //
 // The judgement is recorded as results.CapCheck and the verdict as
 // results.CapVerdict: report renders them, the command line maps the

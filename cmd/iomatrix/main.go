@@ -1,4 +1,10 @@
 // Command iomatrix characterizes disk IOPS with O_DIRECT I/O.
+//
+// It is the wiring of the packages that do the work: each command's file
+// (cmd_NAME.go) declares its flags, with its help in help/NAME.txt,
+// calls into the package the command names, renders what comes back and
+// maps it to an exit status (main.go); errors.go words a library's bad
+// input as the flag at fault.
 package main
 
 import (

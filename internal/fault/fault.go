@@ -3,8 +3,9 @@
 // value that cannot work, refused before any I/O) or a lack of privilege.
 //
 // Libraries name the option at fault in their own terms ("cap",
-// "pattern", "pods"); they never name a command-line flag. The command
-// line maps an option to the flag that set it.
+// "pattern", "pods"); they never name a command-line flag, and a message
+// that names another option does so through a Mention. The command line
+// maps each option to the flag that set it.
 package fault
 
 import "fmt"
