@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -26,9 +27,10 @@ type Comparison struct {
 	relayed    map[string]bool // tool stderr lines already passed on
 }
 
-// New checks the options, finds fio and has it parse every command it
-// will run, so that bad input (an option fio refuses, say) is found
-// before any I/O. It creates and changes nothing.
+// New checks the options, finds fio (and this program, unless
+// o.Iomatrix names iomatrix) and has fio parse every command it will
+// run, so that bad input (an option fio refuses, say) is found before
+// any I/O. It creates and changes nothing.
 func New(ctx context.Context, o Options) (*Comparison, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -39,6 +41,13 @@ func New(ctx context.Context, o Options) (*Comparison, error) {
 			return nil, fault.Input("", "fio not found on PATH: install it (e.g. apt-get install fio)")
 		}
 		o.Fio = path
+	}
+	if o.Iomatrix == "" {
+		path, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find the iomatrix binary to run: %w", err)
+		}
+		o.Iomatrix = path
 	}
 	if o.Run == nil {
 		o.Run = RunProcess
@@ -73,8 +82,14 @@ type RefusedError struct {
 	Why   string // fio's last word on it
 }
 
-func (e *RefusedError) Error() string {
-	return "fio refuses the command for pattern " + e.Spec + ": " + e.Why
+func (e *RefusedError) Error() string { return e.Unwrap().Error() }
+
+// Unwrap is the message as a fault.Mention, which names the pattern
+// option as the reader spells it.
+func (e *RefusedError) Unwrap() error {
+	return fault.NewMention(func(n fault.Namer) string {
+		return "fio refuses the command for " + n("pattern") + " " + e.Spec + ": " + e.Why
+	})
 }
 
 // checkFio finds fio's version and has fio parse every command it will

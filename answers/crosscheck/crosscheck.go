@@ -1,5 +1,6 @@
 // Package crosscheck compares iomatrix with fio on the same target and the
-// same extent, run for run: it builds both tools' command lines, runs them
+// same extent, run for run: it plans the target and checks every pattern
+// against it (Plan), builds both tools' command lines, runs them
 // in alternating pairs, reads the figures from their outputs, keeps the
 // runs, and returns the comparison as a Document. It never prints: a
 // caller sees the runs through the callbacks of Options and a Sink (Text
@@ -20,26 +21,36 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/iomatrix/iomatrix/internal/fault"
+	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/iotest/pattern"
 )
 
-// Options are a comparison's settings, all decided before its first I/O.
-// Bad input is a *fault.InputError naming the option (pairs, runtime,
-// ramp, engine, pattern, fio-extra, keep), or iotest's FieldError.
+// Options are a comparison's settings, all decided before its first I/O
+// (Plan completes them from the target's plan). Bad input is a
+// *fault.InputError naming the option (pairs, runtime, ramp, engine,
+// pattern, fio-extra, keep), a pattern.SpecError, or pattern's
+// FieldError.
 type Options struct {
 	// Fio is fio's binary; "" looks for fio on PATH.
 	Fio string
 	// Iomatrix is the iomatrix binary, run as "Iomatrix run Target ...
-	// --format json".
+	// --format json"; "" is this program's.
 	Iomatrix string
 	// Target is the absolute path both tools measure, Size the bytes both
-	// address from its start.
+	// address from its start. Before Plan, Target is the path as given
+	// and Size the size asked (0: NewFileSize for a new file; a file
+	// iomatrix laid out keeps its size, a device is measured whole).
 	Target string
 	Size   int64
 	// ReadInPlace is a file that iomatrix did not lay out and reads as it
 	// is: its runs are not given Size, which is the file's own.
 	ReadInPlace bool
+	// Force lets Plan lay out an existing file that iomatrix did not
+	// create, destroying its contents.
+	Force bool
+	// Sys is where Plan reads the target's disk.
+	Sys sysfs.FS
 	// Engine is uring or psync: iomatrix's engine, and what fio gets
 	// (io_uring at QD, or psync with QD×JOBS jobs).
 	Engine string

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/iomatrix/iomatrix/internal/fault"
+	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/iotest/pattern"
@@ -691,5 +692,79 @@ func TestArgvRingModes(t *testing.T) {
 	o.Ring, o.Engine = iotest.RingMode{Poll: true}, iotest.EnginePsync
 	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "uring engine") {
 		t.Errorf("--poll with psync: %v", err)
+	}
+}
+
+// Without a size asked, a new file gets NewFileSize and an existing
+// target keeps the size its layout rules give it; a size asked stands.
+func TestPlanSize(t *testing.T) {
+	dir := t.TempDir()
+	existing := filepath.Join(dir, "there.dat")
+	if err := os.WriteFile(existing, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		target     string
+		size, want int64
+	}{
+		{filepath.Join(dir, "new.dat"), 0, 4 << 30},
+		{existing, 0, 0},
+		{existing, 64 << 20, 64 << 20},
+		{filepath.Join(dir, "new.dat"), 64 << 20, 64 << 20},
+	} {
+		if got := planSize(c.target, c.size); got != c.want {
+			t.Errorf("size %d on %s: %d, want %d", c.size, filepath.Base(c.target), got, c.want)
+		}
+	}
+}
+
+// Plan touches nothing and completes the options from the target's plan;
+// a pattern the target cannot hold is a SpecError naming both, and a
+// target's own refusal is the target's.
+func TestPlan(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "t.dat")
+	o := okOptions(t)
+	o.Target, o.Size, o.Sys, o.Engine = path, 1<<20, sysfs.Default(), iotest.EnginePsync
+	plan, err := o.Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("%s was created", path)
+	}
+	if plan.Path != path || o.Target != path || o.Size != 1<<20 || o.ReadInPlace || o.Passthrough || o.Engine != iotest.EnginePsync {
+		t.Errorf("plan %+v, options %+v", plan, o)
+	}
+
+	o = okOptions(t)
+	o.Target, o.Size, o.Sys, o.Engine = path, 8<<10, sysfs.Default(), iotest.EnginePsync
+	o.Patterns = []pattern.Spec{spec(t, "randread:4k:1"), spec(t, "randread:16k:1")}
+	_, err = o.Plan()
+	var se *pattern.SpecError
+	if !errors.As(err, &se) || se.Spec != "randread:16k:1" || !strings.HasPrefix(err.Error(), `"randread:16k:1": `+path+": block_size: ") {
+		t.Errorf("a pattern larger than the target: %v", err)
+	}
+
+	theirs := filepath.Join(dir, "theirs.dat")
+	if err := os.WriteFile(theirs, make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o = okOptions(t)
+	o.Target, o.Size, o.Sys, o.Engine = theirs, 0, sysfs.Default(), iotest.EnginePsync
+	o.Patterns = []pattern.Spec{spec(t, "randwrite:4k:1")}
+	var m *fault.Mention
+	if _, err := o.Plan(); !errors.As(err, &m) || !strings.Contains(m.Text(func(s string) string { return "<" + s + ">" }), "<force>") {
+		t.Errorf("writes to a file iomatrix did not create: %v", err)
+	}
+	o.Force = true
+	if _, err := o.Plan(); err != nil {
+		t.Errorf("--force: %v", err)
+	}
+
+	o = okOptions(t)
+	o.Target, o.Sys, o.Pairs = path, sysfs.Default(), 0
+	if _, err := o.Plan(); !errors.As(err, new(*fault.InputError)) || !strings.Contains(err.Error(), "pairs") {
+		t.Errorf("pairs 0: %v", err)
 	}
 }

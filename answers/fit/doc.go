@@ -1,6 +1,6 @@
 // Package fit answers "does this volume carry this workload?" from
 // measured cells: a workload's need (ParseNeed, or several systems from a
-// workload file, ParseWorkload), the verdict on a results document
+// workload file, ReadWorkload), the verdict on a results document
 // (Judge), the per-system caps that share the measured capacity
 // (Workload.Shares), and the verdict's text and JSON forms (NewAnswer,
 // WriteText, Answer.WriteJSON).

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/report"
 )
 
@@ -31,6 +33,22 @@ type workloadFile struct {
 		Concurrency int     `yaml:"concurrency"`
 		Latency     string  `yaml:"latency"`
 	} `yaml:"systems"`
+}
+
+// ReadWorkload reads the workload file at path (ParseWorkload). Its
+// errors are bad input: a file that cannot be read is the workload
+// option's, a fault in the file is said after the option's name, with
+// its file, line and field.
+func ReadWorkload(path string) (Workload, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Workload{}, fault.Input("workload", "%w", err)
+	}
+	w, err := ParseWorkload(path, data)
+	if err != nil {
+		return Workload{}, fault.Mentions("", func(n fault.Namer) string { return n("workload") + " " + err.Error() })
+	}
+	return w, nil
 }
 
 // ParseWorkload reads a workload file; errors name the file, line and

@@ -1,8 +1,14 @@
 package fit
 
 import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/iomatrix/iomatrix/internal/fault"
 )
 
 // The workload's sum: IOPS added, the largest block size, concurrencies
@@ -28,5 +34,35 @@ func TestWorkloadSumAndShares(t *testing.T) {
 	}
 	if shares[0].ReadIOPS != 200 || shares[0].WriteIOPS != 100 || shares[1].ReadIOPS != 600 || shares[1].WriteIOPS != 1 || total > 901 {
 		t.Errorf("shares %+v", shares)
+	}
+}
+
+// A workload file that cannot be read is the workload option's bad
+// input; a fault in it names the option before its file and line, as
+// the reader spells the option.
+func TestReadWorkload(t *testing.T) {
+	dir := t.TempDir()
+	var ie *fault.InputError
+	_, err := ReadWorkload(filepath.Join(dir, "none.yaml"))
+	if !errors.As(err, &ie) || ie.Option != "workload" || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing file: %v", err)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("systems:\n  - {name: a, reads: lots, block_size: 4k}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ReadWorkload(bad)
+	var m *fault.Mention
+	want := bad + `:2: "lots" is not a number`
+	if !errors.As(err, &ie) || ie.Option != "" || !errors.As(err, &m) ||
+		err.Error() != "workload "+want || m.Text(func(o string) string { return "--" + o }) != "--workload "+want {
+		t.Errorf("a bad file: %v", err)
+	}
+	good := filepath.Join(dir, "good.yaml")
+	if err := os.WriteFile(good, []byte("systems:\n  - {name: a, reads: 10, block_size: 4k}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := ReadWorkload(good); err != nil || len(w.Systems) != 1 || w.Systems[0].Name != "a" {
+		t.Errorf("a good file: %+v, %v", w, err)
 	}
 }

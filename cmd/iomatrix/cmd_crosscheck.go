@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -22,19 +21,13 @@ import (
 // crosscheckOptions are the flags of `iomatrix crosscheck`; the comparison
 // itself is package crosscheck's.
 type crosscheckOptions struct {
-	Patterns                []string
-	Pairs                   int
-	Runtime, Ramp           time.Duration
-	Size, Engine, FioExtra  string
-	FioDefaults             bool
-	Poll, SQPoll            bool
-	SQPollCPU               int
-	SQPollIdle              time.Duration
-	sqCPUSet                bool
-	Keep, Format            string
-	Force, AllowDestructive bool
+	Patterns                                           []string
+	Pairs, SQPollCPU                                   int
+	Runtime, Ramp, SQPollIdle                          time.Duration
+	Size, Engine, FioExtra, Keep, Format               string
+	FioDefaults, Poll, SQPoll, Force, AllowDestructive bool
 
-	sizeSet bool
+	sizeSet, sqCPUSet bool // the flags given
 }
 
 func (o *crosscheckOptions) AddFlags(f *pflag.FlagSet) {
@@ -123,94 +116,40 @@ func (o *crosscheckOptions) prepare(ctx context.Context, g *globalOptions, path 
 	}
 	pats, err := crosscheck.ParsePatterns(o.Patterns)
 	if err != nil {
-		return nil, nil, usagef("--pattern %w", err)
+		return nil, nil, crossError(engine, err)
+	}
+	size, err := sizeFlag(o.Size, o.sizeSet)
+	if err != nil {
+		return nil, nil, err
 	}
 	live := newLiveLine(g)
-	co := crosscheck.Options{Engine: engine, Runtime: o.Runtime, Ramp: o.Ramp, FioDefaults: o.FioDefaults,
+	co := crosscheck.Options{Target: path, Size: size, Engine: engine, Runtime: o.Runtime, Ramp: o.Ramp, FioDefaults: o.FioDefaults,
 		Ring:     iotest.RingMode{Poll: o.Poll, SQPoll: o.SQPoll, SQIdle: o.SQPollIdle, SQAffine: o.sqCPUSet, SQCPU: o.SQPollCPU},
-		FioExtra: strings.Fields(o.FioExtra), AllowDestructive: o.AllowDestructive, Keep: o.Keep, Patterns: pats, Pairs: o.Pairs,
+		FioExtra: strings.Fields(o.FioExtra), Force: o.Force, AllowDestructive: o.AllowDestructive, Keep: o.Keep, Patterns: pats, Pairs: o.Pairs, Sys: g.sys,
 		Status:     func(s string) { live.Printf("%s", s) }, // "" leaves the line cleared
 		Notice:     func(s string) { fmt.Fprintf(g.stderr, "iomatrix: crosscheck: %s\n", s) },
 		KeepFailed: func(err error) { fmt.Fprintf(g.stderr, "iomatrix: --keep: %v\n", err) },
 	}
-	if err := co.Validate(); err != nil {
-		return nil, nil, crossError(err)
-	}
-	if co.Engine, err = iotest.ResolveEngine(engine, g.notice); err != nil {
-		return nil, nil, engineError(engine, err)
-	}
-	if co.Iomatrix, err = os.Executable(); err != nil {
-		return nil, nil, fmt.Errorf("find the iomatrix binary to run: %w", err)
-	}
-	plan, err := o.plan(g, path, pats)
+	plan, err := co.Plan()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, crossError(engine, err)
 	}
-	co.Passthrough = plan.Info.Kind == target.KindPassthrough
-	for _, ps := range pats {
-		err := iotest.CheckPassthrough(plan.Namespace(), ps.Pattern, iotest.Options{Engine: co.Engine, Ring: co.Ring})
-		if pattern.IsField(err, "block_size") {
-			return nil, nil, usagef("--pattern %q: %s: %w", ps.Spec, path, err)
-		}
-		if err != nil {
-			return nil, nil, flagError(err)
-		}
-	}
-	if co.Ring.Poll {
-		if err := plan.CheckPoll(); err != nil {
-			return nil, nil, flagError(err)
-		}
-	}
-	co.Target, co.Size, co.ReadInPlace = plan.Path, plan.Size, plan.Action == target.ActionReadOnly
 	c, err := crosscheck.New(ctx, co)
-	return c, plan, crossError(err)
+	return c, plan, crossError(engine, err)
 }
 
-// crossError words crosscheck's bad input in the flags' terms.
-func crossError(err error) error {
+// crossError words crosscheck's bad input in the flags' terms: a pattern
+// names --pattern, a fio option that crosscheck sets names the flag (or
+// TARGET) that sets it, an engine that cannot run names --engine.
+func crossError(engine string, err error) error {
 	var set *crosscheck.ControlledError
-	var refused *crosscheck.RefusedError
 	switch {
+	case errors.As(err, new(*pattern.SpecError)):
+		return usagef("--pattern %w", err)
 	case errors.As(err, &set) && set.Option == "target":
 		return usagef("--fio-extra: %s is set by TARGET", set.Arg)
 	case errors.As(err, &set) && set.Option != "":
-		return usagef("--fio-extra: %s is set by --%s", set.Arg, set.Option)
-	case errors.As(err, &refused) && refused.Extra:
-		return usagef("--fio-extra: fio refuses the command for --pattern %s: %s", refused.Spec, refused.Why)
-	case errors.As(err, &refused):
-		return usagef("fio refuses the command for --pattern %s: %s", refused.Spec, refused.Why)
+		return usagef("--fio-extra: %s is set by %s", set.Arg, flagName(set.Option))
 	}
-	return flagError(err)
-}
-
-// plan decides what happens to the target, touching nothing, and checks
-// every pattern against it.
-func (o *crosscheckOptions) plan(g *globalOptions, path string, pats []pattern.Spec) (*target.Plan, error) {
-	size, err := o.sizeBytes(path)
-	if err != nil {
-		return nil, err
-	}
-	writes := false
-	for _, ps := range pats {
-		writes = writes || ps.Pattern.Writes()
-	}
-	plan, err := target.NewPlan(path, target.Options{Size: size, Writes: writes, Force: o.Force, AllowDestructive: o.AllowDestructive, Sys: g.sys})
-	if err != nil {
-		return nil, flagError(err)
-	}
-	for _, ps := range pats {
-		if err := pattern.CheckTarget(ps.Pattern, plan.Align, plan.Size); err != nil {
-			return nil, usagef("--pattern %q: %s: %w", ps.Spec, path, err)
-		}
-	}
-	return plan, nil
-}
-
-// sizeBytes is --size in bytes; without it, a new file's size, or 0 for
-// a target whose size iomatrix's layout rules decide.
-func (o *crosscheckOptions) sizeBytes(target string) (int64, error) {
-	if _, err := os.Stat(target); !o.sizeSet && errors.Is(err, fs.ErrNotExist) {
-		return crosscheck.NewFileSize, nil
-	}
-	return sizeFlag(o.Size, o.sizeSet)
+	return engineError(engine, err)
 }

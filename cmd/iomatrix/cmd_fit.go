@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"time"
 
@@ -15,31 +14,21 @@ import (
 	"github.com/iomatrix/iomatrix/answers/fit/rehearse"
 	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/iotest"
-	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
-	"github.com/iomatrix/iomatrix/session"
 )
 
 type fitOptions struct {
-	Need     string
-	Workload string
-	Format   string
+	Need, Workload, Format string
 	rehearseOptions
 }
 
 // rehearseOptions are the flags of `fit --rehearse`.
 type rehearseOptions struct {
-	Target           string
-	WithCaps         bool
-	Runtime, Ramp    time.Duration
-	Arrival          string
-	Out              string
-	Seed             uint64
-	Engine           string
-	Size             string
-	Force            bool
-	AllowDestructive bool
+	Target, Arrival, Out, Engine, Size string
+	WithCaps, Force, AllowDestructive  bool
+	Runtime, Ramp                      time.Duration
+	Seed                               uint64
 
 	set map[string]bool // the flags given, by name
 }
@@ -52,7 +41,7 @@ func (o *rehearseOptions) AddFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.WithCaps, "with-caps", false, "with --rehearse: run each system in a cgroup of its own under the cap the lookup proposes (needs root)")
 	durationVar(f, &o.Runtime, "runtime", 0, "with --rehearse: the measured window (a bare number is seconds; default: long enough for every system's percentile bound to rest on enough I/Os, at least 10s)")
 	durationVar(f, &o.Ramp, "ramp", 2*time.Second, "with --rehearse: warm-up before the window, excluded from every figure")
-	f.StringVar(&o.Arrival, "arrival", results.ArrivalUniform, "with --rehearse: how each system's I/Os arrive: uniform (evenly spaced) or poisson")
+	choiceVar(f, &o.Arrival, "arrival", results.ArrivalUniform, []string{results.ArrivalUniform, results.ArrivalPoisson}, "with --rehearse: how each system's I/Os arrive: uniform (evenly spaced) or poisson")
 	f.StringVarP(&o.Out, "out", "o", "", "with --rehearse: the rehearsal's results file, saved atomically (default: iomatrix-rehearsal-TIMESTAMP.json)")
 	f.Uint64Var(&o.Seed, "seed", 0, "with --rehearse: seed for offsets and arrivals, counted up system by system (default: random, recorded)")
 	f.StringVar(&o.Engine, "engine", "auto", "with --rehearse: I/O engine: uring, psync, or auto")
@@ -78,7 +67,7 @@ func newFitCommand(g *globalOptions) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&o.Need, "need", "", "one workload: read=N,write=N,bs=SIZE[,qd=N][,p99<DURATION]")
 	f.StringVar(&o.Workload, "workload", "", "a YAML file of systems to consolidate (see above)")
-	f.StringVar(&o.Format, "format", "text", "text or json")
+	formatVar(f, &o.Format, []string{"text", "json"}, "text or json")
 	o.rehearseOptions.AddFlags(f)
 	return cmd
 }
@@ -86,9 +75,6 @@ func newFitCommand(g *globalOptions) *cobra.Command {
 func runFit(ctx context.Context, g *globalOptions, o *fitOptions, path string) error {
 	if (o.Need == "") == (o.Workload == "") {
 		return usagef("--need or --workload: give one of them")
-	}
-	if o.Format != "text" && o.Format != "json" {
-		return usagef("--format: %q is not one of text, json", o.Format)
 	}
 	if err := o.rehearseOptions.check(o.Need != ""); err != nil {
 		return err
@@ -108,30 +94,10 @@ func runFit(ctx context.Context, g *globalOptions, o *fitOptions, path string) e
 	if err != nil {
 		return err
 	}
-	answer := fit.NewAnswer(doc, v, work)
 	if o.Target != "" {
-		reh, err := runRehearsal(ctx, g, o, path, doc.Target, *work, v)
-		if err != nil {
-			return err
-		}
-		answer.Rehearsal = reh.Rehearsal
-		if err := writeAnswer(g, o.Format, v, answer); err != nil {
-			return err
-		}
-		if o.Format == "text" {
-			fmt.Fprintln(g.stdout)
-			if err := report.WriteRehearsal(g.stdout, reh); err != nil {
-				return err
-			}
-		}
-		for _, sys := range reh.Rehearsal.Systems {
-			if !sys.Fits {
-				return &commandError{Code: exitFailure, Err: fmt.Errorf("does not fit, by the rehearsal: %s: %s", sys.Name, sys.Why)}
-			}
-		}
-		return nil
+		return runRehearsal(ctx, g, o, path, doc, *work, v)
 	}
-	if err := writeAnswer(g, o.Format, v, answer); err != nil {
+	if err := writeAnswer(g, o.Format, v, fit.NewAnswer(doc, v, work)); err != nil {
 		return err
 	}
 	if !v.Fits {
@@ -150,99 +116,85 @@ func writeAnswer(g *globalOptions, format string, v fit.Verdict, a fit.Answer) e
 // check refuses, before anything is read, a rehearsal flag without
 // --rehearse, a rehearsal of a single need, and values that cannot be.
 func (o *rehearseOptions) check(single bool) error {
-	if o.Target == "" {
+	switch {
+	case o.Target == "":
 		for _, name := range rehearseFlags {
 			if o.set[name] {
 				return usagef("--%s: only applies with --rehearse TARGET", name)
 			}
 		}
-		return nil
-	}
-	if single {
+	case single:
 		return usagef("--rehearse: rehearses a workload file's systems: give --workload FILE, not --need")
-	}
-	if o.Arrival != results.ArrivalUniform && o.Arrival != results.ArrivalPoisson {
-		return usagef("--arrival: %q is not one of uniform, poisson", o.Arrival)
-	}
-	if o.set["runtime"] && o.Runtime <= 0 {
+	case o.set["runtime"] && o.Runtime <= 0:
 		return usagef("--runtime: %s must be positive", o.Runtime)
-	}
-	if o.Ramp < 0 {
+	case o.Ramp < 0:
 		return usagef("--ramp: %s must not be negative", o.Ramp)
-	}
-	if o.WithCaps && os.Geteuid() != 0 {
+	case o.WithCaps && os.Geteuid() != 0:
 		return fault.Privilege("--with-caps needs root or CAP_SYS_ADMIN (cgroups are created through cgroupfs)")
-	}
-	if o.Out != "" {
+	case o.Out != "":
 		return checkOutPath("--out", o.Out)
 	}
 	return nil
 }
 
 // runRehearsal plans the rehearsal of work on --rehearse's target (the
-// target, the streams, the caps: all checked before any I/O), then runs
-// it and returns its document.
-func runRehearsal(ctx context.Context, g *globalOptions, o *fitOptions, lookup string, measured results.TargetInfo, work fit.Workload, v fit.Verdict) (*results.Document, error) {
+// target, the streams, the caps: all checked before any I/O), runs it,
+// and renders the lookup's answer with the rehearsal's.
+func runRehearsal(ctx context.Context, g *globalOptions, o *fitOptions, lookup string, doc *results.Document, work fit.Workload, v fit.Verdict) error {
 	ro := &o.rehearseOptions
 	engine, err := engineName(ro.Engine)
 	if err != nil {
-		return nil, err
-	}
-	opts := iotest.Options{Runtime: ro.Runtime, Ramp: ro.Ramp, Seed: ro.Seed, Engine: engine, Notice: g.notice}
-	if !ro.set["runtime"] {
-		opts.Runtime = rehearse.Window(work)
-	}
-	if !ro.set["seed"] {
-		opts.Seed = rand.Uint64() >> 11 // fits a JSON number exactly
-	}
-	if err := opts.Validate(); err != nil {
-		return nil, flagError(err)
+		return err
 	}
 	size, err := sizeFlag(ro.Size, ro.set["size"])
 	if err != nil {
-		return nil, err
+		return err
 	}
-	pats := rehearse.Patterns(work, ro.Arrival)
-	plan, _, err := session.Prepare(session.Request{Sys: g.sys, Target: ro.Target, Size: size, Patterns: pats, Force: ro.Force,
-		AllowDestructive: ro.AllowDestructive, Options: &opts, Notice: g.notice})
+	plan, c, err := rehearse.Plan(rehearse.Request{Sys: g.sys, Target: ro.Target, Size: size, Force: ro.Force, AllowDestructive: ro.AllowDestructive,
+		Workload: work, WorkloadFile: o.Workload, LookupFile: lookup, Lookup: v, LookupDevice: doc.Target.Device, Arrival: ro.Arrival, WithCaps: ro.WithCaps,
+		Options: iotest.Options{Runtime: ro.Runtime, Ramp: ro.Ramp, Seed: ro.Seed, Engine: engine}, RandomSeed: !ro.set["seed"], Out: ro.Out, Notice: g.notice})
 	if err != nil {
-		return nil, engineError(engine, rehearseTargetError(err))
+		return rehearseError(engine, err)
 	}
-	var caps []*session.CapPlan
-	if ro.WithCaps {
-		if !v.Fits {
-			g.notice("--with-caps: the lookup proposes no caps (the sum does not fit its cell): rehearsing the systems uncapped")
-		} else if caps, err = session.PlanStreamCaps(g.sys, ro.Target, rehearse.Limits(work, v), &opts, g.notice); err != nil {
-			return nil, err
+	if ro.WithCaps && c.Caps == nil {
+		g.notice("--with-caps: the lookup proposes no caps (the sum does not fit its cell): rehearsing the systems uncapped")
+	}
+	if c.Session, err = openSession(ctx, g, &measureOptions{AllowDestructive: ro.AllowDestructive}, nil, plan, results.AnyWrites(c.Patterns)); err != nil {
+		return err
+	}
+	defer c.Session.Close()
+	reh, err := rehearse.Run(ctx, c)
+	if err != nil {
+		return err
+	}
+	answer := fit.NewAnswer(doc, v, &work)
+	answer.Rehearsal = reh.Rehearsal
+	if err := writeAnswer(g, o.Format, v, answer); err != nil {
+		return err
+	}
+	if o.Format == "text" {
+		fmt.Fprintln(g.stdout)
+		if err := report.WriteRehearsal(g.stdout, reh); err != nil {
+			return err
 		}
 	}
-	out := ro.Out
-	if out == "" {
-		out = fmt.Sprintf("iomatrix-rehearsal-%s.json", time.Now().Format("20060102-150405"))
+	for _, sys := range reh.Rehearsal.Systems {
+		if !sys.Fits {
+			return &commandError{Code: exitFailure, Err: fmt.Errorf("does not fit, by the rehearsal: %s: %s", sys.Name, sys.Why)}
+		}
 	}
-	sess, err := openSession(ctx, g, &measureOptions{AllowDestructive: ro.AllowDestructive}, nil, plan, results.AnyWrites(pats))
-	if err != nil {
-		return nil, err
-	}
-	defer sess.Close()
-	if dev := sess.Target().Info.Device; measured.Device != "" && measured.Device != dev {
-		// The caps and the lookup's verdict are another device's figures:
-		// worth a rehearsal, and worth saying.
-		g.notice(fmt.Sprintf("%s measured device %s, the rehearsal runs on %s (%s): the lookup's verdict and caps are another device's", lookup, measured.Device, dev, ro.Target))
-	}
-	g.notice(fmt.Sprintf("rehearsing %d systems at once on %s for %s after %s ramp (%s arrivals); results: %s",
-		len(work.Systems), ro.Target, opts.Runtime, opts.Ramp, ro.Arrival, out))
-	return rehearse.Run(ctx, rehearse.Config{Workload: work, WorkloadFile: o.Workload, LookupFile: lookup, Lookup: v,
-		Patterns: pats, Caps: caps, Options: opts, Session: sess, Out: out})
+	return nil
 }
 
-// rehearseTargetError names --rehearse as the flag of a target's fault.
-func rehearseTargetError(err error) error {
-	var fe *pattern.FieldError
-	if errors.As(err, &fe) {
-		return usagef("--rehearse %w", err)
+// rehearseError names --rehearse as the flag of a target that cannot
+// hold the systems' streams, and --engine as that of an engine that
+// cannot run.
+func rehearseError(engine string, err error) error {
+	var target *fault.InputError
+	if errors.As(err, &target) && target.Option == "target" {
+		return usagef("--rehearse %w", target.Err)
 	}
-	return err
+	return engineError(engine, err)
 }
 
 // need is what --need or --workload asks for; work is nil for --need.
@@ -254,13 +206,9 @@ func (o *fitOptions) need() (fit.Need, *fit.Workload, error) {
 		}
 		return need, nil, nil
 	}
-	data, err := os.ReadFile(o.Workload)
+	w, err := fit.ReadWorkload(o.Workload)
 	if err != nil {
-		return fit.Need{}, nil, usagef("--workload: %w", err)
-	}
-	w, err := fit.ParseWorkload(o.Workload, data)
-	if err != nil {
-		return fit.Need{}, nil, usagef("--workload %w", err)
+		return fit.Need{}, nil, err
 	}
 	return w.Sum(), &w, nil
 }

@@ -15,25 +15,13 @@ import (
 	"github.com/iomatrix/iomatrix/session"
 )
 
-// runOptions are the flags of `iomatrix run`.
+// runOptions are the flags of `iomatrix run`: the pattern's fields, as
+// pattern.Build reads them, and how it is measured.
 type runOptions struct {
 	measureOptions
-	RW         string
-	BlockSize  string
-	ReadMix    int
-	QueueDepth int
-	Jobs       int
-	Rate       string
-	Arrival    string
-	// BSSplit and Distribution take fio's bssplit and random_distribution
-	// syntax.
-	BSSplit      string
-	Distribution string
-	Format       string
-	Out          string
-	rwmixSet     bool
-	arrivalSet   bool
-	bsSet        bool
+	pattern.Fields
+	Format string
+	Out    string
 }
 
 func (o *runOptions) AddFlags(f *pflag.FlagSet) {
@@ -54,11 +42,7 @@ func (o *runOptions) AddFlags(f *pflag.FlagSet) {
 func newRunCommand(g *globalOptions) *cobra.Command {
 	o := &runOptions{}
 	cmd := command("run", "run [TARGET]", "Measure one pattern", maxArgs(1), func(cmd *cobra.Command, args []string) error {
-		f := cmd.Flags()
-		o.changed(f)
-		o.rwmixSet = f.Changed("rwmix")
-		o.arrivalSet = f.Changed("arrival")
-		o.bsSet = f.Changed("bs")
+		o.changed(cmd.Flags())
 		return runRun(cmd.Context(), o, g, targetArg(args))
 	})
 	o.AddFlags(cmd.Flags())
@@ -69,10 +53,9 @@ func newRunCommand(g *globalOptions) *cobra.Command {
 // of its closed-loop maximum in percent an open-loop run is to take (0:
 // none).
 func (o *runOptions) pattern() (results.Pattern, float64, error) {
-	p, share, err := pattern.Build(pattern.Fields{RW: o.RW, BlockSize: o.BlockSize, BlockSizeGiven: o.bsSet,
-		ReadMix: o.ReadMix, ReadMixGiven: o.rwmixSet, QueueDepth: o.QueueDepth, Jobs: o.Jobs,
-		BSSplit: o.BSSplit, Distribution: o.Distribution, Rate: o.Rate, Arrival: o.Arrival, ArrivalGiven: o.arrivalSet})
-	return p, share, flagError(err)
+	f := o.Fields
+	f.BlockSizeGiven, f.ReadMixGiven, f.ArrivalGiven = o.given("bs"), o.given("rwmix"), o.given("arrival")
+	return pattern.Build(f)
 }
 
 func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string) error {

@@ -42,29 +42,22 @@ func TestParseCrossPattern(t *testing.T) {
 	}
 }
 
+// --size is read in powers of two; a new file's default is crosscheck's
+// (answers/crosscheck's TestPlanSize).
 func TestCrossSizeBytes(t *testing.T) {
-	dir := t.TempDir()
-	existing := filepath.Join(dir, "there.dat")
-	if err := os.WriteFile(existing, []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	for _, c := range []struct {
-		size   string
-		target string
-		want   int64
+		size string
+		want int64
 	}{
-		{"4GB", existing, 4 << 30},
-		{"4GiB", existing, 4 << 30},
-		{"64m", existing, 64 << 20},
-		{"", filepath.Join(dir, "new.dat"), 4 << 30}, // a new file's default
-		{"", existing, 0},                            // its layout rules decide
+		{"4GB", 4 << 30},
+		{"4GiB", 4 << 30},
+		{"64m", 64 << 20},
 	} {
-		o := crosscheckOptions{Size: c.size, sizeSet: c.size != ""}
-		if got, err := o.sizeBytes(c.target); err != nil || got != c.want {
-			t.Errorf("--size %q on %s: %d, %v; want %d", c.size, filepath.Base(c.target), got, err, c.want)
+		if got, err := sizeFlag(c.size, true); err != nil || got != c.want {
+			t.Errorf("--size %q: %d, %v; want %d", c.size, got, err, c.want)
 		}
 	}
-	if _, err := (&crosscheckOptions{Size: "lots", sizeSet: true}).sizeBytes(existing); err == nil || exitCode(err) != exitUsage || !strings.HasPrefix(err.Error(), "--size: ") {
+	if _, err := sizeFlag("lots", true); err == nil || exitCode(err) != exitUsage || !strings.HasPrefix(err.Error(), "--size: ") {
 		t.Errorf("--size lots: %v", err)
 	}
 }

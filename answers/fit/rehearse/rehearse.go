@@ -7,8 +7,11 @@
 // response time, which counts the wait of an I/O the device was too busy
 // to start on time, as an application sees it.
 //
-// The package never prints: the document it keeps (one result per
-// system, and the verdicts in its rehearsal block) is rendered by report.
+// Plan decides a rehearsal before any I/O (its window, seed, engine,
+// target, caps and results file) and Run runs it. The package never
+// prints: notices go through a callback, and the document it keeps (one
+// result per system, and the verdicts in its rehearsal block) is
+// rendered by report.
 package rehearse
 
 import (
@@ -21,7 +24,6 @@ import (
 	"github.com/iomatrix/iomatrix/answers/fit"
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/units"
-	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
 	"github.com/iomatrix/iomatrix/session"
@@ -108,33 +110,18 @@ func quantile(m report.Metric) float64 {
 	return map[report.Metric]float64{report.LatP50: 50, report.LatP99: 99, report.LatP999: 99.9}[m]
 }
 
-// Config is what Run rehearses.
-type Config struct {
-	Workload fit.Workload
-	// WorkloadFile and LookupFile name the workload and the results file
-	// of the lookup, for the document.
-	WorkloadFile, LookupFile string
-	// Lookup is the lookup's verdict on the workload's sum.
-	Lookup fit.Verdict
-	// Patterns are the systems' streams (Patterns), in the workload's
-	// order.
-	Patterns []results.Pattern
-	// Caps, when set, are the systems' cgroups (session.PlanStreamCaps),
-	// in the workload's order; nil runs every system uncapped.
-	Caps []*session.CapPlan
-	// Options are the window, engine and seed; each system runs with a
-	// seed of its own, counted up from Options.Seed.
-	Options iotest.Options
-	// Session is open on the target.
-	Session *session.Session
-	// Out is the results file, saved at the start and at the end
-	// (atomically).
-	Out string
-}
-
-// Run rehearses the workload and returns its document, saved to Out,
-// with each system's result and verdict.
-func Run(ctx context.Context, c Config) (*results.Document, error) {
+// Run rehearses the workload as planned, on c.Session, and returns its
+// document, saved to Out, with each system's result and verdict. It
+// tells Notice what it runs, and when the lookup measured another device.
+func Run(ctx context.Context, c *Config) (*results.Document, error) {
+	if dev := c.Session.Target().Info.Device; c.LookupDevice != "" && c.LookupDevice != dev {
+		// The caps and the lookup's verdict are another device's figures:
+		// worth a rehearsal, and worth saying.
+		c.Notice(fmt.Sprintf("%s measured device %s, the rehearsal runs on %s (%s): the lookup's verdict and caps are another device's",
+			c.LookupFile, c.LookupDevice, dev, c.Target))
+	}
+	c.Notice(fmt.Sprintf("rehearsing %d systems at once on %s for %s after %s ramp (%s arrivals); results: %s",
+		len(c.Workload.Systems), c.Target, c.Options.Runtime, c.Options.Ramp, c.Arrival, c.Out))
 	doc := c.Session.NewDocument("rehearsal", c.Options)
 	reh := &results.Rehearsal{Workload: c.WorkloadFile, Lookup: c.LookupFile, LookupFits: c.Lookup.Fits, LookupWhy: c.Lookup.Why, WithCaps: c.Caps != nil}
 	doc.Rehearsal = reh

@@ -1,11 +1,18 @@
 package rehearse
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/iomatrix/iomatrix/answers/fit"
+	"github.com/iomatrix/iomatrix/internal/fault"
+	"github.com/iomatrix/iomatrix/internal/sysfs"
+	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -114,5 +121,49 @@ func TestJudge(t *testing.T) {
 				t.Errorf("p99 response %v µs, want the response time's", s.ResponseP99US)
 			}
 		})
+	}
+}
+
+// Plan touches nothing and decides what was left open: the window from
+// the workload, a random seed, a results file named from the time, no
+// caps when the lookup proposes none; a stream the target cannot hold
+// is bad input of the target.
+func TestPlan(t *testing.T) {
+	w := workload(t, `systems:
+  - {name: erp, reads: 4000, writes: 1000, block_size: 8k, latency: "p99.9<2ms"}
+  - {name: web, reads: 100, block_size: 64k}
+`)
+	path := filepath.Join(t.TempDir(), "t.dat")
+	var notices []string
+	r := Request{Sys: sysfs.Default(), Target: path, Size: 1 << 20, Workload: w, Arrival: results.ArrivalPoisson, WithCaps: true,
+		Lookup: fit.Verdict{Fits: false}, Options: iotest.Options{Ramp: time.Second, Seed: 7, Engine: iotest.EngineUring},
+		Notice: func(s string) { notices = append(notices, s) }}
+	plan, c, err := Plan(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("%s was created", path)
+	}
+	if plan.Path != path || plan.Size != 1<<20 || c.Options.Runtime != Window(w) || c.Options.Seed != 7 || c.Caps != nil ||
+		!strings.HasPrefix(c.Out, "iomatrix-rehearsal-") || len(c.Patterns) != 2 || c.Patterns[0].Rate.Arrival != results.ArrivalPoisson {
+		t.Errorf("plan %+v, config %+v", plan, c)
+	}
+	r.Options.Runtime, r.RandomSeed, r.Out = 3*time.Second, true, "r.json"
+	if _, c, err = Plan(r); err != nil || c.Options.Runtime != 3*time.Second || c.Options.Seed == 7 || c.Out != "r.json" {
+		t.Errorf("runtime, seed and out given: %+v, %v", c, err)
+	}
+	r.Size = 32 << 10
+	_, _, err = Plan(r)
+	var ie *fault.InputError
+	if !errors.As(err, &ie) || ie.Option != "target" || !pattern.IsField(err, "block_size") || !strings.Contains(err.Error(), "pattern rand-64k") {
+		t.Errorf("a target smaller than a block: %v", err)
+	}
+	r.Size, r.Options.Engine = 1<<20, "aio"
+	if _, _, err = Plan(r); !pattern.IsField(err, "engine") || errors.As(err, &ie) {
+		t.Errorf("engine aio: %v", err)
+	}
+	if len(notices) != 0 {
+		t.Errorf("notices %q", notices)
 	}
 }
