@@ -118,13 +118,3 @@ func (fo fleetOutput) write(g *globalOptions, doc *results.Document) error {
 	_, err := g.stdout.Write(buf.Bytes())
 	return err
 }
-
-// parsePercentFlag reads a percentage flag ("10%" or "10") as a fraction,
-// strictly between 0 and 100 % (units.ParseFraction).
-func parsePercentFlag(flag, s string) (float64, error) {
-	v, err := units.ParseFraction(s)
-	if err != nil {
-		return 0, usagef("%s: %q is not a percentage between 0 and 100 (e.g. 10%%)", flag, s)
-	}
-	return v, nil
-}
