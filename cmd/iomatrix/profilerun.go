@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -80,48 +81,34 @@ func (o *profileOptions) prepare(g *globalOptions, setup *sweepSetup, outPattern
 	if prev == nil && !o.given("ramp") && d.RampSet {
 		o.Ramp = d.Ramp
 	}
-	opts, err := o.options(g)
-	if err != nil {
+	var err error
+	if setup.opts, err = o.options(g); err != nil {
 		return err
 	}
-	if prev != nil {
-		opts.Seed = prev.Settings.Seed
-	}
-	setup.opts = opts
 	if setup.size, err = o.size(); err != nil {
 		return err
 	}
 	if !o.given("size") && d.Size > 0 {
 		setup.size = d.Size
 	}
-	if prev != nil && prev.Target.Kind == "file" {
-		setup.size = prev.Settings.SizeBytes
+	setup.target = cmp.Or(setup.target, defaultTarget)
+	setup.out = cmp.Or(setup.out, o.Out, fmt.Sprintf(outPattern, setup.profile.Name, time.Now().Format("20060102-150405")))
+	setup.todo = prev.Remaining(setup.profile.Patterns)
+	if prev != nil { // the file's seed and size; saved to the file it resumes
+		setup.opts.Seed = prev.Settings.Seed
+		if prev.Target.Kind == "file" {
+			setup.size = prev.Settings.SizeBytes
+		}
+		return checkOutPath("--resume", setup.out)
 	}
-	if setup.target == "" {
-		setup.target = defaultTarget
-	}
-	if setup.out == "" {
-		setup.out = o.Out
-	}
-	if setup.out == "" {
-		setup.out = fmt.Sprintf(outPattern, setup.profile.Name, time.Now().Format("20060102-150405"))
-	}
-	outFlag := "--out"
-	if prev != nil {
-		outFlag = "--resume" // a resumed sweep is saved to the file it resumes
-	}
-	if err := checkOutPath(outFlag, setup.out); err != nil {
+	if err := checkOutPath("--out", setup.out); err != nil {
 		return err
 	}
-	if prev == nil {
-		if _, err := os.Stat(setup.out); err == nil {
-			if resumable {
-				return usagef("--out: %s exists; continue it with --resume %s or choose another file", setup.out, setup.out)
-			}
-			return usagef("--out: %s exists; choose another file", setup.out)
-		}
+	if _, err := os.Stat(setup.out); err == nil && resumable {
+		return usagef("--out: %s exists; continue it with --resume %s or choose another file", setup.out, setup.out)
+	} else if err == nil {
+		return usagef("--out: %s exists; choose another file", setup.out)
 	}
-	setup.todo = prev.Remaining(setup.profile.Patterns)
 	return nil
 }
 
