@@ -1,5 +1,8 @@
 // Package report turns results documents into matrices (rows: block size ×
 // read percentage, columns: queue depth) and renders them as text,
-// Markdown, CSV, JSON, HTML and XLSX; it also compares two runs and imports
-// fio's JSON output. It is pure: no I/O beyond the writers it is handed.
+// Markdown, CSV, JSON, HTML, XLSX and OpenMetrics; it also compares two
+// runs, merges a fleet, and renders every other document. Its writers do
+// no I/O beyond the writer they are handed; the file-level calls of the
+// commands that render saved documents (Render, CompareFiles, MergeFiles)
+// read those files and write the output whole.
 package report
