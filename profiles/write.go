@@ -7,8 +7,30 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/units"
 )
+
+// Show writes, for no name, the built-in profiles (WriteList), and for
+// one name or file, that profile (WriteTable), with the time a sweep takes
+// at runtime + ramp per pattern. A runtime that is not positive, a
+// negative ramp and a profile that cannot be loaded are bad input.
+func Show(w io.Writer, names []string, runtime, ramp time.Duration) error {
+	if runtime <= 0 {
+		return fault.Input("runtime", "must be positive")
+	}
+	if ramp < 0 {
+		return fault.Input("ramp", "must not be negative")
+	}
+	if len(names) == 0 {
+		return WriteList(w, runtime, ramp)
+	}
+	p, err := Load(names[0])
+	if err != nil {
+		return fault.AsInput(err)
+	}
+	return p.WriteTable(w, runtime, ramp)
+}
 
 // WriteList writes the built-in profiles as a table: name, patterns, the
 // time a sweep of each takes at runtime + ramp per pattern, description.

@@ -4,6 +4,8 @@
 // it compares two runs, merges a fleet's, and writes the text and HTML of
 // every other document (an observation, a rehearsal, an isolation report,
 // a cap verdict, the iocost chart). It renders, never decides: the
-// verdicts it shows were reached by the packages that own them. It is
-// pure: no I/O beyond the writers it is handed.
+// verdicts it shows were reached by the packages that own them. Its
+// writers do no I/O beyond the writer they are handed; the file-level
+// calls of the commands that render saved documents (Render,
+// CompareFiles, MergeFiles) read those files and write the output whole.
 package report

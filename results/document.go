@@ -559,6 +559,16 @@ func WriteBytesAtomic(path string, data []byte) error {
 	return nil
 }
 
+// WriteOut writes data whole to w or, when out is a file name, atomically
+// to that file (WriteBytesAtomic): where a command's output goes.
+func WriteOut(w io.Writer, out string, data []byte) error {
+	if out == "" {
+		_, err := w.Write(data)
+		return err
+	}
+	return WriteBytesAtomic(out, data)
+}
+
 // RuntimeWords is the runtime setting as the runtime option says it: a
 // duration, or auto.
 func (s Settings) RuntimeWords() string {
@@ -636,11 +646,12 @@ func (d *Document) ByName() map[string]Result {
 }
 
 // ReadResultsFile reads a results file that has results: the input of
-// every report. An empty one is an error that names it.
+// every report. Every problem, an empty one included, is bad input that
+// names the file.
 func ReadResultsFile(path string) (*Document, error) {
 	d, err := ReadDocumentFile(path)
 	if err == nil && len(d.Results) == 0 {
-		return nil, fmt.Errorf("%s: the results list is empty: nothing to report", path)
+		return nil, fault.Input("", "%s: the results list is empty: nothing to report", path)
 	}
-	return d, err
+	return d, fault.AsInput(err)
 }

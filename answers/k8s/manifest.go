@@ -1,7 +1,8 @@
-// Package k8s runs sweeps as a Kubernetes Indexed Job: it builds the
-// objects (typed k8s.io/api values, never YAML templates), creates them
-// through client-go, follows the pods, reads each pod's results document
-// from its log and deletes what it created. It knows nothing of the
+// Package k8s runs sweeps as a Kubernetes Indexed Job: it checks the
+// options, builds the objects (typed k8s.io/api values, never YAML
+// templates), creates them through client-go, follows the pods, reads
+// each pod's results document from its log, saves and reports them, and
+// deletes what it created (Run, CollectJob). It knows nothing of the
 // engine: a pod runs the iomatrix binary of the image, and a results
 // document is whatever results.ReadFrames finds in the pod's log.
 package k8s

@@ -2,8 +2,11 @@ package k8s
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/units"
+	"github.com/iomatrix/iomatrix/profiles"
 )
 
 // Options are a fleet run as asked for, each option in its own terms and
@@ -26,12 +30,15 @@ type Options struct {
 	Namespace string
 	Image     string
 
-	// Profile and ProfileYAML are the Spec's, as the caller resolved them.
-	Profile     string
-	ProfileYAML []byte
+	// Profile is a built-in profile's name, or a profile file, which the
+	// Spec ships in a ConfigMap.
+	Profile string
 	// SweepArgs are further flags of the pods' sweep, checked by the
-	// caller, who knows the sweep's flags.
+	// caller, who knows the sweep's flags, to set none of OwnSweepFlags.
 	SweepArgs []string
+	// Cap runs each pod's sweep under these limits (the sweep's cap),
+	// which, like a cap or a cgroup in SweepArgs, needs Privileged.
+	Cap string
 
 	// Pods is the number of volumes (nil: one), or of the nodes that
 	// Nodes selects (nil: as many as the cluster has); at least one.
@@ -72,14 +79,13 @@ const (
 	maxName = 50
 )
 
-// nodesUnknown is a node count not asked yet: Validate's.
-const nodesUnknown = -1
+// OwnSweepFlags are the flags of the pods' sweep that the Job sets itself
+// (Spec.sweepArgs) or that would undo what it sets.
+var OwnSweepFlags = []string{"profile", "format", "frame", "out", "resume", "help"}
 
-// Validate checks the options before the cluster is asked anything.
-func (o *Options) Validate() error {
-	_, err := o.spec(nodesUnknown)
-	return err
-}
+// nodesUnknown is a node count not asked yet: that of the check before
+// the cluster is asked anything.
+const nodesUnknown = -1
 
 // Spec checks the options and builds the run's Spec. nodes is the number
 // of schedulable nodes that Nodes selects (CountNodes), or 0 when the
@@ -89,9 +95,11 @@ func (o *Options) Spec(nodes int) (*Spec, error) {
 }
 
 func (o *Options) spec(nodes int) (*Spec, error) {
-	s := &Spec{Name: o.Name, Namespace: o.Namespace, Image: o.Image, Profile: o.Profile, ProfileYAML: o.ProfileYAML,
-		SweepArgs: o.SweepArgs, StorageClass: o.StorageClass, Block: o.Block, HostPath: o.HostPath, Privileged: o.Privileged,
-		BackoffLimitPerIndex: o.BackoffLimitPerIndex, TTL: o.TTL}
+	s := &Spec{Name: o.Name, Namespace: o.Namespace, Image: o.Image, StorageClass: o.StorageClass, Block: o.Block, HostPath: o.HostPath,
+		Privileged: o.Privileged, BackoffLimitPerIndex: o.BackoffLimitPerIndex, TTL: o.TTL}
+	if err := o.sweep(s); err != nil {
+		return nil, err
+	}
 	if s.Name == "" {
 		s.Name = "iomatrix-" + time.Now().UTC().Format("20060102-150405")
 	}
@@ -111,6 +119,38 @@ func (o *Options) spec(nodes int) (*Spec, error) {
 		return nil, fault.Input("ttl", "%s is too short: the finished Job, and its pods' logs, would go before they are collected (1m at least)", o.TTL)
 	}
 	return s, nil
+}
+
+// sweep settles what the pods' sweep is given: the profile, a file's
+// content to ship, and the caller's flags with the cap.
+func (o *Options) sweep(s *Spec) error {
+	p, err := profiles.Load(o.Profile)
+	if err != nil {
+		return fault.Input("profile", "%w", err)
+	}
+	s.Profile = o.Profile
+	if p.File() != "" {
+		if s.ProfileYAML, err = os.ReadFile(o.Profile); err != nil {
+			return fault.Input("profile", "%w", err)
+		}
+		s.Profile = ""
+	}
+	s.SweepArgs = slices.Clip(o.SweepArgs)
+	if o.Cap != "" {
+		s.SweepArgs = append(s.SweepArgs, "--cap", o.Cap)
+	}
+	if !o.Privileged && (slices.ContainsFunc(s.SweepArgs, isFlag("cap")) || slices.ContainsFunc(s.SweepArgs, isFlag("cgroup"))) {
+		return mention("cap", func(name fault.Namer) string {
+			return "a cap inside a pod needs root, privilege and the host's cgroup tree: add " + name("privileged") +
+				" (the pods then leave the PodSecurity restricted profile)"
+		})
+	}
+	return nil
+}
+
+// isFlag matches the sweep's flag name in a command line.
+func isFlag(name string) func(string) bool {
+	return func(a string) bool { return a == "--"+name || strings.HasPrefix(a, "--"+name+"=") }
 }
 
 // place decides volumes or nodes, and the pod counts.

@@ -2,6 +2,9 @@ package k8s
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +25,7 @@ func TestOptionsRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		change func(*Options)
-		nodes  int // as Spec takes it; nodesUnknown: Validate
+		nodes  int // as Spec takes it; nodesUnknown: before the cluster is asked
 		option string
 		text   string // the message, options named "--" + name
 	}{
@@ -61,6 +64,10 @@ func TestOptionsRefused(t *testing.T) {
 		{"short ttl", func(o *Options) { o.TTL = 59 * time.Second }, nodesUnknown, "ttl",
 			"59s is too short: the finished Job, and its pods' logs, would go before they are collected (1m at least)"},
 		{"no ttl", func(o *Options) { o.TTL = 0 }, 0, "ttl", "0s is too short"},
+		{"no such profile", func(o *Options) { o.Profile = "nope" }, nodesUnknown, "profile", `unknown profile "nope"`},
+		{"cap without privilege", func(o *Options) { o.Cap = "riops=100" }, 0, "cap",
+			"a cap inside a pod needs root, privilege and the host's cgroup tree: add --privileged (the pods then leave the PodSecurity restricted profile)"},
+		{"cgroup in the sweep's flags", func(o *Options) { o.SweepArgs = []string{"--runtime", "5s", "--cgroup=/x"} }, 0, "cap", "add --privileged"},
 	} {
 		o := valid()
 		tc.change(&o)
@@ -143,5 +150,31 @@ func TestOptionsSpec(t *testing.T) {
 		if r.Key != want[i].Key || r.Operator != want[i].Operator || strings.Join(r.Values, ",") != strings.Join(want[i].Values, ",") {
 			t.Errorf("requirement %d: %+v, want %+v", i, r, want[i])
 		}
+	}
+}
+
+// A profile file is shipped in the Spec, which names no built-in profile
+// then; a cap joins the caller's sweep flags.
+func TestOptionsSweep(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "mine.yaml")
+	profile := "name: mine\npatterns:\n  - {access: random, block_size: 4k, read_pct: 100, queue_depth: 1}\n"
+	if err := os.WriteFile(file, []byte(profile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := valid()
+	o.Profile, o.SweepArgs, o.Cap, o.Privileged = file, []string{"--runtime", "5s"}, "riops=100", true
+	s, err := o.Spec(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Profile != "" || string(s.ProfileYAML) != profile {
+		t.Errorf("profile %q, shipped %q", s.Profile, s.ProfileYAML)
+	}
+	if want := []string{"--runtime", "5s", "--cap", "riops=100"}; !slices.Equal(s.SweepArgs, want) || len(o.SweepArgs) != 2 {
+		t.Errorf("sweep args %q, want %q; the options' %q unchanged", s.SweepArgs, want, o.SweepArgs)
+	}
+	builtin := valid()
+	if s, err := builtin.Spec(0); err != nil || s.Profile != "quick" || s.ProfileYAML != nil {
+		t.Errorf("built-in profile: %+v, %v", s, err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"time"
@@ -321,8 +320,9 @@ const DeleteTimeout = 2 * time.Minute
 // the Job first (so that no controller
 // recreates its pods), then its pods, the PVCs of their ephemeral volumes
 // (also garbage-collected with their pods) and the profile ConfigMap. It
-// returns what is still left, named, when ctx ends first.
-func Delete(ctx context.Context, c kubernetes.Interface, ns, job string, log io.Writer) error {
+// returns what is still left, named, when ctx ends first. notice, if set,
+// is told while it waits.
+func Delete(ctx context.Context, c kubernetes.Interface, ns, job string, notice func(string)) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DeleteTimeout)
 	defer cancel()
 	sel := metav1.ListOptions{LabelSelector: LabelName + "=" + appName + "," + LabelInstance + "=" + job}
@@ -345,8 +345,8 @@ func Delete(ctx context.Context, c kubernetes.Interface, ns, job string, log io.
 			return nil
 		}
 		if asked { // deletion takes its time: finalizers, the kubelet stopping containers
-			if log != nil {
-				fmt.Fprintf(log, "iomatrix: waiting for %s of job/%s to go\n", units.Count(len(left), "object"), job)
+			if notice != nil {
+				notice(fmt.Sprintf("waiting for %s of job/%s to go", units.Count(len(left), "object"), job))
 			}
 			select {
 			case <-ctx.Done():

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/units"
-	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -106,59 +104,4 @@ func orUnknown(s string) string {
 		return "unknown"
 	}
 	return s
-}
-
-// Gathering is what Gather collects: a Job's members and where they go.
-type Gathering struct {
-	Namespace, Job string
-	Found          Found
-	// Wait watches the Job until it ends first, telling each new status
-	// line to Notice (Poll between looks).
-	Wait   bool
-	Poll   time.Duration
-	OutDir string
-	Notice func(string)
-}
-
-// Gather waits for the Job when asked, then saves what each index gave
-// (save) and, for more than one, their fleet (report.Merge, saved to
-// fleetFile). It returns the document to report (the one member's, or
-// the fleet; nil when none was saved) and lost, the failure of the
-// indexes that gave nothing.
-func Gather(ctx context.Context, c kubernetes.Interface, g Gathering) (doc *results.Document, lost, err error) {
-	if g.Wait {
-		w := &Watcher{Client: c, Namespace: g.Namespace, Job: g.Job, Poll: g.Poll, Progress: g.Notice}
-		if err := w.Wait(ctx); err != nil {
-			return nil, nil, err
-		}
-	}
-	members, err := Collect(ctx, c, g.Namespace, g.Job, g.Found.Indexes)
-	if err != nil {
-		return nil, nil, err
-	}
-	saved, err := save(g.OutDir, g.Job, members, g.Found.PerNode, g.Notice)
-	if err != nil {
-		return nil, nil, err
-	}
-	lost = failed(g.Job, members)
-	switch len(saved) {
-	case 0:
-		return nil, lost, nil
-	case 1:
-		return saved[0].Document, lost, nil
-	}
-	in := make([]report.MemberInput, len(saved))
-	for i, m := range saved {
-		in[i] = report.MemberInput{Doc: m.Document, Source: m.Path, Label: m.Label}
-	}
-	fleet, err := report.Merge(in)
-	if err != nil {
-		return nil, nil, err
-	}
-	path := fleetFile(g.OutDir, g.Job)
-	if err := results.WriteFileAtomic(path, fleet); err != nil {
-		return nil, nil, err
-	}
-	g.Notice(fmt.Sprintf("fleet of %s saved to %s", units.Count(len(saved), "member"), path))
-	return fleet, lost, nil
 }

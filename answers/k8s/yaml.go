@@ -27,3 +27,13 @@ func WriteYAML(w io.Writer, objs []runtime.Object) error {
 	}
 	return nil
 }
+
+// WriteManifest writes the objects of the Job that Run would create, as
+// YAML (WriteYAML), without asking the cluster: Spec(0).
+func (o *Options) WriteManifest(w io.Writer) error {
+	s, err := o.Spec(0)
+	if err != nil {
+		return err
+	}
+	return WriteYAML(w, s.Objects())
+}

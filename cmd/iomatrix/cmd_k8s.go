@@ -1,9 +1,6 @@
 package main
 
 import (
-	"os"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -30,7 +27,6 @@ type k8sSpecOptions struct {
 	pods         int
 	storageClass string
 	size         string
-	cap          string
 }
 
 func (o *k8sSpecOptions) AddFlags(f *pflag.FlagSet) {
@@ -46,65 +42,31 @@ func (o *k8sSpecOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.Nodes, "nodes", "", "one pod per node: all, or a label selector (e.g. node-role.kubernetes.io/storage=true)")
 	f.StringVar(&o.HostPath, "host-path", "", "with --nodes: measure this directory of each node instead of an ephemeral volume")
 	f.BoolVar(&o.Privileged, "privileged", false, "run the pods as root, privileged, with the host's cgroup tree: what --cap needs")
-	f.StringVar(&o.cap, "cap", "", "run each sweep under these I/O limits (see iomatrix sweep --cap); needs --privileged")
+	f.StringVar(&o.Cap, "cap", "", "run each sweep under these I/O limits (see iomatrix sweep --cap); needs --privileged")
 	f.Int32Var(&o.BackoffLimitPerIndex, "backoff-limit-per-index", 1, "retries of a failed pod, per index (exit status 2, bad input, is never retried)")
 	durationVar(f, &o.TTL, "ttl", 24*time.Hour, "the cluster deletes the finished Job after this long (ttlSecondsAfterFinished), if nothing else did")
 }
 
-// sweepOwnFlags are the sweep flags that k8s sets itself.
-var sweepOwnFlags = []string{"profile", "format", "frame", "out", "resume", "help"}
-
-// options reads the profile and checks the sweep flags after "--", which
-// only the command line knows, for the k8s package to check the rest.
-func (o *k8sSpecOptions) options(g *globalOptions, f *pflag.FlagSet, sweepArgs []string) (*k8s.Options, error) {
-	ko := o.Options
-	if f.Changed("pods") {
-		ko.Pods = &o.pods
-	}
-	if f.Changed("storage-class") {
-		ko.StorageClass = &o.storageClass
-	}
-	if f.Changed("size") {
-		ko.Size = &o.size
-	}
-	p, err := profiles.Load(o.Profile)
-	if err != nil {
-		return nil, usagef("--profile: %w", err)
-	}
-	if p.File() != "" {
-		if ko.ProfileYAML, err = os.ReadFile(o.Profile); err != nil {
-			return nil, usagef("--profile: %w", err)
-		}
-		ko.Profile = ""
-	}
-	args, err := checkSweepArgs(g, sweepArgs)
-	if err != nil {
-		return nil, err
-	}
-	if o.cap != "" {
-		args = append(args, "--cap", o.cap)
-	}
-	if !o.Privileged && (slices.ContainsFunc(args, isFlag("cap")) || slices.ContainsFunc(args, isFlag("cgroup"))) {
-		return nil, usagef("--cap: a cap inside a pod needs root, privilege and the host's cgroup tree: add --privileged " +
-			"(the pods then leave the PodSecurity restricted profile)")
-	}
-	ko.SweepArgs = args
-	return &ko, nil
+// options are the flags' k8s.Options, with the sweep flags after "--".
+func (o *k8sSpecOptions) options(g *globalOptions, cmd *cobra.Command, args []string) (*k8s.Options, error) {
+	ko, f := o.Options, cmd.Flags()
+	ko.Pods, ko.StorageClass, ko.Size = given(f.Changed("pods"), &o.pods), given(f.Changed("storage-class"), &o.storageClass), given(f.Changed("size"), &o.size)
+	var err error
+	ko.SweepArgs, err = sweepArgs(g, cmd, args)
+	return &ko, err
 }
 
-func isFlag(name string) func(string) bool {
-	return func(a string) bool { return a == "--"+name || strings.HasPrefix(a, "--"+name+"=") }
-}
-
-// k8sError names the options of the k8s package's bad input as flags
-// (a second option its message mentions too: see message).
-func k8sError(err error) error { return optionError(err) }
-
-// checkSweepArgs parses the flags meant for the pods' sweep as sweep
-// would, so that a typo fails here, before anything is created.
-func checkSweepArgs(g *globalOptions, args []string) ([]string, error) {
-	sweep := newSweepCommand(g)
-	f := sweep.Flags()
+// sweepArgs are the flags after "--", parsed as iomatrix sweep parses
+// them, so that a typo fails here, before anything is created.
+func sweepArgs(g *globalOptions, cmd *cobra.Command, args []string) ([]string, error) {
+	at := cmd.ArgsLenAtDash()
+	if at < 0 {
+		at = len(args)
+	}
+	if at > 0 {
+		return nil, usagef("%s takes no argument (%q); sweep flags go after --", cmd.CommandPath(), args[:at])
+	}
+	f := newSweepCommand(g).Flags()
 	f.SetNormalizeFunc(fioNames)
 	if err := f.Parse(args); err != nil {
 		return nil, usagef("after --: %w (these flags go to iomatrix sweep)", err)
@@ -112,25 +74,10 @@ func checkSweepArgs(g *globalOptions, args []string) ([]string, error) {
 	if f.NArg() > 0 {
 		return nil, usagef("after --: %q: the pods' target is their volume, give only sweep flags", f.Args())
 	}
-	for _, name := range sweepOwnFlags {
+	for _, name := range k8s.OwnSweepFlags {
 		if f.Changed(name) {
 			return nil, usagef("after --: --%s is set by iomatrix k8s itself", name)
 		}
-	}
-	return args, nil
-}
-
-// argsAfterDash returns what follows "--" on the command line.
-func argsAfterDash(cmd *cobra.Command, args []string) ([]string, error) {
-	at := cmd.ArgsLenAtDash()
-	if at < 0 {
-		if len(args) > 0 {
-			return nil, usagef("%s takes no argument (%q); sweep flags go after --", cmd.CommandPath(), args)
-		}
-		return nil, nil
-	}
-	if at > 0 {
-		return nil, usagef("%s takes no argument (%q); sweep flags go after --", cmd.CommandPath(), args[:at])
 	}
 	return args, nil
 }
@@ -139,19 +86,11 @@ func newK8sManifestCommand(g *globalOptions) *cobra.Command {
 	var spec k8sSpecOptions
 	cmd := command("k8s-manifest", "manifest [flags] [-- SWEEP FLAGS]", "Print the Job that k8s run would create, as YAML", nil,
 		func(cmd *cobra.Command, args []string) error {
-			sweepArgs, err := argsAfterDash(cmd, args)
+			ko, err := spec.options(g, cmd, args)
 			if err != nil {
 				return err
 			}
-			ko, err := spec.options(g, cmd.Flags(), sweepArgs)
-			if err != nil {
-				return err
-			}
-			s, err := ko.Spec(0)
-			if err != nil {
-				return k8sError(err)
-			}
-			return k8s.WriteYAML(g.stdout, s.Objects())
+			return ko.WriteManifest(g.stdout)
 		})
 	cmd.Flags().StringVarP(&spec.Namespace, "namespace", "n", "", "namespace of the objects (default: none, kubectl apply decides)")
 	spec.AddFlags(cmd.Flags())

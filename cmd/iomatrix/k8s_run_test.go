@@ -28,7 +28,7 @@ import (
 )
 
 // runK8s runs iomatrix in this process against a given client, with ctx
-// standing for the signals.
+// standing for the signals; an error is worded as runMain words it.
 func runK8s(ctx context.Context, client kubernetes.Interface, args ...string) cmdResult {
 	var out, errb bytes.Buffer
 	g := &globalOptions{stdout: &out, stderr: &errb, kubePoll: 50 * time.Millisecond,
@@ -38,7 +38,7 @@ func runK8s(ctx context.Context, client kubernetes.Interface, args ...string) cm
 	code := exitOK
 	if _, err := root.ExecuteContextC(ctx); err != nil {
 		code = exitCode(err)
-		errb.WriteString("iomatrix: " + err.Error() + "\n")
+		errb.WriteString("iomatrix: " + message(flagError(err)) + "\n")
 	}
 	return cmdResult{code: code, stdout: out.String(), stderr: errb.String()}
 }

@@ -850,6 +850,33 @@ func fioOptionStrings(m map[string]any) map[string]string {
 	return out
 }
 
+// Convert imports fio's JSON output from files (ImportFiles) and writes
+// the results document whole to w or, when out is a file name, atomically
+// to out (results.WriteOut), telling notice of every fio job it could not
+// import and of the file written. An output file that could not be saved
+// is bad input, refused before any file is read.
+func Convert(w io.Writer, files []string, out string, notice func(string)) error {
+	if err := results.CheckSavable(out); err != nil {
+		return fault.Input("out", "%w", err)
+	}
+	doc, err := ImportFiles(files, func(name string, p Problem) { notice(fmt.Sprintf("%s: not imported: %s", name, p)) })
+	if err != nil {
+		return err
+	}
+	if len(doc.Results) == 0 {
+		return fmt.Errorf("nothing imported from %v: no fio job could be mapped to a pattern", files)
+	}
+	data, err := json.MarshalIndent(doc, "", "  ")
+	if err == nil {
+		err = results.WriteOut(w, out, append(data, '\n'))
+	}
+	if err != nil || out == "" {
+		return err
+	}
+	notice(fmt.Sprintf("%s from %s written to %s", units.Count(len(doc.Results), "result"), units.Count(len(files), "file"), out))
+	return nil
+}
+
 // ImportFiles imports fio's JSON output from each file and merges the
 // results (Import, Merge), telling notice of each job that could not be
 // imported. Bad input (a file that cannot be opened, is not fio's output,
