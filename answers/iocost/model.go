@@ -5,7 +5,9 @@
 // block/blk-iocost.c's, in the kernel's own units (vtime, 2^37 a
 // second), so that a prediction is what the kernel would charge. A Host
 // (Resolve finds a device's disk and the controller's files) writes the
-// lines to the cgroup2 root and restores those that were there.
+// lines to the cgroup2 root and restores those that were there; iocost
+// apply, show and reset (ApplyRequest, Request) return what they did,
+// with its text.
 package iocost
 
 import (

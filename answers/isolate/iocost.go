@@ -31,11 +31,7 @@ const DefaultSearches = 5
 
 // IOCostConfig is what RunIOCost measures.
 type IOCostConfig struct {
-	Victim, Aggressor results.Pattern
-	// Options are the victim's; the aggressor runs with the same window
-	// and its own seed.
-	Options      iotest.Options
-	MinIsolation float64
+	Config
 	// VictimM and AggressorM are siblings below one parent, where the
 	// kernel shares the device between them by their weights.
 	VictimM, AggressorM           Member
@@ -57,7 +53,6 @@ type IOCostConfig struct {
 	// Report is the report's frame (tool, host, target, window); Phases
 	// and the judgement are filled in.
 	Report results.IsolateReport
-	Notice func(string)
 }
 
 // RunIOCost measures the victim and the aggressor under the kernel's
@@ -76,124 +71,144 @@ type IOCostConfig struct {
 //
 // and judges them (JudgeIOCost).
 func RunIOCost(ctx context.Context, c IOCostConfig) (*results.IsolateReport, error) {
-	o := c.Options
-	rep := c.Report
-	rep.Control = "iocost"
 	info := c.Info
 	info.VictimWeight, info.AggressorWeight, info.SameProtection = c.VictimWeight, c.AggressorWeight, SameProtection
-	rep.IOCost = &info
-	rep.MinIsolation = c.MinIsolation
-	aggOpts := o
-	aggOpts.Seed = o.Seed + 1
+	r := &iocostRun{c: c, rep: c.Report, aggOpts: c.Options, searches: c.Searches}
+	r.rep.Control, r.rep.IOCost, r.rep.MinIsolation = "iocost", &info, c.MinIsolation
+	r.aggOpts.Seed = c.Options.Seed + 1
 	if err := c.VictimM.SetWeight(c.VictimWeight); err != nil {
 		return nil, err
 	}
 	if err := c.AggressorM.SetWeight(c.AggressorWeight); err != nil {
 		return nil, err
 	}
-	weights := fmt.Sprintf("iocost on, weights %d:%d", c.VictimWeight, c.AggressorWeight)
-	searches := c.Searches
-	if searches <= 0 {
-		searches = DefaultSearches
+	r.weights = fmt.Sprintf("iocost on, weights %d:%d", c.VictimWeight, c.AggressorWeight)
+	if r.searches <= 0 {
+		r.searches = DefaultSearches
 	}
 	if c.Cap != nil {
-		searches = 1
+		r.searches = 1
 	}
-	total := 6 + searches
-	n := 0
-	phase := func(name, control string, on bool, who members, limit *cgroup.Limit) (results.IsolatePhase, error) {
-		n++
-		what := c.Victim.Name() + " alone"
-		switch who {
-		case both:
-			what = c.Victim.Name() + " beside " + c.Aggressor.Name()
-		case aggressorOnly:
-			what = c.Aggressor.Name() + " alone, the victim idle"
-		}
-		c.Notice(fmt.Sprintf("phase %d of at most %d, %s (%s): %s for %s + %s ramp", n, total, name, control, what, o.Runtime, o.Ramp))
-		if err := c.Enable(on); err != nil {
-			return results.IsolatePhase{}, err
-		}
-		if limit != nil {
-			if err := c.AggressorM.SetLimit(*limit); err != nil {
-				return results.IsolatePhase{}, err
-			}
-		}
-		var before [2]uint64
-		counted := on && c.Controller != nil
-		// The controller's figures explain a phase; they are not what it
-		// measures, so a failure to read them is said, not fatal.
-		read := func() (float64, uint64, uint64, bool) {
-			vrate, v, a, ok, err := c.Controller()
-			if err != nil {
-				c.Notice(fmt.Sprintf("warning: phase %s: %v", name, err))
-			}
-			return vrate, v, a, ok && err == nil
-		}
-		if counted {
-			_, v, a, ok := read()
-			before, counted = [2]uint64{v, a}, ok
-		}
-		p, err := runPair(ctx, who, c.VictimM, c.Victim, o, c.AggressorM, c.Aggressor, aggOpts)
-		if err != nil {
-			return p, fmt.Errorf("phase %s: %w", name, err)
-		}
-		p.Name, p.Control, p.VictimIdle = name, control, who == aggressorOnly
-		if counted {
-			if vrate, v, a, ok := read(); ok {
-				ms := func(after, before uint64) float64 { return float64(after-min(before, after)) / 1000 }
-				p.Controller = &results.PhaseController{VRatePct: vrate, VictimUsageMS: ms(v, before[0]), AggressorUsageMS: ms(a, before[1])}
-			}
-		}
-		if limit != nil {
-			p.AggressorCap = limit.Record(2, "")
-		}
-		rep.Phases = append(rep.Phases, p)
-		return p, nil
-	}
-	if _, err := phase("alone", weights, true, victimOnly, nil); err != nil {
+	if _, err := r.phase(ctx, "alone", r.weights, true, victimOnly, nil); err != nil {
 		return nil, err
 	}
-	if _, err := phase("uncontrolled", "iocost off", false, both, nil); err != nil {
+	if _, err := r.phase(ctx, "uncontrolled", "iocost off", false, both, nil); err != nil {
 		return nil, err
 	}
-	w, err := phase("weighted", weights, true, both, nil)
+	w, err := r.phase(ctx, "weighted", r.weights, true, both, nil)
 	if err != nil {
 		return nil, err
 	}
+	if err := r.ioMax(ctx, w); err != nil {
+		return nil, err
+	}
+	if _, err := r.phase(ctx, "alone again", r.weights, true, victimOnly, nil); err != nil {
+		return nil, err
+	}
+	r.rep.FinishedAt = time.Now().UTC().Format(time.RFC3339)
+	JudgeIOCost(&r.rep, c.Aggressor)
+	return &r.rep, nil
+}
+
+// iocostRun is one RunIOCost: what it measures, the report it fills, and
+// its phases counted.
+type iocostRun struct {
+	c       IOCostConfig
+	rep     results.IsolateReport
+	aggOpts iotest.Options // the aggressor's: its own seed
+	// weights is the control of the phases with iocost on.
+	weights string
+	// searches are the io.max phases beside the victim; n counts the
+	// phases run.
+	searches, n int
+}
+
+// ioMax runs the io.max phases beside the victim (the cap given, or the
+// search for it), against the weighted phase w, and then both controls
+// with the victim idle: what each lets the aggressor do, the work that a
+// cap set for the victim's sake gives up when the victim does not need
+// it.
+func (r *iocostRun) ioMax(ctx context.Context, w results.IsolatePhase) error {
 	try := func(l cgroup.Limit) (bool, error) {
-		p, err := phase("io.max "+capSpec(l), "iocost off, aggressor io.max "+capSpec(l), false, both, &l)
+		p, err := r.phase(ctx, "io.max "+capSpec(l), "iocost off, aggressor io.max "+capSpec(l), false, both, &l)
 		return p.Victim.Total.IOPS >= SameProtection*w.Victim.Total.IOPS, err
 	}
-	if c.Cap != nil {
-		if _, err := try(*c.Cap); err != nil {
-			return nil, err
+	if r.c.Cap != nil {
+		if _, err := try(*r.c.Cap); err != nil {
+			return err
 		}
 	} else {
-		info.IOMaxSearched = true
-		if err := searchCap(w, c.Aggressor, searches, try); err != nil {
-			return nil, err
+		r.rep.IOCost.IOMaxSearched = true
+		if err := searchCap(w, r.c.Aggressor, r.searches, try); err != nil {
+			return err
 		}
 	}
-	// With the victim idle: what each control lets the aggressor do, the
-	// work that a cap set for the victim's sake gives up when the victim
-	// does not need it.
-	l := equivalentCap(rep.Phases, w, c.Cap)
-	if _, err := phase("idle victim, io.max "+capSpec(l), "iocost off, aggressor io.max "+capSpec(l), false, aggressorOnly, &l); err != nil {
-		return nil, err
+	l := equivalentCap(r.rep.Phases, w, r.c.Cap)
+	if _, err := r.phase(ctx, "idle victim, io.max "+capSpec(l), "iocost off, aggressor io.max "+capSpec(l), false, aggressorOnly, &l); err != nil {
+		return err
 	}
-	if err := c.AggressorM.SetLimit(cgroup.Limit{}); err != nil {
-		return nil, err
+	if err := r.c.AggressorM.SetLimit(cgroup.Limit{}); err != nil {
+		return err
 	}
-	if _, err := phase("idle victim, weighted", weights, true, aggressorOnly, nil); err != nil {
-		return nil, err
+	_, err := r.phase(ctx, "idle victim, weighted", r.weights, true, aggressorOnly, nil)
+	return err
+}
+
+// phase runs one phase: who runs, with iocost on or off and the
+// aggressor under limit (nil: as it is), recorded in the report with the
+// controller's figures when iocost is on.
+func (r *iocostRun) phase(ctx context.Context, name, control string, on bool, who members, limit *cgroup.Limit) (results.IsolatePhase, error) {
+	c, o := r.c, r.c.Options
+	r.n++
+	what := c.Victim.Name() + " alone"
+	switch who {
+	case both:
+		what = c.Victim.Name() + " beside " + c.Aggressor.Name()
+	case aggressorOnly:
+		what = c.Aggressor.Name() + " alone, the victim idle"
 	}
-	if _, err := phase("alone again", weights, true, victimOnly, nil); err != nil {
-		return nil, err
+	c.Notice(fmt.Sprintf("phase %d of at most %d, %s (%s): %s for %s + %s ramp", r.n, 6+r.searches, name, control, what, o.Runtime, o.Ramp))
+	if err := c.Enable(on); err != nil {
+		return results.IsolatePhase{}, err
 	}
-	rep.FinishedAt = time.Now().UTC().Format(time.RFC3339)
-	JudgeIOCost(&rep, c.Aggressor)
-	return &rep, nil
+	if limit != nil {
+		if err := c.AggressorM.SetLimit(*limit); err != nil {
+			return results.IsolatePhase{}, err
+		}
+	}
+	var before [2]uint64
+	counted := on && c.Controller != nil
+	if counted {
+		_, v, a, ok := r.controller(name)
+		before, counted = [2]uint64{v, a}, ok
+	}
+	p, err := runPair(ctx, who, c.VictimM, c.Victim, o, c.AggressorM, c.Aggressor, r.aggOpts)
+	if err != nil {
+		return p, fmt.Errorf("phase %s: %w", name, err)
+	}
+	p.Name, p.Control, p.VictimIdle = name, control, who == aggressorOnly
+	if counted {
+		if vrate, v, a, ok := r.controller(name); ok {
+			ms := func(after, before uint64) float64 { return float64(after-min(before, after)) / 1000 }
+			p.Controller = &results.PhaseController{VRatePct: vrate, VictimUsageMS: ms(v, before[0]), AggressorUsageMS: ms(a, before[1])}
+		}
+	}
+	if limit != nil {
+		p.AggressorCap = limit.Record(2, "")
+	}
+	r.rep.Phases = append(r.rep.Phases, p)
+	return p, nil
+}
+
+// controller reads the controller's figures during the phase name. They
+// explain a phase; they are not what it measures, so a failure to read
+// them is said, not fatal.
+func (r *iocostRun) controller(name string) (float64, uint64, uint64, bool) {
+	vrate, v, a, ok, err := r.c.Controller()
+	if err != nil {
+		r.c.Notice(fmt.Sprintf("warning: phase %s: %v", name, err))
+	}
+	return vrate, v, a, ok && err == nil
 }
 
 // members say who runs in a phase.

@@ -148,8 +148,11 @@ func TestRunIOCostController(t *testing.T) {
 	fail := 0 // the phase whose second read fails
 	reads := 0
 	c := IOCostConfig{
-		Victim:       results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 1, Jobs: 1},
-		Aggressor:    results.Pattern{Access: results.Random, BlockSize: 16384, ReadPct: 0, QueueDepth: 32, Jobs: 1},
+		Config: Config{
+			Victim:    results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 1, Jobs: 1},
+			Aggressor: results.Pattern{Access: results.Random, BlockSize: 16384, ReadPct: 0, QueueDepth: 32, Jobs: 1},
+			Notice:    func(s string) { notices = append(notices, s) },
+		},
 		VictimM:      &fakeMember{iops: 1000, usage: &vu, on: &on, cost: 1500},
 		AggressorM:   &fakeMember{iops: 5000, usage: &au, on: &on, cost: 8000},
 		VictimWeight: 500, AggressorWeight: 100, Searches: 1,
@@ -161,7 +164,6 @@ func TestRunIOCostController(t *testing.T) {
 			}
 			return 62.5, vu, au, on, nil
 		},
-		Notice: func(s string) { notices = append(notices, s) },
 	}
 	rep, err := RunIOCost(context.Background(), c)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 
 // IOCostDevice is iocost on a disk as isolate --control iocost finds it
 // (enabled, with its lines), switched off and on between phases and left
-// as it was found (Restore).
+// as it was found.
 type IOCostDevice struct {
 	host iocost.Host
 	// Dev is the disk (MAJ:MIN); Model and QoS its lines as found.
@@ -57,12 +57,12 @@ func FindIOCost(sys sysfs.FS, cgroupRoot, target string) (*IOCostDevice, error) 
 	return &IOCostDevice{host: h, Dev: dev, Model: model, QoS: qos}, nil
 }
 
-// RunIOCostSession is RunIOCost on the disk d, with the pair in s: the
-// aggressor is the session's own child (s started in a cgroup without
-// limits), the victim a member added beside it. c's pair, window, pass
-// mark, weights, io.max and notices are the caller's; the rest is filled
-// in here. Whatever happens, d's io.cost.qos is left as it was found.
-func RunIOCostSession(ctx context.Context, s *session.Session, d *IOCostDevice, c IOCostConfig) (*results.IsolateReport, error) {
+// run is RunIOCost on the disk d, with the pair in s, started in a
+// cgroup without limits: the aggressor is the session's own child, the
+// victim a member added beside it. c's pair, window, pass mark, weights,
+// io.max and notices are the caller's; the rest is filled in here.
+// Whatever happens, d's io.cost.qos is left as it was found.
+func (d *IOCostDevice) run(ctx context.Context, s *session.Session, c IOCostConfig) (*results.IsolateReport, error) {
 	if dev := s.Cap().Device; dev != d.Dev {
 		c.Notice(fmt.Sprintf("the cgroups' device is %s, iocost's %s (the disk)", dev, d.Dev))
 	}

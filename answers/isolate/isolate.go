@@ -5,7 +5,9 @@
 // pure function of the recorded figures. Under the kernel's proportional
 // controller, the pair runs at its weights on a disk whose iocost
 // FindIOCost found enabled, against the uncontrolled pair and an io.max
-// (RunIOCostSession, JudgeIOCost).
+// (RunIOCost, JudgeIOCost). Check takes the test as asked, refuses what
+// cannot run before any I/O, and returns the Test that runs either
+// control on a session.
 package isolate
 
 import (
@@ -29,7 +31,8 @@ import (
 // phases are the phases, in the order they run.
 var phases = []string{"alone", "uncapped", "capped", "alone again"}
 
-// Config is what Run measures.
+// Config is what either control measures: the pair, its window and the
+// pass mark.
 type Config struct {
 	Victim, Aggressor results.Pattern
 	// Options are the victim's; the aggressor runs with the same window
@@ -37,18 +40,16 @@ type Config struct {
 	Options iotest.Options
 	// MinIsolation is the isolation that passes (0.9 for 90 %).
 	MinIsolation float64
-	// Session runs the victim in this process, uncapped, in every phase,
-	// the aggressor uncapped beside it and then under its cap; it must
-	// have been started under the cap.
-	Session *session.Session
 	// Notice is told of each phase as it starts.
 	Notice func(string)
 }
 
-// Run measures the four phases, each over the same window, and judges
-// them (Judge).
-func Run(ctx context.Context, c Config) (*results.IsolateReport, error) {
-	o, s := c.Options, c.Session
+// Run measures the four phases on s, each over the same window, and
+// judges them (Judge). s runs the victim in this process, uncapped, in
+// every phase, the aggressor uncapped beside it and then under its cap;
+// it must have been started under the cap.
+func Run(ctx context.Context, s *session.Session, c Config) (*results.IsolateReport, error) {
+	o := c.Options
 	rep := frame(s, o)
 	rep.Cap, rep.MinIsolation = s.Cap(), c.MinIsolation
 	aggOpts := o

@@ -11,41 +11,32 @@ import (
 	"github.com/iomatrix/iomatrix/answers/isolate"
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
-	"github.com/iomatrix/iomatrix/iotest"
-	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
-	"github.com/iomatrix/iomatrix/session"
 )
 
 type isolateOptions struct {
 	measureOptions
-	Victim       string
-	Aggressor    string
-	MinIsolation float64
-	Format       string
-	Control      string
-	Weight       string
-	IOMaxTries   int
-	iocost       iocostHostOptions
+	Victim, Aggressor string
+	MinIsolation      float64
+	Format, Control   string
+	Weight            string
+	IOMaxTries        int
+	iocost            iocostHostOptions
 }
 
 func newIsolateCommand(g *globalOptions) *cobra.Command {
 	o := &isolateOptions{}
-	cmd := &cobra.Command{
-		Use:     "isolate TARGET (--cap LIMITS | --control iocost)",
-		Short:   "Does a cap shield the neighbours? A victim alone, beside an aggressor, beside the capped aggressor",
-		Long:    longHelp("isolate"),
-		Example: examples("isolate"),
-		Args:    exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	cmd := command("isolate", "isolate TARGET (--cap LIMITS | --control iocost)",
+		"Does a cap shield the neighbours? A victim alone, beside an aggressor, beside the capped aggressor", exactArgs(1),
+		func(cmd *cobra.Command, args []string) error {
 			o.changed(cmd.Flags())
-			if o.Control == "iocost" {
-				return runIsolateIOCost(cmd.Context(), g, o, args[0])
+			rep, err := o.run(cmd.Context(), g, args[0])
+			if err != nil {
+				return err
 			}
-			return runIsolate(cmd.Context(), g, o, args[0])
-		},
-	}
+			return writeIsolate(g, o.Format, rep)
+		})
 	f := cmd.Flags()
 	o.measureOptions.AddFlags(f)
 	o.Runtime = 30 * time.Second
@@ -62,126 +53,50 @@ func newIsolateCommand(g *globalOptions) *cobra.Command {
 	return cmd
 }
 
-// isolateInput is what every control takes from the flags.
-type isolateInput struct {
-	victim, aggressor results.Pattern
-	opts              iotest.Options
-	size              int64
-}
-
-// common checks the flags every control takes: the window, the patterns,
-// the engine options and the size.
-func (o *isolateOptions) common(g *globalOptions) (in isolateInput, err error) {
-	if o.Auto {
-		return in, usagef("--runtime: auto is not for isolate: the victim and the aggressor must share one fixed window")
-	}
-	if in.victim, err = specFlag("--victim", o.Victim); err != nil {
-		return in, err
-	}
-	if in.aggressor, err = specFlag("--aggressor", o.Aggressor); err != nil {
-		return in, err
-	}
-	if in.opts, err = o.options(g); err != nil {
-		return in, err
-	}
-	in.size, err = o.size()
-	return in, err
-}
-
-// specFlag is the pattern of a flag's RW:BS:QD[:RWMIX[:JOBS]].
-func specFlag(flag, spec string) (results.Pattern, error) {
-	ps, err := pattern.ParseSpec(spec)
+// run checks the test asked (isolate.Check) and the measuring flags,
+// opens the session on target and runs the test on it.
+func (o *isolateOptions) run(ctx context.Context, g *globalOptions, target string) (*results.IsolateReport, error) {
+	t, err := isolate.Check(isolate.Asked{Control: o.Control, Victim: o.Victim, Aggressor: o.Aggressor, Auto: o.Auto, MinIsolation: o.MinIsolation,
+		Cap: o.Cap, Cgroup: o.Cgroup, Weights: o.Weight, IOMaxTries: o.IOMaxTries, Sys: o.iocost.sys(), CgroupRoot: o.iocost.CgroupFS, Target: target, Notice: g.notice})
 	if err != nil {
-		return results.Pattern{}, usagef("%s %w", flag, err)
+		return nil, isolateError(err, target)
 	}
-	return ps.Pattern, nil
-}
-
-// start prepares the target and the cgroup of the pair (the cap's, or
-// one without limits) and starts the session's child in it.
-func (o *isolateOptions) start(ctx context.Context, g *globalOptions, target string, in *isolateInput) (*session.Session, error) {
-	pats := []results.Pattern{in.victim, in.aggressor}
-	plan, cp, err := o.resolve(g, target, in.size, pats, false, &in.opts)
+	if t.Options, err = o.options(g); err != nil {
+		return nil, err
+	}
+	size, err := o.size()
+	if err != nil {
+		return nil, err
+	}
+	if o.Control == "iocost" {
+		o.capOptions.limit = &cgroup.Limit{} // the session's cgroup is the aggressor's, without limits
+	} else if err := o.capOptions.precheck(); err != nil {
+		return nil, err
+	}
+	pats := []results.Pattern{t.Victim, t.Aggressor}
+	plan, cp, err := o.resolve(g, target, size, pats, false, &t.Options)
 	if err != nil {
 		return nil, err
 	}
 	// The child opens the target for writing only when a pattern writes:
 	// a read-only pair on a block device needs no --allow-destructive,
 	// which the parent's plan did not ask for either.
-	return startSession(ctx, g, &o.measureOptions, cp, plan, results.AnyWrites(pats))
-}
-
-// runIsolate is isolate --control cap (isolate.Run): the capped phase's
-// window is aligned to the throttle, and the same for all four.
-func runIsolate(ctx context.Context, g *globalOptions, o *isolateOptions, target string) error {
-	switch {
-	case o.Cap == "" && o.Cgroup == "":
-		return usagef("--cap: required: the limits to put on the aggressor (e.g. --cap wiops=500)")
-	case o.Cgroup != "":
-		return usagef("--cgroup: isolate caps the aggressor in a fresh cgroup of its own: give --cap")
-	}
-	in, err := o.common(g)
+	sess, err := openSession(ctx, g, &o.measureOptions, cp, plan, results.AnyWrites(pats))
 	if err != nil {
-		return err
-	}
-	if err := o.capOptions.precheck(); err != nil {
-		return err
-	}
-	sess, err := o.start(ctx, g, target, &in)
-	if err != nil {
-		return err
+		return nil, err
 	}
 	defer sess.Close()
-	rep, err := isolate.Run(ctx, isolate.Config{Victim: in.victim, Aggressor: in.aggressor, Options: in.opts, MinIsolation: o.MinIsolation, Session: sess, Notice: g.notice})
-	if err != nil {
-		return err
-	}
-	return writeIsolate(g, o.Format, rep)
+	return t.Run(ctx, sess)
 }
 
-// runIsolateIOCost is isolate --control iocost (isolate.RunIOCostSession):
-// the pair in sibling cgroups at their io.weight, with iocost as set up
-// on the target's disk (iocost apply), checked before any I/O.
-func runIsolateIOCost(ctx context.Context, g *globalOptions, o *isolateOptions, target string) error {
-	switch {
-	case o.Cgroup != "":
-		return usagef("--cgroup: isolate puts the victim and the aggressor in fresh cgroups of their own")
-	case o.IOMaxTries < 1 || o.IOMaxTries > 20:
-		return usagef("--iomax-tries: %d: give 1 to 20 phases", o.IOMaxTries)
-	}
-	in, err := o.common(g)
-	if err != nil {
-		return err
-	}
-	c := isolate.IOCostConfig{Victim: in.victim, Aggressor: in.aggressor, MinIsolation: o.MinIsolation, Searches: o.IOMaxTries, Notice: g.notice}
-	if c.VictimWeight, c.AggressorWeight, err = isolate.ParseWeights(o.Weight); err != nil {
-		return err
-	}
-	if o.Cap != "" {
-		if c.Cap, err = parseCapFlag(o.Cap); err != nil {
-			return err
-		}
-	}
-	dev, err := isolate.FindIOCost(o.iocost.sys(), o.iocost.CgroupFS, target)
+// isolateError words the refusals of iocost's disk: one where iocost is
+// off says how to set it up.
+func isolateError(err error, target string) error {
 	var off *isolate.OffError
 	if errors.As(err, &off) {
 		return usagef("--control iocost: %w: set it up first, from a sweep of the iocost profile: iomatrix iocost apply %s --from RESULTS.json", err, target)
 	}
-	if err != nil {
-		return iocostError(err)
-	}
-	o.Cap, o.capOptions.limit = "", &cgroup.Limit{} // the session's cgroup is the aggressor's
-	sess, err := o.start(ctx, g, target, &in)
-	if err != nil {
-		return err
-	}
-	defer sess.Close()
-	c.Options = in.opts // with the engine start chose
-	rep, err := isolate.RunIOCostSession(ctx, sess, dev, c)
-	if err != nil {
-		return err
-	}
-	return writeIsolate(g, o.Format, rep)
+	return iocostError(err)
 }
 
 // writeIsolate prints the report in format, and turns its verdict into
