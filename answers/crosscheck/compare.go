@@ -2,6 +2,7 @@ package crosscheck
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/iomatrix/iomatrix/internal/fault"
+	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/results"
 )
@@ -73,6 +75,19 @@ func (c *Comparison) Options() Options { return c.o }
 // Text is a table of this comparison on w.
 func (c *Comparison) Text(w io.Writer) *Text {
 	return NewText(w, c.o.Patterns, c.o.ReadInPlace)
+}
+
+// keepError is a Keep directory that Report could not make.
+type keepError struct{ err error }
+
+func (e *keepError) Error() string { return e.mention().Error() }
+
+// Unwrap is the message as a fault.Mention, which names the keep option
+// as the reader spells it, and the cause.
+func (e *keepError) Unwrap() []error { return []error{e.mention(), e.err} }
+
+func (e *keepError) mention() *fault.Mention {
+	return fault.NewMention(func(n fault.Namer) string { return n("keep") + ": " + e.err.Error() })
 }
 
 // RefusedError is a pattern's fio command that fio refuses to parse.
@@ -145,13 +160,55 @@ type Sink interface {
 	End(d *Document)
 }
 
+// Report makes Keep, runs the comparison (Run) and writes it on w as
+// format asks: "json" the document once the runs end, whatever ended
+// them, any other format the table row by row as the pairs end (Text).
+// Its error is the write's, or Run's, or when some runs failed, how many,
+// and where their raw output is or the keep option that would keep it.
+func (c *Comparison) Report(ctx context.Context, target results.TargetInfo, w io.Writer, format string) error {
+	if c.o.Keep != "" {
+		if err := os.MkdirAll(c.o.Keep, 0o755); err != nil {
+			return &keepError{err}
+		}
+	}
+	var sink Sink
+	if format != "json" {
+		sink = c.Text(w)
+	}
+	d, err := c.Run(ctx, target, sink)
+	if sink == nil {
+		err = cmp.Or(d.WriteJSON(w), err)
+	}
+	return cmp.Or(err, c.failed())
+}
+
+// failed is nil when every run gave its figures, and otherwise says how
+// many failed and where their raw output is, naming the keep option
+// without Keep.
+func (c *Comparison) failed() error {
+	if c.doc.FailedRuns == 0 {
+		return nil
+	}
+	return fault.NewMention(func(n fault.Namer) string {
+		kept := ", or re-run with " + n("keep") + " DIR for their raw output"
+		if c.o.Keep != "" {
+			kept = " and their raw output in " + c.o.Keep
+		}
+		return fmt.Sprintf("%s of %d failed, their figures left out: see the lines above%s",
+			units.Count(c.doc.FailedRuns, "run"), 2*c.o.Pairs*len(c.o.Patterns), kept)
+	})
+}
+
 // Run compares the tools on the target the caller laid out (target: its
 // description, SizeBytes the extent both tools address; each run opens it
-// on its own), showing sink (nil: none) each pair as it ends. It stops
-// only when ctx is done, then with ctx's error and the pairs that ran: a
-// failed run is recorded in the document (its figures null) and the next
-// one starts. A Comparison runs once.
+// on its own), showing sink (nil: none) each pair as it ends. It tells
+// Notice first how many runs it makes and about how long they take. It
+// stops only when ctx is done, then with ctx's error and the pairs that
+// ran: a failed run is recorded in the document (its figures null) and
+// the next one starts. A Comparison runs once.
 func (c *Comparison) Run(ctx context.Context, target results.TargetInfo, sink Sink) (*Document, error) {
+	c.notice(fmt.Sprintf("%s × %s × 2 tools, about %s", units.Count(len(c.o.Patterns), "pattern"), units.Count(c.o.Pairs, "pair"),
+		c.Estimate().Round(time.Second)))
 	c.doc.Target = target
 	c.o.Size = target.SizeBytes
 	if sink != nil {

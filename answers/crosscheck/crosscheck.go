@@ -1,10 +1,10 @@
 // Package crosscheck compares iomatrix with fio on the same target and the
 // same extent, run for run: it plans the target and checks every pattern
-// against it (Plan), builds both tools' command lines, runs them
-// in alternating pairs, reads the figures from their outputs, keeps the
-// runs, and returns the comparison as a Document. It never prints: a
-// caller sees the runs through the callbacks of Options and a Sink (Text
-// writes the table).
+// against it and the tools before any I/O (Prepare), builds both tools'
+// command lines, runs them in alternating pairs, reads the figures from
+// their outputs, keeps the runs, and returns the comparison as a
+// Document. It never prints: a caller sees the runs through the
+// callbacks of Options and a Sink (Text writes the table).
 package crosscheck
 
 import (
@@ -76,7 +76,7 @@ type Options struct {
 	Passthrough bool
 	// Keep is a directory for every run's raw output and the document
 	// (crosscheck.json), or "". New checks that it exists or can be made
-	// in its parent; the caller makes it before Run.
+	// in its parent; Report makes it (a caller of Run makes it before).
 	Keep     string
 	Patterns []pattern.Spec
 	Pairs    int // of runs per pattern, at least 1
@@ -183,14 +183,24 @@ type ControlledError struct {
 	Option, Value string
 }
 
-func (e *ControlledError) Error() string {
-	if e.Option != "" {
-		return e.Arg + " is set by the " + e.Option + " option"
-	}
-	if e.Value != "" {
-		return e.Arg + " is set by crosscheck (" + e.Value + ")"
-	}
-	return e.Arg + " is set by crosscheck"
+func (e *ControlledError) Error() string { return e.Unwrap().Error() }
+
+// Unwrap is the message as a fault.Mention, which names the option that
+// sets Arg as the reader spells it: "the size option" in crosscheck's
+// own terms, "--size" on a command line.
+func (e *ControlledError) Unwrap() error {
+	return fault.NewMention(func(n fault.Namer) string {
+		by := "crosscheck"
+		switch {
+		case e.Option != "" && n(e.Option) == e.Option:
+			by = "the " + e.Option + " option"
+		case e.Option != "":
+			by = n(e.Option)
+		case e.Value != "":
+			by += " (" + e.Value + ")"
+		}
+		return e.Arg + " is set by " + by
+	})
 }
 
 // fioControlled are the fio options crosscheck sets, as ControlledErrors

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -525,10 +527,11 @@ func fioFixture(t *testing.T, name string) ([]byte, results.Total) {
 	return data, doc.Results[0].Total
 }
 
-// Run alternates the tools, fio first, reads each run's figures (fio's
-// with the import code), computes each pair's ratio, the CPU per million
-// I/Os and the medians; a failed run is n/a, said once, and the
-// comparison goes on; the runs are kept.
+// Run says first how many runs it makes and about how long they take,
+// alternates the tools, fio first, reads each run's figures (fio's with
+// the import code), computes each pair's ratio, the CPU per million I/Os
+// and the medians; a failed run is n/a, said once, and the comparison
+// goes on; the runs are kept.
 func TestRun(t *testing.T) {
 	fixture, fioTotal := fioFixture(t, "randread.json")
 	iomIOPS := []float64{30000, 50000, 40000}
@@ -587,7 +590,8 @@ func TestRun(t *testing.T) {
 	if failed.Fio.IOPS != nil || failed.Ratio != nil || failed.Fio.Error != "exit status 1: fio: something broke" || failed.Iomatrix.IOPS == nil {
 		t.Errorf("failed pair %+v", failed)
 	}
-	wantNotices := []string{"rand-4k-r100-qd16 pair 1, iomatrix: a notice", "rand-4k-r100-qd16 pair 3: fio failed: exit status 1: fio: something broke"}
+	wantNotices := []string{"1 pattern × 3 pairs × 2 tools, about 9s", "rand-4k-r100-qd16 pair 1, iomatrix: a notice",
+		"rand-4k-r100-qd16 pair 3: fio failed: exit status 1: fio: something broke"}
 	if !slices.Equal(notices, wantNotices) {
 		t.Errorf("notices %q, want %q", notices, wantNotices)
 	}
@@ -766,5 +770,134 @@ func TestPlan(t *testing.T) {
 	o.Target, o.Sys, o.Pairs = path, sysfs.Default(), 0
 	if _, err := o.Plan(); !errors.As(err, new(*fault.InputError)) || !strings.Contains(err.Error(), "pairs") {
 		t.Errorf("pairs 0: %v", err)
+	}
+}
+
+// flag spells an option as a command line does.
+func flag(option string) string { return "--" + option }
+
+// A fio option that crosscheck sets names what sets it in crosscheck's
+// own terms, and as the reader spells it through its Mention.
+func TestControlledErrorMention(t *testing.T) {
+	for _, c := range []struct {
+		ce         ControlledError
+		own, spelt string
+	}{
+		{ControlledError{Arg: "--size=4g", Option: "size"}, "--size=4g is set by the size option", "--size=4g is set by --size"},
+		{ControlledError{Arg: "--hipri", Option: "poll"}, "--hipri is set by the poll option", "--hipri is set by --poll"},
+		{ControlledError{Arg: "--direct=0", Value: "always 1"}, "--direct=0 is set by crosscheck (always 1)", "--direct=0 is set by crosscheck (always 1)"},
+		{ControlledError{Arg: "--name=x"}, "--name=x is set by crosscheck", "--name=x is set by crosscheck"},
+	} {
+		var m *fault.Mention
+		if !errors.As(&c.ce, &m) || c.ce.Error() != c.own || m.Error() != c.own || m.Text(flag) != c.spelt {
+			t.Errorf("%+v: %q; want %q, spelt %q", c.ce, c.ce.Error(), c.own, c.spelt)
+		}
+	}
+}
+
+// Prepare reads the patterns, plans the target and checks the tools,
+// touching nothing; a pattern that cannot be read or held is bad input
+// that names the pattern option as the reader spells it.
+func TestPrepare(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.dat")
+	o := okOptions(t)
+	o.Target, o.Size, o.Sys, o.Engine, o.Run, o.Patterns = path, 1<<20, sysfs.Default(), iotest.EnginePsync, fakeFio(""), nil
+	c, plan, err := Prepare(context.Background(), []string{"randread:4k:1", "randwrite:8k:4"}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("%s was created", path)
+	}
+	if plan.Path != path || plan.Size != 1<<20 || len(c.Options().Patterns) != 2 || c.Options().Target != path || c.Document().Fio.Version != "fio-3.33" {
+		t.Errorf("plan %+v, options %+v", plan, c.Options())
+	}
+	for _, tc := range []struct {
+		specs []string
+		size  int64
+		says  string
+	}{
+		{[]string{"randread:4k:0"}, 1 << 20, `--pattern "randread:4k:0": QD: 0 is outside 1..256`},
+		{[]string{"randread:16k:1"}, 8 << 10, `--pattern "randread:16k:1": ` + path + ": block_size: "},
+	} {
+		o.Size = tc.size
+		_, _, err := Prepare(context.Background(), tc.specs, o)
+		var ie *fault.InputError
+		var m *fault.Mention
+		if !errors.As(err, &ie) || !errors.As(err, &m) || !strings.HasPrefix(m.Text(flag), tc.says) || !strings.HasPrefix(err.Error(), "pattern ") {
+			t.Errorf("%q on %d bytes: %v; want bad input spelt %q", tc.specs, tc.size, err, tc.says)
+		}
+	}
+}
+
+// Report makes Keep, runs, and writes the table or the document; runs
+// that failed are its error, which says where their output is or names
+// the keep option that would keep it; a Keep that cannot be made is an
+// error naming the keep option, before any run.
+func TestReport(t *testing.T) {
+	runs := 0
+	run := func(_ context.Context, argv []string) Process {
+		if argv[1] == "--version" || slices.Contains(argv, "--parse-only") {
+			return fakeFio("")(context.Background(), argv)
+		}
+		runs++
+		if argv[0] == "fio" {
+			return Process{Stderr: []byte("fio: something broke\n"), Err: errors.New("exit status 1")}
+		}
+		doc := results.NewDocument(results.TargetInfo{}, results.Settings{}, "")
+		doc.Results = append(doc.Results, results.Result{Total: results.Total{IOPS: 1000, IOs: 1000}})
+		out, _ := json.Marshal(doc)
+		return Process{Stdout: out}
+	}
+	target := results.TargetInfo{Path: "/t", Kind: "file", SizeBytes: 1 << 20}
+	for _, format := range []string{"text", "json"} {
+		o := okOptions(t)
+		o.Run, o.Keep = run, filepath.Join(t.TempDir(), "keep")
+		c, err := New(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		err = c.Report(context.Background(), target, &out, format)
+		var m *fault.Mention
+		if want := "1 run of 2 failed, their figures left out: see the lines above and their raw output in " + o.Keep; err == nil || err.Error() != want {
+			t.Errorf("%s: %v, want %q", format, err, want)
+		}
+		if errors.As(err, new(*fault.InputError)) || !errors.As(err, &m) {
+			t.Errorf("%s: %T is not a failure with a mention", format, err)
+		}
+		if fi, err := os.Stat(o.Keep); err != nil || !fi.IsDir() {
+			t.Errorf("%s: keep not made: %v", format, err)
+		}
+		var d Document
+		switch {
+		case format == "json" && (json.Unmarshal(out.Bytes(), &d) != nil || d.FailedRuns != 1):
+			t.Errorf("json: %s", out.String())
+		case format == "text" && !strings.Contains(out.String(), "rand-4k-r100-qd16"):
+			t.Errorf("text: %s", out.String())
+		}
+	}
+	o := okOptions(t)
+	o.Run = run
+	c, _ := New(context.Background(), o)
+	var m *fault.Mention
+	if err := c.Report(context.Background(), target, io.Discard, "text"); !errors.As(err, &m) ||
+		!strings.HasSuffix(m.Text(flag), ", or re-run with --keep DIR for their raw output") {
+		t.Errorf("without keep: %v", err)
+	}
+
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o.Keep = t.TempDir()
+	c, _ = New(context.Background(), o)
+	c.o.Keep = filepath.Join(file, "keep") // made impossible after New checked it
+	before := runs
+	var out bytes.Buffer
+	err := c.Report(context.Background(), target, &out, "json")
+	if !errors.As(err, &m) || m.Text(flag) != "--keep: mkdir "+file+": not a directory" || !errors.Is(err, syscall.ENOTDIR) ||
+		!strings.HasPrefix(err.Error(), "keep: mkdir ") || runs != before || out.Len() != 0 {
+		t.Errorf("keep that cannot be made: %v (%d runs, output %q)", err, runs-before, out.String())
 	}
 }

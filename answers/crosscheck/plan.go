@@ -1,14 +1,48 @@
 package crosscheck
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
 
+	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/iotest/target"
 )
+
+// Prepare makes a comparison of the patterns specs (ParsePatterns)
+// ready before any I/O, touching nothing: the target planned and every
+// pattern checked against it (Plan), the tools found and checked (New).
+// It returns the target's plan, which the caller lays out and opens
+// before Run. A pattern that cannot be read or held is bad input whose
+// message names the pattern option (a fault.Mention).
+func Prepare(ctx context.Context, specs []string, o Options) (*Comparison, *target.Plan, error) {
+	var err error
+	if o.Patterns, err = ParsePatterns(specs); err != nil {
+		return nil, nil, patternError(err)
+	}
+	plan, err := o.Plan()
+	if err != nil {
+		return nil, nil, patternError(err)
+	}
+	c, err := New(ctx, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, plan, nil
+}
+
+// patternError names the pattern option before a pattern's SpecError;
+// any other error stays as it is.
+func patternError(err error) error {
+	var se *pattern.SpecError
+	if !errors.As(err, &se) {
+		return err
+	}
+	return fault.Mentions("", func(n fault.Namer) string { return n("pattern") + " " + se.Error() })
+}
 
 // Plan decides what happens to the target, touching nothing: it checks
 // the options (Validate) and that the engine runs here, plans the target

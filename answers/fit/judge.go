@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
@@ -41,6 +42,21 @@ type BoundCheck struct {
 	Value float64 // µs
 	Flags report.Flags
 	Holds bool
+}
+
+// JudgeFile reads the results file at path and judges need on it
+// (Judge). A file that cannot be read, or whose cells cannot judge the
+// need (ErrCannotJudge), is bad input naming it.
+func JudgeFile(path string, need Need) (*results.Document, Verdict, error) {
+	doc, err := results.ReadResultsFile(path)
+	if err != nil {
+		return nil, Verdict{}, fault.AsInput(err)
+	}
+	v, err := Judge(doc, need)
+	if errors.Is(err, ErrCannotJudge) {
+		return nil, Verdict{}, fault.Input("", "%s: %w", path, err)
+	}
+	return doc, v, err
 }
 
 // Judge answers a need from measured random-I/O cells, conservatively:

@@ -2,8 +2,11 @@ package fit
 
 import (
 	"errors"
+	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -67,5 +70,30 @@ func TestFitFewIOsProveNothing(t *testing.T) {
 	v, err := Judge(&results.Document{Results: []results.Result{c}}, n)
 	if err != nil || v.Fits {
 		t.Errorf("fits %v, err %v: a p99 of 500 I/Os proved a bound", v.Fits, err)
+	}
+}
+
+// JudgeFile judges a results file; a file that cannot be read, or whose
+// cells cannot judge the need, is bad input naming the file.
+func TestJudgeFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "r.json")
+	doc := results.NewDocument(results.TargetInfo{}, results.Settings{}, "")
+	doc.Results = []results.Result{fitCell(4096, 100, 1, 10000, 200)}
+	if err := results.WriteFileAtomic(path, doc); err != nil {
+		t.Fatal(err)
+	}
+	n, _ := ParseNeed("read=100,bs=4k")
+	got, v, err := JudgeFile(path, n)
+	if err != nil || !v.Fits || v.Cell.Name != "rand-4k-r100-qd1" || len(got.Results) != 1 {
+		t.Errorf("judged %+v: %v", v, err)
+	}
+	big, _ := ParseNeed("read=100,bs=64k")
+	var ie *fault.InputError
+	if _, _, err := JudgeFile(path, big); !errors.As(err, &ie) || !errors.Is(err, ErrCannotJudge) || !strings.HasPrefix(err.Error(), path+": "+ErrCannotJudge.Error()) {
+		t.Errorf("a need the cells cannot judge: %v", err)
+	}
+	if _, _, err := JudgeFile(filepath.Join(dir, "none.json"), n); !errors.As(err, &ie) || !strings.Contains(err.Error(), "none.json") {
+		t.Errorf("no file: %v", err)
 	}
 }

@@ -51,6 +51,24 @@ func ReadWorkload(path string) (Workload, error) {
 	return w, nil
 }
 
+// ReadNeed is what a fit asks: the need spec (ParseNeed, whose faults
+// are bad input of the option "need"), or when spec is "", the sum of
+// the systems of the workload file (ReadWorkload), with the workload.
+func ReadNeed(spec, workloadFile string) (Need, *Workload, error) {
+	if spec != "" {
+		need, err := ParseNeed(spec)
+		if err != nil {
+			return Need{}, nil, fault.Input("need", "%w", err)
+		}
+		return need, nil, nil
+	}
+	w, err := ReadWorkload(workloadFile)
+	if err != nil {
+		return Need{}, nil, err
+	}
+	return w.Sum(), &w, nil
+}
+
 // ParseWorkload reads a workload file; errors name the file, line and
 // field.
 func ParseWorkload(file string, data []byte) (Workload, error) {

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,5 +65,29 @@ func TestReadWorkload(t *testing.T) {
 	}
 	if w, err := ReadWorkload(good); err != nil || len(w.Systems) != 1 || w.Systems[0].Name != "a" {
 		t.Errorf("a good file: %+v, %v", w, err)
+	}
+}
+
+// ReadNeed is the need spec parsed, its faults the need option's bad
+// input, or without one the workload file's sum, with the workload.
+func TestReadNeed(t *testing.T) {
+	n, w, err := ReadNeed("read=100,bs=4k", "")
+	if err != nil || n.ReadIOPS != 100 || n.BlockSize != 4096 || w != nil {
+		t.Errorf("a need: %+v, %v, %v", n, w, err)
+	}
+	var ie *fault.InputError
+	if _, _, err := ReadNeed("read=100", ""); !errors.As(err, &ie) || ie.Option != "need" || !strings.HasPrefix(ie.Err.Error(), "bs: missing: ") {
+		t.Errorf("a need without bs: %v", err)
+	}
+	file := filepath.Join(t.TempDir(), "w.yaml")
+	if err := os.WriteFile(file, []byte("systems:\n  - {name: a, reads: 10, block_size: 4k}\n  - {name: b, writes: 5, block_size: 8k}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n, w, err = ReadNeed("", file)
+	if err != nil || w == nil || len(w.Systems) != 2 || n.ReadIOPS != 10 || n.WriteIOPS != 5 || n.BlockSize != 8192 {
+		t.Errorf("a workload: %+v, %+v, %v", n, w, err)
+	}
+	if _, _, err := ReadNeed("", filepath.Join(t.TempDir(), "none.yaml")); !errors.As(err, &ie) || ie.Option != "workload" {
+		t.Errorf("no workload file: %v", err)
 	}
 }

@@ -104,6 +104,38 @@ func deviceOf(doc *results.Document) sysfs.DevNum {
 // WriteJSON prints the answer as one indented JSON document.
 func (a Answer) WriteJSON(w io.Writer) error { return report.WriteJSON(w, a) }
 
+// Failure is nil when the answer fits, and otherwise why not: by the
+// rehearsal when there was one (its first system that does not fit),
+// by the lookup when not.
+func (a Answer) Failure() error {
+	if a.Rehearsal == nil {
+		if !a.Fits {
+			return fmt.Errorf("does not fit: %s", a.Why)
+		}
+		return nil
+	}
+	for _, sys := range a.Rehearsal.Systems {
+		if !sys.Fits {
+			return fmt.Errorf("does not fit, by the rehearsal: %s: %s", sys.Name, sys.Why)
+		}
+	}
+	return nil
+}
+
+// Write renders the answer as format asks: "json" is the answer as one
+// document (WriteJSON); "text" is WriteText, then the rehearsal's
+// document when there is one (report.WriteRehearsal).
+func Write(w io.Writer, format string, v Verdict, a Answer, rehearsal *results.Document) error {
+	if format == "json" {
+		return a.WriteJSON(w)
+	}
+	if err := WriteText(w, v, a); err != nil || rehearsal == nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	return report.WriteRehearsal(w, rehearsal)
+}
+
 // WriteText renders the verdict for a reader: the verdict line with the
 // need, the cell it rests on, the headroom, why it does not fit, the
 // notes, and the systems with their caps.

@@ -71,3 +71,51 @@ func TestAnswerCapsOnTheMeasuredDevice(t *testing.T) {
 		t.Errorf("does not fit, yet:\n%s", js.String())
 	}
 }
+
+// An answer fails by the lookup's verdict, or by the rehearsal's when it
+// has one: its first system that does not fit.
+func TestAnswerFailure(t *testing.T) {
+	for _, c := range []struct {
+		a    Answer
+		want string
+	}{
+		{Answer{Fits: true}, ""},
+		{Answer{Why: "the cell is short"}, "does not fit: the cell is short"},
+		{Answer{Rehearsal: &results.Rehearsal{Systems: []results.RehearsedSystem{{Name: "a", Fits: true}}}}, ""},
+		{Answer{Fits: true, Rehearsal: &results.Rehearsal{Systems: []results.RehearsedSystem{{Name: "a", Fits: true},
+			{Name: "b", Why: "rate not sustained"}, {Name: "c", Why: "p99 too high"}}}}, "does not fit, by the rehearsal: b: rate not sustained"},
+	} {
+		err := c.a.Failure()
+		if (err == nil) != (c.want == "") || err != nil && err.Error() != c.want {
+			t.Errorf("%+v: %v, want %q", c.a, err, c.want)
+		}
+	}
+}
+
+// Write gives the answer as one JSON document, or as text followed by
+// the rehearsal's document when there is one.
+func TestWrite(t *testing.T) {
+	doc := &results.Document{Results: []results.Result{fitCell(4096, 100, 1, 1000, 100)}}
+	n, _ := ParseNeed("read=100,bs=4k")
+	v, err := Judge(doc, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := NewAnswer(doc, v, nil)
+	var plain bytes.Buffer
+	if err := Write(&plain, "text", v, a, nil); err != nil || !strings.HasPrefix(plain.String(), "FITS: 100 reads") {
+		t.Errorf("text: %v\n%s", err, plain.String())
+	}
+	reh := &results.Document{Rehearsal: &results.Rehearsal{Fits: true, LookupFits: true, Systems: []results.RehearsedSystem{{Name: "a", Fits: true}}}}
+	a.Rehearsal = reh.Rehearsal
+	var text bytes.Buffer
+	if err := Write(&text, "text", v, a, reh); err != nil || !strings.HasPrefix(text.String(), plain.String()+"\nrehearsal of 1 system at once") ||
+		!strings.HasSuffix(text.String(), "rehearsal: FITS (the lookup agrees)\n") {
+		t.Errorf("text with a rehearsal: %v\n%s", err, text.String())
+	}
+	var js bytes.Buffer
+	var back Answer
+	if err := Write(&js, "json", v, a, reh); err != nil || json.Unmarshal(js.Bytes(), &back) != nil || !back.Fits || back.Rehearsal == nil {
+		t.Errorf("json: %v\n%s", err, js.String())
+	}
+}

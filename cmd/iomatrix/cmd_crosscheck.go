@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -12,10 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/iomatrix/iomatrix/answers/crosscheck"
-	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
-	"github.com/iomatrix/iomatrix/iotest/pattern"
-	"github.com/iomatrix/iomatrix/iotest/target"
 )
 
 // crosscheckOptions are the flags of `iomatrix crosscheck`; the comparison
@@ -26,8 +21,6 @@ type crosscheckOptions struct {
 	Runtime, Ramp, SQPollIdle                          time.Duration
 	Size, Engine, FioExtra, Keep, Format               string
 	FioDefaults, Poll, SQPoll, Force, AllowDestructive bool
-
-	sizeSet, sqCPUSet bool // the flags given
 }
 
 func (o *crosscheckOptions) AddFlags(f *pflag.FlagSet) {
@@ -52,104 +45,51 @@ func (o *crosscheckOptions) AddFlags(f *pflag.FlagSet) {
 
 func newCrosscheckCommand(g *globalOptions) *cobra.Command {
 	o := &crosscheckOptions{}
-	cmd := &cobra.Command{
-		Use:     "crosscheck [TARGET]",
-		Short:   "Compare iomatrix with fio on the same target, run for run",
-		Long:    longHelp("crosscheck"),
-		Example: examples("crosscheck"),
-		Args:    maxArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.sizeSet, o.sqCPUSet = cmd.Flags().Changed("size"), cmd.Flags().Changed("sqpoll-cpu")
-			return runCrosscheck(cmd.Context(), o, g, targetArg(args))
-		},
+	run := func(cmd *cobra.Command, args []string) error {
+		return runCrosscheck(cmd.Context(), g, o, cmd.Flags(), targetArg(args))
 	}
+	cmd := command("crosscheck", "crosscheck [TARGET]", "Compare iomatrix with fio on the same target, run for run", maxArgs(1), run)
 	o.AddFlags(cmd.Flags())
 	return cmd
 }
 
-func runCrosscheck(ctx context.Context, o *crosscheckOptions, g *globalOptions, target string) error {
-	c, plan, err := o.prepare(ctx, g, target)
+// runCrosscheck checks every flag, the tools and the target before any
+// I/O (crosscheck.Prepare), lays the target out, compares and reports.
+func runCrosscheck(ctx context.Context, g *globalOptions, o *crosscheckOptions, f *pflag.FlagSet, path string) error {
+	engine, err := engineName(o.Engine)
 	if err != nil {
 		return err
 	}
-	if o.Keep != "" {
-		if err := os.MkdirAll(o.Keep, 0o755); err != nil {
-			return fmt.Errorf("--keep: %w", err)
-		}
+	size, err := sizeFlag(o.Size, f.Changed("size"))
+	if err != nil {
+		return err
+	}
+	live := newLiveLine(g)
+	c, plan, err := crosscheck.Prepare(ctx, o.Patterns, crosscheck.Options{Target: path, Size: size, Engine: engine, Runtime: o.Runtime, Ramp: o.Ramp,
+		Ring:        iotest.RingMode{Poll: o.Poll, SQPoll: o.SQPoll, SQIdle: o.SQPollIdle, SQAffine: f.Changed("sqpoll-cpu"), SQCPU: o.SQPollCPU},
+		FioDefaults: o.FioDefaults, FioExtra: strings.Fields(o.FioExtra), Force: o.Force, AllowDestructive: o.AllowDestructive, Keep: o.Keep, Pairs: o.Pairs, Sys: g.sys,
+		Status:     func(s string) { live.Printf("%s", s) }, // "" leaves the line cleared
+		Notice:     func(s string) { g.notice("crosscheck: " + s) },
+		KeepFailed: func(err error) { g.notice("--keep: " + err.Error()) },
+	})
+	if err != nil {
+		return crossError(engine, err)
 	}
 	sess, err := openSession(ctx, g, &measureOptions{}, nil, plan, false)
 	if err != nil {
 		return err
 	}
-	t := sess.Target()
 	sess.Close() // each run opens it on its own; nothing was written through it
-	info, npat := t.Info, len(c.Options().Patterns)
-	info.SizeBytes = t.Size
-	fmt.Fprintf(g.stderr, "iomatrix: crosscheck: %s × %s × 2 tools, about %s\n",
-		units.Count(npat, "pattern"), units.Count(o.Pairs, "pair"), c.Estimate().Round(time.Second))
-	var sink crosscheck.Sink
-	if o.Format != "json" {
-		sink = c.Text(g.stdout)
-	}
-	doc, err := c.Run(ctx, info, sink)
-	if sink == nil {
-		if jerr := doc.WriteJSON(g.stdout); jerr != nil {
-			return jerr
-		}
-	}
-	if err != nil || doc.FailedRuns == 0 {
-		return err
-	}
-	kept := ", or re-run with --keep DIR for their raw output"
-	if o.Keep != "" {
-		kept = " and their raw output in " + o.Keep
-	}
-	return fmt.Errorf("%s of %d failed, their figures left out: see the lines above%s", units.Count(doc.FailedRuns, "run"), 2*o.Pairs*npat, kept)
+	return c.Report(ctx, sess.Target().Info, g.stdout, o.Format)
 }
 
-// prepare checks every flag, the tools and the target, touching nothing:
-// bad input is refused before any I/O.
-func (o *crosscheckOptions) prepare(ctx context.Context, g *globalOptions, path string) (*crosscheck.Comparison, *target.Plan, error) {
-	engine, err := engineName(o.Engine)
-	if err != nil {
-		return nil, nil, err
-	}
-	pats, err := crosscheck.ParsePatterns(o.Patterns)
-	if err != nil {
-		return nil, nil, crossError(engine, err)
-	}
-	size, err := sizeFlag(o.Size, o.sizeSet)
-	if err != nil {
-		return nil, nil, err
-	}
-	live := newLiveLine(g)
-	co := crosscheck.Options{Target: path, Size: size, Engine: engine, Runtime: o.Runtime, Ramp: o.Ramp, FioDefaults: o.FioDefaults,
-		Ring:     iotest.RingMode{Poll: o.Poll, SQPoll: o.SQPoll, SQIdle: o.SQPollIdle, SQAffine: o.sqCPUSet, SQCPU: o.SQPollCPU},
-		FioExtra: strings.Fields(o.FioExtra), Force: o.Force, AllowDestructive: o.AllowDestructive, Keep: o.Keep, Patterns: pats, Pairs: o.Pairs, Sys: g.sys,
-		Status:     func(s string) { live.Printf("%s", s) }, // "" leaves the line cleared
-		Notice:     func(s string) { fmt.Fprintf(g.stderr, "iomatrix: crosscheck: %s\n", s) },
-		KeepFailed: func(err error) { fmt.Fprintf(g.stderr, "iomatrix: --keep: %v\n", err) },
-	}
-	plan, err := co.Plan()
-	if err != nil {
-		return nil, nil, crossError(engine, err)
-	}
-	c, err := crosscheck.New(ctx, co)
-	return c, plan, crossError(engine, err)
-}
-
-// crossError words crosscheck's bad input in the flags' terms: a pattern
-// names --pattern, a fio option that crosscheck sets names the flag (or
-// TARGET) that sets it, an engine that cannot run names --engine.
+// crossError words crosscheck's bad input where the option's flag would
+// not: a fio option that the target sets names TARGET, an engine that
+// cannot run names --engine.
 func crossError(engine string, err error) error {
 	var set *crosscheck.ControlledError
-	switch {
-	case errors.As(err, new(*pattern.SpecError)):
-		return usagef("--pattern %w", err)
-	case errors.As(err, &set) && set.Option == "target":
+	if errors.As(err, &set) && set.Option == "target" {
 		return usagef("--fio-extra: %s is set by TARGET", set.Arg)
-	case errors.As(err, &set) && set.Option != "":
-		return usagef("--fio-extra: %s is set by %s", set.Arg, flagName(set.Option))
 	}
 	return engineError(engine, err)
 }

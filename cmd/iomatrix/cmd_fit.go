@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,29 +12,23 @@ import (
 	"github.com/iomatrix/iomatrix/answers/fit/rehearse"
 	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/iotest"
-	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
 )
 
+// fitOptions are the flags of `iomatrix fit`: Target is --rehearse, and
+// the flags after it only apply with it.
 type fitOptions struct {
-	Need, Workload, Format string
-	rehearseOptions
-}
-
-// rehearseOptions are the flags of `fit --rehearse`.
-type rehearseOptions struct {
+	Need, Workload, Format             string
 	Target, Arrival, Out, Engine, Size string
 	WithCaps, Force, AllowDestructive  bool
 	Runtime, Ramp                      time.Duration
 	Seed                               uint64
-
-	set map[string]bool // the flags given, by name
 }
 
-// rehearseFlags are the flags that only apply with --rehearse.
-var rehearseFlags = []string{"with-caps", "runtime", "ramp", "arrival", "out", "seed", "engine", "size", "force", "allow-destructive"}
-
-func (o *rehearseOptions) AddFlags(f *pflag.FlagSet) {
+func (o *fitOptions) AddFlags(f *pflag.FlagSet) {
+	f.StringVar(&o.Need, "need", "", "one workload: read=N,write=N,bs=SIZE[,qd=N][,p99<DURATION]")
+	f.StringVar(&o.Workload, "workload", "", "a YAML file of systems to consolidate (see above)")
+	formatVar(f, &o.Format, []string{"text", "json"}, "text or json")
 	f.StringVar(&o.Target, "rehearse", "", "run the workload's systems at once on this `TARGET` (a file or block device), each an open-loop stream at its own rates, and judge each on its response time")
 	f.BoolVar(&o.WithCaps, "with-caps", false, "with --rehearse: run each system in a cgroup of its own under the cap the lookup proposes (needs root)")
 	durationVar(f, &o.Runtime, "runtime", 0, "with --rehearse: the measured window (a bare number is seconds; default: long enough for every system's percentile bound to rest on enough I/Os, at least 10s)")
@@ -52,138 +44,86 @@ func (o *rehearseOptions) AddFlags(f *pflag.FlagSet) {
 
 func newFitCommand(g *globalOptions) *cobra.Command {
 	o := &fitOptions{}
-	cmd := &cobra.Command{
-		Use:     "fit RESULTS.json (--need SPEC | --workload FILE [--rehearse TARGET [--with-caps]])",
-		Short:   "Does this volume carry this workload? A verdict from measured cells, or from a rehearsal",
-		Long:    longHelp("fit"),
-		Example: examples("fit"),
-		Args:    exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.set = map[string]bool{}
-			cmd.Flags().Visit(func(f *pflag.Flag) { o.set[f.Name] = true })
-			return runFit(cmd.Context(), g, o, args[0])
-		},
+	run := func(cmd *cobra.Command, args []string) error {
+		return runFit(cmd.Context(), g, o, cmd.Flags(), args[0])
 	}
-	f := cmd.Flags()
-	f.StringVar(&o.Need, "need", "", "one workload: read=N,write=N,bs=SIZE[,qd=N][,p99<DURATION]")
-	f.StringVar(&o.Workload, "workload", "", "a YAML file of systems to consolidate (see above)")
-	formatVar(f, &o.Format, []string{"text", "json"}, "text or json")
-	o.rehearseOptions.AddFlags(f)
+	cmd := command("fit", "fit RESULTS.json (--need SPEC | --workload FILE [--rehearse TARGET [--with-caps]])",
+		"Does this volume carry this workload? A verdict from measured cells, or from a rehearsal", exactArgs(1), run)
+	o.AddFlags(cmd.Flags())
 	return cmd
 }
 
-func runFit(ctx context.Context, g *globalOptions, o *fitOptions, path string) error {
-	if (o.Need == "") == (o.Workload == "") {
-		return usagef("--need or --workload: give one of them")
-	}
-	if err := o.rehearseOptions.check(o.Need != ""); err != nil {
+func runFit(ctx context.Context, g *globalOptions, o *fitOptions, f *pflag.FlagSet, path string) error {
+	if err := o.check(f); err != nil {
 		return err
 	}
-	need, work, err := o.need()
+	need, work, err := fit.ReadNeed(o.Need, o.Workload)
 	if err != nil {
 		return err
 	}
-	doc, err := loadResults(path)
+	doc, v, err := fit.JudgeFile(path, need)
 	if err != nil {
 		return err
 	}
-	v, err := fit.Judge(doc, need)
-	if errors.Is(err, fit.ErrCannotJudge) {
-		return usagef("%s: %w", path, err)
-	}
-	if err != nil {
+	var a fit.Answer
+	var reh *results.Document
+	if o.Target == "" {
+		a = fit.NewAnswer(doc, v, work)
+	} else if a, reh, err = o.rehearse(ctx, g, f, path, doc, v, *work); err != nil {
 		return err
 	}
-	if o.Target != "" {
-		return runRehearsal(ctx, g, o, path, doc, *work, v)
-	}
-	if err := writeAnswer(g, o.Format, v, fit.NewAnswer(doc, v, work)); err != nil {
+	if err := fit.Write(g.stdout, o.Format, v, a, reh); err != nil {
 		return err
 	}
-	if !v.Fits {
-		return &commandError{Code: exitFailure, Err: fmt.Errorf("does not fit: %s", v.Why)}
+	if err := a.Failure(); err != nil {
+		return &commandError{Code: exitFailure, Err: err}
 	}
 	return nil
 }
 
-func writeAnswer(g *globalOptions, format string, v fit.Verdict, a fit.Answer) error {
-	if format == "json" {
-		return a.WriteJSON(g.stdout)
-	}
-	return fit.WriteText(g.stdout, v, a)
-}
-
-// check refuses, before anything is read, a rehearsal flag without
-// --rehearse, a rehearsal of a single need, and values that cannot be.
-func (o *rehearseOptions) check(single bool) error {
+// check refuses, before anything is read, --need with --workload or
+// neither, a rehearsal of a single need, and a rehearsal's flag without
+// --rehearse.
+func (o *fitOptions) check(f *pflag.FlagSet) error {
 	switch {
-	case o.Target == "":
-		for _, name := range rehearseFlags {
-			if o.set[name] {
-				return usagef("--%s: only applies with --rehearse TARGET", name)
-			}
-		}
-	case single:
+	case (o.Need == "") == (o.Workload == ""):
+		return usagef("--need or --workload: give one of them")
+	case o.Target != "" && o.Need != "":
 		return usagef("--rehearse: rehearses a workload file's systems: give --workload FILE, not --need")
-	case o.set["runtime"] && o.Runtime <= 0:
-		return usagef("--runtime: %s must be positive", o.Runtime)
-	case o.Ramp < 0:
-		return usagef("--ramp: %s must not be negative", o.Ramp)
-	case o.WithCaps && os.Geteuid() != 0:
-		return fault.Privilege("--with-caps needs root or CAP_SYS_ADMIN (cgroups are created through cgroupfs)")
-	case o.Out != "":
-		return checkOutPath("--out", o.Out)
+	}
+	for _, name := range []string{"with-caps", "runtime", "ramp", "arrival", "out", "seed", "engine", "size", "force", "allow-destructive"} {
+		if o.Target == "" && f.Changed(name) {
+			return usagef("--%s: only applies with --rehearse TARGET", name)
+		}
 	}
 	return nil
 }
 
-// runRehearsal plans the rehearsal of work on --rehearse's target (the
-// target, the streams, the caps: all checked before any I/O), runs it,
-// and renders the lookup's answer with the rehearsal's.
-func runRehearsal(ctx context.Context, g *globalOptions, o *fitOptions, lookup string, doc *results.Document, work fit.Workload, v fit.Verdict) error {
-	ro := &o.rehearseOptions
-	engine, err := engineName(ro.Engine)
+// rehearse runs work's systems at once on --rehearse's target, every
+// flag checked before any I/O (rehearse.Plan), and returns the lookup's
+// answer with the rehearsal's verdicts, and the rehearsal's document.
+func (o *fitOptions) rehearse(ctx context.Context, g *globalOptions, f *pflag.FlagSet, lookup string, doc *results.Document, v fit.Verdict, work fit.Workload) (fit.Answer, *results.Document, error) {
+	engine, err := engineName(o.Engine)
 	if err != nil {
-		return err
+		return fit.Answer{}, nil, err
 	}
-	size, err := sizeFlag(ro.Size, ro.set["size"])
+	size, err := sizeFlag(o.Size, f.Changed("size"))
 	if err != nil {
-		return err
+		return fit.Answer{}, nil, err
 	}
-	plan, c, err := rehearse.Plan(rehearse.Request{Sys: g.sys, Target: ro.Target, Size: size, Force: ro.Force, AllowDestructive: ro.AllowDestructive,
-		Workload: work, WorkloadFile: o.Workload, LookupFile: lookup, Lookup: v, LookupDevice: doc.Target.Device, Arrival: ro.Arrival, WithCaps: ro.WithCaps,
-		Options: iotest.Options{Runtime: ro.Runtime, Ramp: ro.Ramp, Seed: ro.Seed, Engine: engine}, RandomSeed: !ro.set["seed"], Out: ro.Out, Notice: g.notice})
+	line := newLiveLine(g)
+	defer line.Done()
+	c, err := rehearse.Plan(rehearse.Request{Sys: g.sys, Target: o.Target, Size: size, Force: o.Force, AllowDestructive: o.AllowDestructive,
+		Workload: work, WorkloadFile: o.Workload, LookupFile: lookup, Lookup: v, LookupDoc: doc, Arrival: o.Arrival, WithCaps: o.WithCaps, Out: o.Out,
+		Options: iotest.Options{Runtime: o.Runtime, Ramp: o.Ramp, Seed: o.Seed, Engine: engine}, DefaultWindow: !f.Changed("runtime"), RandomSeed: !f.Changed("seed"),
+		Notice: func(s string) { line.Done(); g.notice(s) }, Layout: line.Layout, ChildStderr: unwrapped(g.stderr)})
 	if err != nil {
-		return rehearseError(engine, err)
+		return fit.Answer{}, nil, rehearseError(engine, err)
 	}
-	if ro.WithCaps && c.Caps == nil {
+	if o.WithCaps && c.Caps == nil {
 		g.notice("--with-caps: the lookup proposes no caps (the sum does not fit its cell): rehearsing the systems uncapped")
 	}
-	if c.Session, err = openSession(ctx, g, &measureOptions{AllowDestructive: ro.AllowDestructive}, nil, plan, results.AnyWrites(c.Patterns)); err != nil {
-		return err
-	}
-	defer c.Session.Close()
-	reh, err := rehearse.Run(ctx, c)
-	if err != nil {
-		return err
-	}
-	answer := fit.NewAnswer(doc, v, &work)
-	answer.Rehearsal = reh.Rehearsal
-	if err := writeAnswer(g, o.Format, v, answer); err != nil {
-		return err
-	}
-	if o.Format == "text" {
-		fmt.Fprintln(g.stdout)
-		if err := report.WriteRehearsal(g.stdout, reh); err != nil {
-			return err
-		}
-	}
-	for _, sys := range reh.Rehearsal.Systems {
-		if !sys.Fits {
-			return &commandError{Code: exitFailure, Err: fmt.Errorf("does not fit, by the rehearsal: %s: %s", sys.Name, sys.Why)}
-		}
-	}
-	return nil
+	return rehearse.Run(ctx, c)
 }
 
 // rehearseError names --rehearse as the flag of a target that cannot
@@ -195,20 +135,4 @@ func rehearseError(engine string, err error) error {
 		return usagef("--rehearse %w", target.Err)
 	}
 	return engineError(engine, err)
-}
-
-// need is what --need or --workload asks for; work is nil for --need.
-func (o *fitOptions) need() (fit.Need, *fit.Workload, error) {
-	if o.Need != "" {
-		need, err := fit.ParseNeed(o.Need)
-		if err != nil {
-			return fit.Need{}, nil, usagef("--need: %w", err)
-		}
-		return need, nil, nil
-	}
-	w, err := fit.ReadWorkload(o.Workload)
-	if err != nil {
-		return fit.Need{}, nil, err
-	}
-	return w.Sum(), &w, nil
 }

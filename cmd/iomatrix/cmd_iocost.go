@@ -13,6 +13,7 @@ import (
 	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/report"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 func newIOCostCommand(g *globalOptions) *cobra.Command {
@@ -141,5 +142,5 @@ func runIOCostModel(g *globalOptions, format, out string, paths []string) error 
 	if err != nil {
 		return fmt.Errorf("render the report: %w", err)
 	}
-	return emitReport(g, out, buf.Bytes())
+	return results.WriteOut(g.stdout, out, buf.Bytes())
 }

@@ -3,7 +3,9 @@ package rehearse
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"os"
 	"time"
 
 	"github.com/iomatrix/iomatrix/answers/fit"
@@ -33,10 +35,9 @@ type Request struct {
 	// of the lookup, for the document and the notices.
 	WorkloadFile, LookupFile string
 	// Lookup is the lookup's verdict on the workload's sum, and
-	// LookupDevice the device (MAJ:MIN) its results file measured, ""
-	// when it does not say.
-	Lookup       fit.Verdict
-	LookupDevice string
+	// LookupDoc the results document it judged.
+	Lookup    fit.Verdict
+	LookupDoc *results.Document
 	// Arrival is how each system's I/Os arrive: results.ArrivalUniform
 	// or results.ArrivalPoisson.
 	Arrival string
@@ -44,68 +45,94 @@ type Request struct {
 	// lookup proposes (Limits), when the lookup proposes any (the sum
 	// fits its cell).
 	WithCaps bool
-	// Options are the window, engine and seed: a Runtime of 0 is
-	// Window's. Plan resolves the engine, and aligns the window to the
-	// kernel's throttle under caps.
+	// Options are the window, engine and seed. Plan checks them,
+	// resolves the engine, and aligns the window to the kernel's
+	// throttle under caps.
 	Options iotest.Options
-	// RandomSeed draws Options.Seed at random (recorded in the document).
-	RandomSeed bool
+	// DefaultWindow sets Options.Runtime to Window's; RandomSeed draws
+	// Options.Seed at random (recorded in the document).
+	DefaultWindow, RandomSeed bool
 	// Out is the results file; "" names one in the current directory
 	// from the time.
 	Out string
 	// Notice receives what the user should know (required).
 	Notice func(string)
+	// Layout, when set, is told the progress of laying out a file
+	// target; ChildStderr, when set, receives the standard error of the
+	// systems' processes under caps.
+	Layout      func(done, total int64)
+	ChildStderr io.Writer
 }
 
 // Config is a rehearsal as Plan decided it: the request with its
-// options and results file settled, the systems' streams and caps; the
-// caller opens the session.
+// options and results file settled, the target's plan, the systems'
+// streams and caps.
 type Config struct {
 	Request
+	// TargetPlan is the target's plan, which Run lays out and opens.
+	TargetPlan *target.Plan
 	// Patterns are the systems' streams (Patterns), in the workload's
 	// order.
 	Patterns []results.Pattern
 	// Caps, when set, are the systems' cgroups (session.PlanStreamCaps),
 	// in the workload's order; nil runs every system uncapped.
 	Caps []*session.CapPlan
-	// Session is open on the target's plan, laid out.
-	Session *session.Session
 }
 
 // Plan decides the rehearsal of r before any I/O, touching nothing: the
-// window, the seed and the engine, the target's plan (every stream
-// checked against it), the systems' caps and the results file. It
-// returns the target's plan, which the caller opens into
-// Config.Session before Run. A stream that the target cannot run is
-// bad input of the option "target".
-func Plan(r Request) (*target.Plan, *Config, error) {
+// window, the seed and the engine (a window or a ramp out of range is
+// the engine's FieldError), the right to make cgroups for caps, the
+// results file (bad input of the option "out" when it could not be
+// saved), the target's plan (every stream checked against it: a stream
+// that the target cannot run is bad input of the option "target"), and
+// the systems' caps.
+func Plan(r Request) (*Config, error) {
 	c := &Config{Request: r, Patterns: Patterns(r.Workload, r.Arrival)}
 	o := &c.Options
-	if o.Runtime == 0 {
+	if r.DefaultWindow {
 		o.Runtime = Window(r.Workload)
 	}
 	if r.RandomSeed {
 		o.Seed = rand.Uint64() >> 11 // fits a JSON number exactly
 	}
 	o.Notice = r.Notice
-	if err := o.Validate(); err != nil {
-		return nil, nil, err
+	if err := c.check(); err != nil {
+		return nil, err
 	}
-	plan, _, err := session.Prepare(session.Request{Sys: r.Sys, Target: r.Target, Size: r.Size, Patterns: c.Patterns, Force: r.Force,
+	var err error
+	c.TargetPlan, _, err = session.Prepare(session.Request{Sys: r.Sys, Target: r.Target, Size: r.Size, Patterns: c.Patterns, Force: r.Force,
 		AllowDestructive: r.AllowDestructive, Options: o, Notice: r.Notice})
 	if errors.As(err, new(*pattern.FieldError)) {
-		return nil, nil, fault.Input("target", "%w", err)
+		return nil, fault.Input("target", "%w", err)
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if r.WithCaps && r.Lookup.Fits {
 		if c.Caps, err = session.PlanStreamCaps(r.Sys, r.Target, Limits(r.Workload, r.Lookup), o, r.Notice); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	if c.Out == "" {
 		c.Out = fmt.Sprintf("iomatrix-rehearsal-%s.json", time.Now().Format("20060102-150405"))
 	}
-	return plan, c, nil
+	return c, nil
+}
+
+// check refuses, before the target is planned, options out of range,
+// caps without the right to make cgroups, and a results file that could
+// not be saved.
+func (c *Config) check() error {
+	if err := c.Options.Validate(); err != nil {
+		return err
+	}
+	if c.WithCaps && os.Geteuid() != 0 {
+		return fault.Privilege("%w", fault.NewMention(func(n fault.Namer) string {
+			return n("with-caps") + " needs root or CAP_SYS_ADMIN (cgroups are created through cgroupfs)"
+		}))
+	}
+	if err := results.CheckSavable(c.Out); err != nil {
+		return fault.Input("out", "%w", err)
+	}
+	return nil
 }

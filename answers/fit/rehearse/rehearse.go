@@ -8,9 +8,10 @@
 // to start on time, as an application sees it.
 //
 // Plan decides a rehearsal before any I/O (its window, seed, engine,
-// target, caps and results file) and Run runs it. The package never
-// prints: notices go through a callback, and the document it keeps (one
-// result per system, and the verdicts in its rehearsal block) is
+// target, caps and results file) and Run lays the target out, runs it
+// and returns fit's answer with the rehearsal's verdicts. The package
+// never prints: notices go through a callback, and the document it keeps
+// (one result per system, and the verdicts in its rehearsal block) is
 // rendered by report.
 package rehearse
 
@@ -110,22 +111,41 @@ func quantile(m report.Metric) float64 {
 	return map[report.Metric]float64{report.LatP50: 50, report.LatP99: 99, report.LatP999: 99.9}[m]
 }
 
-// Run rehearses the workload as planned, on c.Session, and returns its
-// document, saved to Out, with each system's result and verdict. It
-// tells Notice what it runs, and when the lookup measured another device.
-func Run(ctx context.Context, c *Config) (*results.Document, error) {
-	if dev := c.Session.Target().Info.Device; c.LookupDevice != "" && c.LookupDevice != dev {
+// Run lays out and opens the target as planned, rehearses the workload
+// on it, and returns fit's answer on the lookup (fit.NewAnswer) with the
+// rehearsal's verdicts, and the rehearsal's document, saved to Out, with
+// each system's result and verdict. It tells Notice what it runs, and
+// when the lookup measured another device.
+func Run(ctx context.Context, c *Config) (fit.Answer, *results.Document, error) {
+	s, err := session.Open(ctx, session.Options{Plan: c.TargetPlan, Writes: results.AnyWrites(c.Patterns), AllowDestructive: c.AllowDestructive,
+		Notice: c.Notice, Layout: c.Layout, ChildStderr: c.ChildStderr})
+	if err != nil {
+		return fit.Answer{}, nil, err
+	}
+	defer s.Close()
+	doc, err := rehearse(ctx, c, s)
+	if err != nil {
+		return fit.Answer{}, nil, err
+	}
+	a := fit.NewAnswer(c.LookupDoc, c.Lookup, &c.Workload)
+	a.Rehearsal = doc.Rehearsal
+	return a, doc, nil
+}
+
+// rehearse runs the systems' streams at once on sess and judges each.
+func rehearse(ctx context.Context, c *Config, sess *session.Session) (*results.Document, error) {
+	if measured, dev := c.LookupDoc.Target.Device, sess.Target().Info.Device; measured != "" && measured != dev {
 		// The caps and the lookup's verdict are another device's figures:
 		// worth a rehearsal, and worth saying.
 		c.Notice(fmt.Sprintf("%s measured device %s, the rehearsal runs on %s (%s): the lookup's verdict and caps are another device's",
-			c.LookupFile, c.LookupDevice, dev, c.Target))
+			c.LookupFile, measured, dev, c.Target))
 	}
 	c.Notice(fmt.Sprintf("rehearsing %d systems at once on %s for %s after %s ramp (%s arrivals); results: %s",
 		len(c.Workload.Systems), c.Target, c.Options.Runtime, c.Options.Ramp, c.Arrival, c.Out))
-	doc := c.Session.NewDocument("rehearsal", c.Options)
+	doc := sess.NewDocument("rehearsal", c.Options)
 	reh := &results.Rehearsal{Workload: c.WorkloadFile, Lookup: c.LookupFile, LookupFits: c.Lookup.Fits, LookupWhy: c.Lookup.Why, WithCaps: c.Caps != nil}
 	doc.Rehearsal = reh
-	if err := c.Session.StartSaving(doc, c.Out); err != nil {
+	if err := sess.StartSaving(doc, c.Out); err != nil {
 		return nil, err
 	}
 	streams := make([]session.Stream, len(c.Patterns))
@@ -138,7 +158,7 @@ func Run(ctx context.Context, c *Config) (*results.Document, error) {
 			streams[i].Cap = c.Caps[i]
 		}
 	}
-	out, err := c.Session.RunStreams(ctx, streams)
+	out, err := sess.RunStreams(ctx, streams)
 	if err != nil {
 		return nil, err
 	}

@@ -127,7 +127,9 @@ func TestJudge(t *testing.T) {
 // Plan touches nothing and decides what was left open: the window from
 // the workload, a random seed, a results file named from the time, no
 // caps when the lookup proposes none; a stream the target cannot hold
-// is bad input of the target.
+// is bad input of the target, a window given as 0 is the engine's
+// runtime field at fault, and a results file that could not be saved is
+// bad input of the out option.
 func TestPlan(t *testing.T) {
 	w := workload(t, `systems:
   - {name: erp, reads: 4000, writes: 1000, block_size: 8k, latency: "p99.9<2ms"}
@@ -136,12 +138,21 @@ func TestPlan(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "t.dat")
 	var notices []string
 	r := Request{Sys: sysfs.Default(), Target: path, Size: 1 << 20, Workload: w, Arrival: results.ArrivalPoisson, WithCaps: true,
-		Lookup: fit.Verdict{Fits: false}, Options: iotest.Options{Ramp: time.Second, Seed: 7, Engine: iotest.EngineUring},
+		Lookup: fit.Verdict{Fits: false}, Options: iotest.Options{Ramp: time.Second, Seed: 7, Engine: iotest.EngineUring}, DefaultWindow: true,
 		Notice: func(s string) { notices = append(notices, s) }}
-	plan, c, err := Plan(r)
+	if os.Geteuid() != 0 {
+		// Caps need root, whatever the lookup proposes.
+		var pe *fault.PrivilegeError
+		if _, err := Plan(r); !errors.As(err, &pe) || !strings.Contains(err.Error(), "with-caps needs root") {
+			t.Errorf("caps without root: %v", err)
+		}
+		r.WithCaps = false
+	}
+	c, err := Plan(r)
 	if err != nil {
 		t.Fatal(err)
 	}
+	plan := c.TargetPlan
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("%s was created", path)
 	}
@@ -149,19 +160,28 @@ func TestPlan(t *testing.T) {
 		!strings.HasPrefix(c.Out, "iomatrix-rehearsal-") || len(c.Patterns) != 2 || c.Patterns[0].Rate.Arrival != results.ArrivalPoisson {
 		t.Errorf("plan %+v, config %+v", plan, c)
 	}
-	r.Options.Runtime, r.RandomSeed, r.Out = 3*time.Second, true, "r.json"
-	if _, c, err = Plan(r); err != nil || c.Options.Runtime != 3*time.Second || c.Options.Seed == 7 || c.Out != "r.json" {
+	out := filepath.Join(t.TempDir(), "r.json")
+	r.Options.Runtime, r.DefaultWindow, r.RandomSeed, r.Out = 3*time.Second, false, true, out
+	if c, err = Plan(r); err != nil || c.Options.Runtime != 3*time.Second || c.Options.Seed == 7 || c.Out != out {
 		t.Errorf("runtime, seed and out given: %+v, %v", c, err)
 	}
 	r.Size = 32 << 10
-	_, _, err = Plan(r)
+	_, err = Plan(r)
 	var ie *fault.InputError
 	if !errors.As(err, &ie) || ie.Option != "target" || !pattern.IsField(err, "block_size") || !strings.Contains(err.Error(), "pattern rand-64k") {
 		t.Errorf("a target smaller than a block: %v", err)
 	}
 	r.Size, r.Options.Engine = 1<<20, "aio"
-	if _, _, err = Plan(r); !pattern.IsField(err, "engine") || errors.As(err, &ie) {
+	if _, err = Plan(r); !pattern.IsField(err, "engine") || errors.As(err, &ie) {
 		t.Errorf("engine aio: %v", err)
+	}
+	r.Options.Engine, r.Options.Runtime = iotest.EngineUring, 0
+	if _, err = Plan(r); !pattern.IsField(err, "runtime") || err.Error() != "runtime: 0s must be positive" {
+		t.Errorf("runtime 0: %v", err)
+	}
+	r.Options.Runtime, r.Out = time.Second, filepath.Join(t.TempDir(), "no", "r.json")
+	if _, err = Plan(r); !errors.As(err, &ie) || ie.Option != "out" || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("out in a directory that does not exist: %v", err)
 	}
 	if len(notices) != 0 {
 		t.Errorf("notices %q", notices)
