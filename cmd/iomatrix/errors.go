@@ -5,14 +5,20 @@ import (
 	"fmt"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/iomatrix/iomatrix/internal/fault"
+	"github.com/iomatrix/iomatrix/internal/units"
+	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/iotest/pattern"
+	"github.com/iomatrix/iomatrix/iotest/target"
 )
 
 // A library names the option at fault in its own terms (fault.InputError,
 // pattern.FieldError) and names other options it mentions through a
 // fault.Mention; the command line spells each as the flag that sets it,
-// once, as runMain prints the error.
+// once, as runMain prints the error, and maps the error's kind to the
+// exit status (exitCode).
 
 // usagef is bad input (exit status 2), worded in the flags' terms.
 func usagef(format string, args ...any) error { return fault.Input("", format, args...) }
@@ -71,4 +77,33 @@ func message(err error) string {
 		}
 	}
 	return msg
+}
+
+// exitKinds name the exit statuses in a JSON error.
+var exitKinds = map[int]string{exitFailure: "failure", exitUsage: "usage", exitInconclusive: "inconclusive", exitPrivilege: "privilege"}
+
+func exitKind(code int) string {
+	if k, ok := exitKinds[code]; ok {
+		return k
+	}
+	if code > 128 {
+		return "interrupted"
+	}
+	return "error"
+}
+
+func exitCode(err error) int {
+	var fe *pattern.FieldError
+	var ce *commandError
+	switch {
+	case errors.As(err, &ce):
+		return ce.Code
+	case errors.As(err, &fe), errors.As(err, new(*fault.InputError)),
+		errors.Is(err, target.ErrBadTarget), errors.Is(err, units.ErrBadSize), errors.Is(err, pattern.ErrBadPattern),
+		errors.Is(err, iotest.ErrNoUring):
+		return exitUsage
+	case errors.As(err, new(*fault.PrivilegeError)), errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
+		return exitPrivilege
+	}
+	return exitFailure
 }

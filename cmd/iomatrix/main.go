@@ -3,8 +3,8 @@
 // It is the wiring of the packages that do the work: each command's file
 // (cmd_NAME.go) declares its flags, with its help in help/NAME.txt,
 // calls into the package the command names, renders what comes back and
-// maps it to an exit status (main.go); errors.go words a library's bad
-// input as the flag at fault.
+// returns the error, if any; errors.go words a library's bad input as the
+// flag at fault and maps every error to its exit status.
 package main
 
 import (
@@ -26,10 +26,6 @@ import (
 
 	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
-	"github.com/iomatrix/iomatrix/internal/units"
-	"github.com/iomatrix/iomatrix/iotest"
-	"github.com/iomatrix/iomatrix/iotest/pattern"
-	"github.com/iomatrix/iomatrix/iotest/target"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -245,35 +241,6 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "iomatrix: %s\n", msg)
 	return code
-}
-
-// exitKinds name the exit statuses in a JSON error.
-var exitKinds = map[int]string{exitFailure: "failure", exitUsage: "usage", exitInconclusive: "inconclusive", exitPrivilege: "privilege"}
-
-func exitKind(code int) string {
-	if k, ok := exitKinds[code]; ok {
-		return k
-	}
-	if code > 128 {
-		return "interrupted"
-	}
-	return "error"
-}
-
-func exitCode(err error) int {
-	var fe *pattern.FieldError
-	var ce *commandError
-	switch {
-	case errors.As(err, &ce):
-		return ce.Code
-	case errors.As(err, &fe), errors.As(err, new(*fault.InputError)),
-		errors.Is(err, target.ErrBadTarget), errors.Is(err, units.ErrBadSize), errors.Is(err, pattern.ErrBadPattern),
-		errors.Is(err, iotest.ErrNoUring):
-		return exitUsage
-	case errors.As(err, new(*fault.PrivilegeError)), errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
-		return exitPrivilege
-	}
-	return exitFailure
 }
 
 // pipeWriter remembers that a write failed because its reader went away.
