@@ -112,6 +112,7 @@ type deviceState struct {
 	// intervals in which the device did I/O that no cgroup counted.
 	rootTr     tracker
 	lastIOs    uint64 // the device's reads and writes in the last interval
+	lastRoot   uint64 // the root's count of them in the interval before
 	uncounted  int
 	haveLatest bool
 }
@@ -447,9 +448,17 @@ func (o *Observer) sampleV1Root() {
 		if st.delta == nil || !d.haveLatest {
 			continue
 		}
-		if d.lastIOs > 0 && st.delta[0]+st.delta[1] == 0 {
+		// The root is read a moment after diskstats, so an I/O that
+		// completes between the two reads is the root's in one interval
+		// and the device's in the next: a device is uncounted only when
+		// the root counted nothing in the interval before either (seen
+		// on a loaded machine: 100 reads counted by the cgroup, and one
+		// interval taken for uncounted).
+		root := st.delta[0] + st.delta[1]
+		if d.lastIOs > 0 && root == 0 && d.lastRoot == 0 {
 			d.uncounted++
 		}
+		d.lastRoot = root
 	}
 }
 
