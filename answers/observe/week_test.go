@@ -12,7 +12,7 @@ import (
 // 4 devices and 50 systems with a daily cycle and noise, then saves it
 // as observe does (encode, no disk). It reports the file's size and one
 // save's cost: `go test -run '^$' -bench WeekDocument -benchtime 1x
-// ./observe`.
+// ./answers/observe`.
 func BenchmarkWeekDocument(b *testing.B) {
 	const week = 7 * 24 * 3600
 	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
