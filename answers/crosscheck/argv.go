@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/iotest/fio"
 	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
-	"github.com/iomatrix/iomatrix/results/fio"
 )
 
 // fioFilename escapes what fio would otherwise read as a list of files.

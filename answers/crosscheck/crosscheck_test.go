@@ -20,9 +20,9 @@ import (
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/iotest/fio"
 	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
-	"github.com/iomatrix/iomatrix/results/fio"
 )
 
 func spec(t *testing.T, s string) pattern.Spec {
@@ -516,7 +516,7 @@ func TestText(t *testing.T) {
 // total the import code reads from it.
 func fioFixture(t *testing.T, name string) ([]byte, results.Total) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "results", "fio", "testdata", name))
+	data, err := os.ReadFile(filepath.Join("..", "..", "iotest", "fio", "testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}

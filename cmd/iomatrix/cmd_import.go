@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/iomatrix/iomatrix/results/fio"
+	"github.com/iomatrix/iomatrix/iotest/fio"
 )
 
 func newImportCommand(g *globalOptions) *cobra.Command {

@@ -17,8 +17,8 @@ import (
 	"github.com/iomatrix/iomatrix/answers/crosscheck"
 	"github.com/iomatrix/iomatrix/internal/testenv"
 	"github.com/iomatrix/iomatrix/internal/units"
+	"github.com/iomatrix/iomatrix/iotest/fio"
 	"github.com/iomatrix/iomatrix/results"
-	"github.com/iomatrix/iomatrix/results/fio"
 )
 
 // A pattern SPEC's error names --pattern, or the flag isolate took it
@@ -65,7 +65,7 @@ func TestCrossSizeBytes(t *testing.T) {
 // fioFixturePath is a recorded fio report of the fio package's tests.
 func fioFixturePath(t *testing.T, name string) string {
 	t.Helper()
-	p, err := filepath.Abs(filepath.Join("..", "..", "results", "fio", "testdata", name))
+	p, err := filepath.Abs(filepath.Join("..", "..", "iotest", "fio", "testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/iomatrix/iomatrix/results/fio"
+	"github.com/iomatrix/iomatrix/iotest/fio"
 )
 
 // fioAliases are fio's names of options that mean the same in iomatrix,

@@ -12,7 +12,7 @@ import (
 
 func TestImportThenReportAndCompare(t *testing.T) {
 	dir := t.TempDir()
-	fx := func(n string) string { return filepath.Join("..", "..", "results", "fio", "testdata", n) }
+	fx := func(n string) string { return filepath.Join("..", "..", "iotest", "fio", "testdata", n) }
 	out := filepath.Join(dir, "fio.json")
 	r := runInProcess("import", fx("stonewall.json"), fx("trim.json"), fx("randrw70.json"), "-o", out)
 	if r.code != 0 {

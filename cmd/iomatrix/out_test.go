@@ -46,7 +46,7 @@ func TestOutputNotWritable(t *testing.T) {
 	old := filepath.Join(ro, "old.json")
 	work := t.TempDir()
 	target := filepath.Join(work, "t.dat")
-	fio := filepath.Join("..", "..", "results", "fio", "testdata", "randread.json")
+	fio := filepath.Join("..", "..", "iotest", "fio", "testdata", "randread.json")
 	measure := []string{"--size", "16MiB", "--runtime", "1s", "--ramp", "0s"}
 	cases := []struct {
 		name    string
