@@ -311,19 +311,19 @@ func lastLine(s string) string {
 	return strings.TrimSpace(lines[len(lines)-1])
 }
 
-// DeleteTimeout bounds Delete's wait, which goes on once its caller's
+// deleteTimeout bounds Delete's wait, which goes on once its caller's
 // context is cancelled: what a run created is deleted after Ctrl-C too.
-const DeleteTimeout = 2 * time.Minute
+const deleteTimeout = 2 * time.Minute
 
 // Delete deletes everything the run created, and waits until the API no
-// longer lists it, for DeleteTimeout at most, even once ctx is cancelled:
+// longer lists it, for deleteTimeout at most, even once ctx is cancelled:
 // the Job first (so that no controller
 // recreates its pods), then its pods, the PVCs of their ephemeral volumes
 // (also garbage-collected with their pods) and the profile ConfigMap. It
 // returns what is still left, named, when ctx ends first. notice, if set,
 // is told while it waits.
 func Delete(ctx context.Context, c kubernetes.Interface, ns, job string, notice func(string)) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DeleteTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
 	defer cancel()
 	sel := metav1.ListOptions{LabelSelector: LabelName + "=" + appName + "," + LabelInstance + "=" + job}
 	background := metav1.DeletePropagationBackground

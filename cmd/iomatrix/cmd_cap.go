@@ -111,7 +111,7 @@ func (o *verifyOptions) prepareVerify(g *globalOptions, path string) (*verifyPla
 	}
 	c.Patterns, c.Options = setup.todo, setup.opts
 	if o.Baseline != "" {
-		d, err := loadResults(o.Baseline)
+		d, err := results.ReadResultsFile(o.Baseline)
 		if err != nil {
 			return nil, nil, err
 		}

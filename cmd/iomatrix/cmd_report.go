@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/iomatrix/iomatrix/report"
-	"github.com/iomatrix/iomatrix/results"
 )
 
 func newReportCommand(g *globalOptions) *cobra.Command {
@@ -39,10 +38,6 @@ func formatError(err error) error {
 	}
 	return usagef("-o %s: cannot tell the format from the extension; give --format (%v)", fe.Out, fe.Formats)
 }
-
-// loadResults reads a results file for rendering; every problem is bad
-// input naming the file.
-func loadResults(path string) (*results.Document, error) { return results.ReadResultsFile(path) }
 
 func newCompareCommand(g *globalOptions) *cobra.Command {
 	var format, metric string
