@@ -273,10 +273,9 @@ func TestRealCleanupRemovesOrphans(t *testing.T) {
 }
 
 func TestResolveDeviceRefusesTmpfs(t *testing.T) {
-	if fi, err := os.Stat("/dev/shm"); err != nil || !fi.IsDir() {
-		t.Skip("no /dev/shm")
-	}
-	_, _, err := ResolveDevice(sysfs.Default(), "/dev/shm")
+	fi, err := os.Stat("/dev/shm")
+	testenv.Need(t, err == nil && fi.IsDir(), "no /dev/shm")
+	_, _, err = ResolveDevice(sysfs.Default(), "/dev/shm")
 	if !errors.Is(err, ErrNoBlockDevice) || !strings.Contains(err.Error(), "tmpfs") {
 		t.Errorf("tmpfs: %v", err)
 	}

@@ -250,10 +250,7 @@ func TestNoAllocationPerIO(t *testing.T) {
 // v2 guest has one, and TestVMRingModes runs this test there, naming the
 // device in IOMATRIX_POLL_DEVICE. Elsewhere there is nothing to run.
 func TestNoAllocationPerIOPolled(t *testing.T) {
-	dev := os.Getenv("IOMATRIX_POLL_DEVICE")
-	if dev == "" {
-		t.Skip("run in the cgroup v2 guest by TestVMRingModes, on a disk with poll queues")
-	}
+	dev := testenv.InGuest(t, "IOMATRIX_POLL_DEVICE", "TestVMRingModes")
 	tg := openPlan(t, dev, target.Options{Size: 64 << 20, Writes: true, AllowDestructive: true})
 	for _, qd := range []int{1, 8} {
 		for _, m := range []RingMode{{Poll: true}, {Poll: true, SQPoll: true}} {
@@ -385,10 +382,7 @@ func TestOtherLoadOnTheDisk(t *testing.T) {
 // TestVMPassthrough runs this test there, naming the device in
 // IOMATRIX_PASSTHRU_DEVICE.
 func TestNoAllocationPerIOPassthrough(t *testing.T) {
-	dev := os.Getenv("IOMATRIX_PASSTHRU_DEVICE")
-	if dev == "" {
-		t.Skip("run in the cgroup v2 guest by TestVMPassthrough, on an NVMe generic device")
-	}
+	dev := testenv.InGuest(t, "IOMATRIX_PASSTHRU_DEVICE", "TestVMPassthrough")
 	tg := openPlan(t, dev, target.Options{Size: 64 << 20, Writes: true, AllowDestructive: true})
 	if tg.Info.Kind != target.KindPassthrough {
 		t.Fatalf("%s: kind %q", dev, tg.Info.Kind)

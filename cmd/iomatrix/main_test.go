@@ -148,9 +148,8 @@ func TestBadInput(t *testing.T) {
 		checkRefused(t, runInProcess("run", filepath.Join(file, "t.dat"), "--size", "1MiB"), "not a directory")
 	})
 	t.Run("tmpfs", func(t *testing.T) {
-		if fi, err := os.Stat("/dev/shm"); err != nil || !fi.IsDir() {
-			t.Skip("no /dev/shm")
-		}
+		fi, err := os.Stat("/dev/shm")
+		testenv.Need(t, err == nil && fi.IsDir(), "no /dev/shm")
 		p := filepath.Join("/dev/shm", "iomatrix-bad-input.dat")
 		checkRefused(t, runInProcess("run", p, "--size", "1MiB"), p)
 		if _, err := os.Stat(p); !os.IsNotExist(err) {

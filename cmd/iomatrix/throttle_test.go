@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/iomatrix/iomatrix/internal/testenv"
 )
 
 // A COMMAND that cannot be run gets the shell's status, 127 or 126, and
@@ -40,9 +42,8 @@ func TestThrottleCommandNotFound(t *testing.T) {
 // --device that was never given.
 func TestThrottleDefaultDeviceOnTmpfs(t *testing.T) {
 	var fs unix.Statfs_t
-	if err := unix.Statfs("/dev/shm", &fs); err != nil || fs.Type != unix.TMPFS_MAGIC {
-		t.Skip("/dev/shm is not a tmpfs here")
-	}
+	err := unix.Statfs("/dev/shm", &fs)
+	testenv.Need(t, err == nil && fs.Type == unix.TMPFS_MAGIC, "/dev/shm is not a tmpfs here")
 	t.Chdir("/dev/shm")
 	r := runInProcess("throttle", "--cap", "riops=100", "--", "true")
 	checkRefused(t, r, "the current directory /dev/shm (default of --device) is on tmpfs")

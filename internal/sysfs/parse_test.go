@@ -303,20 +303,6 @@ ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsysca
 	}
 }
 
-func TestSelfMaps(t *testing.T) {
-	maps, err := Default().SelfMaps()
-	if err != nil {
-		t.Skip("no /proc here:", err)
-	}
-	exe, _ := os.Executable()
-	for _, m := range maps {
-		if m.FileBacked() && m.Path == exe && strings.Contains(m.Perms, "x") {
-			return
-		}
-	}
-	t.Errorf("no executable mapping of %s among %d mappings", exe, len(maps))
-}
-
 // A mapping's AnonHugePages is found by the mapping's start address,
 // first in the file or not, and never another mapping's.
 func TestParseSmapsAnonHuge(t *testing.T) {

@@ -1,4 +1,9 @@
-package sysfs
+package sysfs_test
+
+// The tests of this file read the machine's own /sys and /proc, and
+// attach loop devices: an external test package, so that they can ask
+// internal/testenv for what they need (testenv itself reads through this
+// package).
 
 import (
 	"encoding/binary"
@@ -12,16 +17,21 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/iomatrix/iomatrix/internal/sysfs"
+	"github.com/iomatrix/iomatrix/internal/testenv"
 )
 
-// skipUnlessCI skips, except in CI where a skipped check would hide a
-// broken environment behind a green run.
-func skipUnlessCI(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf(format, args...)
+func TestSelfMaps(t *testing.T) {
+	maps, err := sysfs.Default().SelfMaps()
+	testenv.Need(t, err == nil, fmt.Sprint("no /proc here: ", err))
+	exe, _ := os.Executable()
+	for _, m := range maps {
+		if m.FileBacked() && m.Path == exe && strings.Contains(m.Perms, "x") {
+			return
+		}
 	}
-	t.Skipf(format, args...)
+	t.Errorf("no executable mapping of %s among %d mappings", exe, len(maps))
 }
 
 func TestRealTempDirDevice(t *testing.T) {
@@ -30,17 +40,13 @@ func TestRealTempDirDevice(t *testing.T) {
 	if err := unix.Stat(dir, &st); err != nil {
 		t.Fatalf("stat %s: %v", dir, err)
 	}
-	dev := DevNumFromDev(uint64(st.Dev))
+	dev := sysfs.DevNumFromDev(uint64(st.Dev))
 	// Major 0 is the kernel's anonymous device range: tmpfs, overlay,
 	// btrfs subvolumes and other filesystems without one block device.
-	if dev.Major == 0 {
-		skipUnlessCI(t, "%s is on anonymous device %s, not a block device", dir, dev)
-	}
-	fs := Default()
+	testenv.Need(t, dev.Major != 0, fmt.Sprintf("%s is on anonymous device %s, not a block device", dir, dev))
+	fs := sysfs.Default()
 	bd, err := fs.BlockDevice(dev)
-	if errors.Is(err, ErrNoDevice) {
-		skipUnlessCI(t, "%s is on %s, which sysfs does not list: %v", dir, dev, err)
-	}
+	testenv.Need(t, !errors.Is(err, sysfs.ErrNoDevice), fmt.Sprintf("%s is on %s, which sysfs does not list: %v", dir, dev, err))
 	if err != nil {
 		t.Fatalf("BlockDevice(%s): %v", dev, err)
 	}
@@ -101,16 +107,10 @@ func writeMBR(t *testing.T, path string, startSector, sectors uint32) {
 // kernel's backing_file, partition directories and /dev nodes are
 // exercised. It needs root and loop support and is skipped without them.
 func TestRealLoopStack(t *testing.T) {
-	if os.Geteuid() != 0 {
-		skipUnlessCI(t, "needs root to attach loop devices")
-	}
-	losetup, err := exec.LookPath("losetup")
-	if err != nil {
-		skipUnlessCI(t, "losetup not installed")
-	}
-	if _, err := os.Stat("/dev/loop-control"); err != nil {
-		skipUnlessCI(t, "no loop support: %v", err)
-	}
+	testenv.Root(t)
+	losetup := testenv.Command(t, "losetup")
+	_, err := os.Stat("/dev/loop-control")
+	testenv.Require(t, err == nil, fmt.Sprint("no loop support: ", err))
 
 	const (
 		imageSize  = 1 << 20
@@ -131,9 +131,7 @@ func TestRealLoopStack(t *testing.T) {
 	attach := func(t *testing.T, args ...string) string {
 		t.Helper()
 		out, err := exec.Command(losetup, append([]string{"--find", "--show"}, args...)...).CombinedOutput()
-		if err != nil {
-			skipUnlessCI(t, "losetup %v: %v: %s", args, err, out)
-		}
+		testenv.Require(t, err == nil, fmt.Sprintf("losetup %v: %v: %s", args, err, out))
 		node := strings.TrimSpace(string(out))
 		t.Cleanup(func() {
 			if out, err := exec.Command(losetup, "--detach", node).CombinedOutput(); err != nil {
@@ -142,16 +140,16 @@ func TestRealLoopStack(t *testing.T) {
 		})
 		return node
 	}
-	fs := Default()
-	devOf := func(t *testing.T, node string) DevNum {
+	fs := sysfs.Default()
+	devOf := func(t *testing.T, node string) sysfs.DevNum {
 		t.Helper()
-		d, ok := fs.resolve(node)
+		d, ok := fs.Resolve(node)
 		if !ok {
 			t.Fatalf("%s does not resolve to a block device", node)
 		}
 		return d
 	}
-	checkInUse := func(t *testing.T, dev DevNum, want []string) {
+	checkInUse := func(t *testing.T, dev sysfs.DevNum, want []string) {
 		t.Helper()
 		got, err := fs.InUse(dev)
 		if err != nil {
@@ -170,7 +168,7 @@ func TestRealLoopStack(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := BlockDevice{
+		want := sysfs.BlockDevice{
 			Dev: diskDev, Name: filepath.Base(disk), Disk: diskDev, DiskName: filepath.Base(disk),
 			LogicalBlockSize: bd.LogicalBlockSize, PhysicalBlockSize: bd.PhysicalBlockSize,
 			Rotational: bd.Rotational, Scheduler: bd.Scheduler, SizeBytes: imageSize, MaxSectorsKB: bd.MaxSectorsKB, MaxSegments: bd.MaxSegments,
@@ -193,16 +191,11 @@ func TestRealLoopStack(t *testing.T) {
 		if _, err := os.Stat(part); err != nil {
 			// A kernel without MS-DOS partition-table support (as here)
 			// ignores the MBR: add the same partition by hand (BLKPG).
-			addpart, err := exec.LookPath("addpart")
-			if err != nil {
-				skipUnlessCI(t, "addpart not installed")
-			}
-			if out, err := exec.Command(addpart, disk, "1", fmt.Sprint(partStart), fmt.Sprint(partLength)).CombinedOutput(); err != nil {
-				skipUnlessCI(t, "addpart %s: %v: %s", disk, err, out)
-			}
-			if _, err := os.Stat(part); err != nil {
-				skipUnlessCI(t, "no %s after addpart: %v", part, err)
-			}
+			addpart := testenv.Command(t, "addpart")
+			out, err := exec.Command(addpart, disk, "1", fmt.Sprint(partStart), fmt.Sprint(partLength)).CombinedOutput()
+			testenv.Require(t, err == nil, fmt.Sprintf("addpart %s: %v: %s", disk, err, out))
+			_, err = os.Stat(part)
+			testenv.Require(t, err == nil, fmt.Sprintf("no %s after addpart: %v", part, err))
 		}
 		upper := attach(t, part)
 		diskDev, partDev := devOf(t, disk), devOf(t, part)
@@ -212,7 +205,7 @@ func TestRealLoopStack(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := BlockDevice{
+		want := sysfs.BlockDevice{
 			Dev: partDev, Name: partName, Partition: true, Disk: diskDev, DiskName: diskName,
 			LogicalBlockSize: bd.LogicalBlockSize, PhysicalBlockSize: bd.PhysicalBlockSize,
 			Rotational: bd.Rotational, Scheduler: bd.Scheduler, SizeBytes: partLength * 512, MaxSectorsKB: bd.MaxSectorsKB, MaxSegments: bd.MaxSegments,

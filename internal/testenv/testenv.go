@@ -30,6 +30,15 @@ func CI() bool { return os.Getenv("CI") == "true" }
 func Require(t testing.TB, ok bool, why string) {
 	t.Helper()
 	Integration(t)
+	Need(t, ok, why)
+}
+
+// Need skips (or, in CI, fails) the test when ok is false, and runs it
+// under -short too: for what every Linux machine has (/proc, a tmpfs at
+// /dev/shm, a block device under the temp dir) and a unit test reads
+// without root. Require is Need for an integration test.
+func Need(t testing.TB, ok bool, why string) {
+	t.Helper()
 	if ok {
 		return
 	}
@@ -37,6 +46,21 @@ func Require(t testing.TB, ok bool, why string) {
 		t.Fatalf("CI=true, but %s", why)
 	}
 	t.Skip(why)
+}
+
+// InGuest is the device a guest test named in the environment variable
+// env when it runs this test inside its guest (a disk with poll queues,
+// an NVMe generic device: what this project's hosts lack). Anywhere
+// else the test is not this suite's to run: runner, the guest test,
+// runs it where the device exists (and fails under CI=true when it
+// cannot boot its guest), so it is skipped here, CI or not.
+func InGuest(t testing.TB, env, runner string) string {
+	t.Helper()
+	dev := os.Getenv(env)
+	if dev == "" {
+		t.Skip("run inside the cgroup v2 guest by " + runner + ", which sets " + env)
+	}
+	return dev
 }
 
 // Integration marks a test that does real I/O, starts processes or needs
