@@ -91,17 +91,17 @@ const sleepMark = "sleep:"
 // A test waits for the condition it needs (testenv.WaitFor, Until,
 // Poll), never for a fixed time that a loaded machine overruns. A
 // time.Sleep stays only where time passing is itself the test, with a
-// comment saying so on its line or the line above, starting "sleep:"
-// (docs/testing.md, "The test suite").
+// comment saying so, starting "sleep:", that ends on its line or the
+// line above (docs/testing.md, "The test suite").
 func TestNoFixedSleep(t *testing.T) {
 	testFiles(t, func(rel string, fset *token.FileSet, file *ast.File) {
+		// A comment that starts with the mark justifies a sleep on its
+		// last line or the line after it.
 		justified := map[int]bool{}
 		for _, g := range file.Comments {
-			for _, c := range g.List {
-				if text := strings.TrimSpace(strings.TrimPrefix(c.Text, "//")); strings.HasPrefix(text, sleepMark) {
-					line := fset.Position(c.Pos()).Line
-					justified[line], justified[line+1] = true, true
-				}
+			if text := strings.TrimSpace(strings.TrimPrefix(g.List[0].Text, "//")); strings.HasPrefix(text, sleepMark) {
+				end := fset.Position(g.End()).Line
+				justified[end], justified[end+1] = true, true
 			}
 		}
 		calls(file, func(call *ast.CallExpr, x, sel string) {

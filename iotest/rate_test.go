@@ -211,6 +211,7 @@ var _ = (fs.NodeReader)((*stallDisk)(nil))
 func (d *stallDisk) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	d.once.Do(func() { d.t0 = time.Now() })
 	if phase := time.Since(d.t0) % d.period; phase < d.stall {
+		// sleep: the device's stall is what the test measures.
 		time.Sleep(d.stall - phase)
 	}
 	end := min(off+int64(len(dest)), d.Size)

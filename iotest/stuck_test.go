@@ -85,14 +85,26 @@ func inflight(dev string) string {
 // reads a test gave up on have completed after all.
 func waitIdle(t *testing.T, dev string) {
 	t.Helper()
-	var s string
-	for range 250 {
-		if s = inflight(dev); s == "0 0" {
-			return
+	testenv.WaitFor(t, 5*time.Second, dev+" idle", func() error {
+		if s := inflight(dev); s != "0 0" {
+			return fmt.Errorf("in flight: %s", s)
 		}
-		time.Sleep(20 * time.Millisecond)
+		return nil
+	})
+}
+
+// waitStuck waits until the loop device dev has reads in flight ("N 0":
+// reads N, none written) and the FUSE file holds some: a run on it is
+// stuck. It answers the reads if they never come, so that the run can
+// end.
+func waitStuck(t *testing.T, disk *stuckDisk, dev, reads string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if !testenv.Poll(ctx, func() bool { return inflight(dev) == reads && disk.waiting.Load() > 0 }) {
+		disk.unhold()
+		t.Fatalf("the run never got stuck on %s: %s in flight (want %s), %d reads held", dev, inflight(dev), reads, disk.waiting.Load())
 	}
-	t.Fatalf("%s still has requests in flight after 5 s: %s", dev, s)
 }
 
 // A run cancelled while its device answers nothing returns promptly, with
@@ -117,38 +129,27 @@ func TestCancelOnStuckDevice(t *testing.T) {
 			disk.hold()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			// The device's requests in flight, and the reads it holds, when
-			// the run is cancelled.
-			var stuck string
-			var held int32
-			var cancelled atomic.Int64
-			time.AfterFunc(300*time.Millisecond, func() {
-				stuck, held = inflight(dev), disk.waiting.Load()
-				cancelled.Store(time.Now().UnixNano())
-				cancel()
-			})
 			errc := make(chan error, 1)
 			go func() {
 				_, err := Run(ctx, tg, p, Options{Runtime: 10 * time.Second, Seed: 1, Engine: c.engine})
 				errc <- err
 			}()
+			// Cancelled once every read of its queue is in flight and held.
+			waitStuck(t, disk, dev, fmt.Sprint(p.QueueDepth, " 0"))
+			cancelled := time.Now()
+			cancel()
 			var err error
 			select {
 			case err = <-errc:
 			case <-time.After(5 * time.Second):
 				// Fail rather than hang: answering the reads lets Run end.
 				disk.unhold()
-				t.Fatalf("Run still running 5 s after it started (cancelled after 0.3 s); returned %v once the device answered", <-errc)
+				t.Fatalf("Run still running 5 s after the cancellation; returned %v once the device answered", <-errc)
 			}
-			returned := time.Now()
 			if !errors.Is(err, context.Canceled) {
 				t.Errorf("Run returned %v, want context.Canceled", err)
 			}
-			if at := cancelled.Load(); at == 0 {
-				t.Errorf("Run returned before the cancellation")
-			} else if want := fmt.Sprint(p.QueueDepth, " 0"); stuck != want || held == 0 {
-				t.Errorf("when cancelled: %s in flight (want %s), %d reads held: the device was not stuck", stuck, want, held)
-			} else if d := returned.Sub(time.Unix(0, at)); d > time.Second {
+			if d := time.Since(cancelled); d > time.Second {
 				t.Errorf("Run returned %v after the cancellation, want within 1 s", d)
 			} else {
 				t.Logf("returned %v after the cancellation", d.Round(time.Millisecond))
@@ -174,7 +175,7 @@ func TestCancelOnStuckDevice(t *testing.T) {
 			clk: newTestClock(0, nanotime()+int64(time.Hour)), stop: &stop, ready: func() {}, start: started}
 		errc := make(chan error, 1)
 		go func() { errc <- w.runUring() }()
-		time.Sleep(200 * time.Millisecond)
+		waitStuck(t, disk, dev, fmt.Sprint(p.QueueDepth, " 0"))
 		stop.Store(true)
 		stopped := time.Now()
 		select {

@@ -123,11 +123,11 @@ func TestMySQLServer(t *testing.T) {
 	t.Run("restart resets the counters", func(t *testing.T) {
 		// An uptime of at least 2 s, so that the restarted server's is
 		// smaller whatever second the readings fall in.
-		before := mysqlStatus(t, m)
-		for deadline := time.Now().Add(5 * time.Second); before.UptimeS < 2 && time.Now().Before(deadline); {
-			time.Sleep(200 * time.Millisecond)
+		var before DBStatus
+		testenv.Until(t, 5*time.Second, "an uptime of 2 s", func() bool {
 			before = mysqlStatus(t, m)
-		}
+			return before.UptimeS >= 2
+		})
 		srv.Restart(t)
 		// The same MySQL connects again on its own.
 		after := mysqlStatus(t, m)

@@ -305,6 +305,7 @@ func TestTimedRead(t *testing.T) {
 	at, width, err := o.timed(0, func() error {
 		calls++
 		if calls == 1 {
+			// sleep: a read that loses time, which timed measures.
 			time.Sleep(20 * time.Millisecond)
 		}
 		return nil
@@ -315,6 +316,7 @@ func TestTimedRead(t *testing.T) {
 	calls = 0
 	_, _, err = o.timed(0, func() error {
 		calls++
+		// sleep: a slow read, which would be made again if it had not failed.
 		time.Sleep(5 * time.Millisecond)
 		return errors.New("gone")
 	})
@@ -322,7 +324,11 @@ func TestTimedRead(t *testing.T) {
 		t.Errorf("a failing read: %d calls, %v", calls, err)
 	}
 	calls = 0
-	_, width, _ = o.timed(0, func() error { calls++; time.Sleep(3 * time.Millisecond); return nil })
+	_, width, _ = o.timed(0, func() error {
+		calls++
+		time.Sleep(3 * time.Millisecond) // sleep: every read slow, as timed measures it
+		return nil
+	})
 	if calls != readTries || width < 3*time.Millisecond {
 		t.Errorf("reads always slow: %d calls, window %v; want %d and the narrowest", calls, width, readTries)
 	}

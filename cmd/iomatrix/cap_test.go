@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -247,14 +248,8 @@ func TestCapSignalsLeaveNoCgroup(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for len(leftovers(c, cmd.Process.Pid)) == 0 && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-		}
-		if len(leftovers(c, cmd.Process.Pid)) == 0 {
-			t.Fatalf("%v: the sweep never created its cgroup", sig)
-		}
-		time.Sleep(700 * time.Millisecond)
+		// Signalled while it measures under its cap.
+		waitCappedIO(t, c, cmd.Process.Pid)
 		cmd.Process.Signal(sig)
 		_ = cmd.Wait() // the exit status is read from ProcessState
 		left := leftovers(c, cmd.Process.Pid)
@@ -272,20 +267,7 @@ func TestCapSignalsLeaveNoCgroup(t *testing.T) {
 		}
 		// The killed sweep's child is still in the cgroup until it notices
 		// its parent is gone; cleanup waits for an empty group.
-		deadline = time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
-			r := runIomatrix(t, iomatrixCmd(t, "cap", "cleanup"))
-			if r.code != 0 {
-				t.Fatalf("cap cleanup: %d %s", r.code, r.stderr)
-			}
-			if len(leftovers(c, cmd.Process.Pid)) == 0 {
-				break
-			}
-			time.Sleep(300 * time.Millisecond)
-		}
-		if l := leftovers(c, cmd.Process.Pid); len(l) > 0 {
-			t.Errorf("cap cleanup left %v", l)
-		}
+		cleanedUp(t, c, cmd.Process.Pid)
 	}
 }
 
@@ -400,10 +382,9 @@ func TestThrottlePID(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.HasPrefix(cgroupOf(), "/"+cgroup.Parent+"/") && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	testenv.Poll(ctx, func() bool { return strings.HasPrefix(cgroupOf(), "/"+cgroup.Parent+"/") })
 	capped := cgroupOf()
 	cmd.Process.Signal(syscall.SIGINT)
 	_ = cmd.Wait() // the exit status is read from ProcessState
@@ -610,14 +591,7 @@ func TestThrottleReportsLeftoverProcesses(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stderr, "still capped") {
 		t.Errorf("exit %d, want 0 with a warning that a process is still capped: %s", r.code, r.stderr)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(leftovers(c, cmd.Process.Pid)) > 0 && time.Now().Before(deadline) {
-		time.Sleep(300 * time.Millisecond)
-		runIomatrix(t, iomatrixCmd(t, "cap", "cleanup"))
-	}
-	if l := leftovers(c, cmd.Process.Pid); len(l) > 0 {
-		t.Errorf("cap cleanup left %v", l)
-	}
+	cleanedUp(t, c, cmd.Process.Pid)
 }
 
 // --cgroup measures under the limit in force. On v1 that is the cgroup's

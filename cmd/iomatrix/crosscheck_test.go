@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -365,14 +366,21 @@ func TestCrosscheckInterruptStopsFio(t *testing.T) {
 	testenv.Must(t, cmd.Start())
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }() // the exit status is read from ProcessState
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(beat); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			t.Fatalf("fio never started: %s", errb.String())
-		}
+	// The fake fio writes its process group, then starts its job.
+	pgid := 0
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if !testenv.Poll(ctx, func() bool {
+		b, _ := os.ReadFile(beat + ".pgid")
+		pgid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		_, err := os.Stat(beat)
+		return pgid > 1 && err == nil
+	}) {
+		_ = cmd.Process.Kill()
+		t.Fatalf("fio never started: %s", errb.String())
+	}
+	if live := liveInGroup(pgid); len(live) < 2 {
+		t.Errorf("fio's process group %d: %v running, want fio and its job", pgid, live)
 	}
 	_ = cmd.Process.Signal(syscall.SIGINT)
 	select {
@@ -384,15 +392,12 @@ func TestCrosscheckInterruptStopsFio(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); code != 130 {
 		t.Errorf("exit %d after SIGINT, want 130; stderr %q", code, errb.String())
 	}
-	before, _ := os.ReadFile(beat)
-	time.Sleep(300 * time.Millisecond)
-	if after, _ := os.ReadFile(beat); !bytes.Equal(before, after) {
-		if pgid, err := os.ReadFile(beat + ".pgid"); err == nil {
-			if n, err := strconv.Atoi(strings.TrimSpace(string(pgid))); err == nil && n > 1 {
-				_ = syscall.Kill(-n, syscall.SIGKILL)
-			}
-		}
-		t.Error("fio's job process outlived crosscheck")
+	// Killed processes take a moment to exit: fio's group must empty.
+	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if !testenv.Poll(ctx, func() bool { return len(liveInGroup(pgid)) == 0 }) {
+		t.Errorf("fio's job processes %v outlived crosscheck", liveInGroup(pgid))
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}
 }
 

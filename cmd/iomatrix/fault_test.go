@@ -172,7 +172,7 @@ func TestTargetVanishes(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(500 * time.Millisecond)
+		waitMeasuring(t, cmd.Process.Pid, target)
 		if how == "truncate" {
 			testenv.Must(t, os.Truncate(target, 0))
 		} else {
@@ -221,27 +221,34 @@ func TestFaultsCappedAsUncapped(t *testing.T) {
 	type fault struct {
 		name string
 		// setup prepares one run: the arguments, and what to do while it
-		// runs (nil: nothing).
-		setup  func(t *testing.T) (args []string, during func())
+		// runs, given its process id and whether it is capped (nil:
+		// nothing).
+		setup  func(t *testing.T) (args []string, during func(pid int, capped bool))
 		offset bool // the failed offset depends on timing
 	}
 	faults := []fault{
-		{name: "EIO", setup: func(t *testing.T) ([]string, func()) {
+		{name: "EIO", setup: func(t *testing.T) ([]string, func(int, bool)) {
 			dev := flakyDevice(t, 64<<20, 32<<20)
 			return append([]string{"run", dev, "--rw", "randread", "--qd", "1", "--seed", "7"}, timing...), nil
 		}},
-		{name: "ENOSPC", setup: func(t *testing.T) ([]string, func()) {
+		{name: "ENOSPC", setup: func(t *testing.T) ([]string, func(int, bool)) {
 			dev := fullDevice(t)
 			return []string{"run", dev, "--rw", "randwrite", "--qd", "1", "--seed", "7", "--allow-destructive", "--runtime", "20s", "--ramp", "250ms"}, nil
 		}},
-		{name: "truncated target", offset: true, setup: func(t *testing.T) ([]string, func()) {
+		{name: "truncated target", offset: true, setup: func(t *testing.T) ([]string, func(int, bool)) {
 			target := laidOut("trunc.dat")
-			return append([]string{"run", target, "--rw", "randread", "--qd", "1"}, timing...), func() {
-				time.Sleep(800 * time.Millisecond)
+			return append([]string{"run", target, "--rw", "randread", "--qd", "1"}, timing...), func(pid int, capped bool) {
+				// Once it measures: under a cap, its child reads in the
+				// cgroup.
+				if capped {
+					waitCappedIO(t, c, pid)
+				} else {
+					waitMeasuring(t, pid, target)
+				}
 				testenv.Must(t, os.Truncate(target, 0))
 			}
 		}},
-		{name: "read-only results directory", setup: func(t *testing.T) ([]string, func()) {
+		{name: "read-only results directory", setup: func(t *testing.T) ([]string, func(int, bool)) {
 			target := laidOut("ro.dat")
 			resdir := filepath.Join(dir, "results")
 			testenv.Must(t, os.MkdirAll(resdir, 0o755))
@@ -250,7 +257,7 @@ func TestFaultsCappedAsUncapped(t *testing.T) {
 			}
 			t.Cleanup(func() { testenv.Must(t, unix.Unmount(resdir, unix.MNT_DETACH)) })
 			args := []string{"sweep", target, "--profile", "quick", "--ramp", "250ms", "--runtime", "200ms", "--out", filepath.Join(resdir, "r.json")}
-			return args, func() {
+			return args, func(int, bool) {
 				waitForResults(t, filepath.Join(resdir, "r.json"), 1)
 				testenv.Must(t, unix.Mount("", resdir, "", unix.MS_REMOUNT|unix.MS_RDONLY, ""))
 			}
@@ -275,7 +282,7 @@ func TestFaultsCappedAsUncapped(t *testing.T) {
 					t.Fatal(err)
 				}
 				if during != nil {
-					during()
+					during(cmd.Process.Pid, capped)
 				}
 				_ = cmd.Wait() // the exit status is read from ProcessState
 				runs[i] = cmdResult{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}

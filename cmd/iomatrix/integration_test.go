@@ -182,7 +182,8 @@ func TestInterruptExits130(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(700 * time.Millisecond)
+	// Interrupted while it measures.
+	waitMeasuring(t, cmd.Process.Pid, target)
 	cmd.Process.Signal(syscall.SIGINT)
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }() // the exit status is read from ProcessState

@@ -221,7 +221,8 @@ func TestK8sRunInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(testCtx(t))
 	defer cancel()
 	go func() {
-		for ctx.Err() == nil {
+		// Interrupted once both pods run their sweep.
+		if testenv.Poll(ctx, func() bool {
 			pods, _ := cluster.Fake.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
 			running := 0
 			for _, p := range pods.Items {
@@ -229,11 +230,9 @@ func TestK8sRunInterrupted(t *testing.T) {
 					running++
 				}
 			}
-			if running == 2 {
-				cancel()
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
+			return running == 2
+		}) {
+			cancel()
 		}
 	}()
 	args := []string{"k8s", "run", "--name", "iomatrix-int", "--nodes", "all", "--host-path", "/srv/bench", "--out-dir", t.TempDir(),

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,17 +71,13 @@ func runIomatrix(t *testing.T, cmd *exec.Cmd) cmdResult {
 // start, lay out 64 MiB and save its first document).
 func waitForResults(t *testing.T, path string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	testenv.WaitFor(t, time.Minute, fmt.Sprintf("%s holding %d results", path, n), func() error {
 		d, err := results.ReadDocumentFile(path)
-		if err == nil && len(d.Results) >= n {
-			return
+		if err == nil && len(d.Results) < n {
+			err = fmt.Errorf("%d results", len(d.Results))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: no %d results after a minute: %v", path, n, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err
+	})
 }
 
 func runInProcess(args ...string) cmdResult {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"os"
@@ -32,13 +33,12 @@ func blkioGroup(t *testing.T, name string) string {
 	dir := filepath.Join(base, fmt.Sprintf("iomatrix-test-%s-%d", name, os.Getpid()))
 	testenv.Must(t, os.Mkdir(dir, 0o755))
 	t.Cleanup(func() {
-		for i := 0; i < 100; i++ {
-			if err := os.Remove(dir); err == nil || os.IsNotExist(err) {
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
+		// Removed once the last process in it has exited.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if !testenv.Poll(ctx, func() bool { err := os.Remove(dir); return err == nil || os.IsNotExist(err) }) {
+			t.Errorf("cgroup %s left behind", dir)
 		}
-		t.Errorf("cgroup %s left behind", dir)
 	})
 	return dir
 }
@@ -67,18 +67,72 @@ func iomatrixCmdEnv(t *testing.T, env []string, args ...string) *exec.Cmd {
 }
 
 // startObserve starts iomatrix observe; wait waits for it to end well,
-// failing the test with its stderr otherwise.
-func startObserve(t *testing.T, args ...string) (wait func()) {
+// failing the test with its stderr otherwise; interrupt ends it first, as
+// Ctrl-C does.
+func startObserve(t *testing.T, args ...string) (wait, interrupt func()) {
 	t.Helper()
 	obs := iomatrixCmd(t, append([]string{"observe"}, args...)...)
 	var stderr strings.Builder
 	obs.Stderr = &stderr
 	testenv.Must(t, obs.Start())
-	return func() {
+	wait = func() {
 		t.Helper()
 		if err := obs.Wait(); err != nil {
 			t.Fatalf("observe: %v\n%s", err, stderr.String())
 		}
+	}
+	return wait, func() {
+		t.Helper()
+		testenv.Must(t, obs.Process.Signal(syscall.SIGINT))
+		wait()
+	}
+}
+
+// waitBaseline waits for observe's first save of out, made once its
+// baseline is read: I/O from then on falls in the observation.
+func waitBaseline(t *testing.T, out string) {
+	t.Helper()
+	testenv.Until(t, 30*time.Second, "observe's first save of "+out, func() bool {
+		fi, err := os.Stat(out)
+		return err == nil && fi.Size() > 0
+	})
+}
+
+// waitObserved waits until observe's last save of out shows what cond
+// looks for (observe runs with --save-every its --interval, so that each
+// sample is saved).
+func waitObserved(t *testing.T, out, what string, cond func(*results.Observation) bool) {
+	t.Helper()
+	testenv.Until(t, 30*time.Second, what+" in "+out, func() bool {
+		doc, err := results.ReadObservationFile(out)
+		return err == nil && cond(doc)
+	})
+}
+
+// saveID tells observe's saves of a file apart: each renames a file
+// written afresh over it.
+func saveID(path string) [2]int64 {
+	var st unix.Stat_t
+	if unix.Stat(path, &st) != nil {
+		return [2]int64{}
+	}
+	return [2]int64{int64(st.Ino), st.Mtim.Nano()}
+}
+
+// waitSaves waits for observe's next n saves of out: with a save after
+// each sample and n = 2, the file holds a sample taken after the call.
+func waitSaves(t *testing.T, out string, n int) {
+	t.Helper()
+	last := saveID(out)
+	for range n {
+		testenv.Until(t, 30*time.Second, "observe saving "+out+" again", func() bool {
+			id := saveID(out)
+			if id == last || id == [2]int64{} {
+				return false
+			}
+			last = id
+			return true
+		})
 	}
 }
 
@@ -148,32 +202,35 @@ func TestObserveCappedLoads(t *testing.T) {
 	testenv.Must(t, os.WriteFile(filepath.Join(reader, "blkio.throttle.read_iops_device"), []byte(bd.String()+" 2000"), 0))
 	testenv.Must(t, os.WriteFile(filepath.Join(writer, "blkio.throttle.write_iops_device"), []byte(bd.String()+" 700"), 0))
 	dir := t.TempDir()
+	// The loads run until the observation is over: they are interrupted
+	// then, which they must still be running to answer with 130.
 	loads := []*exec.Cmd{
-		inCgroup(t, reader, "", "run", busy, "--rw", "randread", "--bs", "4k", "--qd", "8", "--runtime", "7s", "--ramp", "0", "-o", filepath.Join(dir, "r.json"), "--format", "json"),
-		inCgroup(t, writer, "", "run", busy, "--rw", "randwrite", "--bs", "4k", "--qd", "8", "--runtime", "7s", "--ramp", "0", "--allow-destructive", "-o", filepath.Join(dir, "w.json"), "--format", "json"),
+		inCgroup(t, reader, "", "run", busy, "--rw", "randread", "--bs", "4k", "--qd", "8", "--runtime", "10m", "--ramp", "0"),
+		inCgroup(t, writer, "", "run", busy, "--rw", "randwrite", "--bs", "4k", "--qd", "8", "--runtime", "10m", "--ramp", "0", "--allow-destructive"),
 	}
 	for _, c := range loads {
 		testenv.Must(t, c.Start())
+		t.Cleanup(func() { _ = c.Process.Kill() }) // a test that fails early leaves no load behind
 	}
-	defer func() {
-		for _, c := range loads {
-			if err := c.Wait(); err != nil {
-				t.Errorf("%v: %v", c.Args, err)
-			}
-		}
-	}()
 	// Both under way: their cgroups count.
 	waitCounting(t, reader, "Read")
 	waitCounting(t, writer, "Write")
 
 	before := diskstatsOf(t, id)
 	out := filepath.Join(dir, "obs.json")
-	wait := startObserve(t, busy, idle, "--cgroup", reader+"=reader", "--cgroup", writer+"=writer", "--cgroup", prober+"=prober",
+	wait, _ := startObserve(t, busy, idle, "--cgroup", reader+"=reader", "--cgroup", writer+"=writer", "--cgroup", prober+"=prober",
 		"--interval", "250ms", "--duration", "4s", "--v1-enable-counters", "-o", out, "-q")
-	time.Sleep(time.Second)
+	waitBaseline(t, out)
 	readIn(t, prober, idle, 1000)
 	wait()
 	after := diskstatsOf(t, id)
+	for _, c := range loads {
+		testenv.Must(t, c.Process.Signal(syscall.SIGINT))
+		_ = c.Wait() // the exit status is read from ProcessState
+		if code := c.ProcessState.ExitCode(); code != 130 {
+			t.Errorf("%v: exit %d when interrupted after the observation, want 130: it did not load the device throughout", c.Args, code)
+		}
+	}
 	doc := readObservation(t, out)
 
 	for _, c := range []struct {
@@ -221,15 +278,15 @@ func TestObserveCappedLoads(t *testing.T) {
 // waitCounting waits until a v1 cgroup has counted I/O in direction op.
 func waitCounting(t *testing.T, dir, op string) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	testenv.Until(t, 20*time.Second, dir+": "+op+" counted", func() bool {
 		data, _ := os.ReadFile(filepath.Join(dir, "blkio.throttle.io_serviced"))
 		for _, line := range strings.Split(string(data), "\n") {
 			if f := strings.Fields(line); len(f) == 3 && f[1] == op && f[2] != "0" {
-				return
+				return true
 			}
 		}
-	}
-	t.Fatalf("%s: no %s counted after 20 s", dir, op)
+		return false
+	})
 }
 
 // A cgroup removed and a device added and removed while observing: the
@@ -246,36 +303,66 @@ func TestObserveSourcesComeAndGo(t *testing.T) {
 	short := blkioGroup(t, "short")
 	dir := t.TempDir()
 	out := filepath.Join(dir, "obs.json")
-	wait := startObserve(t, "--all-devices", "--v1-enable-counters", "--cgroup", short+"=short", "--interval", "100ms", "--duration", "4s", "-o", out, "-q")
-	time.Sleep(500 * time.Millisecond)
+	// Each step waits for observe to have seen the last (every sample is
+	// saved), and the observation ends once it has seen them all.
+	_, interrupt := startObserve(t, "--all-devices", "--v1-enable-counters", "--cgroup", short+"=short",
+		"--interval", "100ms", "--save-every", "100ms", "-o", out, "-q")
+	waitBaseline(t, out)
+	events := func(doc *results.Observation, source string) []string {
+		var kinds []string
+		for _, e := range doc.Events {
+			if e.Source == source {
+				kinds = append(kinds, e.Kind)
+			}
+		}
+		return kinds
+	}
 
-	// The short-lived system reads, ends, and its cgroup is removed.
+	// The short-lived system reads, ends, and its cgroup is removed once
+	// its reads are counted.
 	readIn(t, short, disk, 200)
-	time.Sleep(300 * time.Millisecond)
+	waitObserved(t, out, "short's 200 reads", func(doc *results.Observation) bool {
+		for _, s := range doc.Systems {
+			if s.Name == "short" {
+				return s.PerDevice[filepath.Base(disk)].ReadIOs >= 200
+			}
+		}
+		return false
+	})
 	testenv.Must(t, os.Remove(short))
 
 	// A loop device is created, read, detached and deleted.
 	ln := newLoopNumber(t)
 	loop := ln.path()
-	time.Sleep(300 * time.Millisecond)
+	name := filepath.Base(loop)
+	waitObserved(t, out, name+" appearing", func(doc *results.Observation) bool { return slices.Contains(events(doc, name), results.EventAppeared) })
 	if b, err := exec.Command("losetup", "--direct-io=on", loop, backing).CombinedOutput(); err != nil {
 		t.Fatalf("losetup: %v: %s", err, b)
 	}
 	if b, err := exec.Command("dd", "if="+loop, "of=/dev/null", "bs=4k", "count=300", "iflag=direct").CombinedOutput(); err != nil {
 		t.Fatalf("dd: %v: %s", err, b)
 	}
-	time.Sleep(300 * time.Millisecond)
+	waitObserved(t, out, name+"'s 300 reads", func(doc *results.Observation) bool {
+		for _, d := range doc.Devices {
+			if d.Name == name {
+				return d.Totals["rios"] >= 300
+			}
+		}
+		return false
+	})
 	if b, err := exec.Command("losetup", "-d", loop).CombinedOutput(); err != nil {
 		t.Fatalf("losetup -d: %v: %s", err, b)
 	}
 	testenv.Must(t, ln.remove())
-	wait()
+	waitObserved(t, out, name+" and short gone", func(doc *results.Observation) bool {
+		return slices.Contains(events(doc, name), results.EventGone) && slices.Contains(events(doc, "short"), results.EventGone)
+	})
+	interrupt()
 	doc := readObservation(t, out)
 	kinds := map[string][]string{}
 	for _, e := range doc.Events {
 		kinds[e.Source] = append(kinds[e.Source], e.Kind)
 	}
-	name := filepath.Base(loop)
 	t.Logf("events: %v", kinds)
 	// Its reads of the RAM disk are dd's; every real disk is observed, so
 	// loading dd itself may read /tmp's disk too.
@@ -312,14 +399,9 @@ func TestObserveSignals(t *testing.T) {
 			var stdout, stderr strings.Builder
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			testenv.Must(t, cmd.Start())
-			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-				if doc, err := results.ReadObservationFile(out); err == nil && len(doc.Devices) > 0 && doc.Devices[0].Seconds.Len() >= 5 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("no document with 5 intervals after 30 s: %s", stderr.String())
-				}
-			}
+			waitObserved(t, out, "a document of 5 intervals", func(doc *results.Observation) bool {
+				return len(doc.Devices) > 0 && doc.Devices[0].Seconds.Len() >= 5
+			})
 			testenv.Must(t, cmd.Process.Signal(sig))
 			err := cmd.Wait()
 			doc := readObservation(t, out)
@@ -405,8 +487,8 @@ func TestObserveReadOnlyCgroupfs(t *testing.T) {
 	testenv.Must(t, err)
 	testenv.Must(t, observe.EnableV1Counters(ctrl, devNumOf(t, disk), os.Getpid()))
 	out := filepath.Join(t.TempDir(), "obs.json")
-	wait := startObserve(t, disk, "--cgroupfs", ro, "--cgroup", "/"+filepath.Base(g)+"=sys", "--interval", "100ms", "--duration", "2s", "-o", out, "-q")
-	time.Sleep(500 * time.Millisecond)
+	wait, _ := startObserve(t, disk, "--cgroupfs", ro, "--cgroup", "/"+filepath.Base(g)+"=sys", "--interval", "100ms", "--duration", "2s", "-o", out, "-q")
+	waitBaseline(t, out)
 	readIn(t, g, disk, 100)
 	wait()
 	if s := systemOf(t, readObservation(t, out), "sys"); s.IO.Totals["rios"] != 100 {
@@ -459,13 +541,12 @@ func (l *loopNumber) ioctl(req uintptr) error {
 
 // remove deletes the device, waiting for a detach to let go of it.
 func (l *loopNumber) remove() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
 	var err error
-	for i := 0; i < 50; i++ {
-		if err = l.ioctl(unix.LOOP_CTL_REMOVE); err == nil {
-			l.removed = true
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond)
+	if testenv.Poll(ctx, func() bool { err = l.ioctl(unix.LOOP_CTL_REMOVE); return err == nil }) {
+		l.removed = true
+		return nil
 	}
 	return fmt.Errorf("remove loop%d: %w", l.n, err)
 }
@@ -500,8 +581,8 @@ func TestObserveV1UncountedDevice(t *testing.T) {
 			if enable {
 				args = append(args, "--v1-enable-counters")
 			}
-			wait := startObserve(t, args...)
-			time.Sleep(400 * time.Millisecond)
+			wait, _ := startObserve(t, args...)
+			waitBaseline(t, out)
 			readIn(t, g, loop, 100)
 			wait()
 			doc := readObservation(t, out)
@@ -533,7 +614,7 @@ func TestObserveMySQL(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "obs.json")
 	obs := iomatrixCmd(t, "observe", "--cgroup", g+"=erp", "--mysql", "erp=env:ERP_DSN", "--v1-enable-counters",
-		"--interval", "200ms", "--duration", "6s", "-o", out, "--workload", filepath.Join(dir, "systems.yaml"))
+		"--interval", "200ms", "--save-every", "200ms", "--duration", "6s", "-o", out, "--workload", filepath.Join(dir, "systems.yaml"))
 	obs.Env = append(obs.Env, "ERP_DSN="+srv.DSN())
 	var stdout, stderr strings.Builder
 	obs.Stdout, obs.Stderr = &stdout, &stderr
@@ -543,11 +624,13 @@ func TestObserveMySQL(t *testing.T) {
 			srv.Exec(t, "INSERT INTO obs.t (v) VALUES (REPEAT('x', 200))")
 		}
 	}
-	time.Sleep(500 * time.Millisecond)
+	waitBaseline(t, out)
 	load(100)
-	// Up for 2 s at least: a restart is told by an uptime shorter than
-	// the last one plus the time since, to the second.
-	time.Sleep(2 * time.Second)
+	// Up for 2 s at least, and read so by observe: a restart is told by
+	// an uptime shorter than the last one plus the time since, to the
+	// second.
+	testenv.Until(t, 30*time.Second, "MariaDB up for 2 s", func() bool { return srv.Uptime(t) >= 2*time.Second })
+	waitSaves(t, out, 2)
 	srv.Restart(t)
 	srv.Exec(t, "SET GLOBAL innodb_max_dirty_pages_pct = 0")
 	load(100)

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -66,6 +65,8 @@ func TestSignalsAtRandomMoments(t *testing.T) {
 				case <-time.After(30 * time.Second):
 					t.Fatalf("trial %d: no output from iomatrix after 30s", trial)
 				}
+				// sleep: a random moment of the command's work is the test:
+				// a signal must be safe at any of them.
 				time.Sleep(time.Duration(rng.IntN(1000)) * time.Millisecond)
 				cmd.Process.Signal(sig)
 				_ = cmd.Wait() // the exit status is read from ProcessState
@@ -127,46 +128,19 @@ func TestSIGKILLTakesTheCappedChild(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	procs := func() []string {
-		var all []string
-		for _, g := range leftovers(c, cmd.Process.Pid) {
-			b, _ := os.ReadFile(filepath.Join(g, "cgroup.procs"))
-			all = append(all, strings.Fields(string(b))...)
-		}
-		return all
-	}
 	// Killed while it waits for its pattern, a child reads the end of its
 	// requests and ends by itself: the kill must come while it measures,
 	// once its cgroup has counted reads.
-	reading := func() bool {
-		for _, g := range leftovers(c, cmd.Process.Pid) {
-			for _, f := range []string{"blkio.throttle.io_serviced", "io.stat"} {
-				b, _ := os.ReadFile(filepath.Join(g, f))
-				for _, l := range strings.Split(string(b), "\n") {
-					if fs := strings.Fields(l); len(fs) == 3 && fs[1] == "Read" && fs[2] != "0" || strings.Contains(l, "rios=") && !strings.Contains(l, "rios=0 ") {
-						return true
-					}
-				}
-			}
-		}
-		return false
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for len(procs()) == 0 || !reading() {
-		if time.Now().After(deadline) {
-			t.Fatal("the capped child never read in its cgroup")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitCappedIO(t, c, cmd.Process.Pid)
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	killed := time.Now()
-	for len(procs()) > 0 {
-		if time.Since(killed) > 5*time.Second {
-			t.Fatalf("the capped child %v still runs 5s after its parent was killed", procs())
+	testenv.WaitFor(t, 5*time.Second, "the capped child gone after its parent was killed", func() error {
+		if procs := cgroupProcs(c, cmd.Process.Pid); len(procs) > 0 {
+			return fmt.Errorf("%v still run", procs)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	t.Logf("the child was gone %v after its parent", time.Since(killed).Round(time.Millisecond))
 	if r := runIomatrix(t, iomatrixCmd(t, "cap", "cleanup")); r.code != 0 {
 		t.Fatalf("cap cleanup: exit %d: %s", r.code, r.stderr)

@@ -289,6 +289,20 @@ func (s *MariaDBServer) Exec(t testing.TB, query string, args ...any) {
 	}
 }
 
+// Uptime is the server's own uptime, to the second (its Uptime status),
+// failing the test on an error.
+func (s *MariaDBServer) Uptime(t testing.TB) time.Duration {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var name string
+	var seconds int64
+	if err := s.db.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Uptime'").Scan(&name, &seconds); err != nil {
+		t.Fatalf("MariaDB: uptime: %v", err)
+	}
+	return time.Duration(seconds) * time.Second
+}
+
 // SysbenchOptions shapes a sysbench load. The zero value is sysbench's
 // oltp_read_write over 4 tables of 100000 rows (about 100 MB with their
 // indexes: more than the default buffer pool, so the load reads from the
