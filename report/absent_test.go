@@ -2,6 +2,8 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -224,5 +226,164 @@ func TestFleetNoIOLatency(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// report --format json --metric M writes M's matrices: a cell without
+// I/O has no latency there either, null as a cell not measured, and the
+// golden file pins the shape.
+func TestMatrixJSONNoIOIsNull(t *testing.T) {
+	empty, missing, names := withoutIO(t)
+	for _, m := range Metrics {
+		got, want := render(t, writeMatrixJSON, empty, Options{Metric: m}), render(t, writeMatrixJSON, missing, Options{Metric: m})
+		if m.LowerIsBetter() && !bytes.Equal(got, want) {
+			t.Errorf("json %s: cells without I/O differ from cells not measured:\n%s\nwant\n%s", m, got, want)
+		}
+		var mj MatrixJSON
+		if err := json.Unmarshal(got, &mj); err != nil || mj.Metric != string(m) || len(mj.Tables) == 0 {
+			t.Fatalf("json %s: %v, %+v", m, err, mj)
+		}
+		seen := map[string]bool{}
+		for _, tb := range mj.Tables {
+			for _, row := range tb.Cells {
+				for _, c := range row {
+					if c != nil {
+						seen[c.Name] = true
+					}
+				}
+			}
+		}
+		for _, n := range names {
+			if seen[n] == m.LowerIsBetter() {
+				t.Errorf("json %s: cell %s present %v", m, n, seen[n])
+			}
+		}
+	}
+	golden(t, "total-lat-p99.json", render(t, writeMatrixJSON, empty, Options{Metric: LatP99}))
+}
+
+// Without --metric, JSON is the results document, every figure of every
+// result; with it, the metric's matrices.
+func TestRenderJSONMetric(t *testing.T) {
+	path := filepath.Join("testdata", "total-lat.json")
+	for _, c := range []struct {
+		given bool
+		want  string
+	}{{false, `"schema_version"`}, {true, `"tables"`}} {
+		var b bytes.Buffer
+		r := Request{Path: path, Format: "json", Metric: "lat-p99", Given: func(o string) bool { return c.given && o == "metric" }}
+		if err := Render(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), c.want) {
+			t.Errorf("--metric given %v: no %s in\n%.300s", c.given, c.want, b.String())
+		}
+	}
+}
+
+// compare on a latency metric where one run's cell did no I/O: no figure
+// of it in JSON (null, and no ratio) or CSV (empty), never 0 µs or a
+// change of -100 %; the text shows no change for it.
+func TestCompareNoIOIsAbsent(t *testing.T) {
+	base, cur := loadFixture(t, "total-lat"), loadFixture(t, "total-lat")
+	for i := range base.Results {
+		if r := &base.Results[i]; r.Name == "rand-4k-r70-qd8" {
+			noIO(r, true)
+		}
+	}
+	for i := range cur.Results {
+		if r := &cur.Results[i]; r.Name == "rand-4k-r100-qd8" {
+			noIO(r, true)
+		}
+	}
+	c := Compare(base, cur, "base.json", "new.json", LatP99)
+	var b bytes.Buffer
+	if err := WriteComparison(&b, c, "json"); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Cells []struct {
+			Name             string
+			Base, New, Ratio *float64
+		}
+	}
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range doc.Cells {
+		baseless, newless := d.Name == "rand-4k-r70-qd8", d.Name == "rand-4k-r100-qd8"
+		if (d.Base == nil) != baseless || (d.New == nil) != newless || (d.Ratio == nil) != (baseless || newless) {
+			t.Errorf("json %s: base %v, new %v, ratio %v", d.Name, d.Base, d.New, d.Ratio)
+		}
+	}
+	b.Reset()
+	if err := WriteComparison(&b, c, "csv"); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(b.String(), "\n") {
+		f := strings.Split(line, ",")
+		switch f[0] {
+		case "rand-4k-r70-qd8":
+			if f[1] != "" || f[2] == "" || f[3] != "" || f[4] != "" {
+				t.Errorf("csv, base without I/O: %s", line)
+			}
+		case "rand-4k-r100-qd8":
+			if f[1] == "" || f[2] != "" || f[3] != "" || f[4] != "" {
+				t.Errorf("csv, new without I/O: %s", line)
+			}
+		}
+	}
+	golden(t, "compare-noio.csv", b.Bytes())
+	b.Reset()
+	if err := WriteComparison(&b, c, "text"); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "-100.0 %") {
+		t.Errorf("text shows a change of -100 %%:\n%s", b.String())
+	}
+}
+
+// isolate's writers: a phase whose victim completed no I/O has no
+// latency, "—" in the text and the page, never 0 µs; nor has the
+// report a p99 inflation resting on it (null in JSON).
+func TestIsolateNoIOLatency(t *testing.T) {
+	victim := func(iops float64, p99us uint64) results.Result {
+		r := results.Result{Name: "rand-4k-r100-qd1", DurationNS: 1e9, Pattern: results.Pattern{BlockSize: 4096},
+			Total: results.Total{IOs: uint64(iops), IOPS: iops}}
+		if iops > 0 {
+			r.Read = results.DirStats{IOs: uint64(iops), LatNS: results.Latency{P50: p99us * 500, P99: p99us * 1000, P999: p99us * 1100, Count: uint64(iops)}}
+		}
+		return r
+	}
+	agg := &results.Result{Name: "rand-16k-r0-qd32", Total: results.Total{IOPS: 40000}}
+	rep := &results.IsolateReport{Target: results.TargetInfo{Path: "/dev/x"}, Engine: "uring", Cap: &results.Cap{ReadIOPS: 500},
+		Phases: []results.IsolatePhase{
+			{Name: "alone", Victim: victim(13000, 200)},
+			{Name: "uncapped", Victim: victim(0, 0), Aggressor: agg},
+			{Name: "capped", Victim: victim(12000, 300), Aggressor: agg},
+			{Name: "alone again", Victim: victim(13000, 200)},
+		}}
+	var text, page bytes.Buffer
+	if err := WriteIsolateText(&text, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(text.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == "uncapped" {
+			if len(f) < 5 || f[2] != "—" || f[3] != "—" || f[4] != "—" {
+				t.Errorf("text: the phase without I/O reads %q, want — for its latencies", line)
+			}
+		}
+	}
+	if err := WriteIsolateHTML(&page, rep); err != nil {
+		t.Fatal(err)
+	}
+	for row, alone := range map[string]string{"victim p50 (µs)": "100", "victim p99 (µs)": "200", "victim p99.9 (µs)": "220"} {
+		if want := "<td>" + row + "</td><td>" + alone + "</td><td>—</td>"; !strings.Contains(page.String(), want) {
+			t.Errorf("html: no %q", want)
+		}
+	}
+	b, err := json.Marshal(rep)
+	if err != nil || !strings.Contains(string(b), `"p99_inflation":null`) {
+		t.Errorf("json: %v, p99_inflation not null: %.200s", err, b)
 	}
 }

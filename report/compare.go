@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -53,6 +54,51 @@ type CellDelta struct {
 	FewIOs    bool `json:"few_ios"`
 	Unsettled bool `json:"unsettled"`
 	flags     Flags
+	// baseAbsent, newAbsent: that run has no figure of the metric (the
+	// latency of a result that completed no I/O, Metric.Absent). Its
+	// value is null in JSON and empty in CSV, and there is no ratio.
+	baseAbsent, newAbsent bool
+}
+
+// MarshalJSON writes an absent figure, and the ratio it leaves out, as
+// null: 0 µs would read as a latency measured.
+func (c CellDelta) MarshalJSON() ([]byte, error) {
+	out := struct {
+		Name      string   `json:"name"`
+		Base      *float64 `json:"base"`
+		New       *float64 `json:"new"`
+		Ratio     *float64 `json:"ratio"`
+		Approx    bool     `json:"approx"`
+		FewIOs    bool     `json:"few_ios"`
+		Unsettled bool     `json:"unsettled"`
+	}{c.Name, &c.Base, &c.New, &c.Ratio, c.Approx, c.FewIOs, c.Unsettled}
+	if c.baseAbsent {
+		out.Base = nil
+	}
+	if c.newAbsent {
+		out.New = nil
+	}
+	if c.baseAbsent || c.newAbsent {
+		out.Ratio = nil
+	}
+	return json.Marshal(out)
+}
+
+// ratioCSV is the cell's ratio and change in CSV: empty where there is
+// no ratio (a base of 0, or a figure absent), never -100 %.
+func (c CellDelta) ratioCSV() (ratio, change string) {
+	if c.Ratio == 0 || c.baseAbsent || c.newAbsent {
+		return "", ""
+	}
+	return ftoa(roundTo(c.Ratio, 4)), ftoa(roundTo(c.Change(), 2))
+}
+
+// valueCSV is a run's figure in CSV: empty where it is absent.
+func valueCSV(v float64, absent bool) string {
+	if absent {
+		return ""
+	}
+	return ftoa(roundTo(v, 2))
 }
 
 // Change is the relative change in percent.
@@ -90,13 +136,13 @@ func Compare(base, cur *results.Document, baseName, newName string, m Metric) *C
 			continue
 		}
 		shared = append(shared, r)
-		d := CellDelta{Name: r.Name}
+		d := CellDelta{Name: r.Name, baseAbsent: m.Absent(*b), newAbsent: m.Absent(r)}
 		var baseFlags, newFlags Flags
 		d.Base, baseFlags = m.Measure(*b)
 		d.New, newFlags = m.Measure(r)
 		d.flags = baseFlags | newFlags
 		d.Approx, d.FewIOs, d.Unsettled = d.flags.Has(FlagApprox), d.flags.Has(FlagFewIOs), d.flags.Has(FlagUnsettled)
-		if d.Base > 0 {
+		if d.Base > 0 && !d.baseAbsent && !d.newAbsent {
 			d.Ratio = d.New / d.Base
 			if d.Ratio > 0 {
 				logSum += math.Log(d.Ratio)
@@ -207,7 +253,7 @@ func (c *Comparison) cellText(cell *Cell) string {
 	}
 	d := c.byName[cell.Result.Name]
 	s := FormatMeasure(c.Metric, cell.Value, d.flags)
-	if d.Base > 0 {
+	if d.Ratio > 0 {
 		s += fmt.Sprintf(" (%+.1f %%)", (cell.Value/d.Base-1)*100)
 	}
 	return s
@@ -260,7 +306,8 @@ func WriteComparison(w io.Writer, c *Comparison, format string) error {
 		cw := csv.NewWriter(w)
 		cw.Write([]string{"name", "base", "new", "ratio", "change_pct", "approx", "few_ios", "unsettled"})
 		for _, d := range c.Cells {
-			cw.Write([]string{d.Name, ftoa(roundTo(d.Base, 2)), ftoa(roundTo(d.New, 2)), ftoa(roundTo(d.Ratio, 4)), ftoa(roundTo(d.Change(), 2)),
+			ratio, change := d.ratioCSV()
+			cw.Write([]string{d.Name, valueCSV(d.Base, d.baseAbsent), valueCSV(d.New, d.newAbsent), ratio, change,
 				strconv.FormatBool(d.Approx), strconv.FormatBool(d.FewIOs), strconv.FormatBool(d.Unsettled)})
 		}
 		for _, d := range c.Loads {

@@ -76,6 +76,10 @@ func Render(w io.Writer, r Request) error {
 	if err != nil {
 		return fault.Input("format", "%w", err)
 	}
+	if format == "json" && r.given("metric") {
+		// The metric asked for: its matrices, not the whole document.
+		write = writeMatrixJSON
+	}
 	if err := CheckMetric(format, metric); err != nil {
 		return err
 	}

@@ -137,10 +137,7 @@ func Judge(rep *results.IsolateReport, aggressor results.Pattern) {
 	rep.Drift = after.Total.IOPS/before.Total.IOPS - 1
 	rep.Isolation = capped.Total.IOPS / alone
 	rep.Unprotected = uncapped.Total.IOPS / alone
-	p99 := func(r results.Result) float64 { v, _ := report.LatP99.Measure(r); return v }
-	if a := (p99(before) + p99(after)) / 2; a > 0 {
-		rep.P99Inflation = p99(capped) / a
-	}
+	rep.P99Inflation = p99Inflation(before, after, capped)
 	rep.Protected = rep.Isolation >= rep.MinIsolation
 	rep.NoContention = rep.Unprotected >= rep.MinIsolation
 	if rep.Cap != nil {
@@ -169,8 +166,31 @@ func Judge(rep *results.IsolateReport, aggressor results.Pattern) {
 		word = "NOT PROTECTED"
 	}
 	held, free := words(rep)
+	inflation := "p99 unknown (a phase did no I/O)"
+	if rep.P99Inflation != nil {
+		inflation = fmt.Sprintf("p99 ×%.2f", *rep.P99Inflation)
+	}
 	rep.Verdict = fmt.Sprintf("%s: beside the %s aggressor the victim kept %.1f %% of its IOPS alone (%.1f %% %s), "+
-		"p99 ×%.2f; %.0f %% needed", word, held, 100*rep.Isolation, 100*rep.Unprotected, free, rep.P99Inflation, 100*rep.MinIsolation)
+		"%s; %.0f %% needed", word, held, 100*rep.Isolation, 100*rep.Unprotected, free, inflation, 100*rep.MinIsolation)
+}
+
+// p99Inflation is the victim's p99 beside the capped aggressor over its
+// mean p99 alone, or nil when one of those phases has no p99: a phase
+// without I/O has no latency, and 0 µs would read as one.
+func p99Inflation(before, after, capped results.Result) *float64 {
+	var p [3]float64
+	for i, r := range []results.Result{before, after, capped} {
+		if report.LatP99.Absent(r) {
+			return nil
+		}
+		p[i], _ = report.LatP99.Measure(r)
+	}
+	alone := (p[0] + p[1]) / 2
+	if alone <= 0 {
+		return nil
+	}
+	v := p[2] / alone
+	return &v
 }
 
 // words name the aggressor held and not, as the report's control does.

@@ -143,3 +143,41 @@ func abs(v float64) float64 {
 	}
 	return v
 }
+
+// The victim's p99 beside the capped aggressor over its p99 alone: none
+// where a phase it rests on did no I/O (no latency, never 0 µs and a
+// ratio of 0).
+func TestJudgeP99Inflation(t *testing.T) {
+	withP99 := func(r results.Result, p99us uint64) results.Result {
+		r.Read = results.DirStats{IOs: r.Total.IOs, LatNS: results.Latency{P99: p99us * 1000, Count: r.Total.IOs}}
+		return r
+	}
+	for _, tc := range []struct {
+		name     string
+		capped   float64 // the victim's IOPS beside the capped aggressor; 0: no I/O
+		want     float64 // 0: none
+		inVerdict string
+	}{
+		{"measured", 6000, 3, "p99 ×3.00"},
+		{"no I/O beside the capped aggressor", 0, 0, "p99 unknown (a phase did no I/O)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			phases := recorded(13866, 3000, tc.capped, 13866, quiet(3000, 40000), quiet(tc.capped, 500))
+			phases[0].Victim, phases[3].Victim = withP99(phases[0].Victim, 200), withP99(phases[3].Victim, 400)
+			if tc.capped > 0 {
+				phases[2].Victim = withP99(phases[2].Victim, 900)
+			}
+			rep := &results.IsolateReport{MinIsolation: 0.9, Phases: phases}
+			Judge(rep, results.Pattern{BlockSize: 16 << 10})
+			switch {
+			case tc.want == 0 && rep.P99Inflation != nil:
+				t.Errorf("p99 inflation %v, want none", *rep.P99Inflation)
+			case tc.want > 0 && (rep.P99Inflation == nil || abs(*rep.P99Inflation-tc.want) > 1e-9):
+				t.Errorf("p99 inflation %v, want %v", rep.P99Inflation, tc.want)
+			}
+			if !strings.Contains(rep.Verdict, tc.inVerdict) {
+				t.Errorf("verdict %q lacks %q", rep.Verdict, tc.inVerdict)
+			}
+		})
+	}
+}
