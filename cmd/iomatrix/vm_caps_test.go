@@ -59,14 +59,18 @@ watch_iomax() {
 	( n=0; until f=$(ls $CG/*/io.max 2>/dev/null); do n=$((n+1)); [ $n -lt 300 ] || exit; sleep 0.05; done
 	  echo "vmcase: io.max $(cat $f)" >&2 ) &
 }
-# first_io waits for the capped child's first request in its cgroup and
-# prints the cgroup's directory.
-first_io() {
+# requests: what the capped child's cgroup has counted, reads and writes.
+requests() { sed -n 's/.* rios=\([0-9]*\) wios=\([0-9]*\) .*/\1 \2/p' $CG/*/io.stat 2>/dev/null | awk '{n += $1 + $2} END {print n + 0}'; }
+# counted N waits until the cgroup has counted N requests and prints its
+# directory; first_io is counted 1, the child's first request.
+counted() {
 	n=0
-	until grep -q "rios=[1-9]\|wios=[1-9]" $CG/*/io.stat 2>/dev/null; do n=$((n+1)); [ $n -lt 750 ] || return 1; sleep 0.02; done
+	until [ "$(requests)" -ge $1 ]; do n=$((n+1)); [ $n -lt 750 ] || return 1; sleep 0.02; done
 	dirname $(ls $CG/*/io.stat)
 }
-verify() { iomatrix cap verify $D --allow-destructive --size 1g --ramp 0.25 --runtime 1s --format json "$@"; }
+first_io() { counted 1; }
+VERIFY="--allow-destructive --size 1g --ramp 0.25 --runtime 1s --format json"
+verify() { iomatrix cap verify $D $VERIFY "$@"; }
 `
 
 // The cap paths of cgroup v2 on a real kernel, in one boot: the cap
@@ -83,16 +87,25 @@ func TestVMCaps(t *testing.T) {
 verify --profile /tmp/table.yaml --cap riops=500,wiops=500 -o /tmp/table.json; rc=$?; wait; exit $rc`},
 		{Name: "bandwidth", Script: vmCapsPrelude + `watch_iomax
 verify --profile /tmp/r70.yaml --cap rbps=4MiB,wbps=4MiB -o /tmp/bw.json; rc=$?; wait; exit $rc`},
-		// 0.6 s after the first request is past the 250 ms ramp and in
-		// the middle of the 1 s window.
-		{Name: "raised", Script: vmCapsPrelude + `( d=$(first_io) || exit; sleep 0.6; echo "$DEV riops=max wiops=max" > $d/io.max && echo "vmcase: raised [$(cat $d/io.max)]" >&2 ) &
+		// Raised once the cgroup has counted 250 requests: the 250 ms
+		// ramp issues at most 175 at the cap (its share and a slice's
+		// burst), so the window is under way, and 250 is a quarter into
+		// its 500 at the cap.
+		{Name: "raised", Script: vmCapsPrelude + `( d=$(counted 250) || exit; echo "$DEV riops=max wiops=max" > $d/io.max && echo "vmcase: raised [$(cat $d/io.max)]" >&2 ) &
 verify --profile /tmp/r100.yaml --baseline /tmp/table-baseline.json --cap riops=500,wiops=500 -o /tmp/raised.json; rc=$?; wait; exit $rc`},
 		// 50 direct writes by another process in the cgroup, during a
 		// read-only cell: writes have a budget of their own, so the rate
 		// of the reads is untouched and only the counters can tell. They
-		// land far beyond the cell's first GiB.
-		{Name: "foreign", Script: vmCapsPrelude + `( d=$(first_io) || exit; sh -c 'echo $$ > "$1/cgroup.procs" && exec dd if=/dev/zero of=$2 bs=16k count=50 seek=100000 oflag=direct 2>/dev/null' sh $d $D; echo "vmcase: foreign writes $?" >&2 ) &
-verify --profile /tmp/r100.yaml --baseline /tmp/table-baseline.json --cap riops=500,wiops=500 -o /tmp/foreign.json; rc=$?; wait; exit $rc`},
+		// land far beyond the cell's first GiB. cap verify (its own
+		// process, $!) is held (vmHoldRun) from the cell's first request
+		// until they are done, so that they fall between its two
+		// readings of the cgroup's counts however slowly the guest's
+		// drive writes.
+		{Name: "foreign", Script: vmCapsPrelude + vmHoldRun + `iomatrix cap verify $D $VERIFY --profile /tmp/r100.yaml --baseline /tmp/table-baseline.json --cap riops=500,wiops=500 -o /tmp/foreign.json & v=$!
+if d=$(first_io) && hold $v; then
+	sh -c 'echo $$ > "$1/cgroup.procs" && exec dd if=/dev/zero of=$2 bs=16k count=50 seek=100000 oflag=direct 2>/dev/null' sh $d $D; echo "vmcase: foreign writes $?" >&2
+fi
+release $v; wait $v`},
 		// isolate on a drive qemu holds to isolateDriveIOPS: the victim's
 		// rate alone is then the drive's, not the emulation's, which
 		// moves by 10-50 % between phases of 1 s with the host's load,

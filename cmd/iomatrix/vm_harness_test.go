@@ -46,3 +46,27 @@ ctls() { for c in io memory; do grep -qw $c $CG/cgroup.controllers && echo -n "$
 host() { echo "$(ctls +)" >$CG/cgroup.subtree_control && mkdir "$@"; }
 unhost() { [ $# = 0 ] || rmdir "$@"; echo "$(ctls -)" >$CG/cgroup.subtree_control; }
 `
+
+// vmHoldRun is shell with which a case holds an iomatrix run while it
+// reads what the run's cgroup holds, instead of hoping that the run,
+// which lasts some seconds, has not ended yet on a slow guest. hold PID
+// waits until the run's capped child is in a cgroup below
+// /sys/fs/cgroup/iomatrix, stops the run's own process (SIGSTOP), waits
+// until every thread of it is stopped, and succeeds if the child is
+// still there: the run's process is what removes the cgroup, once its
+// child's pattern is over, so from then on nothing the case reads of the
+// cgroup can race the run's end (and a guest so slow that the pattern
+// ended first fails hold, never the check). The child, which measures,
+// runs on, and the run's figures are its own; the counts of the cgroup,
+// which the run reads after its child's pattern, wait with it.
+// release PID lets the run go on.
+const vmHoldRun = `stopped() { ! grep -qsv ') T ' /proc/$1/task/*/stat; }
+placed() { grep -qs . /sys/fs/cgroup/iomatrix/*/cgroup.procs; }
+hold() {
+	n=0; until placed; do n=$((n+1)); [ $n -lt 3000 ] || return 1; sleep 0.01; done
+	kill -STOP $1 || return 1
+	n=0; until stopped $1; do n=$((n+1)); [ $n -lt 500 ] || return 1; sleep 0.01; done
+	placed
+}
+release() { kill -CONT $1; }
+`

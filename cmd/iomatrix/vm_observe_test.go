@@ -32,6 +32,9 @@ const (
 // observation document alone on stdout; what else it reports to the test
 // goes to stderr as "vmcase: " lines (vmcaseLine). The waits give up
 // after 15 s: a command that fails must end the case, not hang the guest.
+// A case waits for what it needs observe to have seen, and ends the
+// observation (SIGINT, as Ctrl-C) once it has: never for a guessed time,
+// which a slow guest overruns.
 const vmObservePrelude = vmTreePrelude + `DEV0=$(cat /sys/block/nvme0n1/dev)
 DEV1=$(cat /sys/block/nvme1n1/dev)
 say() { echo "vmcase: $*" >&2; }
@@ -41,11 +44,26 @@ say "dev1 $DEV1"
 inside() { cg=$1; shift; sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG/$cg" "$@"; }
 # saved FILE: observe's first save, made once its baseline is read.
 saved() { n=0; until [ -s "$1" ]; do n=$((n+1)); [ $n -lt 300 ] || return 1; sleep 0.05; done; }
-# busy CGROUP: the cgroup's first I/O.
-busy() { n=0; until grep -qs "rios=[1-9]\|wios=[1-9]" $CG/$1/io.stat; do n=$((n+1)); [ $n -lt 300 ] || return 1; sleep 0.05; done; }
+# counted CGROUP N: the cgroup has counted N requests.
+requests() { sed -n 's/.* rios=\([0-9]*\) wios=\([0-9]*\) .*/\1 \2/p' $CG/$1/io.stat 2>/dev/null | awk '{n += $1 + $2} END {print n + 0}'; }
+counted() { n=0; until [ "$(requests $1)" -ge $2 ]; do n=$((n+1)); [ $n -lt 300 ] || return 1; sleep 0.05; done; }
+# saves FILE N: observe's next N saves of FILE (each a file renamed over
+# it, a new inode); with a save after each sample, N = 2 puts in FILE a
+# sample taken after the call.
+inode() { ls -i $1 | awk '{print $1}'; }
+saves() {
+	last=$(inode $1)
+	for k in $(seq $2); do
+		n=0; until [ "$(inode $1)" != "$last" ]; do n=$((n+1)); [ $n -lt 300 ] || return 1; sleep 0.05; done
+		last=$(inode $1)
+	done
+}
 diskstat() { say "stat $1 $(cat /sys/block/nvme0n1/stat)"; }
 directreads() { inside "$1" dd if=/dev/nvme0n1 of=/dev/null bs=4k count=$2 iflag=direct 2>/dev/null; say "dd exit $?"; }
 observe() { iomatrix observe --interval 500ms -q "$@" >&2; }
+# observing ARGS...: observe in the background, as its own process $o
+# (not a subshell's), which SIGINT ends as Ctrl-C would.
+observing() { iomatrix observe --interval 500ms -q "$@" >&2 & o=$!; }
 # finish RC FILE UNDO...: the document, the case's scaffolding undone and
 # the tree compared with what the case found; the case fails with RC, or
 # 1 if the tree changed.
@@ -66,12 +84,17 @@ func burst(iops float64) float64 {
 
 func TestVMObserve(t *testing.T) {
 	load := func(cg, dev, rw string, extra ...string) string {
-		return fmt.Sprintf("inside %s iomatrix run %s --rw %s --bs 4k --qd %d --ramp 0s --runtime 10s %s >/tmp/%s.out 2>&1", cg, dev, rw, obsQD, strings.Join(extra, " "), cg)
+		// The run is the process $! (sh execs it): a background function
+		// would be a subshell, which the case's SIGINT would not reach.
+		return fmt.Sprintf(`sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' $CG/%s iomatrix run %s --rw %s --bs 4k --qd %d --ramp 0s --runtime 10m %s >/tmp/%s.out 2>&1`,
+			cg, dev, rw, obsQD, strings.Join(extra, " "), cg)
 	}
 	cases := []vmtest.Case{
 		// Each load on a drive of its own, so that each device's other
 		// direction stays idle and a system's I/O is one device's. The
-		// runs outlast the observation by about 2 s.
+		// observation starts once each has run a second's worth at its
+		// cap, and the loads run until it has ended: interrupted then,
+		// they exit 130.
 		{Name: "capped", Script: fmt.Sprintf(`found
 host $CG/obs-r $CG/obs-w || exit 9
 echo "$DEV0 riops=%d" >$CG/obs-r/io.max && echo "$DEV1 wiops=%d" >$CG/obs-w/io.max || exit 9
@@ -79,41 +102,43 @@ say "io.max reader $(cat $CG/obs-r/io.max)"
 say "io.max writer $(cat $CG/obs-w/io.max)"
 %s & r=$!
 %s & w=$!
-busy obs-r && busy obs-w && sleep 1 || say "the loads never started"
+counted obs-r %d && counted obs-w %d || say "the loads never started"
 observe nvme0n1 nvme1n1 --cgroup /obs-r=reader --cgroup /obs-w=writer --duration 6s -o /tmp/capped.json; rc=$?
+kill -INT $r $w
 wait $r; say "reader exit $?"; wait $w; say "writer exit $?"
 cat /tmp/obs-r.out /tmp/obs-w.out >&2
 finish $rc /tmp/capped.json unhost $CG/obs-r $CG/obs-w`, obsReadCap, obsWriteCap,
-			load("obs-r", "/dev/nvme0n1", "randread"), load("obs-w", "/dev/nvme1n1", "randwrite", "--allow-destructive"))},
+			load("obs-r", "/dev/nvme0n1", "randread"), load("obs-w", "/dev/nvme1n1", "randwrite", "--allow-destructive"),
+			obsReadCap, obsWriteCap)},
 		// The drive idle but for 1000 direct reads of 4K, one request
 		// each, from a cgroup observed; diskstats read before observe's
-		// baseline and after its last sample.
+		// baseline and after its last sample, taken when it is
+		// interrupted once the reads are done.
 		{Name: "exact", Script: `found
 host $CG/obs-dd || exit 9
 diskstat before
-observe nvme0n1 --cgroup /obs-dd=dd --duration 4s -o /tmp/exact.json & o=$!
-saved /tmp/exact.json && sleep 1 && directreads obs-dd 1000
-wait $o; rc=$?
+observing nvme0n1 --cgroup /obs-dd=dd -o /tmp/exact.json
+saved /tmp/exact.json && directreads obs-dd 1000
+kill -INT $o; wait $o; rc=$?
 diskstat after
 finish $rc /tmp/exact.json unhost $CG/obs-dd`},
 		// A cgroup whose load ends, removed while observed: after a
-		// sample has counted its reads.
+		// sample has counted its reads (a save after each sample).
 		{Name: "gone", Script: `found
 host $CG/obs-gone || exit 9
-observe nvme0n1 --cgroup /obs-gone=shortlived --duration 4s -o /tmp/gone.json & o=$!
-saved /tmp/gone.json && sleep 0.5 && directreads obs-gone 2000
-sleep 0.6
+observing nvme0n1 --cgroup /obs-gone=shortlived --save-every 500ms -o /tmp/gone.json
+saved /tmp/gone.json && directreads obs-gone 2000 && saves /tmp/gone.json 2
 rmdir $CG/obs-gone && say "removed"
-wait $o; rc=$?
+kill -INT $o; wait $o; rc=$?
 finish $rc /tmp/gone.json unhost`},
 		// A guest without systemd has no system.slice: the case makes one
 		// as systemd would, with a service that is a leaf.
 		{Name: "auto", Script: `found
 host $CG/system.slice || exit 9
 echo "$(ctls +)" >$CG/system.slice/cgroup.subtree_control && mkdir $CG/system.slice/fake.service || exit 9
-observe nvme0n1 --cgroups auto --duration 4s -o /tmp/auto.json & o=$!
-saved /tmp/auto.json && sleep 1 && directreads system.slice/fake.service 1500
-wait $o; rc=$?
+observing nvme0n1 --cgroups auto -o /tmp/auto.json
+saved /tmp/auto.json && directreads system.slice/fake.service 1500
+kill -INT $o; wait $o; rc=$?
 finish $rc /tmp/auto.json unhost $CG/system.slice/fake.service $CG/system.slice`},
 	}
 	for i := range cases {
@@ -122,7 +147,13 @@ finish $rc /tmp/auto.json unhost $CG/system.slice/fake.service $CG/system.slice`
 	rs := vmtest.Boot(t, vmtest.Guest{Drives: []vmtest.Drive{{Size: 1 << 30}, {Size: 1 << 30}}}, cases)
 	docs := map[string]*results.Observation{}
 	for _, r := range rs {
-		docs[r.Name] = observation(t, r)
+		// The capped case's observation lasts its --duration; the others
+		// are interrupted once they have been observed.
+		stop := results.StopInterrupted
+		if r.Name == "capped" {
+			stop = results.StopDuration
+		}
+		docs[r.Name] = observation(t, r, stop)
 	}
 	byName := map[string]vmtest.Result{}
 	for _, r := range rs {
@@ -159,9 +190,10 @@ finish $rc /tmp/auto.json unhost $CG/system.slice/fake.service $CG/system.slice`
 				t.Errorf("%s's io.max read %v (%v), want %q", l.system, got, err, l.want)
 			}
 		}
+		// Interrupted after the observation: running throughout.
 		for _, w := range []string{"reader exit", "writer exit"} {
-			if v := vmcaseLine(r, w); v != "0" {
-				t.Errorf("%s %s:\n%s", w, v, r.Stderr)
+			if v := vmcaseLine(r, w); v != "130" {
+				t.Errorf("%s %s, want 130 (interrupted once observed):\n%s", w, v, r.Stderr)
 			}
 		}
 		if len(doc.Events) > 0 {
@@ -312,9 +344,9 @@ finish $rc /tmp/auto.json unhost $CG/system.slice/fake.service $CG/system.slice`
 }
 
 // observation checks what every case must show (exit 0, the tree as the
-// case found it, a finished v2 observation, every rate a rate) and
-// returns its document, or nil after an error.
-func observation(t *testing.T, r vmtest.Result) *results.Observation {
+// case found it, a v2 observation finished by stop, every rate a rate)
+// and returns its document, or nil after an error.
+func observation(t *testing.T, r vmtest.Result, stop string) *results.Observation {
 	t.Helper()
 	t.Logf("%s: exit %d in %v", r.Name, r.Exit, r.Elapsed)
 	doc, err := results.ReadObservation(strings.NewReader(r.Stdout))
@@ -329,8 +361,8 @@ func observation(t *testing.T, r vmtest.Result) *results.Observation {
 	if a.CgroupVersion != 2 || a.CgroupMode != "unified" || a.Writeback != "cgroup" {
 		t.Errorf("%s: accounting cgroup v%d %q, writeback %q: want v2, unified, charged to the cgroup (memory is on)", r.Name, a.CgroupVersion, a.CgroupMode, a.Writeback)
 	}
-	if doc.Stop != results.StopDuration || doc.FinishedAt == "" || doc.Error != "" {
-		t.Errorf("%s: stop %q at %q, error %q", r.Name, doc.Stop, doc.FinishedAt, doc.Error)
+	if doc.Stop != stop || doc.FinishedAt == "" || doc.Error != "" {
+		t.Errorf("%s: stop %q at %q, error %q; want stop %q", r.Name, doc.Stop, doc.FinishedAt, doc.Error, stop)
 	}
 	series := []*results.ObservedSeries{}
 	for i, d := range doc.Devices {

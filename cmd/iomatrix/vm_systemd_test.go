@@ -17,20 +17,24 @@ import (
 // root shell of any systemd host is. Neither is delegated.
 
 // cappedReload's start_capped starts a capped run of drive $1 in the
-// background, its output in /run/$2.out and .err, waits for its cgroup's
-// io.max and prints it before and after a systemctl daemon-reload during
-// the run (during=, reload=); end_capped $2 waits for the run and prints
-// its status (rc=), its output, and whether /iomatrix is left (left=).
-const cappedReload = `start_capped() {
+// background, its output in /run/$2.out and .err, holds it (vmHoldRun)
+// once its child is in its cgroup (held=), and prints the cgroup's
+// io.max before and after a systemctl daemon-reload (during=, reload=);
+// end_capped $2 releases the run, waits for it and prints its status
+// (rc=), its output, and whether /iomatrix is left (left=). The reload's
+// effects have no event to wait for: the second after it is the time
+// they are given to show, the run held meanwhile.
+const cappedReload = vmHoldRun + `start_capped() {
 	iomatrix run $1 --rw randread --bs 4k --qd 8 --cap riops=300 --runtime 4s --ramp 0.5s >/run/$2.out 2>/run/$2.err &
 	pid=$!
-	for i in $(seq 300); do ls /sys/fs/cgroup/iomatrix/*/io.max >/dev/null 2>&1 && break; sleep 0.1; done
+	hold $pid && echo held=yes || echo held=no
 	echo during=$(cat /sys/fs/cgroup/iomatrix/*/io.max)
 	systemctl daemon-reload && echo reloaded
 	sleep 1
 	echo reload=$(cat /sys/fs/cgroup/iomatrix/*/io.max)
 }
 end_capped() {
+	release $pid
 	wait $pid
 	echo rc=$?
 	cat /run/$1.out
@@ -142,6 +146,9 @@ func TestVMSystemd(t *testing.T) {
 		if !strings.Contains(r.Stdout, "cgroup /sys/fs/cgroup/iomatrix/") {
 			t.Errorf("the cap's cgroup is not below /iomatrix")
 		}
+		if v["held"] != "yes" {
+			t.Errorf("the case could not hold the run while its cgroup was there")
+		}
 		if !strings.Contains(v["during"], "riops=300") {
 			t.Errorf("io.max during the run: %q, want riops=300", v["during"])
 		}
@@ -173,6 +180,9 @@ func TestVMSystemd(t *testing.T) {
 		// A session scope is not delegated: the cgroups go to the root.
 		if !strings.Contains(r.Stdout, "cgroup /sys/fs/cgroup/iomatrix/") {
 			t.Errorf("the cap's cgroup is not below /iomatrix")
+		}
+		if v["held"] != "yes" {
+			t.Errorf("the case could not hold the run while its cgroup was there")
 		}
 		if !strings.Contains(v["during"], "riops=300") || v["reload"] != v["during"] {
 			t.Errorf("io.max during the run %q, after systemctl daemon-reload %q", v["during"], v["reload"])
