@@ -98,9 +98,7 @@ type IsolateReport struct {
 	Drift        float64        `json:"alone_drift"`   // alone again ÷ alone − 1
 	Isolation    float64        `json:"isolation"`     // capped ÷ alone, victim IOPS
 	Unprotected  float64        `json:"unprotected"`   // uncapped ÷ alone
-	// P99Inflation is the victim's p99 capped ÷ alone; null when a phase
-	// it rests on did no I/O, which has no latency (never 0).
-	P99Inflation *float64       `json:"p99_inflation"`
+	P99Inflation *float64       `json:"p99_inflation"` // capped ÷ alone, victim p99; null where a phase did no I/O
 	MinIsolation float64        `json:"min_isolation"` // the pass mark
 	Protected    bool           `json:"protected"`     // Isolation ≥ MinIsolation
 	// Inconclusive: the phases cannot carry a verdict, which is not

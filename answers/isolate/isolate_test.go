@@ -153,9 +153,9 @@ func TestJudgeP99Inflation(t *testing.T) {
 		return r
 	}
 	for _, tc := range []struct {
-		name     string
-		capped   float64 // the victim's IOPS beside the capped aggressor; 0: no I/O
-		want     float64 // 0: none
+		name      string
+		capped    float64 // the victim's IOPS beside the capped aggressor; 0: no I/O
+		want      float64 // 0: none
 		inVerdict string
 	}{
 		{"measured", 6000, 3, "p99 ×3.00"},
