@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -66,7 +67,9 @@ func runCrosscheck(ctx context.Context, g *globalOptions, o *crosscheckOptions, 
 	if err != nil {
 		return err
 	}
-	if o.Keep != "" { // the comparison kept is an output too
+	// The comparison kept is an output too, in a DIR made if missing
+	// (held to the rule as --keep, checkFiles).
+	if fi, err := os.Stat(o.Keep); err == nil && fi.IsDir() {
 		if err := g.files.withOutput("--keep", filepath.Join(o.Keep, crosscheck.KeptDocument), "").check(); err != nil {
 			return err
 		}
