@@ -52,7 +52,7 @@ var commandFiles = map[string]fileRoles{
 	"crosscheck":   {target: true, dirs: []string{"keep"}},
 	"profiles":     {},
 	"report":       {args: "FILE.json", outputs: []string{"out"}},
-	"compare":      {args: "a compared file"},
+	"compare":      {args: "BASE.json or NEW.json"},
 	"import":       {args: "FIO.json", outputs: []string{"out"}},
 	"merge":        {args: "RESULTS.json", outputs: []string{"out"}},
 	"observe":      {inputs: []string{"from", "mysql"}, outputs: []string{"workload", "out"}},

@@ -128,7 +128,7 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 		RunE:                       func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 		SuggestionsMinimumDistance: 2, // cobra's own default, which SuggestionsFor does not apply
 		// Every command's files are held to the output rule before it
-		// runs (outputs.go).
+		// runs (files.go, outputs.go).
 		PersistentPreRunE: checkFiles(g),
 	}
 	root.SetOut(g.stdout)
