@@ -122,7 +122,7 @@ func Builtin(name string) (*Profile, error) {
 // nameOrPath looks like a path (it has a slash or a .yaml/.yml suffix, or
 // names an existing file).
 func Load(nameOrPath string) (*Profile, error) {
-	if isPath(nameOrPath) {
+	if IsPath(nameOrPath) {
 		data, err := os.ReadFile(nameOrPath)
 		if err != nil {
 			return nil, fmt.Errorf("profile file: %w", err)
@@ -137,7 +137,10 @@ func Load(nameOrPath string) (*Profile, error) {
 	return Builtin(nameOrPath)
 }
 
-func isPath(s string) bool {
+// IsPath tells whether Load reads s as a profile file rather than a
+// built-in profile's name: a path with a directory, a name ending .yaml
+// or .yml, or a regular file that exists.
+func IsPath(s string) bool {
 	if strings.ContainsRune(s, filepath.Separator) || strings.HasSuffix(s, ".yaml") || strings.HasSuffix(s, ".yml") {
 		return true
 	}

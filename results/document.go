@@ -587,37 +587,6 @@ func RemoveStaleTemps(path string) {
 	}
 }
 
-// CheckSavable refuses an output file that could not be saved, before
-// any I/O, instead of finding out after the first pattern or the whole
-// run ("" is no file, and fine). WriteFileAtomic writes a temporary file
-// beside path and renames it over path, so the directory must take new
-// files: unix.Access reports a read-only mount (EROFS) as well as missing
-// permission. An existing file must be writable too: the rename would
-// replace it even so, but a file made read-only is not one to overwrite,
-// as a shell redirect would not.
-func CheckSavable(path string) error {
-	if path == "" {
-		return nil
-	}
-	dir := filepath.Dir(path)
-	fi, err := os.Stat(dir)
-	if err != nil || !fi.IsDir() {
-		return fmt.Errorf("directory %s does not exist", dir)
-	}
-	if fi, err := os.Stat(path); err == nil {
-		if fi.IsDir() {
-			return fmt.Errorf("%s is a directory", path)
-		}
-		if err := unix.Access(path, unix.W_OK); err != nil {
-			return fmt.Errorf("%s cannot be replaced: %w", path, err)
-		}
-	}
-	if err := unix.Access(dir, unix.W_OK|unix.X_OK); err != nil {
-		return fmt.Errorf("cannot create files in directory %s: %w", dir, err)
-	}
-	return nil
-}
-
 // Remaining are the patterns of pats that d has no result of, in order:
 // all of them for a nil d.
 func (d *Document) Remaining(pats []Pattern) []Pattern {

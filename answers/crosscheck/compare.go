@@ -363,12 +363,15 @@ func (c *Comparison) keepRun(i, pair int, tool string, r Process) string {
 	return base + ".json"
 }
 
+// KeptDocument is the file in Keep that holds the comparison.
+const KeptDocument = "crosscheck.json"
+
 func (c *Comparison) keepDocument() error {
 	var b bytes.Buffer
 	if err := c.doc.WriteJSON(&b); err != nil {
 		return err
 	}
-	return results.WriteBytesAtomic(filepath.Join(c.o.Keep, "crosscheck.json"), b.Bytes())
+	return results.WriteBytesAtomic(filepath.Join(c.o.Keep, KeptDocument), b.Bytes())
 }
 
 func lastLine(b []byte) string {

@@ -38,6 +38,7 @@ func newCapVerifyCommand(g *globalOptions) *cobra.Command {
 	formatVar(f, &o.Format, []string{"text", "json"}, "output on stdout: text (verdict tables) or json (one verdict document)")
 	fractionVar(f, &o.Tolerance, "tolerance", "5%", "allowed deviation of the measured IOPS from the expected")
 	f.StringVar(&o.Baseline, "baseline", "", "uncapped results of the same patterns (a results file); default: measure them first")
+	forceFlag(f, "--out file and the baseline saved beside it (OUT-baseline.json)")
 	return cmd
 }
 
@@ -99,8 +100,9 @@ func (o *verifyOptions) prepareVerify(g *globalOptions, path string) (*verifyPla
 	c := &verifyPlan{Config: capverify.Config{BaselineFile: o.Baseline, Out: setup.out, TolerancePct: 100 * o.Tolerance, Sys: g.sys,
 		Display: func() session.Display { return newSweepProgress(g, len(setup.todo), 0, setup.opts) }, Notice: g.notice}}
 	if out := capverify.BaselineOut(setup.out); o.Baseline == "" {
-		if _, err := os.Stat(out); err == nil {
-			return nil, nil, usagef("--out: %s exists; reuse it with --baseline %s or choose another --out", out, out)
+		// The uncapped cells are saved beside the results: an output too.
+		if err := g.files.withOutput("--out", out, fmt.Sprintf("reuse it with --baseline %s, ", out)).check(); err != nil {
+			return nil, nil, err
 		}
 		c.BaselineFile = out
 	}

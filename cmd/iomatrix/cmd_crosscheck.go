@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -41,6 +43,7 @@ func (o *crosscheckOptions) AddFlags(f *pflag.FlagSet) {
 	formatVar(f, &o.Format, []string{"text", "json"}, "output on stdout: text (a table) or json (one document)")
 	f.BoolVar(&o.Force, "force", false, "lay out an existing file that iomatrix did not create, destroying its contents (needed for write patterns)")
 	f.BoolVar(&o.AllowDestructive, "allow-destructive", false, "allow write patterns on a block device, destroying its data")
+	forceFlag(f, "comparison kept in --keep DIR ("+crosscheck.KeptDocument+")")
 }
 
 func newCrosscheckCommand(g *globalOptions) *cobra.Command {
@@ -63,6 +66,13 @@ func runCrosscheck(ctx context.Context, g *globalOptions, o *crosscheckOptions, 
 	size, err := sizeFlag(o.Size, f.Changed("size"))
 	if err != nil {
 		return err
+	}
+	// The comparison kept is an output too, in a DIR made if missing
+	// (held to the rule as --keep, checkFiles).
+	if fi, err := os.Stat(o.Keep); err == nil && fi.IsDir() {
+		if err := g.files.withOutput("--keep", filepath.Join(o.Keep, crosscheck.KeptDocument), "").check(); err != nil {
+			return err
+		}
 	}
 	live := newLiveLine(g)
 	c, plan, err := crosscheck.Prepare(ctx, o.Patterns, crosscheck.Options{Target: path, Size: size, Engine: engine, Runtime: o.Runtime, Ramp: o.Ramp,

@@ -40,6 +40,7 @@ func (o *fitOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.Size, "size", "", "with --rehearse: size of a file target, as for sweep (default: a new file gets 16GiB, an existing one keeps its size)")
 	f.BoolVar(&o.Force, "force", false, "with --rehearse: lay out an existing file that iomatrix did not create, destroying its contents")
 	f.BoolVar(&o.AllowDestructive, "allow-destructive", false, "with --rehearse: let systems that write do so on a block device, destroying its data")
+	forceFlag(f, "--out file")
 }
 
 func newFitCommand(g *globalOptions) *cobra.Command {
@@ -119,6 +120,11 @@ func (o *fitOptions) rehearse(ctx context.Context, g *globalOptions, f *pflag.Fl
 		Notice: func(s string) { line.Done(); g.notice(s) }, Layout: line.Layout, ChildStderr: unwrapped(g.stderr)})
 	if err != nil {
 		return fit.Answer{}, nil, rehearseError(engine, err)
+	}
+	if o.Out == "" { // Plan named the file: held to the output rule as --out is (checkFiles)
+		if err := g.files.withOutput("--out", c.Out, "").check(); err != nil {
+			return fit.Answer{}, nil, err
+		}
 	}
 	if o.WithCaps && c.Caps == nil {
 		g.notice("--with-caps: the lookup proposes no caps (the sum does not fit its cell): rehearsing the systems uncapped")

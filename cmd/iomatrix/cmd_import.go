@@ -17,5 +17,6 @@ func newImportCommand(g *globalOptions) *cobra.Command {
 		},
 		func(cmd *cobra.Command, args []string) error { return fio.Convert(g.stdout, args, out, g.notice) })
 	cmd.Flags().StringVarP(&out, "out", "o", "", "write the results document here instead of stdout")
+	forceFlag(cmd.Flags(), "--out file")
 	return cmd
 }

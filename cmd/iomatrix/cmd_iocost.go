@@ -114,6 +114,7 @@ func newIOCostModelCommand(g *globalOptions) *cobra.Command {
 		cobra.MinimumNArgs(1), func(cmd *cobra.Command, args []string) error { return runIOCostModel(g, format, out, args) })
 	formatVar(cmd.Flags(), &format, []string{"text", "json", "html"}, "text, json, or html (one chart: predicted against measured)")
 	cmd.Flags().StringVarP(&out, "out", "o", "", "write to this file instead of stdout")
+	forceFlag(cmd.Flags(), "--out file")
 	return cmd
 }
 
@@ -122,9 +123,6 @@ func newIOCostModelCommand(g *globalOptions) *cobra.Command {
 func runIOCostModel(g *globalOptions, format, out string, paths []string) error {
 	if format == "html" && out == "" && g.stdoutTTY {
 		return usagef("--format html: write it to a file with -o FILE.html")
-	}
-	if err := checkOutPath("--out", out); err != nil {
-		return err
 	}
 	r, err := iocost.FromFiles(paths)
 	if err != nil {

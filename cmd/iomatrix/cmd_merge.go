@@ -22,6 +22,7 @@ func newMergeCommand(g *globalOptions) *cobra.Command {
 		})
 	f := cmd.Flags()
 	f.StringVarP(&m.Out, "out", "o", "", "write the fleet document here (a results file that report and compare read)")
+	forceFlag(f, "--out file")
 	f.StringArrayVar(&m.Labels, "label", nil, "label of the next member, once per file in order (default: its host, or host:target where hosts repeat)")
 	fleetFlags(f, &m.Report)
 	return cmd

@@ -23,7 +23,7 @@ import (
 type observeOptions struct {
 	observe.Options
 	Workload, Statistic, Headroom, From string
-	Quiet, Force                        bool
+	Quiet                               bool
 }
 
 func (o *observeOptions) AddFlags(f *pflag.FlagSet) {
@@ -43,7 +43,7 @@ func (o *observeOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.From, "from", "", "sample nothing: read this observation and write its --workload (and its report)")
 	f.BoolVar(&o.EnableV1Counters, "v1-enable-counters", false, "cgroup v1: make the kernel count cgroup I/O on the observed devices, which it does only once a throttle rule was set on a device, by setting and at once removing one in a cgroup of iomatrix's own (nothing is limited; the device's throttling stays on, without limits, until it goes away)")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress on stderr")
-	f.BoolVar(&o.Force, "force", false, "replace an existing --out file (a week's observation is not overwritten by mistake)")
+	forceFlag(f, "--out or --workload file (a week's observation is not overwritten by mistake)")
 	f.StringVar(&o.ProcFS, "procfs", "/proc", "where procfs is mounted (a container observing its host: the host's /proc mounted elsewhere)")
 	f.StringVar(&o.SysFS, "sysfs", "/sys", "where sysfs is mounted")
 	f.StringVar(&o.CgroupFS, "cgroupfs", cgroup.DefaultRoot, "where cgroupfs is mounted")
@@ -74,11 +74,6 @@ func runObserve(ctx context.Context, g *globalOptions, o *observeOptions) error 
 	if err != nil {
 		return usagef("--statistic: %w", err)
 	}
-	if o.Workload != "" {
-		if err := checkOutPath("--workload", o.Workload); err != nil {
-			return err
-		}
-	}
 	if o.From != "" {
 		return observeFrom(g, o, stat, headroom)
 	}
@@ -86,11 +81,10 @@ func runObserve(ctx context.Context, g *globalOptions, o *observeOptions) error 
 	if err != nil {
 		return err
 	}
-	if err := checkOutPath("--out", cfg.Out); err != nil {
-		return err
-	}
-	if _, err := os.Stat(cfg.Out); err == nil && !o.Force {
-		return usagef("--out: %s exists; name another file, or give --force to replace it", cfg.Out)
+	if o.Out == "" { // Config named the file: held to the output rule as --out is (checkFiles)
+		if err := g.files.withOutput("--out", cfg.Out, "").check(); err != nil {
+			return err
+		}
 	}
 	if err := cfg.OpenDatabases(ctx, o.MySQL, os.LookupEnv); err != nil {
 		return err

@@ -20,6 +20,7 @@ func newReportCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&r.Metric, "metric", "iops", "cell value: iops, mibps, lat-mean, lat-p50, lat-p99, lat-p99.9, or iops@p99<2ms (per row, the most IOPS whose p99 proves the bound)")
 	f.BoolVar(&r.Wide, "wide", false, "csv: the matrix shape instead of one row per result")
 	f.StringVarP(&r.Out, "out", "o", "", "write to this file instead of stdout (format from its extension)")
+	forceFlag(f, "--out file")
 	fractionVar(f, &r.Outlier, "outlier", "10%", "fleet documents (iomatrix merge): flag a member this far below the fleet median (above, for latency)")
 	return cmd
 }

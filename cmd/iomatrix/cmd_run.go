@@ -37,6 +37,7 @@ func (o *runOptions) AddFlags(f *pflag.FlagSet) {
 	o.measureOptions.AddFlags(f)
 	formatVar(f, &o.Format, []string{"text", "json"}, "output on stdout: text or json (the results document)")
 	f.StringVarP(&o.Out, "out", "o", "", "also write the results document to this file")
+	forceFlag(f, "--out file")
 }
 
 func newRunCommand(g *globalOptions) *cobra.Command {
@@ -114,9 +115,6 @@ func (o *runOptions) prepare(g *globalOptions, target string) (*runSetup, error)
 	o.openLoop = sharePct > 0
 	size, err := o.size()
 	if err != nil {
-		return nil, err
-	}
-	if err := checkOutPath("--out", o.Out); err != nil {
 		return nil, err
 	}
 	plan, cp, err := o.resolve(g, target, size, []results.Pattern{p}, false, &opts)

@@ -41,6 +41,7 @@ func (o *sweepOptions) AddFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.ContinueOnError, "continue-on-error", false, "on an I/O error, record the failed cell and go on with the next pattern (exit status 1 at the end)")
 	f.BoolVar(&o.Frame, "frame", false, "with --format json: frame the document, and a line per finished pattern, so that a log shared with other output (a pod's, read by iomatrix k8s) carries them intact")
 	o.rateOptions.AddFlags(f)
+	forceFlag(f, "--out file, starting over (--resume continues it)")
 	durationVar(f, &o.Precondition, "precondition", 0, "bring an SSD to steady state first: fill the whole target sequentially twice, then random 4k writes for this long (e.g. 30m; a bare number is seconds); overwrites the target")
 }
 
@@ -135,7 +136,7 @@ func (o *sweepOptions) adoptSettings(d *results.Document, setup *sweepSetup) err
 	}
 	r, err := session.Resume(d, a)
 	var c *session.Conflict
-	if o.given("out") && o.Out != o.Resume && (err == nil || errors.As(err, &c) && (c.Setting == "cap" || c.Setting == "cgroup")) {
+	if o.given("out") && !sameFile(o.Out, o.Resume) && (err == nil || errors.As(err, &c) && (c.Setting == "cap" || c.Setting == "cgroup")) {
 		return usagef("--out: a resumed sweep is saved to the file it resumes (%s)", o.Resume)
 	}
 	if err != nil {

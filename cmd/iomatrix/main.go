@@ -58,6 +58,8 @@ type globalOptions struct {
 	// sys is the running system's sysfs and procfs, made once here and
 	// passed down; a command with --sysfs or --procfs makes its own.
 	sys sysfs.FS
+	// files are the running command's files, as checkFiles found them.
+	files fileSet
 }
 
 // notice tells the user something on standard error.
@@ -125,6 +127,9 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 		Args:                       unknownCommand,
 		RunE:                       func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 		SuggestionsMinimumDistance: 2, // cobra's own default, which SuggestionsFor does not apply
+		// Every command's files are held to the output rule before it
+		// runs (files.go, outputs.go).
+		PersistentPreRunE: checkFiles(g),
 	}
 	root.SetOut(g.stdout)
 	root.SetErr(g.stderr)

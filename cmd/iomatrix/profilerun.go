@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -99,17 +98,16 @@ func (o *profileOptions) prepare(g *globalOptions, setup *sweepSetup, outPattern
 		if prev.Target.Kind == "file" {
 			setup.size = prev.Settings.SizeBytes
 		}
-		return checkOutPath("--resume", setup.out)
+		return nil // the file of --resume, held to the output rule as such (checkFiles)
 	}
-	if err := checkOutPath("--out", setup.out); err != nil {
-		return err
+	if o.Out != "" {
+		return nil // held to the output rule with the flags (checkFiles)
 	}
-	if _, err := os.Stat(setup.out); err == nil && resumable {
-		return usagef("--out: %s exists; continue it with --resume %s or choose another file", setup.out, setup.out)
-	} else if err == nil {
-		return usagef("--out: %s exists; choose another file", setup.out)
+	hint := ""
+	if resumable {
+		hint = fmt.Sprintf("continue it with --resume %s, ", setup.out)
 	}
-	return nil
+	return g.files.withOutput("--out", setup.out, hint).check()
 }
 
 // newDocument starts the results of setup measured on t.
