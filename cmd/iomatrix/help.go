@@ -2,9 +2,14 @@ package main
 
 import (
 	"embed"
+	"errors"
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/iomatrix/iomatrix/internal/fault"
 )
 
 // The long help of each command is prose in help/NAME.txt (NAME is the
@@ -50,4 +55,41 @@ func group(name, short string, subs ...*cobra.Command) *cobra.Command {
 	cmd := command(name, name, short, unknownCommand, func(cmd *cobra.Command, _ []string) error { return cmd.Help() })
 	cmd.AddCommand(subs...)
 	return cmd
+}
+
+// strictArgs makes every command of the tree under cmd refuse a wrong
+// number of arguments as bad input (exit status 2, one line): a group
+// (cobra's completion too) refuses words that name none of its
+// subcommands instead of showing its help with exit status 0, and the
+// refusal of any other command's argument check, cobra's own validators
+// included, whose errors are plain (exit status 1), is bad input.
+func strictArgs(cmd *cobra.Command) {
+	subs := slices.DeleteFunc(slices.Clone(cmd.Commands()), func(c *cobra.Command) bool { return c.Name() == "help" })
+	switch {
+	case len(subs) > 0:
+		cmd.Args = unknownCommand
+		if !cmd.Runnable() {
+			cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+		}
+	case cmd.Args != nil:
+		cmd.Args = usageArgs(cmd.Args)
+	}
+	for _, c := range subs {
+		strictArgs(c)
+	}
+}
+
+// usageArgs is args with its refusal as bad input, worded with the
+// command's usage line where it is not already.
+func usageArgs(args cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, a []string) error {
+		err := args(cmd, a)
+		if err == nil || errors.As(err, new(*fault.InputError)) {
+			return err
+		}
+		if !strings.Contains(err.Error(), cmd.CommandPath()) {
+			err = fmt.Errorf("%s: %w", cmd.CommandPath(), err)
+		}
+		return usagef("%w (usage: %s)", err, cmd.UseLine())
+	}
 }
