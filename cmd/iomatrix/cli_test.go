@@ -124,6 +124,8 @@ func TestUsageMessages(t *testing.T) {
 		{"seed too large", []string{"run", target, "--seed", "99999999999999999999"}, "--seed: \"99999999999999999999\" is out of range", "strconv"},
 		{"qd junk", []string{"run", target, "--qd", "many"}, `--qd: "many" must be an integer`, "strconv"},
 		{"bool junk", []string{"run", target, "--force=maybe"}, `--force: "maybe" must be true or false`, "strconv"},
+		{"bssplit of one size too large", []string{"run", target, "--bssplit", "128m/100"}, "--bssplit: 134217728 bytes is outside 512B..64MiB", "--bs:"},
+		{"bssplit too large", []string{"run", target, "--bssplit", "4k/50:128m/50"}, "--bssplit: size 128MiB is not a multiple", "--bs:"},
 		{"unknown command", []string{"nosuch"}, `unknown command "nosuch"`, "Did you mean"},
 		{"misspelt command", []string{"sweeep"}, "did you mean sweep?", "\t"},
 		{"unknown flag", []string{"run", target, "--no-such-flag"}, "unknown flag: --no-such-flag", ""},
