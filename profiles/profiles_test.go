@@ -219,15 +219,23 @@ matrix:
 		"no-name": `patterns:
   - {block_size: 4k, read_pct: 100, queue_depth: 1}
 `,
-		"no-patterns":     "name: x\n",
-		"empty":           "",
-		"bad-duration":    "name: x\ndefaults: {runtime: soon}\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1}\n",
-		"repeated-key":    "name: x\nname: y\n",
-		"jobs-too-many":   "name: x\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1, jobs: 65}\n",
-		"access-unknown":  "name: x\npatterns:\n  - {access: zigzag, block_size: 4k, read_pct: 1, queue_depth: 1}\n",
-		"pattern-is-list": "name: x\npatterns:\n  - [4k, 1, 1]\n",
-		"loads-over-100":  "name: x\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1, loads: 120%}\n",
-		"loads-iops":      "name: x\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1, loads: 3000}\n",
+		"no-patterns":       "name: x\n",
+		"empty":             "",
+		"bad-duration":      "name: x\ndefaults: {runtime: soon}\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1}\n",
+		"repeated-key":      "name: x\nname: y\n",
+		"jobs-too-many":     "name: x\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1, jobs: 65}\n",
+		"access-unknown":    "name: x\npatterns:\n  - {access: zigzag, block_size: 4k, read_pct: 1, queue_depth: 1}\n",
+		"pattern-is-list":   "name: x\npatterns:\n  - [4k, 1, 1]\n",
+		"loads-over-100":    "name: x\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1, loads: 120%}\n",
+		"loads-iops":        "name: x\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1, loads: 3000}\n",
+		"loads-nan":         "name: x\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1, loads: NaN%}\n",
+		"loads-inf":         "name: x\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1, loads: \"50%,Inf%\"}\n",
+		"loads-negative":    "name: x\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1, loads: -5%}\n",
+		"two-documents":     "name: x\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1}\n---\nname: y\npatterns:\n  - {block_size: 8k, read_pct: 1, queue_depth: 1}\n",
+		"trailing-document": "name: x\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1}\n---\n",
+		"bssplit-too-large": "name: x\npatterns:\n  - {bssplit: 128m/100, read_pct: 1, queue_depth: 1}\n",
+		"runtime-negative":  "name: x\ndefaults: {runtime: -5}\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1}\n",
+		"size-nan":          "name: x\ndefaults: {size: NaN}\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1}\n",
 	}
 	var b strings.Builder
 	for _, name := range sortedCaseNames(cases) {
