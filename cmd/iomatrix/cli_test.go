@@ -190,7 +190,9 @@ func TestEveryGroupRefusesUnknownSubcommand(t *testing.T) {
 		}
 		path := strings.Fields(cmd.CommandPath())[1:]
 		if cmd.HasSubCommands() {
-			t.Run(strings.Join(path, " "), func(t *testing.T) { checkRefused(t, runInProcess(append(path, "nosuch")...), `unknown command "nosuch"`) })
+			t.Run(strings.Join(path, " "), func(t *testing.T) {
+				checkRefused(t, runInProcess(append(path, "nosuch")...), `unknown command "nosuch"`)
+			})
 		} else if cmd.Args != nil {
 			args := append(path, strings.Split(strings.Repeat("x,", 9)+"x", ",")...)
 			if r := runInProcess(args...); r.code == exitFailure || r.code == exitOK {
