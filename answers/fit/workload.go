@@ -9,14 +9,13 @@ import (
 	"os"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/yamldoc"
 	"github.com/iomatrix/iomatrix/report"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // Workload is several systems to consolidate on one volume.
@@ -103,7 +102,7 @@ func ParseWorkload(file string, data []byte) (Workload, error) {
 	names := map[string]bool{}
 	for i, s := range wf.Systems {
 		at := fmt.Sprintf("%s:%d: system %d", file, lines[i], i+1)
-		if err := CheckName(s.Name); err != nil {
+		if err := results.CheckSystemName(s.Name); err != nil {
 			return Workload{}, fmt.Errorf("%s: name: %w", at, err)
 		}
 		if names[s.Name] {
@@ -163,19 +162,6 @@ func (n *Need) addBounds(latency string) error {
 			}
 			return err
 		}
-	}
-	return nil
-}
-
-// CheckName refuses a system's name that is empty, or that holds what
-// is not printable (a newline, a control character, invalid UTF-8): a
-// name is written on a line of its own in fit's answer.
-func CheckName(name string) error {
-	switch {
-	case name == "":
-		return errors.New("missing")
-	case !utf8.ValidString(name) || strings.ContainsFunc(name, func(r rune) bool { return !unicode.IsPrint(r) }):
-		return fmt.Errorf("%q holds a character that is not printable (a newline, a tab, a control character)", name)
 	}
 	return nil
 }
