@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/iomatrix/iomatrix/internal/fault"
+	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
 )
@@ -78,12 +79,14 @@ func ParseVrate(s string) (Vrate, error) {
 	case "honest":
 		return Vrate{Honest: true}, nil
 	}
+	// Each bound a plain decimal number of percent: what ParseFloat
+	// would also read as NaN, an infinity, hex or 1e2 is refused.
 	a, b, ok := strings.Cut(s, "-")
 	var lo, hi float64
 	var err error
 	if ok {
-		if lo, err = strconv.ParseFloat(a, 64); err == nil {
-			hi, err = strconv.ParseFloat(b, 64)
+		if lo, err = units.ParsePercent(a); err == nil {
+			hi, err = units.ParsePercent(b)
 		}
 	}
 	if !ok || err != nil {
