@@ -8,12 +8,13 @@ import (
 	"unicode/utf8"
 )
 
-// CheckSystemName refuses a system's name (an ObservedSystem's, a
-// workload's) that is empty or holds what is not printable: a newline, a
-// tab, a control character, invalid UTF-8. Every answer writes a name on
-// a line of its own, where such a character would write a line, or move
-// the cursor, of its own.
-func CheckSystemName(name string) error {
+// CheckName refuses a name that a document holds and an answer writes
+// (a system's, in an observation or a workload; a fleet member's label)
+// that is empty or holds what is not printable: a newline, a tab, a
+// control character, invalid UTF-8. Every answer writes a name on a line
+// of its own, where such a character would write a line, or move the
+// cursor, of its own.
+func CheckName(name string) error {
 	switch {
 	case name == "":
 		return errors.New("missing")

@@ -5,10 +5,10 @@ import (
 	"testing"
 )
 
-// A system's name is printable text on one line.
-func TestCheckSystemName(t *testing.T) {
+// A name is printable text on one line.
+func TestCheckName(t *testing.T) {
 	for _, name := range []string{"erp", "mariadb.service", "pod-1b2c3d4e/0123456789ab", "a b", "système"} {
-		if err := CheckSystemName(name); err != nil {
+		if err := CheckName(name); err != nil {
 			t.Errorf("%q: %v", name, err)
 		}
 	}
@@ -22,7 +22,7 @@ func TestCheckSystemName(t *testing.T) {
 		"a\xffb":       `"a\xffb" holds`,
 		"\u00a0indent": `"\u00a0indent" holds`,
 	} {
-		if err := CheckSystemName(name); err == nil || !strings.HasPrefix(err.Error(), says) {
+		if err := CheckName(name); err == nil || !strings.HasPrefix(err.Error(), says) {
 			t.Errorf("%q: %v, want %q", name, err, says)
 		}
 	}

@@ -102,7 +102,7 @@ func ParseWorkload(file string, data []byte) (Workload, error) {
 	names := map[string]bool{}
 	for i, s := range wf.Systems {
 		at := fmt.Sprintf("%s:%d: system %d", file, lines[i], i+1)
-		if err := results.CheckSystemName(s.Name); err != nil {
+		if err := results.CheckName(s.Name); err != nil {
 			return Workload{}, fmt.Errorf("%s: name: %w", at, err)
 		}
 		if names[s.Name] {

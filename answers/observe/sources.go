@@ -157,7 +157,7 @@ func ParseCgroupSpec(ctrl cgroup.Controller, s string) (CgroupSpec, error) {
 	if name == "" {
 		name = SystemName(path)
 	}
-	if err := results.CheckSystemName(name); err != nil {
+	if err := results.CheckName(name); err != nil {
 		return CgroupSpec{}, fmt.Errorf("%q: NAME %w", s, err)
 	}
 	return CgroupSpec{Path: path, Name: name}, nil
