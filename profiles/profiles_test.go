@@ -231,6 +231,8 @@ matrix:
 		"loads-nan":         "name: x\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1, loads: NaN%}\n",
 		"loads-inf":         "name: x\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1, loads: \"50%,Inf%\"}\n",
 		"loads-negative":    "name: x\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1, loads: -5%}\n",
+		"loads-twice":       "name: x\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1, loads: \"50%,50.0%\"}\n",
+		"loads-exponent":    "name: x\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1, loads: 5e1%}\n",
 		"two-documents":     "name: x\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1}\n---\nname: y\npatterns:\n  - {block_size: 8k, read_pct: 1, queue_depth: 1}\n",
 		"trailing-document": "name: x\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1}\n---\n",
 		"bssplit-too-large": "name: x\npatterns:\n  - {bssplit: 128m/100, read_pct: 1, queue_depth: 1}\n",
