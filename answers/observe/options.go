@@ -2,6 +2,7 @@ package observe
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/iomatrix/iomatrix/cgroup"
@@ -99,18 +100,28 @@ func (o Options) Config() (Config, error) {
 	return cfg, nil
 }
 
-// checkTwice refuses a cgroup, or a system's name, given before: its
-// I/O would be counted twice in the sum that fit judges.
+// checkTwice refuses a cgroup given before, or one within or around it,
+// and a system's name given before: the I/O would be counted twice in the
+// sum that fit judges.
 func checkTwice(had []CgroupSpec, spec CgroupSpec) error {
 	for _, h := range had {
 		switch {
 		case h.Path == spec.Path:
 			return fmt.Errorf("%s=%s: cgroup %s given twice (as %s and %s): its I/O would be counted twice", spec.Path, spec.Name, spec.Path, h.Name, spec.Name)
+		case nested(h.Path, spec.Path):
+			return fmt.Errorf("%s=%s: cgroup %s and cgroup %s (system %s) lie one within the other: the inner one's I/O would be counted twice", spec.Path, spec.Name, spec.Path, h.Path, h.Name)
 		case h.Name == spec.Name:
 			return fmt.Errorf("%s=%s: a second system named %s (the first: %s): name them apart, PATH=NAME", spec.Path, spec.Name, spec.Name, h.Path)
 		}
 	}
 	return nil
+}
+
+// nested tells whether one of the cgroup paths a and b (each "/" or
+// "/a/b", below the hierarchy's root) lies within the other.
+func nested(a, b string) bool {
+	within := func(in, out string) bool { return out == "/" || strings.HasPrefix(in, out+"/") }
+	return a != b && (within(a, b) || within(b, a))
 }
 
 // checkSomething refuses an observation of nothing: no device named,

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/fault"
+	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/internal/testenv"
 )
 
@@ -62,6 +64,10 @@ func TestOptionsRefused(t *testing.T) {
 		{"cgroup twice", func(o *Options) { o.Cgroup = []string{"/a=x", "/a=y"} }, "--cgroup: /a=y: cgroup /a given twice (as x and y): its I/O would be counted twice"},
 		{"root twice", func(o *Options) { o.Cgroup = []string{"/=a", "/=b"} }, "--cgroup: /=b: cgroup / given twice (as a and b)"},
 		{"name twice", func(o *Options) { o.Cgroup = []string{"/a=x", "/b=x"} }, "--cgroup: /b=x: a second system named x (the first: /a)"},
+		{"within the root", func(o *Options) { o.Cgroup = []string{"/=all", "/system.slice/a.service=a"} },
+			"--cgroup: /system.slice/a.service=a: cgroup /system.slice/a.service and cgroup / (system all) lie one within the other"},
+		{"around another", func(o *Options) { o.Cgroup = []string{"/system.slice/a.service=a", "/system.slice=all"} },
+			"--cgroup: /system.slice=all: cgroup /system.slice and cgroup /system.slice/a.service (system a) lie one within the other"},
 		{"name of two lines", func(o *Options) { o.Cgroup = []string{"/a=x\ny"} }, `--cgroup: "/a=x\ny": NAME "x\ny" holds a character that is not printable`},
 		{"name of a path", func(o *Options) { o.Cgroup = []string{"/a\tb"} }, `--cgroup: "/a\tb": NAME "a\tb" holds a character that is not printable`},
 		{"cgroups auto", func(o *Options) { o.Cgroups, o.CgroupFS = "auto", filepath.Join(f.cgroup, "none") },
@@ -171,5 +177,37 @@ func TestOpenDatabasesRefused(t *testing.T) {
 	}
 	if cfg.Databases != nil {
 		t.Errorf("databases %v after a failure", cfg.Databases)
+	}
+}
+
+// A cgroup is counted once: one --cgroups auto finds where a system
+// observes it already (or one within or around it) is left to that
+// system, and a database whose server runs in a cgroup observed under
+// another name is refused before any sampling.
+func TestObserverCountsACgroupOnce(t *testing.T) {
+	f := newFixture(t)
+	f.disk(254, 0, "vda", 0, 0, 0, 0, 0)
+	f.cg("/system.slice/a.service", 10, 0)
+	f.cg("/system.slice/b.service", 5, 5)
+	ctrl := cgroup.Controller{Mode: cgroup.Unified, Version: 2, Root: f.cgroup, Dir: f.cgroup, Name: "io"}
+	cfg := Config{FS: sysfs.NewFS(f.sys, f.proc), Ctrl: ctrl, AutoCgroups: true, Interval: time.Second, Window: time.Hour,
+		Cgroups: []CgroupSpec{{Path: "/system.slice/a.service", Name: "erp"}}}
+	o, err := New(cfg)
+	testenv.Must(t, err)
+	testenv.Must(t, o.begin(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)))
+	testenv.Must(t, o.sample(context.Background(), 0))
+	var names []string
+	for _, s := range o.build().Systems {
+		names = append(names, s.Name+"="+s.Cgroup)
+	}
+	if strings.Join(names, " ") != "erp=/system.slice/a.service b.service=/system.slice/b.service" {
+		t.Errorf("systems %q: a.service's I/O counted twice, or b.service missing", names)
+	}
+	cfg.AutoCgroups = false
+	cfg.Databases = []DatabaseSource{{System: "db", DB: &fakeDB{}, Cgroup: "/system.slice/a.service"}}
+	_, err = New(cfg)
+	want := "--mysql db: its server runs in cgroup /system.slice/a.service, observed already as system erp"
+	if !errors.As(err, new(*fault.InputError)) || !strings.HasPrefix(asFlags(err), want) {
+		t.Errorf("%v, worded %q; want bad input worded %q", err, asFlags(err), want)
 	}
 }
