@@ -93,3 +93,55 @@ func usageArgs(args cobra.PositionalArgs) cobra.PositionalArgs {
 		return usagef("%w (usage: %s)", err, cmd.UseLine())
 	}
 }
+
+// maxArgs is cobra.MaximumNArgs with a usage error.
+func maxArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		switch {
+		case len(args) <= n:
+			return nil
+		case n == 0:
+			return usagef("%s takes no argument, got %q", cmd.CommandPath(), args)
+		}
+		return usagef("%s takes at most %d argument(s)%s, got %d: %q", cmd.CommandPath(), n, argNames(cmd), len(args), args)
+	}
+}
+
+// exactArgs is cobra.ExactArgs with a usage error.
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usagef("%s takes %d argument(s)%s, got %d: see --help", cmd.CommandPath(), n, argNames(cmd), len(args))
+		}
+		return nil
+	}
+}
+
+// minArgs is cobra.MinimumNArgs with a usage error that says what is
+// missing (what: "at least one results file").
+func minArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < n {
+			return usagef("%s needs %s%s, got %d: see --help", cmd.CommandPath(), what, argNames(cmd), len(args))
+		}
+		return nil
+	}
+}
+
+// argNames are the arguments of cmd as its usage line names them
+// (" (BASE.json NEW.json)"): the words of Use after the command's name,
+// up to the first flag or alternative; "" when it names none.
+func argNames(cmd *cobra.Command) string {
+	words := strings.Fields(cmd.Use)
+	var names []string
+	for _, w := range words[min(1, len(words)):] {
+		if strings.HasPrefix(w, "-") || strings.HasPrefix(w, "(") || strings.HasPrefix(w, "[-") {
+			break
+		}
+		names = append(names, w)
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(names, " ") + ")"
+}
