@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/iomatrix/iomatrix/internal/units"
+	"github.com/iomatrix/iomatrix/internal/yamldoc"
 	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
 )
@@ -165,8 +166,12 @@ func IsPath(s string) bool {
 //	    queue_depths: [1, 32]
 //	    jobs: [1]                   # optional, default [1]
 func Parse(file string, data []byte) (*Profile, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	doc, err := yamldoc.One(data)
+	var second *yamldoc.SecondError
+	if errors.As(err, &second) {
+		return nil, &ParseError{File: file, Line: second.Line, Msg: "a second YAML document: a profile file holds one profile (remove the ---)"}
+	}
+	if err != nil {
 		return nil, &ParseError{File: file, Line: yamlErrorLine(err), Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {

@@ -111,6 +111,11 @@ func memberLabels(in []MemberInput) ([]string, error) {
 	for i, m := range in {
 		switch {
 		case m.Label != "":
+			if err := results.CheckName(m.Label); err != nil {
+				return nil, fmt.Errorf("%w: %s: %w", ErrMerge, m.Source, fault.NewMention(func(n fault.Namer) string {
+					return n("label") + " " + err.Error()
+				}))
+			}
 			labels[i] = m.Label
 		case m.Doc.Host.Hostname == "":
 			labels[i] = m.Source

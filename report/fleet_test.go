@@ -137,6 +137,8 @@ func TestMergeRefuses(t *testing.T) {
 		{"a fleet", []MemberInput{{Doc: one, Source: "a.json"}, {Doc: fleet, Source: "f.json"}}, "f.json is a fleet document already"},
 		{"same label", []MemberInput{{Doc: one, Source: "a.json"}, {Doc: one, Source: "b.json"}}, "both be labelled"},
 		{"same given label", []MemberInput{{Doc: one, Source: "a.json", Label: "x"}, {Doc: loadFixture(t, "fleet/node-b"), Source: "b.json", Label: "x"}}, `"x"`},
+		{"a label of two lines", []MemberInput{{Doc: one, Source: "a.json", Label: "x\ny"}, {Doc: loadFixture(t, "fleet/node-b"), Source: "b.json", Label: "z"}},
+			`a.json: label "x\ny" holds a character that is not printable`},
 	} {
 		_, err := Merge(c.in)
 		if !errors.Is(err, ErrMerge) || !strings.Contains(err.Error(), c.want) {

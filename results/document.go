@@ -486,7 +486,32 @@ func ReadDocument(r io.Reader) (*Document, error) {
 	if err := json.Unmarshal(data, &d); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadDocument, err)
 	}
+	if err := d.checkFigures(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadDocument, err)
+	}
 	return &d, nil
+}
+
+// checkFigures refuses a measured figure that no measurement gives, a
+// negative rate or duration, which every answer would take at its word
+// (a negative rate makes any need fit).
+func (d *Document) checkFigures() error {
+	for i, r := range d.Results {
+		for _, f := range []struct {
+			name  string
+			value float64
+		}{
+			{"duration_ns", float64(r.DurationNS)},
+			{"read.iops", r.Read.IOPS}, {"read.mib_per_s", r.Read.MiBPerS},
+			{"write.iops", r.Write.IOPS}, {"write.mib_per_s", r.Write.MiBPerS},
+			{"total.iops", r.Total.IOPS}, {"total.mib_per_s", r.Total.MiBPerS},
+		} {
+			if f.value < 0 {
+				return fmt.Errorf("results[%d] (%s): %s is %g: a measured figure is never negative", i, r.Name, f.name, f.value)
+			}
+		}
+	}
+	return nil
 }
 
 // ReadDocumentFile reads and parses a results file.

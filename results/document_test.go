@@ -3,8 +3,10 @@ package results
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -122,5 +124,33 @@ func TestTimelineCache(t *testing.T) {
 	}
 	if back.Devices[0].Minutes.Counters["rios"][4] != 28 || back.Systems[0].IO.Minutes.Len() != 5 || back.Systems[0].Name != o.Systems[0].Name {
 		t.Errorf("read back %+v", back.Systems[0])
+	}
+}
+
+// A results document with a figure no measurement gives (a negative rate
+// or duration) is refused naming the result and the figure; JSON holds no
+// NaN or infinity to refuse.
+func TestReadDocumentRefusesNegativeFigures(t *testing.T) {
+	for _, c := range []struct {
+		edit func(r *Result)
+		says string
+	}{
+		{func(r *Result) { r.Total.IOPS = -5 }, "results[0] (rand-4k-r100-qd1): total.iops is -5: a measured figure is never negative"},
+		{func(r *Result) { r.Read.IOPS = -1 }, "read.iops is -1"},
+		{func(r *Result) { r.Write.MiBPerS = -0.5 }, "write.mib_per_s is -0.5"},
+		{func(r *Result) { r.DurationNS = -1 }, "duration_ns is -1"},
+	} {
+		p := Pattern{Access: Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 1, Jobs: 1}
+		r := Result{Name: p.Name(), Pattern: p}
+		c.edit(&r)
+		d := NewDocument(TargetInfo{}, Settings{}, "")
+		d.Results = []Result{r}
+		data, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadDocument(bytes.NewReader(data)); !errors.Is(err, ErrBadDocument) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%v, want a bad document saying %q", err, c.says)
+		}
 	}
 }

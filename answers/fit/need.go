@@ -72,15 +72,15 @@ func ParseNeed(s string) (Need, error) {
 			return Need{}, err
 		}
 	}
-	return n, n.check()
+	return n, n.check("read", "bs")
 }
 
 func (n *Need) set(key, val string) error {
 	switch key {
 	case "read", "write":
 		v, err := strconv.ParseFloat(val, 64)
-		if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
-			return &NeedError{Field: key, Value: val, Why: "not a number of IOPS"}
+		if err != nil || !isIOPS(v) {
+			return &NeedError{Field: key, Value: val, Why: notIOPS}
 		}
 		if key == "read" {
 			n.ReadIOPS = v
@@ -88,25 +88,62 @@ func (n *Need) set(key, val string) error {
 			n.WriteIOPS = v
 		}
 	case "bs":
-		b, err := units.ParseSize(val)
-		if err != nil || b < 512 || b%512 != 0 {
-			return &NeedError{Field: key, Value: val, Why: "not a block size (a multiple of 512 bytes, e.g. 8k)"}
+		b, err := blockSize(key, val)
+		if err != nil {
+			return err
 		}
 		n.BlockSize = b
 	case "qd":
 		q, err := strconv.Atoi(val)
-		if err != nil || q < 1 {
-			return &NeedError{Field: key, Value: val, Why: "not a concurrency (I/Os in flight: queue depth × jobs, 1 or more)"}
+		if err != nil {
+			return &NeedError{Field: key, Value: val, Why: notConcurrency}
 		}
-		n.Concurrency = q
+		if n.Concurrency, err = concurrency(key, q); err != nil {
+			return err
+		}
 	default:
 		return &NeedError{Field: key, Value: val, Why: "unknown (read, write, bs, qd, or a bound such as p99<2ms)"}
 	}
 	return nil
 }
 
+const (
+	notIOPS        = "not a number of IOPS"
+	notConcurrency = "not a concurrency (I/Os in flight: queue depth × jobs, 1 or more)"
+)
+
+// isIOPS tells whether v is a number of IOPS: finite, not negative.
+func isIOPS(v float64) bool { return v >= 0 && !math.IsInf(v, 0) }
+
+// iops is the rate v of field, a number of IOPS.
+func iops(field string, v float64) (float64, error) {
+	if !isIOPS(v) {
+		return 0, &NeedError{Field: field, Value: strconv.FormatFloat(v, 'g', -1, 64), Why: notIOPS}
+	}
+	return v, nil
+}
+
+// blockSize is the block size of field: a size (units.ParseSize), a
+// multiple of 512 bytes.
+func blockSize(field, val string) (int64, error) {
+	b, err := units.ParseSize(val)
+	if err != nil || b < 512 || b%512 != 0 {
+		return 0, &NeedError{Field: field, Value: val, Why: "not a block size (a multiple of 512 bytes, e.g. 8k)"}
+	}
+	return b, nil
+}
+
+// concurrency is the concurrency of field: 1 or more.
+func concurrency(field string, q int) (int, error) {
+	if q < 1 {
+		return 0, &NeedError{Field: field, Value: strconv.Itoa(q), Why: notConcurrency}
+	}
+	return q, nil
+}
+
 // addBound keeps the bound's text as the field at fault, so that a
-// workload file can name it as its latency.
+// workload file can name it as its latency. A metric bound twice is
+// refused: the need would hold two limits for one figure.
 func (n *Need) addBound(key, val string) error {
 	b, err := report.ParseBound(key, val)
 	var be *report.BoundError
@@ -116,16 +153,24 @@ func (n *Need) addBound(key, val string) error {
 	if err != nil {
 		return fmt.Errorf("latency bound %s<%s: %w", key, val, err)
 	}
+	for _, had := range n.Bounds {
+		if had.Metric == b.Metric {
+			return &NeedError{Field: key + "<" + val, Why: "a bound of " + key + " given twice"}
+		}
+	}
 	n.Bounds = append(n.Bounds, b)
 	return nil
 }
 
-func (n *Need) check() error {
+// check refuses a need without IOPS or without a block size, naming the
+// fields as its reader does (read and bs, or a workload's reads and
+// block_size).
+func (n *Need) check(read, bs string) error {
 	if n.Total() <= 0 {
-		return &NeedError{Field: "read", Why: "give read=N and/or write=N IOPS above 0"}
+		return &NeedError{Field: read, Why: "give the read and/or write IOPS, above 0"}
 	}
 	if n.BlockSize == 0 {
-		return &NeedError{Field: "bs", Why: "missing: the workload's block size (e.g. bs=8k; databases: their page size)"}
+		return &NeedError{Field: bs, Why: "missing: the workload's block size (e.g. 8k; databases: their page size)"}
 	}
 	return nil
 }

@@ -1,18 +1,21 @@
 package fit
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/iomatrix/iomatrix/internal/fault"
+	"github.com/iomatrix/iomatrix/internal/yamldoc"
 	"github.com/iomatrix/iomatrix/report"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // Workload is several systems to consolidate on one volume.
@@ -25,14 +28,19 @@ type Workload struct {
 //	systems:
 //	  - {name: erp, reads: 4000, writes: 1000, block_size: 8k, concurrency: 16, latency: "p99<2ms"}
 type workloadFile struct {
-	Systems []struct {
-		Name        string  `yaml:"name"`
-		Reads       float64 `yaml:"reads"`
-		Writes      float64 `yaml:"writes"`
-		BlockSize   string  `yaml:"block_size"`
-		Concurrency int     `yaml:"concurrency"`
-		Latency     string  `yaml:"latency"`
-	} `yaml:"systems"`
+	Systems []workloadSystem `yaml:"systems"`
+}
+
+// workloadSystem is a system of a workload file, each field its own
+// type: a number is a number, the block size a size, the latency a list
+// of bounds.
+type workloadSystem struct {
+	Name        string  `yaml:"name"`
+	Reads       float64 `yaml:"reads"`
+	Writes      float64 `yaml:"writes"`
+	BlockSize   string  `yaml:"block_size"`
+	Concurrency int     `yaml:"concurrency"`
+	Latency     string  `yaml:"latency"`
 }
 
 // ReadWorkload reads the workload file at path (ParseWorkload). Its
@@ -69,56 +77,93 @@ func ReadNeed(spec, workloadFile string) (Need, *Workload, error) {
 	return w.Sum(), &w, nil
 }
 
-// ParseWorkload reads a workload file; errors name the file, line and
-// field.
+// ParseWorkload reads a workload file of one YAML document; errors
+// name the file, line and field.
 func ParseWorkload(file string, data []byte) (Workload, error) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
+	root, err := yamldoc.One(data)
+	var second *yamldoc.SecondError
+	if errors.As(err, &second) {
+		return Workload{}, fmt.Errorf("%s:%d: a second YAML document: a workload file holds one (remove the ---)", file, second.Line)
+	}
+	if err != nil {
 		return Workload{}, fmt.Errorf("%s: %w", file, err)
 	}
 	var wf workloadFile
-	dec := yaml.NewDecoder(strings.NewReader(string(data)))
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	if err := dec.Decode(&wf); err != nil {
+	if err := dec.Decode(&wf); err != nil && !errors.Is(err, io.EOF) {
 		return Workload{}, yamlError(file, err)
 	}
 	if len(wf.Systems) == 0 {
 		return Workload{}, fmt.Errorf("%s: no systems (systems: [{name, reads, writes, block_size, concurrency, latency}])", file)
 	}
-	lines := systemLines(&root)
+	lines := systemLines(root)
 	var w Workload
 	names := map[string]bool{}
 	for i, s := range wf.Systems {
 		at := fmt.Sprintf("%s:%d: system %d", file, lines[i], i+1)
-		if s.Name == "" {
-			return Workload{}, fmt.Errorf("%s: name: missing", at)
+		if err := results.CheckName(s.Name); err != nil {
+			return Workload{}, fmt.Errorf("%s: name: %w", at, err)
 		}
 		if names[s.Name] {
 			return Workload{}, fmt.Errorf("%s: name: %q given twice", at, s.Name)
 		}
 		names[s.Name] = true
-		spec := fmt.Sprintf("read=%s,write=%s", strconv.FormatFloat(s.Reads, 'f', -1, 64), strconv.FormatFloat(s.Writes, 'f', -1, 64))
-		if s.BlockSize != "" {
-			spec += ",bs=" + s.BlockSize
-		}
-		if s.Concurrency != 0 {
-			spec += ",qd=" + strconv.Itoa(s.Concurrency)
-		}
-		if s.Latency != "" {
-			spec += "," + s.Latency
-		}
-		n, err := ParseNeed(spec)
+		n, err := s.need()
 		if err != nil {
-			var ne *NeedError
-			if errors.As(err, &ne) {
-				ne.Field = map[string]string{"read": "reads", "write": "writes", "bs": "block_size", "qd": "concurrency"}[ne.Field] + orField(ne.Field)
-			}
 			return Workload{}, fmt.Errorf("%s (%s): %w", at, s.Name, err)
 		}
-		n.Name = s.Name
 		w.Systems = append(w.Systems, n)
 	}
 	return w, nil
+}
+
+// need is the system's need, each field parsed as its type; a field at
+// fault is a NeedError naming it as the file does.
+func (s workloadSystem) need() (Need, error) {
+	n := Need{Name: s.Name}
+	var err error
+	if n.ReadIOPS, err = iops("reads", s.Reads); err != nil {
+		return Need{}, err
+	}
+	if n.WriteIOPS, err = iops("writes", s.Writes); err != nil {
+		return Need{}, err
+	}
+	if s.BlockSize != "" {
+		if n.BlockSize, err = blockSize("block_size", s.BlockSize); err != nil {
+			return Need{}, err
+		}
+	}
+	if s.Concurrency != 0 {
+		if n.Concurrency, err = concurrency("concurrency", s.Concurrency); err != nil {
+			return Need{}, err
+		}
+	}
+	if s.Latency != "" {
+		if err := n.addBounds(s.Latency); err != nil {
+			return Need{}, err
+		}
+	}
+	return n, n.check("reads", "block_size")
+}
+
+// addBounds reads a workload's latency: bounds such as p99<2ms, several
+// joined by commas, and nothing else.
+func (n *Need) addBounds(latency string) error {
+	for _, b := range strings.Split(latency, ",") {
+		key, val, ok := strings.Cut(strings.TrimSpace(b), "<")
+		if !ok {
+			return &NeedError{Field: "latency", Value: strings.TrimSpace(b), Why: "not a latency bound: p50, p99, p99.9 or mean below a duration, e.g. p99<2ms"}
+		}
+		if err := n.addBound(strings.TrimSpace(key), strings.TrimSpace(val)); err != nil {
+			var ne *NeedError
+			if errors.As(err, &ne) {
+				ne.Field = "latency: " + ne.Field
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 // yamlError turns the YAML decoder's message into one line naming the
@@ -142,14 +187,6 @@ func yamlError(file string, err error) error {
 		rest = fmt.Sprintf("%q is not a number", v)
 	}
 	return fmt.Errorf("%s:%s: %s", file, line, rest)
-}
-
-// orField keeps a latency field's own name where the map has none.
-func orField(f string) string {
-	if _, ok := map[string]bool{"read": true, "write": true, "bs": true, "qd": true}[f]; ok {
-		return ""
-	}
-	return "latency: " + f
 }
 
 func systemLines(root *yaml.Node) []int {

@@ -91,3 +91,71 @@ func TestReadNeed(t *testing.T) {
 		t.Errorf("no workload file: %v", err)
 	}
 }
+
+// Each field of a workload is parsed as its own type, never spliced
+// into a need to be parsed again: a value that would inject another
+// field, a number that is not one, a name that would write a line of its
+// own, a system given twice and a second YAML document are refused with
+// the file, line and field.
+func TestParseWorkloadRefuses(t *testing.T) {
+	for _, c := range []struct{ name, yaml, says string }{
+		{"injected concurrency", `{name: a, reads: 100, block_size: "4k,qd=3"}`, `w.yaml:2: system 1 (a): block_size=4k,qd=3: not a block size`},
+		{"injected rate", `{name: a, reads: 100, block_size: 4k, latency: "p99<2ms,read=100000"}`, `w.yaml:2: system 1 (a): latency=read=100000: not a latency bound`},
+		{"bound twice", `{name: a, reads: 100, block_size: 4k, latency: "p99<2ms,p99<5ms"}`, `w.yaml:2: system 1 (a): latency: p99<5ms: a bound of p99 given twice`},
+		{"bad bound", `{name: a, reads: 100, block_size: 4k, latency: "p99<-2ms"}`, `w.yaml:2: system 1 (a): latency: p99<-2ms: not a duration`},
+		{"NaN reads", `{name: a, reads: .nan, block_size: 4k}`, `w.yaml:2: system 1 (a): reads=NaN: not a number of IOPS`},
+		{"infinite writes", `{name: a, reads: 1, writes: .inf, block_size: 4k}`, `w.yaml:2: system 1 (a): writes=+Inf: not a number of IOPS`},
+		{"negative reads", `{name: a, reads: -5, writes: 100, block_size: 4k}`, `w.yaml:2: system 1 (a): reads=-5: not a number of IOPS`},
+		{"negative concurrency", `{name: a, reads: 100, block_size: 4k, concurrency: -3}`, `w.yaml:2: system 1 (a): concurrency=-3: not a concurrency`},
+		{"text concurrency", `{name: a, reads: 100, block_size: 4k, concurrency: "3,qd=5"}`, `w.yaml:2: "3,qd=5" is not a number`},
+		{"no IOPS", `{name: a, block_size: 4k}`, `w.yaml:2: system 1 (a): reads: give the read and/or write IOPS, above 0`},
+		{"no block size", `{name: a, reads: 1}`, `w.yaml:2: system 1 (a): block_size: missing`},
+		{"newline in a name", `{name: "a\nFITS", reads: 100, block_size: 4k}`, `w.yaml:2: system 1: name: "a\nFITS" holds a character that is not printable`},
+		{"tab in a name", `{name: "a\tb", reads: 100, block_size: 4k}`, `w.yaml:2: system 1: name: "a\tb" holds a character that is not printable`},
+		{"escape in a name", `{name: "a\e[2J", reads: 100, block_size: 4k}`, `w.yaml:2: system 1: name: "a\x1b[2J" holds a character`},
+		{"no name", `{reads: 100, block_size: 4k}`, `w.yaml:2: system 1: name: missing`},
+		{"unknown field", `{name: a, reads: 100, block_size: 4k, iops: 5}`, `w.yaml:2: unknown field iops`},
+		{"system twice", "{name: a, reads: 100, block_size: 4k}\n  - {name: a, reads: 100, block_size: 4k}", `w.yaml:3: system 2: name: "a" given twice`},
+		{"second document", "{name: a, reads: 100, block_size: 4k}\n---\nsystems:\n  - {name: b, reads: 1e9, block_size: 4k}", `w.yaml:3: a second YAML document`},
+		{"trailing document", "{name: a, reads: 100, block_size: 4k}\n---", `w.yaml:3: a second YAML document`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseWorkload("w.yaml", []byte("systems:\n  - "+c.yaml+"\n"))
+			if err == nil || !strings.HasPrefix(err.Error(), c.says) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("%v, want one line starting %q", err, c.says)
+			}
+		})
+	}
+	// Several bounds are a latency of their own, each parsed as a bound.
+	w, err := ParseWorkload("w.yaml", []byte("systems:\n  - {name: a b, reads: 100, block_size: 4k, concurrency: 2, latency: \"p99<2ms, p50<1ms\"}\n"))
+	if err != nil || len(w.Systems) != 1 || len(w.Systems[0].Bounds) != 2 || w.Systems[0].Concurrency != 2 || w.Systems[0].Name != "a b" {
+		t.Errorf("two bounds: %+v, %v", w, err)
+	}
+}
+
+// A need refuses every value that is not its field's type, NaN, infinite
+// and negative numbers, and a field or a bound given twice.
+func TestParseNeedRefuses(t *testing.T) {
+	for _, c := range []struct{ need, says string }{
+		{"read=NaN,bs=4k", "read=NaN: not a number of IOPS"},
+		{"read=Inf,bs=4k", "read=Inf: not a number of IOPS"},
+		{"read=1e400,bs=4k", "read=1e400: not a number of IOPS"},
+		{"read=100,write=-5,bs=4k", "write=-5: not a number of IOPS"},
+		{"read=100,bs=-4k", "bs=-4k: not a block size"},
+		{"read=100,bs=NaN", "bs=NaN: not a block size"},
+		{"read=100,bs=4k,qd=-1", "qd=-1: not a concurrency"},
+		{"read=100,bs=4k,qd=NaN", "qd=NaN: not a concurrency"},
+		{"read=100,bs=4k,read=5", "read=5: given twice"},
+		{"read=100,bs=4k,p99<1ms,p99<2ms", "p99<2ms: a bound of p99 given twice"},
+		{"read=100,bs=4k,p99<NaNms", "p99<NaNms: not a duration"},
+		{"read=100,bs=4k,p99<-1ms", "p99<-1ms: not a duration"},
+		{"bs=4k", "read: give the read and/or write IOPS, above 0"},
+		{"read=100", "bs: missing"},
+	} {
+		_, err := ParseNeed(c.need)
+		var ne *NeedError
+		if !errors.As(err, &ne) || !strings.HasPrefix(err.Error(), c.says) {
+			t.Errorf("%s: %v, want a NeedError saying %q", c.need, err, c.says)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -45,9 +46,17 @@ const DefaultStateDir = "/var/lib/iomatrix"
 // its filesystem: the whole disk (MAJ:MIN; iocost is set per disk, not
 // per partition), the host's controller files under the cgroup2 root
 // cgroupRoot, with its cgroup mode, and the state file: statePath, or by
-// default iocost-MAJ_MIN.json in DefaultStateDir. An arg on no block
-// device is bad input of the option "device", its message led by arg.
+// default iocost-MAJ_MIN.json in DefaultStateDir. A sysfs root that is
+// not one, or a cgroup2 root that does not exist, is bad input of the
+// option "sysfs" or "cgroupfs"; an arg on no block device, of the option
+// "device", its message led by arg.
 func Resolve(sys sysfs.FS, cgroupRoot, arg, statePath string) (h Host, dev, state string, err error) {
+	if err := sys.CheckSys(); err != nil {
+		return Host{}, "", "", fault.Input("sysfs", "%w", err)
+	}
+	if _, err := os.Stat(cgroupRoot); errors.Is(err, fs.ErrNotExist) {
+		return Host{}, "", "", fault.Input("cgroupfs", "%s does not exist", cgroupRoot)
+	}
 	num, _, err := cgroup.ResolveDevice(sys, arg)
 	if err != nil {
 		return Host{}, "", "", fault.Input("device", "%s: %w", arg, err)

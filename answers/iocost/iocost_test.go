@@ -344,12 +344,13 @@ func TestStat(t *testing.T) {
 // The vrate: face, honest, or MIN-MAX as the kernel takes it; anything
 // else is bad input of the option "vrate".
 func TestParseVrate(t *testing.T) {
-	for in, want := range map[string]Vrate{"face": {}, "honest": {Honest: true}, "1-100": {Min: 1, Max: 100}, "60-60": {Min: 60, Max: 60}} {
+	for in, want := range map[string]Vrate{"face": {}, "honest": {Honest: true}, "1-100": {Min: 1, Max: 100}, "60-60": {Min: 60, Max: 60}, "60%-100%": {Min: 60, Max: 100}} {
 		if v, err := ParseVrate(in); err != nil || v != want {
 			t.Errorf("%s: %+v, %v; want %+v", in, v, err, want)
 		}
 	}
-	for _, in := range []string{"fast", "90-80", "0-100", "1-20000", "50", "NaN-NaN"} {
+	for _, in := range []string{"fast", "90-80", "0-100", "1-20000", "50", "NaN-NaN", "NaN-100", "1-NaN", "1-Inf", "-Inf-100",
+		"1e1-1e2", "0x10-100", "1--5", "-5-100", "1-", "-100"} {
 		var ie *fault.InputError
 		if _, err := ParseVrate(in); !errors.As(err, &ie) || ie.Option != "vrate" {
 			t.Errorf("%s: %v; want bad input of vrate", in, err)
@@ -358,12 +359,30 @@ func TestParseVrate(t *testing.T) {
 }
 
 // A path on no block device is bad input of the option "device", led by
-// the path; the state file is the one given, or the device's by default.
+// the path; a sysfs root that is not one, or a cgroup2 root that does not
+// exist, bad input of the root's option, before the device is looked
+// for; the state file is the one given, or the device's by default.
 func TestResolve(t *testing.T) {
-	sys := sysfs.NewFS(t.TempDir(), t.TempDir()) // no devices at all
+	root := t.TempDir()
+	testenv.Must(t, os.MkdirAll(filepath.Join(root, "class", "block"), 0o755))
+	sys := sysfs.NewFS(root, t.TempDir()) // no devices at all
 	var ie *fault.InputError
 	if _, _, _, err := Resolve(sys, t.TempDir(), "/nonexistent", ""); !errors.As(err, &ie) || ie.Option != "device" || !strings.HasPrefix(ie.Err.Error(), "/nonexistent: ") {
 		t.Errorf("a missing path: %v", err)
+	}
+	for _, c := range []struct {
+		sys        sysfs.FS
+		cgroupRoot string
+		option     string
+		says       string
+	}{
+		{sysfs.NewFS("/nonexistent", "/proc"), t.TempDir(), "sysfs", "/nonexistent does not exist"},
+		{sysfs.NewFS(t.TempDir(), "/proc"), t.TempDir(), "sysfs", "is not a sysfs mount: it has no class/block"},
+		{sys, "/nonexistent", "cgroupfs", "/nonexistent does not exist"},
+	} {
+		if _, _, _, err := Resolve(c.sys, c.cgroupRoot, t.TempDir(), ""); !errors.As(err, &ie) || ie.Option != c.option || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%+v: %v, want bad input of %s saying %q", c, err, c.option, c.says)
+		}
 	}
 	_, dev, got, err := Resolve(sysfs.Default(), t.TempDir(), t.TempDir(), "")
 	testenv.Require(t, err == nil, "the temp dir is on no block device")
@@ -372,5 +391,21 @@ func TestResolve(t *testing.T) {
 	}
 	if _, _, got, err := Resolve(sysfs.Default(), t.TempDir(), t.TempDir(), "/tmp/st.json"); err != nil || got != "/tmp/st.json" {
 		t.Errorf("the state given: %s, %v", got, err)
+	}
+}
+
+// A results file given twice, by one name or by two, is refused before
+// it is read: its cells would count twice in the model's check.
+func TestFromFilesRefusesFileTwice(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "sweep.json")
+	testenv.Must(t, results.WriteFileAtomic(p, results.NewDocument(results.TargetInfo{Device: "259:0"}, results.Settings{Profile: "iocost"}, "")))
+	alias := filepath.Join(dir, "alias.json")
+	testenv.Must(t, os.Symlink(p, alias))
+	for _, paths := range [][]string{{p, p}, {p, alias}} {
+		var ie *fault.InputError
+		if _, err := FromFiles(paths); !errors.As(err, &ie) || !strings.Contains(err.Error(), "the same results file as "+p+", given twice") {
+			t.Errorf("%q: %v, want bad input of a file given twice", paths, err)
+		}
 	}
 }

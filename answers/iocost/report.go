@@ -3,10 +3,12 @@ package iocost
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
 	"github.com/iomatrix/iomatrix/internal/fault"
+	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
 )
@@ -16,6 +18,9 @@ import (
 // no results, files of several devices, or too few cells to derive from
 // are bad input.
 func FromFiles(paths []string) (Report, error) {
+	if err := checkTwice(paths); err != nil {
+		return Report{}, err
+	}
 	docs := make([]*results.Document, len(paths))
 	for i, p := range paths {
 		d, err := results.ReadResultsFile(p)
@@ -43,6 +48,25 @@ func FromFiles(paths []string) (Report, error) {
 	}
 	ch := CheckModel(d.Model, Cells(docs), span, t.MaxSectorsKB*1024)
 	return NewReport(d, ch), nil
+}
+
+// checkTwice refuses a results file given twice, by one name or two:
+// its cells would count twice in the model's check.
+func checkTwice(paths []string) error {
+	infos := make([]os.FileInfo, len(paths))
+	for i, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			continue // the reader says why
+		}
+		for j := range i {
+			if infos[j] != nil && os.SameFile(infos[j], fi) {
+				return fault.Input("", "%s: the same results file as %s, given twice", p, paths[j])
+			}
+		}
+		infos[i] = fi
+	}
+	return nil
 }
 
 // PredictedPage is the check as report's HTML chart shows it: predicted
@@ -78,12 +102,14 @@ func ParseVrate(s string) (Vrate, error) {
 	case "honest":
 		return Vrate{Honest: true}, nil
 	}
+	// Each bound a plain decimal number of percent: what ParseFloat
+	// would also read as NaN, an infinity, hex or 1e2 is refused.
 	a, b, ok := strings.Cut(s, "-")
 	var lo, hi float64
 	var err error
 	if ok {
-		if lo, err = strconv.ParseFloat(a, 64); err == nil {
-			hi, err = strconv.ParseFloat(b, 64)
+		if lo, err = units.ParsePercent(a); err == nil {
+			hi, err = units.ParsePercent(b)
 		}
 	}
 	if !ok || err != nil {

@@ -86,7 +86,8 @@ func (a Asked) checkControl() error {
 	switch {
 	case a.Control == "iocost" && a.Cgroup != "":
 		return fault.Input("cgroup", "isolate puts the victim and the aggressor in fresh cgroups of their own")
-	case a.Control == "iocost" && (a.IOMaxTries < 1 || a.IOMaxTries > 20):
+	case a.IOMaxTries < 0 || a.IOMaxTries > 20 || a.Control == "iocost" && a.IOMaxTries < 1:
+		// Out of range whatever the control: 0 is a cap test's "not given".
 		return fault.Input("iomax-tries", "%d: give 1 to 20 phases", a.IOMaxTries)
 	case a.Control == "iocost":
 		return nil

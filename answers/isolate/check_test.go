@@ -28,6 +28,8 @@ func TestCheck(t *testing.T) {
 		{"aggressor", func(a *Asked) { a.Aggressor = "randread:4k:0" }, ok, `--aggressor "randread:4k:0": QD: 0 is outside 1..256`},
 		{"iocost cgroup", func(a *Asked) { a.Cgroup = "/x" }, io, "--cgroup: isolate puts the victim and the aggressor in fresh cgroups of their own"},
 		{"iocost tries", func(a *Asked) { a.IOMaxTries = 21 }, io, "--iomax-tries: 21: give 1 to 20 phases"},
+		{"iocost no tries", func(a *Asked) { a.IOMaxTries = 0 }, io, "--iomax-tries: 0: give 1 to 20 phases"},
+		{"negative tries under a cap", func(a *Asked) { a.IOMaxTries = -1 }, ok, "--iomax-tries: -1: give 1 to 20 phases"},
 		{"iocost weights", func(a *Asked) { a.Weights = "victim=0" }, io, "--weight: victim=0: a weight is a whole number from 1 to 10000"},
 		{"iocost cap", func(a *Asked) { a.Cap = "wiops=lots" }, io, "--cap: invalid cap: wiops=lots is not a positive whole number"},
 	} {

@@ -3,6 +3,7 @@ package observe
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -44,12 +45,11 @@ type DBStatus struct {
 // its system is observed through it. getenv is os.LookupEnv in
 // production.
 func (c *Config) OpenDatabases(ctx context.Context, sources []string, getenv func(string) (string, bool)) error {
-	for _, arg := range sources {
-		spec, err := ParseMySQLSpec(arg, getenv)
-		if err != nil {
-			c.CloseDatabases()
-			return fault.Input("mysql", "%w", err)
-		}
+	specs, err := ParseMySQLSpecs(sources, getenv)
+	if err != nil {
+		return fault.Input("mysql", "%w", err)
+	}
+	for _, spec := range specs {
 		db, err := OpenMySQL(ctx, spec)
 		if err != nil {
 			c.CloseDatabases()
@@ -61,6 +61,24 @@ func (c *Config) OpenDatabases(ctx context.Context, sources []string, getenv fun
 		c.Databases = append(c.Databases, DatabaseSource{System: spec.System, DB: db, Cgroup: c.serverCgroup(ctx, db)})
 	}
 	return nil
+}
+
+// ParseMySQLSpecs reads every MySQL source (ParseMySQLSpec) before any
+// is dialled: a system given two servers is refused, as its figures
+// would be two servers' in one.
+func ParseMySQLSpecs(sources []string, getenv func(string) (string, bool)) ([]MySQLSpec, error) {
+	var specs []MySQLSpec
+	for _, arg := range sources {
+		spec, err := ParseMySQLSpec(arg, getenv)
+		if err != nil {
+			return nil, err
+		}
+		if slices.ContainsFunc(specs, func(s MySQLSpec) bool { return s.System == spec.System }) {
+			return nil, fmt.Errorf("%w: system %s given twice (name each server's system: SYSTEM=SOURCE)", ErrDatabaseSpec, spec.System)
+		}
+		specs = append(specs, spec)
+	}
+	return specs, nil
 }
 
 // CloseDatabases closes the databases' connections and forgets them.

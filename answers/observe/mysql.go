@@ -175,6 +175,11 @@ func ParseMySQLSpec(arg string, getenv func(string) (string, bool)) (MySQLSpec, 
 	default:
 		dsn = source
 		spec.source = commandLine
+		if strings.TrimSpace(dsn) == "" {
+			// The driver reads an empty DSN as the default user at
+			// 127.0.0.1:3306: a server nobody named.
+			return MySQLSpec{}, fmt.Errorf("%w: %q: no DSN after the system's name (give [SYSTEM=]env:VAR, [SYSTEM=]file:PATH or a DSN such as monitor@tcp(db1:3306)/)", ErrDatabaseSpec, arg)
+		}
 	}
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {

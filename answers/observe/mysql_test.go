@@ -116,6 +116,11 @@ func TestParseMySQLSpecRefuses(t *testing.T) {
 		{"unset variable", "env:DSN", nil, []string{`"DSN" is not set`}},
 		{"empty variable", "env:DSN", []string{"DSN", " \n"}, []string{`"DSN" is empty`}},
 		{"empty system", "=env:DSN", []string{"DSN", "root@unix(/s)/"}, []string{"empty system name"}},
+		// The driver would dial the default user at 127.0.0.1:3306.
+		{"no DSN", "", nil, []string{`"": no DSN after the system's name`}},
+		{"no DSN after the system", "erp=", nil, []string{`"erp=": no DSN after the system's name`}},
+		{"a blank DSN", "erp= ", nil, []string{`"erp= ": no DSN`}},
+		{"no variable", "erp=env:", nil, []string{`the environment variable "" is not set`}},
 		// The driver's own messages would quote these; ours never do.
 		{"unterminated address", "monitor:Sekr1tPw@tcp(db1:3306/", nil,
 			[]string{"the command line", "missing closing brace", "expected"}},
@@ -301,5 +306,24 @@ func TestOpenMySQLUnreachable(t *testing.T) {
 	}
 	if _, err := OpenMySQL(context.Background(), MySQLSpec{}); !errors.Is(err, ErrDatabaseSpec) {
 		t.Errorf("an empty spec: %v", err)
+	}
+}
+
+// Every source is read before any server is dialled: a system given
+// twice (the default system, mysql, too) is refused then.
+func TestParseMySQLSpecsRefusesSystemTwice(t *testing.T) {
+	for _, args := range [][]string{
+		{"erp=monitor@tcp(db1:3306)/", "erp=monitor@tcp(db2:3306)/"},
+		{"monitor@tcp(db1:3306)/", "mysql=monitor@tcp(db2:3306)/"},
+		{"erp=monitor@tcp(db1:3306)/", "erp=env:DSN"},
+	} {
+		_, err := ParseMySQLSpecs(args, env("DSN", "monitor@tcp(db3:3306)/"))
+		if !errors.Is(err, ErrDatabaseSpec) || !strings.Contains(err.Error(), "given twice") {
+			t.Errorf("%q: %v, want a system given twice", args, err)
+		}
+	}
+	specs, err := ParseMySQLSpecs([]string{"erp=monitor@tcp(db1:3306)/", "web=monitor@tcp(db2:3306)/"}, env())
+	if err != nil || len(specs) != 2 || specs[0].System != "erp" || specs[1].System != "web" {
+		t.Errorf("two systems: %+v, %v", specs, err)
 	}
 }

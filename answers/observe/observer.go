@@ -166,6 +166,10 @@ func New(cfg Config) (*Observer, error) {
 		d := &cfg.Databases[i]
 		st, ok := o.byName[d.System]
 		switch {
+		case !ok && d.Cgroup != "" && o.observer(d.Cgroup) != nil:
+			other := o.observer(d.Cgroup)
+			return nil, fault.AsInput(&sourceError{"mysql", d.System, fmt.Errorf(
+				"its server runs in cgroup %s, observed already as system %s (cgroup %s): give the two one name", d.Cgroup, other.name, other.cgroupPath)})
 		case !ok && d.Cgroup != "":
 			st = o.addCgroup(CgroupSpec{Path: d.Cgroup, Name: d.System})
 		case !ok:
@@ -649,20 +653,33 @@ func (o *Observer) rescan(at time.Duration) error {
 		return err
 	}
 	for _, spec := range found {
-		if st, ok := o.byName[spec.Name]; ok && st.cgroupPath == spec.Path {
-			continue
-		} else if ok && st.reader == nil {
+		st, ok := o.byName[spec.Name]
+		switch {
+		case ok && st.reader == nil && o.observer(spec.Path) == nil:
 			o.attach(st, spec) // a database's system: its cgroup found
 			continue
-		} else if ok {
+		case o.observer(spec.Path) != nil:
+			continue // observed already, or within or around a cgroup observed: its I/O is counted there
+		case ok:
 			spec.Name = spec.Path
 			if _, ok := o.byName[spec.Name]; ok {
 				continue
 			}
 		}
-		st := o.addCgroup(spec)
+		added := o.addCgroup(spec)
 		if at > 0 {
-			o.event(at, st.name, results.EventAppeared, "cgroup "+spec.Path)
+			o.event(at, added.name, results.EventAppeared, "cgroup "+spec.Path)
+		}
+	}
+	return nil
+}
+
+// observer is the system that observes the cgroup path, or one within or
+// around it; nil: none does.
+func (o *Observer) observer(path string) *systemState {
+	for _, st := range o.systems {
+		if st.cgroupPath != "" && (st.cgroupPath == path || nested(st.cgroupPath, path)) {
+			return st
 		}
 	}
 	return nil

@@ -2,8 +2,7 @@ package observe
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/iomatrix/iomatrix/cgroup"
@@ -57,8 +56,11 @@ func (o Options) Config() (Config, error) {
 	cfg := Config{FS: fs, Interval: o.Interval, Duration: o.Duration, Window: o.Window,
 		SaveEvery: o.SaveEvery, Out: o.Out, AutoCgroups: o.Cgroups == "auto", DeviceArgs: o.Devices, EnableV1Counters: o.EnableV1Counters,
 		Devices: DeviceSelection{All: o.AllDevices, Partitions: o.Partitions}}
-	if _, err := os.Stat(filepath.Join(o.ProcFS, "diskstats")); err != nil {
-		return Config{}, fault.Input("procfs", "%s has no diskstats: %w", o.ProcFS, err)
+	if err := fs.CheckProc(); err != nil {
+		return Config{}, fault.Input("procfs", "%w", err)
+	}
+	if err := fs.CheckSys(); err != nil {
+		return Config{}, fault.Input("sysfs", "%w", err)
 	}
 	if len(o.Devices) > 0 {
 		devs, err := ResolveDevices(fs, o.Devices)
@@ -66,6 +68,8 @@ func (o Options) Config() (Config, error) {
 			return Config{}, fault.AsInput(err)
 		}
 		cfg.Devices.Named = devs
+	} else if err := o.checkSomething(fs, cfg.Devices); err != nil {
+		return Config{}, err
 	}
 	if cfg.AutoCgroups || len(o.Cgroup) > 0 || len(o.MySQL) > 0 {
 		ctrl, err := cgroup.Detect(fs, o.CgroupFS)
@@ -88,9 +92,60 @@ func (o Options) Config() (Config, error) {
 		if err != nil {
 			return Config{}, fault.Input("cgroup", "%w", err)
 		}
+		if err := checkTwice(cfg.Cgroups, spec); err != nil {
+			return Config{}, fault.Input("cgroup", "%w", err)
+		}
 		cfg.Cgroups = append(cfg.Cgroups, spec)
 	}
 	return cfg, nil
+}
+
+// checkTwice refuses a cgroup given before, or one within or around it,
+// and a system's name given before: the I/O would be counted twice in the
+// sum that fit judges.
+func checkTwice(had []CgroupSpec, spec CgroupSpec) error {
+	for _, h := range had {
+		switch {
+		case h.Path == spec.Path:
+			return fmt.Errorf("%s=%s: cgroup %s given twice (as %s and %s): its I/O would be counted twice", spec.Path, spec.Name, spec.Path, h.Name, spec.Name)
+		case nested(h.Path, spec.Path):
+			return fmt.Errorf("%s=%s: cgroup %s and cgroup %s (system %s) lie one within the other: the inner one's I/O would be counted twice", spec.Path, spec.Name, spec.Path, h.Path, h.Name)
+		case h.Name == spec.Name:
+			return fmt.Errorf("%s=%s: a second system named %s (the first: %s): name them apart, PATH=NAME", spec.Path, spec.Name, spec.Name, h.Path)
+		}
+	}
+	return nil
+}
+
+// nested tells whether one of the cgroup paths a and b (each "/" or
+// "/a/b", below the hierarchy's root) lies within the other.
+func nested(a, b string) bool {
+	within := func(in, out string) bool { return out == "/" || strings.HasPrefix(in, out+"/") }
+	return a != b && (within(a, b) || within(b, a))
+}
+
+// checkSomething refuses an observation of nothing: no device named,
+// no system asked for, and no device that the selection takes in
+// diskstats now (a virtual machine's disks without --all-devices, or a
+// sysfs that lists none of them).
+func (o Options) checkSomething(fs sysfs.FS, sel DeviceSelection) error {
+	if o.Cgroups != "" || len(o.Cgroup) > 0 || len(o.MySQL) > 0 {
+		return nil
+	}
+	_, names, err := fs.AllDiskStats()
+	if err != nil {
+		return fault.Input("procfs", "%w", err)
+	}
+	s := &selector{sys: fs, sel: sel, known: map[sysfs.DevNum]selected{}}
+	for dev, name := range names {
+		if s.take(dev, name) {
+			return nil
+		}
+	}
+	return fault.Mentions("", func(n fault.Namer) string {
+		return fmt.Sprintf("nothing to observe: none of the %d devices in diskstats is a disk this selection takes (name a DEVICE, or give %s, %s, %s or %s)",
+			len(names), n("all-devices"), n("cgroup"), n("cgroups"), n("mysql"))
+	})
 }
 
 // checkSchedule checks the times and the cgroups' mode, which need

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/fault"
+	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/internal/testenv"
 )
 
@@ -53,9 +55,21 @@ func TestOptionsRefused(t *testing.T) {
 		{"save-every", func(o *Options) { o.Interval, o.SaveEveryGiven = 30*time.Second, true },
 			"--save-every: 10s is shorter than --interval 30s"},
 		{"cgroups", func(o *Options) { o.Cgroups = "all" }, `--cgroups: "all" is not auto (name cgroups one by one with --cgroup PATH=NAME)`},
-		{"procfs", func(o *Options) { o.ProcFS = filepath.Join(f.proc, "none") },
-			"--procfs: " + filepath.Join(f.proc, "none") + " has no diskstats: stat " + filepath.Join(f.proc, "none", "diskstats") + ": no such file or directory"},
+		{"procfs", func(o *Options) { o.ProcFS = filepath.Join(f.proc, "none") }, "--procfs: " + filepath.Join(f.proc, "none") + " does not exist"},
+		{"procfs not procfs", func(o *Options) { o.ProcFS = f.sys }, "--procfs: " + f.sys + " is not a procfs mount: it has no diskstats"},
+		{"sysfs", func(o *Options) { o.SysFS = filepath.Join(f.sys, "none") }, "--sysfs: " + filepath.Join(f.sys, "none") + " does not exist"},
+		{"sysfs not sysfs", func(o *Options) { o.SysFS = f.proc }, "--sysfs: " + f.proc + " is not a sysfs mount: it has no class/block"},
 		{"device", func(o *Options) { o.Devices = []string{"nosuchdisk0"} }, "device nosuchdisk0: no such device in /proc/diskstats"},
+		{"device twice", func(o *Options) { o.Devices = []string{"vda", "254:0"} }, "device 254:0: given twice: the same device as vda (254:0)"},
+		{"cgroup twice", func(o *Options) { o.Cgroup = []string{"/a=x", "/a=y"} }, "--cgroup: /a=y: cgroup /a given twice (as x and y): its I/O would be counted twice"},
+		{"root twice", func(o *Options) { o.Cgroup = []string{"/=a", "/=b"} }, "--cgroup: /=b: cgroup / given twice (as a and b)"},
+		{"name twice", func(o *Options) { o.Cgroup = []string{"/a=x", "/b=x"} }, "--cgroup: /b=x: a second system named x (the first: /a)"},
+		{"within the root", func(o *Options) { o.Cgroup = []string{"/=all", "/system.slice/a.service=a"} },
+			"--cgroup: /system.slice/a.service=a: cgroup /system.slice/a.service and cgroup / (system all) lie one within the other"},
+		{"around another", func(o *Options) { o.Cgroup = []string{"/system.slice/a.service=a", "/system.slice=all"} },
+			"--cgroup: /system.slice=all: cgroup /system.slice and cgroup /system.slice/a.service (system a) lie one within the other"},
+		{"name of two lines", func(o *Options) { o.Cgroup = []string{"/a=x\ny"} }, `--cgroup: "/a=x\ny": NAME "x\ny" holds a character that is not printable`},
+		{"name of a path", func(o *Options) { o.Cgroup = []string{"/a\tb"} }, `--cgroup: "/a\tb": NAME "a\tb" holds a character that is not printable`},
 		{"cgroups auto", func(o *Options) { o.Cgroups, o.CgroupFS = "auto", filepath.Join(f.cgroup, "none") },
 			"--cgroups auto: no cgroup I/O controller (v1 blkio or v2 io) under " + filepath.Join(f.cgroup, "none")},
 		{"cgroup", func(o *Options) { o.Cgroup, o.CgroupFS = []string{"/a"}, filepath.Join(f.cgroup, "none") }, "--cgroup: no cgroup I/O controller"},
@@ -74,6 +88,30 @@ func TestOptionsRefused(t *testing.T) {
 	}
 }
 
+// An observation of nothing is refused before any sampling: no device
+// named, no system asked for, and none of diskstats' devices one that the
+// selection takes; --all-devices, a DEVICE or a system makes it one.
+func TestOptionsNothingToObserve(t *testing.T) {
+	f := newFixture(t)
+	f.disk(7, 9, "loop9", 0, 0, 0, 0, 0)
+	_, err := f.options().Config()
+	want := "nothing to observe: none of the 1 devices in diskstats is a disk this selection takes (name a DEVICE, or give --all-devices, --cgroup, --cgroups or --mysql)"
+	if !errors.As(err, new(*fault.InputError)) || asFlags(err) != want {
+		t.Errorf("%v, worded %q; want bad input worded %q", err, asFlags(err), want)
+	}
+	for _, set := range []func(o *Options){
+		func(o *Options) { o.AllDevices = true },
+		func(o *Options) { o.Devices = []string{"loop9"} },
+		func(o *Options) { o.Cgroup = []string{"/a"} },
+	} {
+		o := f.options()
+		set(&o)
+		if _, err := o.Config(); err != nil {
+			t.Errorf("%+v: %v", o, err)
+		}
+	}
+}
+
 // A configuration from good options: the defaults filled in, the devices
 // and the cgroups resolved.
 func TestOptionsConfig(t *testing.T) {
@@ -81,7 +119,7 @@ func TestOptionsConfig(t *testing.T) {
 	f.disk(254, 0, "vda", 0, 0, 0, 0, 0)
 	o := f.options()
 	o.Interval, o.SaveEvery = 20*time.Second, 10*time.Second // the default, shorter than the interval
-	o.Devices, o.Cgroup = []string{"vda", "254:0"}, []string{"system.slice/a.service", filepath.Join(f.cgroup, "b") + "=bee"}
+	o.Devices, o.Cgroup = []string{"254:0"}, []string{"system.slice/a.service", filepath.Join(f.cgroup, "b") + "=bee"}
 	cfg, err := o.Config()
 	testenv.Must(t, err)
 	if cfg.SaveEvery != o.Interval || len(cfg.Devices.Named) != 1 || cfg.Devices.Named[0].String() != "254:0" || cfg.Ctrl.Version != 2 {
@@ -102,7 +140,7 @@ func TestNewRefusesCgroup(t *testing.T) {
 	f.disk(254, 0, "vda", 0, 0, 0, 0, 0)
 	f.cg("/system.slice/a.service", 0, 0)
 	o := f.options()
-	o.Cgroup = []string{"/system.slice/a.service", "/system.slice/gone.service", "/other/a.service"}
+	o.Cgroup = []string{"/system.slice/a.service", "/system.slice/gone.service", "/other/a.service=other"}
 	cfg, err := o.Config()
 	testenv.Must(t, err)
 	_, err = New(cfg)
@@ -126,7 +164,12 @@ func TestOpenDatabasesRefused(t *testing.T) {
 	if want := `--mysql: bad database source: env:NO_SUCH_VAR`; !errors.As(err, new(*fault.InputError)) || !strings.HasPrefix(asFlags(err), want) {
 		t.Errorf("%v, worded %q; want bad input worded %q", err, asFlags(err), want)
 	}
+	// Refused before either is dialled, which would fail otherwise.
 	sock := filepath.Join(t.TempDir(), "none.sock")
+	err = cfg.OpenDatabases(context.Background(), []string{"erp=erp@unix(" + sock + ")/", "erp=erp@unix(" + sock + "2)/"}, env())
+	if want := `--mysql: bad database source: system erp given twice`; !errors.As(err, new(*fault.InputError)) || !strings.HasPrefix(asFlags(err), want) {
+		t.Errorf("%v, worded %q; want bad input worded %q", err, asFlags(err), want)
+	}
 	err = cfg.OpenDatabases(context.Background(), []string{"erp=erp@unix(" + sock + ")/"}, env())
 	want := "--mysql erp: mysql erp@unix(" + sock + ")/: database unreachable"
 	if errors.As(err, new(*fault.InputError)) || !errors.Is(err, ErrDatabaseUnreachable) || !strings.HasPrefix(asFlags(err), want) {
@@ -134,5 +177,37 @@ func TestOpenDatabasesRefused(t *testing.T) {
 	}
 	if cfg.Databases != nil {
 		t.Errorf("databases %v after a failure", cfg.Databases)
+	}
+}
+
+// A cgroup is counted once: one --cgroups auto finds where a system
+// observes it already (or one within or around it) is left to that
+// system, and a database whose server runs in a cgroup observed under
+// another name is refused before any sampling.
+func TestObserverCountsACgroupOnce(t *testing.T) {
+	f := newFixture(t)
+	f.disk(254, 0, "vda", 0, 0, 0, 0, 0)
+	f.cg("/system.slice/a.service", 10, 0)
+	f.cg("/system.slice/b.service", 5, 5)
+	ctrl := cgroup.Controller{Mode: cgroup.Unified, Version: 2, Root: f.cgroup, Dir: f.cgroup, Name: "io"}
+	cfg := Config{FS: sysfs.NewFS(f.sys, f.proc), Ctrl: ctrl, AutoCgroups: true, Interval: time.Second, Window: time.Hour,
+		Cgroups: []CgroupSpec{{Path: "/system.slice/a.service", Name: "erp"}}}
+	o, err := New(cfg)
+	testenv.Must(t, err)
+	testenv.Must(t, o.begin(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)))
+	testenv.Must(t, o.sample(context.Background(), 0))
+	var names []string
+	for _, s := range o.build().Systems {
+		names = append(names, s.Name+"="+s.Cgroup)
+	}
+	if strings.Join(names, " ") != "erp=/system.slice/a.service b.service=/system.slice/b.service" {
+		t.Errorf("systems %q: a.service's I/O counted twice, or b.service missing", names)
+	}
+	cfg.AutoCgroups = false
+	cfg.Databases = []DatabaseSource{{System: "db", DB: &fakeDB{}, Cgroup: "/system.slice/a.service"}}
+	_, err = New(cfg)
+	want := "--mysql db: its server runs in cgroup /system.slice/a.service, observed already as system erp"
+	if !errors.As(err, new(*fault.InputError)) || !strings.HasPrefix(asFlags(err), want) {
+		t.Errorf("%v, worded %q; want bad input worded %q", err, asFlags(err), want)
 	}
 }

@@ -11,10 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"unicode"
 
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 // deviceCounters is a diskstats line as the device layout's counters, in
@@ -99,9 +99,10 @@ func ResolveDevices(fs sysfs.FS, args []string) ([]sysfs.DevNum, error) {
 		if _, ok := names[dev]; !ok {
 			return nil, &DeviceError{Arg: a, Why: fmt.Sprintf("%s is not in /proc/diskstats", dev)}
 		}
-		if !slices.Contains(out, dev) {
-			out = append(out, dev)
+		if i := slices.Index(out, dev); i >= 0 {
+			return nil, &DeviceError{Arg: a, Why: fmt.Sprintf("given twice: the same device as %s (%s)", args[i], dev)}
 		}
+		out = append(out, dev)
 	}
 	return out, nil
 }
@@ -156,8 +157,8 @@ func ParseCgroupSpec(ctrl cgroup.Controller, s string) (CgroupSpec, error) {
 	if name == "" {
 		name = SystemName(path)
 	}
-	if strings.ContainsFunc(name, unicode.IsControl) {
-		return CgroupSpec{}, fmt.Errorf("%q: a name of control characters", s)
+	if err := results.CheckName(name); err != nil {
+		return CgroupSpec{}, fmt.Errorf("%q: NAME %w", s, err)
 	}
 	return CgroupSpec{Path: path, Name: name}, nil
 }

@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // fio's names of iomatrix's options are aliases, its other options get a
@@ -121,6 +124,8 @@ func TestUsageMessages(t *testing.T) {
 		{"seed too large", []string{"run", target, "--seed", "99999999999999999999"}, "--seed: \"99999999999999999999\" is out of range", "strconv"},
 		{"qd junk", []string{"run", target, "--qd", "many"}, `--qd: "many" must be an integer`, "strconv"},
 		{"bool junk", []string{"run", target, "--force=maybe"}, `--force: "maybe" must be true or false`, "strconv"},
+		{"bssplit of one size too large", []string{"run", target, "--bssplit", "128m/100"}, "--bssplit: 134217728 bytes is outside 512B..64MiB", "--bs:"},
+		{"bssplit too large", []string{"run", target, "--bssplit", "4k/50:128m/50"}, "--bssplit: size 128MiB is not a multiple", "--bs:"},
 		{"unknown command", []string{"nosuch"}, `unknown command "nosuch"`, "Did you mean"},
 		{"misspelt command", []string{"sweeep"}, "did you mean sweep?", "\t"},
 		{"unknown flag", []string{"run", target, "--no-such-flag"}, "unknown flag: --no-such-flag", ""},
@@ -132,6 +137,12 @@ func TestUsageMessages(t *testing.T) {
 		{"no subcommand of cap", []string{"cap", "nosuch"}, `unknown command "nosuch" (see iomatrix cap --help)`, "Usage"},
 		{"misspelt subcommand of cap", []string{"cap", "verfy"}, "did you mean verify? (see iomatrix cap --help)", "Usage"},
 		{"misspelt subcommand of k8s", []string{"k8s", "manfest"}, "did you mean manifest? (see iomatrix k8s --help)", "Usage"},
+		{"misspelt subcommand of iocost", []string{"iocost", "rest", "vda"}, "did you mean reset? (see iomatrix iocost --help)", "Usage"},
+		{"no subcommand of completion", []string{"completion", "nosuch"}, `unknown command "nosuch" (see iomatrix completion --help)`, "Usage"},
+		{"cobra's own argument check", []string{"completion", "bash", "extra"}, `unknown command "extra" for "iomatrix completion bash" (usage: iomatrix completion bash)`, "Usage"},
+		{"too few arguments", []string{"iocost", "model"}, "iomatrix iocost model needs at least one results file (RESULTS.json...), got 0", "requires"},
+		{"missing argument", []string{"compare", "a.json"}, "iomatrix compare takes 2 argument(s) (BASE.json NEW.json), got 1", ""},
+		{"no argument taken", []string{"cap", "cleanup", "x"}, `iomatrix cap cleanup takes no argument, got ["x"]`, "at most 0"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -165,4 +176,32 @@ func TestSizeHelpStatesDefaultOnce(t *testing.T) {
 	if r.code != 0 || strings.Count(line, "16GiB") != 1 || strings.Count(line, "(default") != 1 {
 		t.Errorf("--size help %q: want 16GiB and one \"(default\"", line)
 	}
+}
+
+// Every command group refuses a word that names none of its
+// subcommands, and every other command a wrong number of arguments, with
+// exit status 2 on one line: never its help with exit status 0, never
+// cobra's plain error with exit status 1.
+func TestEveryGroupRefusesUnknownSubcommand(t *testing.T) {
+	var walk func(cmd *cobra.Command)
+	walk = func(cmd *cobra.Command) {
+		if cmd.Name() == "help" || cmd.Hidden {
+			return
+		}
+		path := strings.Fields(cmd.CommandPath())[1:]
+		if cmd.HasSubCommands() {
+			t.Run(strings.Join(path, " "), func(t *testing.T) {
+				checkRefused(t, runInProcess(append(path, "nosuch")...), `unknown command "nosuch"`)
+			})
+		} else if cmd.Args != nil {
+			args := append(path, strings.Split(strings.Repeat("x,", 9)+"x", ",")...)
+			if r := runInProcess(args...); r.code == exitFailure || r.code == exitOK {
+				t.Errorf("%v: exit %d: %q", args, r.code, r.stderr)
+			}
+		}
+		for _, c := range cmd.Commands() {
+			walk(c)
+		}
+	}
+	walk(newRootCommand(&globalOptions{stdout: io.Discard, stderr: io.Discard}))
 }

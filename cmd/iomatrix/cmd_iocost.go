@@ -17,9 +17,8 @@ import (
 )
 
 func newIOCostCommand(g *globalOptions) *cobra.Command {
-	cmd := &cobra.Command{Use: "iocost", Short: "The kernel's proportional I/O controller, set up from a sweep", Long: longHelp("iocost")}
-	cmd.AddCommand(newIOCostModelCommand(g), newIOCostApplyCommand(g), newIOCostShowCommand(g), newIOCostResetCommand(g))
-	return cmd
+	return group("iocost", "The kernel's proportional I/O controller, set up from a sweep",
+		newIOCostModelCommand(g), newIOCostApplyCommand(g), newIOCostShowCommand(g), newIOCostResetCommand(g))
 }
 
 // iocostHostOptions say where the controller's files and the state are.
@@ -111,7 +110,7 @@ func newIOCostResetCommand(g *globalOptions) *cobra.Command {
 func newIOCostModelCommand(g *globalOptions) *cobra.Command {
 	var format, out string
 	cmd := command("iocost-model", "model RESULTS.json...", "Derive io.cost.model and io.cost.qos from measured cells, and check the model against every other cell",
-		cobra.MinimumNArgs(1), func(cmd *cobra.Command, args []string) error { return runIOCostModel(g, format, out, args) })
+		minArgs(1, "at least one results file"), func(cmd *cobra.Command, args []string) error { return runIOCostModel(g, format, out, args) })
 	formatVar(cmd.Flags(), &format, []string{"text", "json", "html"}, "text, json, or html (one chart: predicted against measured)")
 	cmd.Flags().StringVarP(&out, "out", "o", "", "write to this file instead of stdout")
 	forceFlag(cmd.Flags(), "--out file")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/iomatrix/iomatrix/answers/isolate"
 	"github.com/iomatrix/iomatrix/cgroup"
+	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
@@ -93,8 +94,12 @@ func (o *isolateOptions) run(ctx context.Context, g *globalOptions, target strin
 // off says how to set it up.
 func isolateError(err error, target string) error {
 	var off *isolate.OffError
-	if errors.As(err, &off) {
+	var ie *fault.InputError
+	switch {
+	case errors.As(err, &off):
 		return usagef("--control iocost: %w: set it up first, from a sweep of the iocost profile: iomatrix iocost apply %s --from RESULTS.json", err, target)
+	case errors.As(err, &ie) && ie.Option == "device":
+		return usagef("TARGET %w", ie.Err) // the target's disk: isolate takes no DEVICE
 	}
 	return iocostError(err)
 }

@@ -50,6 +50,10 @@ func (o *k8sSpecOptions) AddFlags(f *pflag.FlagSet) {
 // options are the flags' k8s.Options, with the sweep flags after "--".
 func (o *k8sSpecOptions) options(g *globalOptions, cmd *cobra.Command, args []string) (*k8s.Options, error) {
 	ko, f := o.Options, cmd.Flags()
+	if f.Changed("parallel") && o.Parallel == 0 {
+		// 0 is the default's stand-in: given, it would be read as left out.
+		return nil, usagef("--parallel: 0 must be positive (leave the flag out for the default)")
+	}
 	ko.Pods, ko.StorageClass, ko.Size = given(f.Changed("pods"), &o.pods), given(f.Changed("storage-class"), &o.storageClass), given(f.Changed("size"), &o.size)
 	var err error
 	ko.SweepArgs, err = sweepArgs(g, cmd, args)

@@ -90,6 +90,15 @@ func TestFitBadInput(t *testing.T) {
 	testenv.Must(t, os.WriteFile(unknown, []byte("systems:\n  - {name: a, reads: 10, block_size: 4k, iops: 3}\n"), 0o644))
 	noBS := filepath.Join(t.TempDir(), "nobs.yaml")
 	testenv.Must(t, os.WriteFile(noBS, []byte("systems:\n  - {name: a, reads: 10}\n  - {name: b, reads: 10, block_size: 4k}\n"), 0o644))
+	file := func(name, yaml string) string {
+		path := filepath.Join(t.TempDir(), name)
+		testenv.Must(t, os.WriteFile(path, []byte(yaml), 0o644))
+		return path
+	}
+	injected := file("injected.yaml", "systems:\n  - {name: a, reads: 10, block_size: \"4k,qd=3\"}\n")
+	twoDocs := file("two.yaml", "systems:\n  - {name: a, reads: 10, block_size: 4k}\n---\nsystems:\n  - {name: b, reads: 1e9, block_size: 4k}\n")
+	newline := file("newline.yaml", "systems:\n  - {name: \"a\\nFITS\", reads: 10, block_size: 4k}\n")
+	target := filepath.Join(t.TempDir(), "target")
 	doc := fleetDir + "node-a.json"
 	for _, tc := range []struct {
 		args []string
@@ -111,6 +120,12 @@ func TestFitBadInput(t *testing.T) {
 		{[]string{doc, "--workload", bad}, `bad.yaml:3: "lots" is not a number`},
 		{[]string{doc, "--workload", unknown}, "unknown.yaml:2: unknown field iops"},
 		{[]string{doc, "--workload", noBS}, "nobs.yaml:2: system 1 (a): block_size: missing"},
+		{[]string{doc, "--workload", injected}, "--workload " + injected + ":2: system 1 (a): block_size=4k,qd=3: not a block size"},
+		{[]string{doc, "--workload", twoDocs}, "--workload " + twoDocs + ":3: a second YAML document"},
+		{[]string{doc, "--workload", newline}, "--workload " + newline + `:2: system 1: name: "a\nFITS" holds a character that is not printable`},
+		{[]string{doc, "--need", "read=NaN,bs=4k"}, "--need: read=NaN: not a number of IOPS"},
+		{[]string{doc, "--need", "read=10,bs=4k,p99<1ms,p99<2ms"}, "--need: p99<2ms: a bound of p99 given twice"},
+		{[]string{doc, "--workload", "testdata/fit/systems.yaml", "--rehearse", target, "--engine", "psync"}, "--engine: an open-loop run needs the uring engine"},
 		{[]string{doc, "--need", "read=1,bs=4k", "--format", "xml"}, "--format"},
 		{[]string{"nonexistent.json", "--need", "read=1,bs=4k"}, "nonexistent.json"},
 		{[]string{doc, "--workload", "testdata/fit/systems.yaml", "--with-caps"}, "--with-caps: only applies with --rehearse"},
@@ -127,5 +142,8 @@ func TestFitBadInput(t *testing.T) {
 		if r.code != exitUsage || len(lines) != 1 || !strings.Contains(r.stderr, tc.want) || r.stdout != "" {
 			t.Errorf("fit %q: exit %d, stderr %q; want exit 2 and one line naming %q", tc.args, r.code, r.stderr, tc.want)
 		}
+	}
+	if _, err := os.Stat(target); !os.IsNotExist(err) {
+		t.Errorf("a refused rehearsal laid out its target: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,5 +42,23 @@ func TestImportThenReportAndCompare(t *testing.T) {
 		{"import"},
 	} {
 		checkRefused(t, runInProcess(args...), "")
+	}
+}
+
+// fio output with a figure fio never reports is refused on one line
+// naming the file, and nothing is written.
+func TestImportRefusesNegativeIOPS(t *testing.T) {
+	data, err := os.ReadFile("../../iotest/fio/testdata/randread.json")
+	testenv.Must(t, err)
+	i := bytes.Index(data, []byte(`"iops" : `))
+	if i < 0 {
+		t.Fatal("no iops in the fixture")
+	}
+	bad := filepath.Join(t.TempDir(), "neg.json")
+	testenv.Must(t, os.WriteFile(bad, append(append(append([]byte(nil), data[:i]...), `"iops" : -`...), data[i+len(`"iops" : `):]...), 0o644))
+	out := filepath.Join(t.TempDir(), "out.json")
+	checkRefused(t, runInProcess("import", bad, "-o", out), bad+`: fio job "randread": read iops is -`)
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("%s written: %v", out, err)
 	}
 }

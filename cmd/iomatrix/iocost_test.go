@@ -110,10 +110,24 @@ func TestIOCostRefusedOffV2(t *testing.T) {
 // --vrate: face, honest or MIN-MAX as the kernel takes it; anything else
 // is refused before the host or the files are looked at.
 func TestIOCostApplyVrate(t *testing.T) {
-	for _, v := range []string{"fast", "90-80", "0-100", "1-20000", "50"} {
+	for _, v := range []string{"fast", "90-80", "0-100", "1-20000", "50", "NaN-100", "1-NaN", "1-Inf", "1e1-1e2"} {
 		r := runInProcess("iocost", "apply", "/tmp", "--from", "/nonexistent.json", "--vrate", v)
 		if r.code != exitUsage || !strings.Contains(r.stderr, "--vrate") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
 			t.Errorf("--vrate %s: exit %d, stderr %q; want exit 2 naming --vrate", v, r.code, r.stderr)
 		}
+	}
+}
+
+// A --sysfs or --cgroupfs root that is not one is refused naming the
+// flag, before the device is looked for (it was blamed on DEVICE).
+func TestIOCostRoots(t *testing.T) {
+	for _, args := range [][]string{
+		{"iocost", "show", "/tmp", "--sysfs", "/nonexistent"},
+		{"iocost", "reset", "/tmp", "--sysfs", "/proc"},
+		{"iocost", "apply", "/tmp", "--from", "/nonexistent.json", "--dry-run", "--sysfs", "/nonexistent"},
+		{"iocost", "show", "/tmp", "--cgroupfs", "/nonexistent"},
+	} {
+		flag := args[len(args)-2]
+		checkRefused(t, runInProcess(args...), flag+": ")
 	}
 }

@@ -102,6 +102,9 @@ func TestIsolateBadInput(t *testing.T) {
 		{[]string{"--control", "iocost", "--weight", "aggressor"}, "--weight"},
 		{[]string{"--control", "iocost", "--cap", "wiops=lots"}, "--cap"},
 		{[]string{"--control", "iocost", "--iomax-tries", "0"}, "--iomax-tries"},
+		{[]string{"--cap", "wiops=5", "--iomax-tries", "-1"}, "--iomax-tries: -1: give 1 to 20 phases"},
+		{[]string{"--control", "iocost", "--sysfs", "/nonexistent"}, "--sysfs: /nonexistent does not exist"},
+		{[]string{"--control", "iocost", "--cgroupfs", "/nonexistent"}, "--cgroupfs: /nonexistent does not exist"},
 		{[]string{"--control", "iocost", "--cgroup", "/sys/fs/cgroup/x"}, "--cgroup"},
 	} {
 		r := runInProcess(append([]string{"isolate", target}, tc.args...)...)

@@ -329,6 +329,7 @@ func TestK8sBadInput(t *testing.T) {
 		{[]string{"manifest", "--name", "Not_A_Name"}, "--name"},
 		{[]string{"manifest", "--profile", "nope"}, "--profile"},
 		{[]string{"manifest", "--pods", "-1"}, "--pods"},
+		{[]string{"manifest", "--parallel", "0"}, "--parallel: 0 must be positive"},
 		{[]string{"manifest", "--pods", "0"}, "--pods"},
 		{[]string{"manifest", "--pods=0", "--storage-class", "gp3"}, "--pods"},
 		{[]string{"manifest", "--nodes", "all", "--pods", "0"}, "--pods"},

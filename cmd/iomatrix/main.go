@@ -65,26 +65,6 @@ type globalOptions struct {
 // notice tells the user something on standard error.
 func (g *globalOptions) notice(msg string) { fmt.Fprintf(g.stderr, "iomatrix: %s\n", msg) }
 
-// maxArgs is cobra.MaximumNArgs with a usage error.
-func maxArgs(n int) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if len(args) > n {
-			return usagef("%s takes at most %d argument(s), got %d: %q", cmd.CommandPath(), n, len(args), args)
-		}
-		return nil
-	}
-}
-
-// exactArgs is cobra.ExactArgs with a usage error.
-func exactArgs(n int) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if len(args) != n {
-			return usagef("%s takes %d argument(s), got %d: see --help", cmd.CommandPath(), n, len(args))
-		}
-		return nil
-	}
-}
-
 // defaultTarget is the file measured when no TARGET is given.
 const defaultTarget = "iomatrix.dat"
 
@@ -153,6 +133,8 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 	root.AddCommand(newExecCommand())
 	root.SetGlobalNormalizationFunc(fioNames)
 	strictHelp(root)
+	root.InitDefaultCompletionCmd()
+	strictArgs(root)
 	return root
 }
 

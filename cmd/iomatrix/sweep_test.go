@@ -26,6 +26,10 @@ func TestSweepBadInput(t *testing.T) {
 	testenv.Must(t, os.WriteFile(notYAML, []byte("name: [\n"), 0o644))
 	existing := filepath.Join(dir, "exists.json")
 	testenv.Must(t, os.WriteFile(existing, []byte("{}"), 0o644))
+	loads := filepath.Join(dir, "loads.yaml")
+	testenv.Must(t, os.WriteFile(loads, []byte("name: x\npatterns:\n  - {block_size: 4k, read_pct: 100, queue_depth: 1, loads: 50%}\n"), 0o644))
+	twoDocs := filepath.Join(dir, "two.yaml")
+	testenv.Must(t, os.WriteFile(twoDocs, []byte("name: x\npatterns:\n  - {block_size: 4k, read_pct: 100, queue_depth: 1}\n---\nname: y\n"), 0o644))
 	base := []string{"sweep", target, "--size", "16MiB", "--runtime", "100ms", "--ramp", "0s"}
 	cases := []struct {
 		name    string
@@ -52,6 +56,14 @@ func TestSweepBadInput(t *testing.T) {
 		{"arrival without rates", []string{"--arrival", "uniform"}, []string{"--arrival: only applies with --rates"}},
 		{"pattern without rates", []string{"--pattern", "randread:4k:8"}, []string{"--pattern: only applies with --rates"}},
 		{"bad pattern", []string{"--rates", "10%", "--pattern", "randread:4k"}, []string{"--pattern", "RW:BS:QD"}},
+		{"NaN rate", []string{"--rates", "10%,NaN%", "--pattern", "randread:4k:8"}, []string{"--rates: NaN%"}},
+		// An open loop's engine and window are judged from the plan, before
+		// the target is laid out.
+		{"rates and auto", []string{"--rates", "10%", "--pattern", "randread:4k:8", "--runtime", "auto"}, []string{"--runtime: an open-loop run has a fixed window"}},
+		{"rates and psync", []string{"--rates", "10%", "--pattern", "randread:4k:8", "--engine", "psync"}, []string{"--engine: an open-loop run needs the uring engine"}},
+		{"loads and psync", []string{"--profile", loads, "--engine", "psync"}, []string{"--engine: an open-loop run needs the uring engine"}},
+		{"loads and auto", []string{"--profile", loads, "--runtime", "auto"}, []string{"--runtime: an open-loop run has a fixed window"}},
+		{"two profiles in a file", []string{"--profile", twoDocs}, []string{"--profile: " + twoDocs + ":4: a second YAML document"}},
 		// The profile's patterns are checked against the target: the one at
 		// fault is named, with its field (the size is not the flag's fault).
 		{"target too small for a pattern", []string{"--profile", "quick", "--size", "64k"},

@@ -24,6 +24,10 @@ import (
 // ErrNotFio marks input that is not fio's JSON output.
 var ErrNotFio = errors.New("not fio JSON output")
 
+// ErrBadFigure marks fio's output with a figure fio never reports: a
+// negative rate, latency, CPU share or time.
+var ErrBadFigure = errors.New("not a figure fio reports")
+
 // ProfileName is the settings.profile of documents imported from fio.
 const ProfileName = "fio-import"
 
@@ -245,7 +249,49 @@ func decodeFioOutput(data []byte) (*fioOutput, error) {
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotFio, err)
 	}
-	return &out, nil
+	return &out, out.check()
+}
+
+// check refuses figures fio never reports, which would become a results
+// document's figures: a negative rate, latency, CPU share or time.
+func (out *fioOutput) check() error {
+	for _, j := range out.Jobs {
+		for _, f := range j.figures() {
+			if !(f.value >= 0) || math.IsInf(f.value, 0) {
+				return fmt.Errorf("fio job %q: %s is %g: %w", j.Name, f.name, f.value, ErrBadFigure)
+			}
+		}
+	}
+	for _, d := range out.DiskUtil {
+		if !(d.Util >= 0) || math.IsInf(d.Util, 0) {
+			return fmt.Errorf("disk_util %q: util is %g: %w", d.Name, d.Util, ErrBadFigure)
+		}
+	}
+	return nil
+}
+
+// fioFigure is a figure of fio's report, by the name fio gives it.
+type fioFigure struct {
+	name  string
+	value float64
+}
+
+// figures are the job's figures that are never negative.
+func (j *fioJob) figures() []fioFigure {
+	fs := []fioFigure{{"usr_cpu", j.UsrCPU}, {"sys_cpu", j.SysCPU}, {"job_runtime", float64(j.JobRuntime)}, {"elapsed", float64(j.Elapsed)}}
+	for _, d := range []struct {
+		name string
+		dir  *fioDir
+	}{{"read", j.Read}, {"write", j.Write}, {"trim", j.Trim}} {
+		if d.dir == nil {
+			continue
+		}
+		fs = append(fs, fioFigure{d.name + " iops", d.dir.IOPS}, fioFigure{d.name + " runtime", float64(d.dir.Runtime)})
+		if d.dir.Clat != nil {
+			fs = append(fs, fioFigure{d.name + " clat_ns mean", d.dir.Clat.Mean})
+		}
+	}
+	return fs
 }
 
 // fioJobGroup is one fio job: a group_reporting entry, or the entries of
@@ -890,7 +936,7 @@ func ImportFiles(names []string, notice func(file string, p Problem)) (*results.
 		}
 		doc, problems, err := Import(name, f)
 		f.Close()
-		if errors.Is(err, ErrNotFio) {
+		if errors.Is(err, ErrNotFio) || errors.Is(err, ErrBadFigure) {
 			return nil, fault.AsInput(err)
 		}
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -676,5 +677,49 @@ func TestFioCheckEntryPlurals(t *testing.T) {
 		if got := fioCheckEntry(&c.job, c.pattern, 0); got != c.want {
 			t.Errorf("%q, want %q", got, c.want)
 		}
+	}
+}
+
+// A figure fio never reports (a negative rate, latency, CPU share or
+// time) is refused naming the file, the job and the figure: it would
+// become a results document's figure. NaN and infinities are not JSON,
+// and a negative count does not fit fio's unsigned fields.
+func TestImportFioRefusesImpossibleFigures(t *testing.T) {
+	base := fioFixture(t, "randread.json")
+	for _, c := range []struct {
+		name string
+		edit func(job, top map[string]any)
+		says string
+	}{
+		{"negative iops", func(j, _ map[string]any) { j["read"].(map[string]any)["iops"] = -5000.0 }, `fio job "randread": read iops is -5000`},
+		{"negative latency", func(j, _ map[string]any) { j["read"].(map[string]any)["clat_ns"].(map[string]any)["mean"] = -3.0 },
+			`fio job "randread": read clat_ns mean is -3`},
+		{"negative runtime", func(j, _ map[string]any) { j["read"].(map[string]any)["runtime"] = -1 }, `fio job "randread": read runtime is -1`},
+		{"negative cpu", func(j, _ map[string]any) { j["usr_cpu"] = -3.0 }, `fio job "randread": usr_cpu is -3`},
+		{"negative util", func(_, top map[string]any) {
+			top["disk_util"] = []any{map[string]any{"name": "vda", "util": -1.0}}
+		}, `disk_util "vda": util is -1`},
+		{"negative count", func(j, _ map[string]any) { j["read"].(map[string]any)["total_ios"] = -1 }, "cannot unmarshal number -1"},
+		{"negative minimum", func(j, _ map[string]any) { j["read"].(map[string]any)["clat_ns"].(map[string]any)["min"] = -1 }, "cannot unmarshal number -1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var top map[string]any
+			if err := json.Unmarshal(base, &top); err != nil {
+				t.Fatal(err)
+			}
+			c.edit(top["jobs"].([]any)[0].(map[string]any), top)
+			data, err := json.Marshal(top)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(t.TempDir(), "bad.json")
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err = ImportFiles([]string{path}, func(string, Problem) {})
+			if !errors.As(err, new(*fault.InputError)) || !strings.HasPrefix(err.Error(), path+": ") || !strings.Contains(err.Error(), c.says) {
+				t.Errorf("%v, want bad input naming %s and saying %q", err, path, c.says)
+			}
+		})
 	}
 }

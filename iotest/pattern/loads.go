@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/iomatrix/iomatrix/internal/fault"
@@ -113,19 +112,21 @@ func RatePatterns(shape results.Pattern, steps []RateStep, arrival string, max f
 
 // ParseShares reads a profile's loads: shares of a cell's own closed-loop
 // IOPS, "90%" or "50%,90%", each above 0 and at most 100 % as a rate's
-// share is (ParseRate); a share given twice counts once.
+// share is (ParseRate), written as a decimal percentage (units'); a share
+// given twice is refused, as a sweep's --rates refuses it.
 func ParseShares(s string) ([]float64, error) {
 	var out []float64
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
-		v, ok := strings.CutSuffix(f, "%")
-		x, err := strconv.ParseFloat(v, 64)
+		_, ok := strings.CutSuffix(f, "%")
+		x, err := units.ParsePercent(f)
 		if !ok || err != nil || !(x > 0 && x <= 100) {
 			return nil, fmt.Errorf("%q is not a share of the cell's own IOPS above 0 %% and at most 100 %% (e.g. 90%%)", f)
 		}
-		if !slices.Contains(out, x) {
-			out = append(out, x)
+		if slices.Contains(out, x) {
+			return nil, fmt.Errorf("%s is given twice", f)
 		}
+		out = append(out, x)
 	}
 	return out, nil
 }

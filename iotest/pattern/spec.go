@@ -88,7 +88,7 @@ func Build(f Fields) (p results.Pattern, sharePct float64, err error) {
 	if p, err = withMix(p, f.BSSplit, f.Distribution); err != nil {
 		return p, 0, err
 	}
-	if err := Validate(p); err != nil {
+	if err := validateMixed(p, f.BSSplit); err != nil {
 		return p, 0, err
 	}
 	if sharePct > 0 {

@@ -76,6 +76,10 @@ func Validate(p results.Pattern) error {
 	default:
 		return Fieldf("access", "%q is not random or sequential", p.Access)
 	}
+	// A mix's sizes are its own to check: its largest is the block size.
+	if err := validateBSSplit(p); err != nil {
+		return err
+	}
 	if p.BlockSize < MinBlockSize || p.BlockSize > MaxBlockSize {
 		return Fieldf("block_size", "%d bytes is outside %s..%s", p.BlockSize, units.FormatSize(MinBlockSize), units.FormatSize(MaxBlockSize))
 	}
@@ -92,36 +96,52 @@ func Validate(p results.Pattern) error {
 		return Fieldf("jobs", "%d is outside 1..%d", p.Jobs, MaxJobs)
 	}
 	if buf := int64(p.Jobs) * int64(p.QueueDepth) * p.BlockSize; buf > MaxBufferBytes {
-		return Fieldf("block_size", "jobs × queue depth × block size = %s of I/O buffers, more than %s", units.FormatSize(buf), units.FormatSize(MaxBufferBytes))
+		return Fieldf(sizeField(p), "jobs × queue depth × block size = %s of I/O buffers, more than %s", units.FormatSize(buf), units.FormatSize(MaxBufferBytes))
 	}
 	if err := validateRate(p); err != nil {
 		return err
 	}
-	return validateMix(p)
+	return validateDistribution(p)
 }
 
-// validateMix checks a pattern's block-size mix and distribution: they
-// parse, are in the canonical form that makes equal patterns ==, and the
-// mix's sizes are sizes the engine can run.
-func validateMix(p results.Pattern) error {
+// sizeField is the field that sets a pattern's block size: its mix's,
+// when it has one.
+func sizeField(p results.Pattern) string {
 	if p.BSSplit != "" {
-		b, err := ParseBSSplit(p.BSSplit)
-		if err != nil {
-			return Fieldf("bssplit", "%s", mixMsg(err))
-		}
-		for _, s := range b.Sizes() {
-			if s < MinBlockSize || s > MaxBlockSize || s%MinBlockSize != 0 {
-				return Fieldf("bssplit", "size %s is not a multiple of 512 from %s to %s", units.FormatSize(s), units.FormatSize(MinBlockSize), units.FormatSize(MaxBlockSize))
-			}
-		}
-		canonical, largest := b.Canonical(p.ReadPct)
-		if canonical != p.BSSplit {
-			return Fieldf("bssplit", "%q is not in canonical form %q", p.BSSplit, canonical)
-		}
-		if largest != p.BlockSize {
-			return Fieldf("block_size", "%d bytes is not the mix's largest size, %d", p.BlockSize, largest)
+		return "bssplit"
+	}
+	return "block_size"
+}
+
+// validateBSSplit checks a pattern's block-size mix: it parses, is in
+// the canonical form that makes equal patterns ==, and its sizes are
+// sizes the engine can run.
+func validateBSSplit(p results.Pattern) error {
+	if p.BSSplit == "" {
+		return nil
+	}
+	b, err := ParseBSSplit(p.BSSplit)
+	if err != nil {
+		return Fieldf("bssplit", "%s", mixMsg(err))
+	}
+	for _, s := range b.Sizes() {
+		if s < MinBlockSize || s > MaxBlockSize || s%MinBlockSize != 0 {
+			return Fieldf("bssplit", "size %s is not a multiple of 512 from %s to %s", units.FormatSize(s), units.FormatSize(MinBlockSize), units.FormatSize(MaxBlockSize))
 		}
 	}
+	canonical, largest := b.Canonical(p.ReadPct)
+	if canonical != p.BSSplit {
+		return Fieldf("bssplit", "%q is not in canonical form %q", p.BSSplit, canonical)
+	}
+	if largest != p.BlockSize {
+		return Fieldf("block_size", "%d bytes is not the mix's largest size, %d", p.BlockSize, largest)
+	}
+	return nil
+}
+
+// validateDistribution checks a pattern's offset distribution: it
+// parses, is in canonical form, and applies to its access.
+func validateDistribution(p results.Pattern) error {
 	if p.Distribution != "" {
 		d, err := ParseDistribution(p.Distribution)
 		if err != nil {
@@ -152,11 +172,7 @@ func Sizes(p results.Pattern) []int64 {
 func CheckTarget(p results.Pattern, align int64, size int64) error {
 	for _, s := range Sizes(p) {
 		if align > 0 && s%align != 0 {
-			field := "block_size"
-			if p.BSSplit != "" {
-				field = "bssplit"
-			}
-			return Fieldf(field, "%d bytes is not a multiple of the target's direct-I/O alignment %d", s, align)
+			return Fieldf(sizeField(p), "%d bytes is not a multiple of the target's direct-I/O alignment %d", s, align)
 		}
 	}
 	if size > 0 {
@@ -165,7 +181,7 @@ func CheckTarget(p results.Pattern, align int64, size int64) error {
 			need *= int64(p.Jobs)
 		}
 		if size < need {
-			return Fieldf("block_size", "target of %s is smaller than %s needed", units.FormatSize(size), units.FormatSize(need))
+			return Fieldf(sizeField(p), "target of %s is smaller than %s needed", units.FormatSize(size), units.FormatSize(need))
 		}
 	}
 	return nil
@@ -181,7 +197,22 @@ func ApplyMix(p results.Pattern, bssplit, distribution string) (results.Pattern,
 	if err != nil {
 		return p, err
 	}
-	return p, Validate(p)
+	return p, validateMixed(p, bssplit)
+}
+
+// validateMixed is Validate of a pattern given the block-size mix
+// bssplit ("" for none): the block size is then the mix's largest, so a
+// fault of the block size is the mix's, even where the mix is a single
+// size that the pattern keeps as its block size alone.
+func validateMixed(p results.Pattern, bssplit string) error {
+	err := Validate(p)
+	var fe *FieldError
+	if strings.TrimSpace(bssplit) != "" && errors.As(err, &fe) && fe.Field == "block_size" {
+		named := *fe
+		named.Field = "bssplit"
+		return &named
+	}
+	return err
 }
 
 // withMix is p with its mix and distribution, each parsed, unchecked.

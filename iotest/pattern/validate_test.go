@@ -28,6 +28,9 @@ func TestPatternValidate(t *testing.T) {
 		{"jobs 65", func(p *results.Pattern) { p.Jobs = 65 }, "jobs"},
 		{"access", func(p *results.Pattern) { p.Access = "zigzag" }, "access"},
 		{"buffers", func(p *results.Pattern) { p.BlockSize, p.QueueDepth, p.Jobs = 64<<20, 256, 1 }, "block_size"},
+		// A mix's largest size is the block size: its faults are the mix's.
+		{"mix size 128MiB", func(p *results.Pattern) { p.BSSplit, p.BlockSize = "4k/50:128m/50", 128<<20 }, "bssplit"},
+		{"mix buffers", func(p *results.Pattern) { p.BSSplit, p.BlockSize, p.QueueDepth = "4k/50:64m/50", 64<<20, 256 }, "bssplit"},
 	}
 	for _, c := range cases {
 		p := ok

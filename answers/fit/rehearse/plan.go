@@ -102,7 +102,7 @@ func Plan(r Request) (*Config, error) {
 	var err error
 	c.TargetPlan, _, err = session.Prepare(session.Request{Sys: r.Sys, Target: r.Target, Size: r.Size, Patterns: c.Patterns, Force: r.Force,
 		AllowDestructive: r.AllowDestructive, Options: o, Notice: r.Notice})
-	if errors.As(err, new(*pattern.FieldError)) {
+	if errors.As(err, new(*pattern.FieldError)) && !isRunSetting(err) {
 		return nil, fault.Input("target", "%w", err)
 	}
 	if err != nil {
@@ -117,6 +117,13 @@ func Plan(r Request) (*Config, error) {
 		c.Out = fmt.Sprintf("iomatrix-rehearsal-%s.json", time.Now().Format("20060102-150405"))
 	}
 	return c, nil
+}
+
+// isRunSetting tells whether err is the fault of a setting of the run
+// (its engine, its window), which is the caller's to name, rather than
+// of a stream that the target cannot hold.
+func isRunSetting(err error) bool {
+	return pattern.IsField(err, "engine") || pattern.IsField(err, "runtime") || pattern.IsField(err, "ramp")
 }
 
 // check refuses, before the target is planned, options out of range,

@@ -175,6 +175,11 @@ func TestPlan(t *testing.T) {
 	if _, err = Plan(r); !pattern.IsField(err, "engine") || errors.As(err, &ie) {
 		t.Errorf("engine aio: %v", err)
 	}
+	// The open loop's engine is the engine's fault, not the target's.
+	r.Options.Engine = iotest.EnginePsync
+	if _, err = Plan(r); !pattern.IsField(err, "engine") || errors.As(err, &ie) {
+		t.Errorf("engine psync: %v", err)
+	}
 	r.Options.Engine, r.Options.Runtime = iotest.EngineUring, 0
 	if _, err = Plan(r); !pattern.IsField(err, "runtime") || err.Error() != "runtime: 0s must be positive" {
 		t.Errorf("runtime 0: %v", err)
