@@ -1,7 +1,6 @@
 package sysfs
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -48,28 +47,25 @@ func (fs FS) TaskCPU(pid, tid int) (time.Duration, error) {
 			return d, nil
 		}
 	}
-	path := filepath.Join(dir, "stat")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return 0, err
-	}
-	d, err := ParseStatCPU(data)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", path, err)
-	}
-	return d, nil
+	return readFile(filepath.Join(dir, "stat"), ParseStatCPU)
 }
 
 // ParseSchedstat is the CPU time in a schedstat file (/proc/PID/schedstat
 // or a task's): its first field, in nanoseconds.
 func ParseSchedstat(data []byte) (time.Duration, error) {
+	return schedstatField(data, 0, "CPU time")
+}
+
+// schedstatField is field i of a schedstat file, what it holds, in
+// nanoseconds.
+func schedstatField(data []byte, i int, what string) (time.Duration, error) {
 	f := strings.Fields(string(data))
-	if len(f) == 0 {
-		return 0, errors.New("schedstat is empty")
+	if len(f) <= i {
+		return 0, fmt.Errorf("schedstat has %d fields, want at least %d", len(f), i+1)
 	}
-	ns, err := strconv.ParseInt(f[0], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("schedstat: %w", err)
+	ns, err := strconv.ParseInt(f[i], 10, 64)
+	if err != nil || ns < 0 {
+		return 0, fmt.Errorf("schedstat: %s %q is not a count of nanoseconds", what, f[i])
 	}
 	return time.Duration(ns), nil
 }
