@@ -1,9 +1,9 @@
 package iotest
 
 import (
+	"bytes"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/iomatrix/iomatrix/internal/sysfs"
@@ -33,35 +33,46 @@ import (
 //
 // A workqueue worker serves any queue of its pool, and its name says
 // which only while it runs an item, so the workers that served the
-// target over a window cannot be told: every kworker and ksoftirqd
-// thread is counted. The figure is so an upper bound of the wait on the
-// I/O's path, which is what the verdicts need of it (they never fail a
-// cell the wait could explain).
+// target over a window cannot be told: every kernel thread is counted
+// (kthreadd's children; most of those that are not workers never wait).
+// The figure is so an upper bound of the wait on the I/O's path, which
+// is what the verdicts need of it (they never fail a cell the wait could
+// explain).
 type cpuWatch struct {
-	sys     sysfs.FS
+	sched   *sysfs.SchedReader
 	streams map[int]bool // the streams' thread ids
 	rings   bool         // the streams run io_uring rings: look for their workers
 	daemons []int        // FUSE daemons serving the target
-	// kernel tells, by kernel thread id, whether it is counted (a kworker
-	// or ksoftirqd): names are read once per thread, so that a reading
-	// at the window's edge reads little more than the waits.
-	kernel map[int]bool
+	// ringWorkers tells, by thread id of this process, whether it is a
+	// ring's worker (see ringWorker): a name is read once per thread.
+	ringWorkers map[int]bool
 }
 
 // newCPUWatch watches the streams of r, which have said they are ready
-// (their thread ids are set).
+// (their thread ids are set), and opens what it reads (a first reading
+// before the window): a reading at the window's edge then reads little
+// more than the waits.
 func newCPUWatch(r *run) *cpuWatch {
-	c := &cpuWatch{sys: r.t.Sys(), streams: make(map[int]bool, len(r.workers)), rings: r.engine == EngineUring, kernel: map[int]bool{}}
+	sys := r.t.Sys()
+	c := &cpuWatch{sched: sys.SchedReader(), streams: make(map[int]bool, len(r.workers)),
+		rings: r.engine == EngineUring, ringWorkers: map[int]bool{}}
 	for _, w := range r.workers {
 		if w.tid != 0 {
 			c.streams[w.tid] = true
 		}
 	}
 	if r.t.ServedByFUSE() {
-		c.daemons, _ = c.sys.FUSEDaemons()
+		c.daemons, _ = sys.FUSEDaemons()
 	}
-	c.kernelThreads()
+	c.read()
 	return c
+}
+
+// close closes what c reads.
+func (c *cpuWatch) close() {
+	if c != nil {
+		c.sched.Close()
+	}
 }
 
 // waitReading is one reading of the watched threads' run-queue delays,
@@ -80,78 +91,71 @@ func (c *cpuWatch) read() waitReading {
 	if c == nil {
 		return waitReading{}
 	}
-	r := waitReading{own: map[int]time.Duration{}, served: map[int]time.Duration{}}
+	r := waitReading{own: make(map[int]time.Duration, len(c.streams)), served: make(map[int]time.Duration, 64)}
 	begin := nanotime()
-	for tid := range c.streams {
-		if d, err := c.sys.TaskRunDelay(0, tid); err == nil {
-			r.own[tid] = d
-		}
-	}
+	c.readAll(r.own, 0, c.streams)
 	if len(r.own) == 0 {
 		return waitReading{}
 	}
 	if c.rings {
-		tasks, _ := c.sys.Tasks(0)
-		for _, t := range tasks {
-			if c.ringWorker(t.Comm) {
-				if d, err := c.sys.TaskRunDelay(0, t.TID); err == nil {
-					r.own[t.TID] = d
-				}
+		tids, _ := c.sched.TaskIDs(0)
+		for _, tid := range tids {
+			if c.ringWorker(tid) {
+				c.readOne(r.own, 0, tid)
 			}
 		}
 	}
 	mid := nanotime()
 	r.ownAt = (begin + mid) / 2
-	for _, pid := range c.kernelThreads() {
-		if d, err := c.sys.TaskRunDelay(pid, pid); err == nil {
-			r.served[pid] = d
-		}
+	kernel, _ := c.sched.KernelThreadIDs()
+	for _, pid := range kernel {
+		c.readOne(r.served, pid, pid)
 	}
 	for _, pid := range c.daemons {
-		tasks, _ := c.sys.Tasks(pid)
-		for _, t := range tasks {
-			if d, err := c.sys.TaskRunDelay(pid, t.TID); err == nil {
-				r.served[t.TID] = d
-			}
+		tids, _ := c.sched.TaskIDs(pid)
+		for _, tid := range tids {
+			c.readOne(r.served, pid, tid)
 		}
 	}
 	r.servedAt = (mid + nanotime()) / 2
 	return r
 }
 
-// kernelThreads lists the kernel's threads that are counted, reading the
-// names of those not seen before.
-func (c *cpuWatch) kernelThreads() []int {
-	pids, _ := c.sys.KernelThreadIDs()
-	counted := pids[:0]
-	for _, pid := range pids {
-		ok, seen := c.kernel[pid]
-		if !seen {
-			comm, err := c.sys.TaskComm(pid, pid)
-			if err != nil {
-				continue // ended while listed
-			}
-			ok = strings.HasPrefix(comm, "kworker/") || strings.HasPrefix(comm, "ksoftirqd/")
-			c.kernel[pid] = ok
-		}
-		if ok {
-			counted = append(counted, pid)
-		}
+// readAll reads the waits of threads tids of process pid into m.
+func (c *cpuWatch) readAll(m map[int]time.Duration, pid int, tids map[int]bool) {
+	for tid := range tids {
+		c.readOne(m, pid, tid)
 	}
-	return counted
 }
 
-// ringWorker tells whether a thread of this process named comm is the
-// kernel's worker or submission thread of a stream's ring: io_uring
-// names them after the thread that made the ring.
-func (c *cpuWatch) ringWorker(comm string) bool {
-	for _, prefix := range []string{"iou-wrk-", "iou-sqp-"} {
-		if rest, ok := strings.CutPrefix(comm, prefix); ok {
-			tid, err := strconv.Atoi(rest)
-			return err == nil && c.streams[tid]
+// readOne reads the wait of thread tid of process pid into m, unless it
+// cannot be read (it ended).
+func (c *cpuWatch) readOne(m map[int]time.Duration, pid, tid int) {
+	if d, err := c.sched.RunDelay(pid, tid); err == nil {
+		m[tid] = d
+	}
+}
+
+// ringWorker tells whether thread tid of this process is the kernel's
+// worker or submission thread of a stream's ring: io_uring names them
+// after the thread that made the ring.
+func (c *cpuWatch) ringWorker(tid int) bool {
+	if is, ok := c.ringWorkers[tid]; ok {
+		return is
+	}
+	comm, err := c.sched.Comm(0, tid)
+	if err != nil {
+		return false // ended
+	}
+	is := false
+	for _, prefix := range [][]byte{[]byte("iou-wrk-"), []byte("iou-sqp-")} {
+		if rest, ok := bytes.CutPrefix(comm, prefix); ok {
+			owner, err := strconv.Atoi(string(rest))
+			is = err == nil && c.streams[owner]
 		}
 	}
-	return false
+	c.ringWorkers[tid] = is
+	return is
 }
 
 // cpuWait is the wait between readings s and e over a window of length

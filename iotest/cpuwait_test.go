@@ -29,9 +29,8 @@ func writeTree(t *testing.T, files map[string]string) sysfs.FS {
 }
 
 // A reading holds the streams' threads with their rings' workers (named
-// after the stream's thread), and the kernel's workqueue and softirq
-// threads; not this process's other threads, nor another ring's workers,
-// nor the kernel's other threads.
+// after the stream's thread), the kernel's threads and the FUSE daemons'
+// threads; not this process's other threads, nor another ring's workers.
 func TestCPUWatchRead(t *testing.T) {
 	sys := writeTree(t, map[string]string{
 		"proc/self/task/100/comm":      "iomatrix\n",
@@ -44,29 +43,27 @@ func TestCPUWatchRead(t *testing.T) {
 		"proc/self/task/103/schedstat": "1 300 1\n",
 		"proc/self/task/104/comm":      "iou-sqp-101\n",
 		"proc/self/task/104/schedstat": "1 40 1\n",
-		"proc/2/task/2/children":       "14 40 50",
-		"proc/14/task/14/comm":         "ksoftirqd/0\n",
+		"proc/2/task/2/children":       "14 40",
 		"proc/14/task/14/schedstat":    "1 7 1\n",
-		"proc/40/task/40/comm":         "kworker/u8:3+loop0\n",
 		"proc/40/task/40/schedstat":    "1 5000 1\n",
-		"proc/50/task/50/comm":         "rcu_preempt\n",
-		"proc/50/task/50/schedstat":    "1 9999 1\n",
+		"proc/300/task/300/schedstat":  "1 60 1\n", // a FUSE daemon's threads
+		"proc/300/task/301/schedstat":  "1 70 1\n",
 	})
-	c := &cpuWatch{sys: sys, streams: map[int]bool{101: true}, rings: true, kernel: map[int]bool{}}
+	c := &cpuWatch{sched: sys.SchedReader(), streams: map[int]bool{101: true}, rings: true, ringWorkers: map[int]bool{}, daemons: []int{300}}
+	defer c.close()
 	got := c.read()
 	if want := map[int]time.Duration{101: 1000, 102: 200, 104: 40}; !reflect.DeepEqual(got.own, want) {
 		t.Errorf("own threads %v; want %v", got.own, want)
 	}
-	if want := map[int]time.Duration{14: 7, 40: 5000}; !reflect.DeepEqual(got.served, want) {
-		t.Errorf("kernel threads %v; want %v", got.served, want)
+	if want := map[int]time.Duration{14: 7, 40: 5000, 300: 60, 301: 70}; !reflect.DeepEqual(got.served, want) {
+		t.Errorf("threads serving the target %v; want %v", got.served, want)
 	}
 	if got.ownAt <= 0 || got.servedAt < got.ownAt {
 		t.Errorf("read at %d, then %d", got.ownAt, got.servedAt)
 	}
-	// A kernel thread's name is read once: a worker is one whatever it
-	// runs next.
-	if want := map[int]bool{14: true, 40: true, 50: false}; !reflect.DeepEqual(c.kernel, want) {
-		t.Errorf("kernel threads named %v; want %v", c.kernel, want)
+	// A thread's name is read once: a ring's worker is one for good.
+	if want := map[int]bool{100: false, 101: false, 102: true, 103: false, 104: true}; !reflect.DeepEqual(c.ringWorkers, want) {
+		t.Errorf("ring workers %v; want %v", c.ringWorkers, want)
 	}
 	// A psync stream has no ring: its thread alone.
 	c.rings = false
@@ -82,6 +79,7 @@ func TestCPUWatchRead(t *testing.T) {
 	if got := none.read(); got.own != nil {
 		t.Errorf("no watch: %+v", got)
 	}
+	none.close()
 }
 
 // The wait between two readings: each thread's growth, all of a thread's

@@ -81,6 +81,7 @@ func Run(ctx context.Context, t *target.Target, p results.Pattern, o Options) (r
 	unhook := context.AfterFunc(ctx, func() { r.stop.Store(true) })
 	defer unhook()
 	r.start()
+	defer r.watch.close()
 	if err := r.wait(ctx); err != nil {
 		return results.Result{}, err
 	}

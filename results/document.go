@@ -411,12 +411,11 @@ type CPUWait struct {
 	IOThreadsNS int64 `json:"io_threads_ns"`
 	IOThreads   int   `json:"io_threads"`
 	// TargetThreadsNS is the wait of the kernel's threads that may serve
-	// the target, summed over TargetThreads threads: every workqueue
-	// worker and softirq thread (the loop driver, nbd's receiver and the
-	// cap's throttle hand their requests to workqueues, whose workers
-	// cannot be told apart by what they served), and the threads of every
-	// FUSE daemon where the target is a FUSE file or a loop device over
-	// one.
+	// the target, summed over TargetThreads threads: every kernel thread
+	// (the loop driver, nbd's receiver and the cap's throttle hand their
+	// requests to workqueues, whose workers cannot be told apart by what
+	// they served), and the threads of every FUSE daemon where the target
+	// is a FUSE file or a loop device over one.
 	TargetThreadsNS int64 `json:"target_threads_ns"`
 	TargetThreads   int   `json:"target_threads"`
 	// Pct is both sums in percent of the window, at most 100: the share

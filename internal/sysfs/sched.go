@@ -10,56 +10,27 @@ import (
 	"time"
 )
 
-// TaskRunDelay is how long thread tid of process pid (0: this process)
-// has waited on a run queue, ready to run while another task ran: its
-// schedstat's second field. It needs a kernel built with CONFIG_SCHED_INFO
-// (most distributions'); without it the file is absent.
-func (fs FS) TaskRunDelay(pid, tid int) (time.Duration, error) {
-	return readFile(filepath.Join(fs.proc, procDir(pid), "task", strconv.Itoa(tid), "schedstat"), ParseRunDelay)
-}
-
 // ParseRunDelay is the run-queue delay in a schedstat file
 // (/proc/PID/schedstat or a task's): its second field, in nanoseconds.
 func ParseRunDelay(data []byte) (time.Duration, error) {
 	return schedstatField(data, 1, "run delay")
 }
 
-// kthreadd is the kernel's thread that starts every other kernel thread.
-const kthreadd = 2
-
-// KernelThreadIDs lists the kernel's threads (kthreadd's children:
-// workqueue workers, softirq threads, the loop and nbd drivers' threads)
-// from kthreadd's children file, which needs a kernel built with
-// CONFIG_PROC_CHILDREN. Each is a process of one thread, so its TID is its
-// PID.
-func (fs FS) KernelThreadIDs() ([]int, error) {
-	k := strconv.Itoa(kthreadd)
-	return readFile(filepath.Join(fs.proc, k, "task", k, "children"), ParseChildren)
-}
-
-// TaskComm is the command name of thread tid of process pid (0: this
-// process).
-func (fs FS) TaskComm(pid, tid int) (string, error) {
-	comm, err := os.ReadFile(filepath.Join(fs.proc, procDir(pid), "task", strconv.Itoa(tid), "comm"))
-	if err != nil {
-		return "", err
-	}
-	return strings.TrimSpace(string(comm)), nil
-}
-
 // ParseChildren parses a task's children file (/proc/PID/task/TID/children):
 // process ids separated by spaces.
-func ParseChildren(data []byte) ([]int, error) {
-	f := strings.Fields(string(data))
-	pids := make([]int, 0, len(f))
-	for _, s := range f {
-		pid, err := strconv.Atoi(s)
-		if err != nil || pid <= 0 {
-			return nil, fmt.Errorf("children: %q is not a process id", s)
+func ParseChildren(data []byte) ([]int, error) { return appendChildren(nil, data) }
+
+// appendChildren appends the pids of a children file to dst, allocating
+// nothing where dst has room.
+func appendChildren(dst []int, data []byte) ([]int, error) {
+	for f := range fieldsOf(data) {
+		pid, ok := parseCount(f)
+		if !ok || pid <= 0 {
+			return nil, fmt.Errorf("children: %q is not a process id", f)
 		}
-		pids = append(pids, pid)
+		dst = append(dst, int(pid))
 	}
-	return pids, nil
+	return dst, nil
 }
 
 // FUSEDevice is the device a FUSE daemon reads its requests from.

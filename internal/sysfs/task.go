@@ -2,6 +2,7 @@ package sysfs
 
 import (
 	"fmt"
+	"iter"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -57,17 +58,53 @@ func ParseSchedstat(data []byte) (time.Duration, error) {
 }
 
 // schedstatField is field i of a schedstat file, what it holds, in
-// nanoseconds.
+// nanoseconds. It allocates nothing but its error.
 func schedstatField(data []byte, i int, what string) (time.Duration, error) {
-	f := strings.Fields(string(data))
-	if len(f) <= i {
-		return 0, fmt.Errorf("schedstat has %d fields, want at least %d", len(f), i+1)
+	n := 0
+	for f := range fieldsOf(data) {
+		if n == i {
+			ns, ok := parseCount(f)
+			if !ok {
+				return 0, fmt.Errorf("schedstat: %s %q is not a count of nanoseconds", what, f)
+			}
+			return time.Duration(ns), nil
+		}
+		n++
 	}
-	ns, err := strconv.ParseInt(f[i], 10, 64)
-	if err != nil || ns < 0 {
-		return 0, fmt.Errorf("schedstat: %s %q is not a count of nanoseconds", what, f[i])
+	return 0, fmt.Errorf("schedstat has %d fields, want at least %d", n, i+1)
+}
+
+// fieldsOf yields the fields of data separated by spaces, tabs or
+// newlines, allocating nothing.
+func fieldsOf(data []byte) iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		start := -1
+		for i := 0; i <= len(data); i++ {
+			if i == len(data) || data[i] == ' ' || data[i] == '\t' || data[i] == '\n' {
+				if start >= 0 && !yield(data[start:i]) {
+					return
+				}
+				start = -1
+			} else if start < 0 {
+				start = i
+			}
+		}
 	}
-	return time.Duration(ns), nil
+}
+
+// parseCount parses a decimal count that fits an int64.
+func parseCount(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var v int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = 10*v + int64(c-'0')
+	}
+	return v, true
 }
 
 // ParseStatCPU is the CPU time in a stat file (/proc/PID/stat or a
