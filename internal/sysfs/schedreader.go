@@ -100,16 +100,7 @@ const maxKept = 512
 // readKept reads the file of key whole from its start; see kept.
 func (r *SchedReader) readKept(key [2]int) ([]byte, error) {
 	if _, ok := r.files[key]; !ok && len(r.files) >= maxKept {
-		fd, err := r.open(0)
-		if err != nil {
-			return nil, err
-		}
-		defer unix.Close(fd)
-		data, err := r.pread(fd)
-		if err != nil {
-			return nil, r.pathError("read", err)
-		}
-		return data, nil
+		return r.readOnce()
 	}
 	fd, err := r.kept(key, 0)
 	if err != nil {
@@ -155,10 +146,9 @@ func (r *SchedReader) RunDelay(pid, tid int) (time.Duration, error) {
 	return d, nil
 }
 
-// Comm is the command name of thread tid of process pid (0: this
-// process), in r's buffer, valid until the next call.
-func (r *SchedReader) Comm(pid, tid int) ([]byte, error) {
-	r.taskPath(pid, tid, "comm")
+// readOnce reads the file at the path in r.path whole, opening and
+// closing it.
+func (r *SchedReader) readOnce() ([]byte, error) {
 	fd, err := r.open(0)
 	if err != nil {
 		return nil, err
@@ -168,7 +158,15 @@ func (r *SchedReader) Comm(pid, tid int) ([]byte, error) {
 	if err != nil {
 		return nil, r.pathError("read", err)
 	}
-	return bytes.TrimSpace(data), nil
+	return data, nil
+}
+
+// Comm is the command name of thread tid of process pid (0: this
+// process), in r's buffer, valid until the next call.
+func (r *SchedReader) Comm(pid, tid int) ([]byte, error) {
+	r.taskPath(pid, tid, "comm")
+	data, err := r.readOnce()
+	return bytes.TrimSpace(data), err
 }
 
 // kthreadd is the kernel's thread that starts every other kernel thread.
