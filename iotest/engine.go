@@ -54,6 +54,9 @@ type worker struct {
 	start <-chan struct{}
 	// sys is where an SQPOLL ring's submission thread is looked up.
 	sys sysfs.FS
+	// tid is the stream's thread, locked to it before it says it is
+	// ready: its wait for a CPU is read at the window's edges (cpuWatch).
+	tid int
 }
 
 // abandonGrace is how long a stopped ring goes on reaping the requests it
@@ -116,6 +119,7 @@ func (w *worker) runUring() error { return w.onRing((*ringStream).closedLoop) }
 func (w *worker) onRing(loop func(*ringStream) error) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	w.tid = unix.Gettid()
 	s, err := w.openRing()
 	if err != nil {
 		return err
@@ -231,9 +235,8 @@ func (w *worker) watchSQ() func() {
 	if !w.mode.SQPoll {
 		return func() {}
 	}
-	tid := unix.Gettid()
 	return func() {
-		if sq := findSQThread(w.sys, tid); sq.tid != 0 {
+		if sq := findSQThread(w.sys, w.tid); sq.tid != 0 {
 			w.st.sqThreads, w.st.sqCPU = 1, sq.cpu()
 		}
 	}
@@ -676,6 +679,10 @@ func (s *ringStream) failed(sl *slot, res int32) {
 // and leaves it blocked (and its arena mapped); it returns without another
 // I/O once the device answers.
 func (w *worker) runPsync(slotIndex int) error {
+	// Locked, so that the stream's wait for a CPU is its thread's.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	w.tid = unix.Gettid()
 	w.ready()
 	<-w.start
 	whole := w.arena.buf(slotIndex)

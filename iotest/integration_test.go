@@ -104,6 +104,16 @@ func TestRunOnFile(t *testing.T) {
 			if r.CPU.UserPct+r.CPU.SysPct <= 0 {
 				t.Errorf("cpu %+v", r.CPU)
 			}
+			// Each stream's thread is read: a ring per job, a thread per
+			// request in flight with psync (a ring's io_uring workers too,
+			// when there are some).
+			streams := p.Jobs
+			if eng == EnginePsync {
+				streams *= p.QueueDepth
+			}
+			if w := r.CPUWait; w == nil || w.IOThreads < streams || eng == EnginePsync && w.IOThreads != streams || w.Pct < 0 || w.Pct > 100 {
+				t.Errorf("cpu_wait %+v: want the %d streams' threads", w, streams)
+			}
 			if tg.Info.Disk != "" && r.Device.IOs == 0 {
 				t.Errorf("disk %s counted no I/O", tg.Info.Disk)
 			}

@@ -81,6 +81,7 @@ func Run(ctx context.Context, t *target.Target, p results.Pattern, o Options) (r
 	unhook := context.AfterFunc(ctx, func() { r.stop.Store(true) })
 	defer unhook()
 	r.start()
+	defer r.watch.close()
 	if err := r.wait(ctx); err != nil {
 		return results.Result{}, err
 	}
@@ -138,6 +139,7 @@ type run struct {
 	base          int64     // nanotime of the start
 	before, after snapshot
 	measuring     bool // the window has begun: before is taken
+	watch         *cpuWatch
 	finishedEarly bool // the streams ended before the window did
 	auto          *autoWindow
 }
@@ -303,6 +305,7 @@ func (r *run) start() {
 	r.done = make(chan struct{})
 	go func() { running.Wait(); close(r.done) }()
 	ready.Wait()
+	r.watch = newCPUWatch(r)
 	r.started = time.Now()
 	r.base = nanotime()
 	r.clk.base = r.base
@@ -314,7 +317,7 @@ func (r *run) start() {
 		w.st.sealedIn.Store(rampEnd)
 	}
 	if r.o.Ramp == 0 {
-		r.before, r.measuring = snapshotOf(r.t), true
+		r.before, r.measuring = r.snapshot(), true
 	}
 	close(begin)
 }
@@ -339,7 +342,7 @@ func (r *run) wait(ctx context.Context) error {
 		select {
 		case <-rampTimer.C:
 			if !r.measuring {
-				r.before, r.measuring = snapshotOf(r.t), true
+				r.before, r.measuring = r.snapshot(), true
 			}
 		case <-roundTimer:
 			switch r.judgeRounds() {
@@ -354,7 +357,7 @@ func (r *run) wait(ctx context.Context) error {
 			}
 			roundTimer = time.After(r.nextRoundIn())
 		case <-endTimer.C:
-			r.after = snapshotOf(r.t)
+			r.after = r.snapshot()
 			// The drain: every request in flight is waited for, unless the
 			// run is cancelled meanwhile.
 			select {
@@ -366,7 +369,7 @@ func (r *run) wait(ctx context.Context) error {
 		case <-ctx.Done():
 			return awaitStop(ctx, &r.stop, r.done, r.arenas)
 		case <-r.done:
-			r.after, r.finishedEarly = snapshotOf(r.t), true
+			r.after, r.finishedEarly = r.snapshot(), true
 			return nil
 		case <-tick.C:
 			if r.o.Progress != nil {
@@ -512,6 +515,7 @@ func (r *run) result(ctx context.Context) (results.Result, error) {
 	openResult(&res, r.p, total)
 	if r.measuring {
 		res.CPU, res.Device = r.before.delta(r.after, dur)
+		res.CPUWait = r.before.wait.cpuWait(r.after.wait, dur)
 		disk := sysfs.BlockDevice{MaxSectorsKB: r.t.Info.MaxSectorsKB, MaxSegments: r.t.Info.MaxSegments}
 		if own := uint64(disk.RequestsPerIO(r.p.BlockSize)) * res.Total.IOs; res.Device.IOs > own {
 			res.Device.OtherIOs = res.Device.IOs - own
@@ -633,12 +637,16 @@ type snapshot struct {
 	rusage unix.Rusage
 	disk   sysfs.DiskStats
 	diskOK bool
+	wait   waitReading
 }
 
-func snapshotOf(t *target.Target) snapshot {
+// snapshot samples the counters now: the process's, the disk's, then the
+// threads' waits for a CPU (the slowest to read).
+func (r *run) snapshot() snapshot {
 	s := snapshot{at: nanotime()}
 	_ = unix.Getrusage(unix.RUSAGE_SELF, &s.rusage)
-	s.disk, s.diskOK = t.DiskStats()
+	s.disk, s.diskOK = r.t.DiskStats()
+	s.wait = r.watch.read()
 	return s
 }
 

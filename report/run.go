@@ -86,6 +86,10 @@ func WriteRunText(w io.Writer, doc *results.Document, r *results.Result) error {
 	}
 	fmt.Fprintf(w, "\nwindow: %s\n", DescribeStop(*r, doc.Settings.Auto))
 	fmt.Fprintf(w, "cpu: user %.1f%%, sys %.1f%% of one core\n", r.CPU.UserPct, r.CPU.SysPct)
+	if c := r.CPUWait; c != nil {
+		fmt.Fprintf(w, "cpu_wait: %.1f%% of the window: iomatrix's I/O threads waited %s for a CPU (%s), the kernel's threads that may serve the target %s (%s)\n",
+			c.Pct, waitTime(c.IOThreadsNS), units.Count(c.IOThreads, "thread"), waitTime(c.TargetThreadsNS), units.Count(c.TargetThreads, "thread"))
+	}
 	if st := r.SubmitThread; st != nil {
 		fmt.Fprintf(w, "sqpoll: the kernel's submission threads (%s) took %.1f%% of one core more (%.2f cpu-s over %.1f s), not in the figure above\n",
 			units.Count(st.Threads, "thread"), st.CorePct, st.Seconds, st.WallSecs)
@@ -142,6 +146,11 @@ func writeRateText(w io.Writer, rs *results.RateStats) {
 	fmt.Fprintf(w, "lateness, intended start to submission: p50 %s, p99 %s, max %s µs; %s I/Os more than %s late, %s found every slot busy; backlog at most %s\n",
 		us(float64(l.P50)), us(float64(l.P99)), us(float64(l.Max)), units.Thousands(float64(rs.LateIOs), 0),
 		time.Duration(rs.LateThresholdNS), units.Thousands(float64(rs.SlotWaits), 0), units.Thousands(float64(rs.MaxBacklog), 0))
+}
+
+// waitTime is a wait in ns, to the microsecond.
+func waitTime(ns int64) string {
+	return time.Duration(ns).Round(time.Microsecond).String()
 }
 
 // us is a latency in µs, to three significant digits or whole.

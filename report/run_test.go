@@ -118,3 +118,21 @@ func TestRunTextBuffers(t *testing.T) {
 		}
 	}
 }
+
+// The CPU wait is shown beside the CPU use, where the result holds it.
+func TestRunTextCPUWait(t *testing.T) {
+	doc := loadFixture(t, "total-lat")
+	res := *fixtureResult(t, doc, "rand-4k-r70-qd8")
+	var b bytes.Buffer
+	testenv.Must(t, WriteRunText(&b, doc, &res))
+	if strings.Contains(b.String(), "cpu_wait") {
+		t.Errorf("a result without the figure shows one:\n%s", b.String())
+	}
+	res.CPUWait = &results.CPUWait{IOThreadsNS: 620_400_000, IOThreads: 1, TargetThreadsNS: 12_345_678, TargetThreads: 42, Pct: 31.64}
+	b.Reset()
+	testenv.Must(t, WriteRunText(&b, doc, &res))
+	want := "cpu_wait: 31.6% of the window: iomatrix's I/O threads waited 620.4ms for a CPU (1 thread), the kernel's threads that may serve the target 12.346ms (42 threads)\n"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("run text lacks %q:\n%s", want, b.String())
+	}
+}

@@ -7,7 +7,8 @@ package results
 type CapVerdict struct {
 	// Verdict is "ok" (every cell holds), "fail" (a cell does not),
 	// "inconclusive" (none fails, but another process loaded the device
-	// while some were measured, so that their rate could not be judged)
+	// while some were measured, or their wait for a CPU could explain
+	// their rate, so that it could not be judged)
 	// or "incomplete" (interrupted or stopped by an I/O error before every
 	// pattern was measured; the cells measured so far are listed).
 	Verdict      string             `json:"verdict"`

@@ -168,14 +168,18 @@ type Cap struct {
 
 // Result is one measured pattern.
 type Result struct {
-	Name         string    `json:"name"`
-	Pattern      Pattern   `json:"pattern"`
-	StartedAt    string    `json:"started_at"`
-	DurationNS   int64     `json:"duration_ns"`
-	Read         DirStats  `json:"read"`
-	Write        DirStats  `json:"write"`
-	Total        Total     `json:"total"`
-	CPU          CPU       `json:"cpu"`
+	Name       string   `json:"name"`
+	Pattern    Pattern  `json:"pattern"`
+	StartedAt  string   `json:"started_at"`
+	DurationNS int64    `json:"duration_ns"`
+	Read       DirStats `json:"read"`
+	Write      DirStats `json:"write"`
+	Total      Total    `json:"total"`
+	CPU        CPU      `json:"cpu"`
+	// CPUWait is how long the threads the window's I/O went through
+	// waited for a CPU; absent where the kernel does not say (no
+	// schedstat) and in results of versions before it.
+	CPUWait      *CPUWait  `json:"cpu_wait,omitempty"`
 	Device       DevStats  `json:"device"`
 	TimelineIOPS []float64 `json:"timeline_iops"`
 	Engine       string    `json:"engine"`
@@ -286,11 +290,18 @@ type CapCheck struct {
 	ExpectedRequests Counts `json:"expected_requests"`
 	ForeignRequests  Counts `json:"foreign_requests"`
 	MissingRequests  Counts `json:"missing_requests"`
-	// Inconclusive: another process loaded the device while the cell or
-	// its baseline was measured and the cell's rate is not the cap
-	// model's, so the rate was not judged: the cell is neither OK nor
-	// failed (see capverify.Judge).
+	// Inconclusive: the cell's rate was not judged, so that it is neither
+	// OK nor failed (see capverify.Judge): another process loaded the
+	// device while the cell or its baseline was measured and the rate is
+	// not the cap model's (OtherLoad), or the cell's wait for a CPU could
+	// explain its shortfall (Starved).
 	Inconclusive bool `json:"inconclusive,omitempty"`
+	OtherLoad    bool `json:"other_load,omitempty"`
+	Starved      bool `json:"cpu_starved,omitempty"`
+	// CPUWaitPct is the share of the window the cell's I/O may have
+	// waited for a CPU (Result.CPUWait), in %; absent when it did not, or
+	// where it is not known.
+	CPUWaitPct float64 `json:"cpu_wait_pct,omitempty"`
 	// Reasons say why a cell does not hold; empty when it does.
 	Reasons []string `json:"reasons,omitempty"`
 }
@@ -382,6 +393,45 @@ type CPU struct {
 	// completion switches once per I/O; an open-loop stream that sleeps
 	// until each intended start as well, twice (docs/open-loop.md).
 	Switches uint64 `json:"switches,omitempty"`
+}
+
+// CPUWait is how long, over a result's measured window, the threads its
+// I/O went through waited on a run queue: ready to run while other tasks
+// held every CPU they may run on (schedstat's run delay). At QD1 each I/O
+// waits for its own thread to run again, and on a loop device for the
+// kernel's worker that serves it: where other work holds the CPUs, that
+// wait, not the device or a cap, may set the rate
+// (docs/engine.md, "CPU wait").
+type CPUWait struct {
+	// IOThreadsNS is the wait of iomatrix's own I/O threads, summed over
+	// IOThreads threads: each stream's thread, and the kernel's workers
+	// and submission thread of its ring (io_uring's iou-wrk and iou-sqp
+	// threads, which do the I/O of a device that cannot take it without
+	// blocking, zram's for one).
+	IOThreadsNS int64 `json:"io_threads_ns"`
+	IOThreads   int   `json:"io_threads"`
+	// TargetThreadsNS is the wait of the kernel's threads that may serve
+	// the target, summed over TargetThreads threads: every kernel thread
+	// (the loop driver, nbd's receiver and the cap's throttle hand their
+	// requests to workqueues, whose workers cannot be told apart by what
+	// they served), and the threads of every FUSE daemon where the target
+	// is a FUSE file or a loop device over one.
+	TargetThreadsNS int64 `json:"target_threads_ns"`
+	TargetThreads   int   `json:"target_threads"`
+	// Pct is both sums in percent of the window, at most 100: the share
+	// of the window the I/O may have spent waiting for a CPU. Threads that
+	// wait at once are summed, so it can overstate the wait, never
+	// understate it.
+	Pct float64 `json:"pct"`
+}
+
+// Wait is the time the window's I/O may have spent waiting for a CPU:
+// both sums, at most window; 0 for a result without the figure.
+func (c *CPUWait) Wait(window time.Duration) time.Duration {
+	if c == nil {
+		return 0
+	}
+	return min(time.Duration(c.IOThreadsNS+c.TargetThreadsNS), max(window, 0))
 }
 
 // DevStats are the backing disk's own counters over the measured window:

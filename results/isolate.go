@@ -104,10 +104,12 @@ type IsolateReport struct {
 	// Inconclusive: the phases cannot carry a verdict, which is not
 	// given (exit status 3). OtherLoad names the phases another process
 	// loaded the device in; Unsteady says the victim alone was not
-	// steady enough to be the baseline (see isolate.Judge).
+	// steady enough to be the baseline; Starved says how the victim's
+	// waits for a CPU could turn the verdict (see isolate.Judge).
 	Inconclusive bool     `json:"inconclusive"`
 	OtherLoad    []string `json:"other_load,omitempty"`
 	Unsteady     string   `json:"unsteady,omitempty"`
+	Starved      string   `json:"cpu_starved,omitempty"`
 	NoContention bool     `json:"no_contention"`        // the uncapped aggressor did not hurt either
 	Notes        []string `json:"notes,omitempty"`      // what to make of it
 	Verdict      string   `json:"verdict"`              // one line

@@ -22,6 +22,7 @@ func Check(c *results.Cap, res, base results.Result, disk sysfs.BlockDevice, tol
 		Kernel:    res.CgroupIOs,
 		Runtime:   time.Duration(res.DurationNS),
 		OtherLoad: res.Device.OtherLoad(0, 0), BaselineOtherLoad: base.Device.OtherLoad(0, 0),
+		CPUWait: res.CPUWait.Wait(time.Duration(res.DurationNS)),
 	}
 	if res.Error != nil {
 		cell.Failed = res.Error.Error()

@@ -50,6 +50,10 @@ type Cell struct {
 	// during the capped window, or during the uncapped one the expectation
 	// rests on (results.DevStats.OtherLoad).
 	OtherLoad, BaselineOtherLoad bool
+	// CPUWait is how long the window's I/O may have waited for a CPU
+	// (results.CPUWait.Wait): iomatrix's I/O threads and the kernel's
+	// threads that serve the target; 0 when unknown.
+	CPUWait time.Duration
 }
 
 // Judge decides whether the cap l holds in cell c, with the measured IOPS
@@ -74,7 +78,13 @@ type Cell struct {
 //     exactly its budget. Failing such a cell would report a cap that
 //     holds as failing; passing it would pass on data that moved. The
 //     counters and I/O errors are judged all the same: a neighbour changes
-//     neither.
+//     neither;
+//   - a cell off its expectation is inconclusive, never failed, when its
+//     wait for a CPU could explain it (CPUExplains). At QD1 under
+//     riops=400 the cap binds only while an I/O takes under 2.5 ms, and
+//     a thread that waits for a CPU makes it take longer: the cap cannot
+//     bind, whatever it is worth; and a stream that waited leaves budget
+//     unused, which the throttle lets it spend at once when it runs again.
 func Judge(l cgroup.Limit, c Cell, tolerancePct float64) results.CapCheck {
 	k := uint64(max(c.RequestsPerIO, 1))
 	share := float64(c.ReadPct) / 100
@@ -83,13 +93,31 @@ func Judge(l cgroup.Limit, c Cell, tolerancePct float64) results.CapCheck {
 	}
 	v := results.CapCheck{ReadShare: share, CarryPct: CarryAllowance(l, share, c.Runtime, c.Slice) * 100,
 		TolerancePct: tolerancePct, UncappedIOPS: c.UncappedIOPS, RequestsPerIO: int(k)}
-	judgeRate(&v, l, c, tolerancePct)
+	b := judgeRate(&v, l, c, tolerancePct)
 	judgeCounters(&v, c, k)
 	if c.Failed != "" {
 		v.Reasons = append(v.Reasons, "I/O error: "+c.Failed)
 	}
 	v.OK = v.RateOK && v.CountersOK && c.Failed == ""
-	if (c.OtherLoad || c.BaselineOtherLoad) && v.CountersOK && c.Failed == "" && !(v.Binding && v.RateOK) {
+	if v.CountersOK && c.Failed == "" {
+		judgeInconclusive(&v, c, b)
+	}
+	// Recorded to the precision a results file keeps.
+	v.ExpectedIOPS = math.Round(v.ExpectedIOPS*100) / 100
+	v.DeviationPct = math.Round(v.DeviationPct*10000) / 10000
+	v.ReadShare = math.Round(v.ReadShare*1e6) / 1e6
+	v.CarryPct = math.Round(v.CarryPct*100) / 100
+	v.CPUWaitPct = math.Round(v.CPUWaitPct*100) / 100
+	return v
+}
+
+// judgeInconclusive makes a cell whose counters hold and whose I/O did
+// not fail inconclusive where its rate may have been moved by another
+// process's load on the device or by its wait for a CPU (see Judge),
+// with the reasons first.
+func judgeInconclusive(v *results.CapCheck, c Cell, b Bounds) {
+	var why []string
+	if (c.OtherLoad || c.BaselineOtherLoad) && !(v.Binding && v.RateOK) {
 		where := "this cell's window"
 		switch {
 		case c.OtherLoad && c.BaselineOtherLoad:
@@ -97,20 +125,82 @@ func Judge(l cgroup.Limit, c Cell, tolerancePct float64) results.CapCheck {
 		case c.BaselineOtherLoad:
 			where = "its uncapped window"
 		}
-		v.OK, v.Inconclusive = false, true
-		v.Reasons = append([]string{"another process loaded the device during " + where + ": its rate cannot be told from the cap's, not judged"}, v.Reasons...)
+		v.OtherLoad = true
+		why = append(why, "another process loaded the device during "+where+": its rate cannot be told from the cap's, not judged")
 	}
-	// Recorded to the precision a results file keeps.
-	v.ExpectedIOPS = math.Round(v.ExpectedIOPS*100) / 100
-	v.DeviationPct = math.Round(v.DeviationPct*10000) / 10000
-	v.ReadShare = math.Round(v.ReadShare*1e6) / 1e6
-	v.CarryPct = math.Round(v.CarryPct*100) / 100
-	return v
+	if c.Runtime > 0 {
+		v.CPUWaitPct = 100 * float64(min(c.CPUWait, c.Runtime)) / float64(c.Runtime)
+	}
+	if !v.RateOK {
+		if how, ok := CPUExplains(c.MeasuredIOPS, c.Runtime, c.CPUWait, b); ok {
+			v.Starved = true
+			why = append(why, fmt.Sprintf("CPU wait: the run waited %.0f %% of the window for a CPU (iomatrix's I/O threads and the kernel's threads serving the target); "+
+				"%s: a busy CPU, not the cap, may have set the rate, not judged", v.CPUWaitPct, how))
+		}
+	}
+	if len(why) > 0 {
+		v.OK, v.Inconclusive = false, true
+		v.Reasons = append(why, v.Reasons...)
+	}
+}
+
+// Bounds are what a cell's IOPS are judged against: at least Floor and
+// at most Ceiling, Model being the cap model's IOPS.
+type Bounds struct{ Floor, Ceiling, Model float64 }
+
+// CPUExplains tells whether the wait for a CPU of a window of length
+// window that did iops could explain its rate being out of b, and says
+// how:
+//   - below the floor: the I/Os it did, over the window less the wait,
+//     reach the floor (the wait filled the window: any rate);
+//   - above the ceiling: the I/Os beyond it are no more than the cap
+//     model grants over the wait. A stream that waits for a CPU leaves
+//     the throttle's budget unused, and the throttle lets it spend what it
+//     saved, or starts a fresh slice with a slice's budget at once, when
+//     it runs again: measured on a RAM-backed loop device with busy loops
+//     on both CPUs, 432 IOPS in a 1 s window under riops=400, the child
+//     having waited 78 % of it.
+//
+// The wait is an upper bound of the time the I/O's path spent waiting
+// (results.CPUWait), so the rule never fails a cell the CPU may have
+// moved; a cell whose I/O did not wait (0) is never explained.
+func CPUExplains(iops float64, window, wait time.Duration, b Bounds) (how string, ok bool) {
+	if window <= 0 || wait <= 0 {
+		return "", false
+	}
+	switch {
+	case iops < b.Floor:
+		rate := UnstarvedIOPS(iops, window, wait)
+		if math.IsInf(rate, 1) {
+			return "the wait filled the window", true
+		}
+		return fmt.Sprintf("its I/Os over the rest of the window make %.0f IOPS, at least the %.0f it had to reach", rate, b.Floor), rate >= b.Floor
+	case iops > b.Ceiling:
+		saved := b.Model * float64(min(wait, window)) / float64(window)
+		return fmt.Sprintf("the %.0f IOPS beyond the %.0f allowed are no more than the cap's budget over the time it waited, %.0f IOPS of the window, "+
+			"which the throttle lets a stream spend once it runs again", iops-b.Ceiling, b.Ceiling, saved), iops-b.Ceiling <= saved
+	}
+	return "", false
+}
+
+// UnstarvedIOPS is the rate of the I/Os a window of length window did at
+// iops over the window less wait, the time they may have waited for a
+// CPU: +Inf when the wait filled the window, iops when there was none.
+func UnstarvedIOPS(iops float64, window, wait time.Duration) float64 {
+	switch {
+	case window <= 0 || wait <= 0:
+		return iops
+	case wait >= window:
+		return math.Inf(1)
+	}
+	return iops * float64(window) / float64(window-wait)
 }
 
 // judgeRate sets the expectation at v.ReadShare and whether the measured
-// IOPS meet it, within the tolerance plus v.CarryPct.
-func judgeRate(v *results.CapCheck, l cgroup.Limit, c Cell, tolerancePct float64) {
+// IOPS meet it, within the tolerance plus v.CarryPct, and returns the
+// bounds they were held to (all +Inf when nothing limits the pattern and
+// its uncapped figure is unknown).
+func judgeRate(v *results.CapCheck, l cgroup.Limit, c Cell, tolerancePct float64) Bounds {
 	k := v.RequestsPerIO
 	capped, binding := ExpectedShare(l, v.ReadShare, c.BlockSize, k, c.UncappedIOPS)
 	model, _ := ExpectedShare(l, v.ReadShare, c.BlockSize, k, 0)
@@ -120,6 +210,7 @@ func judgeRate(v *results.CapCheck, l cgroup.Limit, c Cell, tolerancePct float64
 	if v.CarryPct > 0 {
 		allowed += fmt.Sprintf(" + %.1f %% throttle carry-over", v.CarryPct)
 	}
+	b := Bounds{Floor: capped * (1 - tol), Ceiling: model * (1 + tol), Model: model}
 	switch {
 	case math.IsInf(capped, 1):
 		// Nothing limits this pattern and its uncapped figure is unknown.
@@ -142,17 +233,17 @@ func judgeRate(v *results.CapCheck, l cgroup.Limit, c Cell, tolerancePct float64
 		// capped is min(model, uncapped): between 90 % and 100 % of the
 		// uncapped figure the model still sets the expectation.
 		v.DeviationPct = deviation(c.MeasuredIOPS, capped)
-		low := capped * (1 - tol)
-		v.RateOK = c.MeasuredIOPS >= low && c.MeasuredIOPS <= model*(1+tol)
+		v.RateOK = c.MeasuredIOPS >= b.Floor && c.MeasuredIOPS <= b.Ceiling
 		switch {
-		case c.MeasuredIOPS < low:
+		case c.MeasuredIOPS < b.Floor:
 			v.Reasons = append(v.Reasons, fmt.Sprintf("measured %.0f IOPS where the cap should not bind: %.1f %% below the expected %.0f (uncapped %.0f, cap model %.0f; %s)",
 				c.MeasuredIOPS, -v.DeviationPct, capped, c.UncappedIOPS, model, allowed))
-		case c.MeasuredIOPS > model*(1+tol):
+		case c.MeasuredIOPS > b.Ceiling:
 			v.Reasons = append(v.Reasons, fmt.Sprintf("measured %.0f IOPS, above the cap model's %.0f (%+.1f %%, %s)",
 				c.MeasuredIOPS, model, deviation(c.MeasuredIOPS, model), allowed))
 		}
 	}
+	return b
 }
 
 // judgeCounters compares the kernel's counts for the cgroup with the

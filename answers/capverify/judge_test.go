@@ -1,6 +1,7 @@
 package capverify
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -132,6 +133,59 @@ func TestJudge(t *testing.T) {
 		// The cap's exact figure beside a neighbour is the cap's.
 		{name: "at the cap beside another process's load", l: cgroup.Limit{ReadIOPS: 2000}, tol: 5, ok: true, expected: 2000, binding: true,
 			c: Cell{ReadPct: 100, BlockSize: 4096, UncappedIOPS: 12437, MeasuredIOPS: 2000, Issued: results.Counts{Reads: 2608}, Kernel: rw(2608, 0), OtherLoad: true}},
+		// The case: 4K reads at QD1 on a RAM-backed loop device
+		// under riops=400 while other work held both CPUs. The kernel
+		// counted exactly iomatrix's reads, and the child and the loop
+		// device's worker waited for a CPU 31 % of the window: over the
+		// rest of it the reads make 545 IOPS, above the floor of 380.
+		{name: "short, and starved of a CPU", l: cgroup.Limit{ReadIOPS: 400}, tol: 5, ok: false, inconclusive: true, expected: 400, binding: true,
+			c: Cell{ReadPct: 100, BlockSize: 4096, UncappedIOPS: 3010, MeasuredIOPS: 376, Issued: results.Counts{Reads: 980}, Kernel: rw(980, 0),
+				Runtime: 2 * time.Second, CPUWait: 620 * time.Millisecond},
+			reason: "CPU wait: the run waited 31 % of the window for a CPU"},
+		// A wait as long as the window explains any shortfall.
+		{name: "a wait that filled the window", l: cgroup.Limit{ReadIOPS: 400}, tol: 5, ok: false, inconclusive: true, expected: 400, binding: true,
+			c: Cell{ReadPct: 100, BlockSize: 4096, UncappedIOPS: 3010, MeasuredIOPS: 51, Issued: results.Counts{Reads: 140}, Kernel: rw(140, 0),
+				Runtime: 2 * time.Second, CPUWait: 2 * time.Second},
+			reason: "the wait filled the window"},
+		// Where the cap does not bind, a starved cell short of its
+		// uncapped figure is not judged either.
+		{name: "not binding, starved", l: cgroup.Limit{ReadIOPS: 100000000}, tol: 5, ok: false, inconclusive: true, expected: 5400, binding: false,
+			c: Cell{ReadPct: 100, BlockSize: 4096, UncappedIOPS: 5400, MeasuredIOPS: 3000, Issued: results.Counts{Reads: 9000}, Kernel: rw(9000, 0),
+				Runtime: 2 * time.Second, CPUWait: time.Second},
+			reason: "CPU wait: the run waited 50 %"},
+		// A quiet cell that falls short fails: 10 ms of wait in 2 s gives
+		// back 1.5 IOPS of the 80 missing.
+		{name: "short on quiet CPUs", l: cgroup.Limit{ReadIOPS: 400}, tol: 5, ok: false, expected: 400, binding: true,
+			c: Cell{ReadPct: 100, BlockSize: 4096, UncappedIOPS: 3010, MeasuredIOPS: 300, Issued: results.Counts{Reads: 800}, Kernel: rw(800, 0),
+				Runtime: 2 * time.Second, CPUWait: 10 * time.Millisecond},
+			reason: "measured 300 IOPS, the cap model expects 400"},
+		// A wait too short to close the gap does not excuse it: 376 over
+		// 2 s less 5 ms is 377, under the floor of 380.
+		{name: "starved too little to explain the shortfall", l: cgroup.Limit{ReadIOPS: 400}, tol: 5, ok: false, expected: 400, binding: true,
+			c: Cell{ReadPct: 100, BlockSize: 4096, UncappedIOPS: 3010, MeasuredIOPS: 376, Issued: results.Counts{Reads: 980}, Kernel: rw(980, 0),
+				Runtime: 2 * time.Second, CPUWait: 5 * time.Millisecond},
+			reason: "measured 376 IOPS"},
+		// A cell at its model holds, however long it waited.
+		{name: "at the cap, starved", l: cgroup.Limit{ReadIOPS: 400}, tol: 5, ok: true, expected: 400, binding: true,
+			c: Cell{ReadPct: 100, BlockSize: 4096, UncappedIOPS: 3010, MeasuredIOPS: 399, Issued: results.Counts{Reads: 1000}, Kernel: rw(1000, 0),
+				Runtime: 2 * time.Second, CPUWait: time.Second}},
+		// Recorded: the same cell, starved, above its cap: the child,
+		// having waited 78 % of the window, spent the throttle's budget it
+		// had saved. 12 IOPS beyond the ceiling; 312 granted over the wait.
+		{name: "above the cap, starved", l: cgroup.Limit{ReadIOPS: 400}, tol: 5, ok: false, inconclusive: true, expected: 400, binding: true,
+			c: Cell{ReadPct: 100, BlockSize: 4096, UncappedIOPS: 14367, MeasuredIOPS: 432, Issued: results.Counts{Reads: 560}, Kernel: rw(560, 0),
+				Runtime: time.Second, CPUWait: 779 * time.Millisecond},
+			reason: "CPU wait: the run waited 78 % of the window for a CPU"},
+		// 30 IOPS beyond the ceiling; 2 granted over 10 ms of wait.
+		{name: "above the cap, starved too little", l: cgroup.Limit{ReadIOPS: 400}, tol: 5, ok: false, expected: 400, binding: true,
+			c: Cell{ReadPct: 100, BlockSize: 4096, UncappedIOPS: 3010, MeasuredIOPS: 450, Issued: results.Counts{Reads: 1100}, Kernel: rw(1100, 0),
+				Runtime: 2 * time.Second, CPUWait: 10 * time.Millisecond},
+			reason: "measured 450 IOPS"},
+		// Nor does a wait excuse the counters.
+		{name: "foreign requests, starved", l: cgroup.Limit{ReadIOPS: 400}, tol: 5, ok: false, expected: 400, binding: true,
+			c: Cell{ReadPct: 100, BlockSize: 4096, UncappedIOPS: 3010, MeasuredIOPS: 300, Issued: results.Counts{Reads: 800}, Kernel: rw(900, 0),
+				Runtime: 2 * time.Second, CPUWait: time.Second},
+			reason: "measured 300 IOPS", foreign: results.Counts{Reads: 100}},
 		// A neighbour does not move the kernel's counts: they fail.
 		{name: "foreign requests beside another process's load", l: cgroup.Limit{ReadIOPS: 2000}, tol: 5, ok: false, expected: 2000, binding: true,
 			c:       Cell{ReadPct: 100, BlockSize: 4096, UncappedIOPS: 12437, MeasuredIOPS: 1500, Issued: results.Counts{Reads: 2000}, Kernel: rw(2100, 0), OtherLoad: true},
@@ -150,6 +204,44 @@ func TestJudge(t *testing.T) {
 				t.Errorf("reasons %q lack %q", v.Reasons, tc.reason)
 			}
 		})
+	}
+}
+
+// The rule over its edges: no wait or no window explains nothing; below
+// the floor, the rate over the rest of the window against the floor;
+// above the ceiling, the excess against the model's budget over the wait.
+func TestCPUExplains(t *testing.T) {
+	b := Bounds{Floor: 380, Ceiling: 420, Model: 400}
+	for _, c := range []struct {
+		iops         float64
+		window, wait time.Duration
+		ok           bool
+		how          string
+	}{
+		{376, 2 * time.Second, 0, false, ""},
+		{376, 0, time.Second, false, ""},
+		{400, 2 * time.Second, time.Second, false, ""}, // within the bounds
+		{376, 2 * time.Second, time.Second, true, "make 752 IOPS, at least the 380"},
+		{376, 2 * time.Second, 30 * time.Millisecond, true, "make 382 IOPS"},
+		{376, 2 * time.Second, 10 * time.Millisecond, false, "make 378 IOPS"},
+		{0, 2 * time.Second, 3 * time.Second, true, "the wait filled the window"},
+		{430, 2 * time.Second, 50 * time.Millisecond, true, "the 10 IOPS beyond the 420 allowed are no more than the cap's budget over the time it waited, 10 IOPS"},
+		{430, 2 * time.Second, 40 * time.Millisecond, false, "8 IOPS of the window"},
+		{2000, time.Second, 2 * time.Second, false, "400 IOPS of the window"}, // the wait bounded by the window
+	} {
+		how, ok := CPUExplains(c.iops, c.window, c.wait, b)
+		if ok != c.ok || !strings.Contains(how, c.how) {
+			t.Errorf("CPUExplains(%v, %v, %v) = %q, %v; want %v and %q", c.iops, c.window, c.wait, how, ok, c.ok, c.how)
+		}
+	}
+	if r := UnstarvedIOPS(376, 2*time.Second, time.Second); r != 752 {
+		t.Errorf("UnstarvedIOPS = %v, want 752", r)
+	}
+	if r := UnstarvedIOPS(376, 2*time.Second, 0); r != 376 {
+		t.Errorf("UnstarvedIOPS without a wait = %v, want 376", r)
+	}
+	if r := UnstarvedIOPS(376, time.Second, time.Second); !math.IsInf(r, 1) {
+		t.Errorf("UnstarvedIOPS over a window of wait = %v, want +Inf", r)
 	}
 }
 

@@ -2,6 +2,7 @@ package capverify
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/units"
@@ -51,10 +52,7 @@ func Verdict(doc *results.Document, run VerdictRun) *results.CapVerdict {
 		}
 	}
 	n := len(v.Cells)
-	notJudged := ""
-	if v.Inconclusive > 0 {
-		notJudged = fmt.Sprintf("; %d could not be judged: another process loaded the device", v.Inconclusive)
-	}
+	notJudged, quiet := notJudged(v)
 	switch {
 	case v.Failed > 0:
 		v.Verdict = "fail"
@@ -72,7 +70,7 @@ func Verdict(doc *results.Document, run VerdictRun) *results.CapVerdict {
 	case v.Inconclusive > 0:
 		v.Verdict = "inconclusive"
 		v.Summary = fmt.Sprintf("the cap holds in %d of %s", v.Passed, units.Count(n, "cell")) + notJudged +
-			" while they were measured (run again on a quiet device)"
+			" while they were measured (run again " + quiet + ")"
 	default:
 		v.Verdict = "ok"
 		v.Summary = "the cap holds in " + units.Count(n, "cell")
@@ -81,4 +79,28 @@ func Verdict(doc *results.Document, run VerdictRun) *results.CapVerdict {
 		}
 	}
 	return v
+}
+
+// notJudged says why v's inconclusive cells were not judged, as the
+// clause a summary ends with ("" when none was), and what to run them
+// again on.
+func notJudged(v *results.CapVerdict) (clause, again string) {
+	if v.Inconclusive == 0 {
+		return "", ""
+	}
+	var load, cpu bool
+	for _, c := range v.Cells {
+		// A cell of a version before Starved was not judged for the
+		// device's other load.
+		load = load || c.Inconclusive && (c.OtherLoad || !c.Starved)
+		cpu = cpu || c.Inconclusive && c.Starved
+	}
+	var why, where []string
+	if load {
+		why, where = append(why, "another process loaded the device"), append(where, "a quiet device")
+	}
+	if cpu {
+		why, where = append(why, "the run waited for a CPU long enough to explain the shortfall"), append(where, "idle CPUs")
+	}
+	return fmt.Sprintf("; %d could not be judged: %s", v.Inconclusive, strings.Join(why, ", and ")), "on " + strings.Join(where, " with ")
 }

@@ -70,6 +70,17 @@ func TestCapVerdictInconclusive(t *testing.T) {
 		v.Summary != "the cap holds in 2 of 3 cells; 1 could not be judged: another process loaded the device while they were measured (run again on a quiet device)" {
 		t.Errorf("verdict %q (%s), passed %d, failed %d, inconclusive %d", v.Verdict, v.Summary, v.Passed, v.Failed, v.Inconclusive)
 	}
+	k.Starved = true
+	if v := Verdict(doc, VerdictRun{TolerancePct: 5, Complete: true}); v.Verdict != "inconclusive" ||
+		v.Summary != "the cap holds in 2 of 3 cells; 1 could not be judged: the run waited for a CPU long enough to explain the shortfall while they were measured (run again on idle CPUs)" {
+		t.Errorf("starved: verdict %q (%s)", v.Verdict, v.Summary)
+	}
+	k.OtherLoad = true
+	if v := Verdict(doc, VerdictRun{TolerancePct: 5, Complete: true}); v.Verdict != "inconclusive" ||
+		v.Summary != "the cap holds in 2 of 3 cells; 1 could not be judged: another process loaded the device, and the run waited for a CPU long enough to explain the shortfall while they were measured (run again on a quiet device with idle CPUs)" {
+		t.Errorf("loaded and starved: verdict %q (%s)", v.Verdict, v.Summary)
+	}
+	k.Starved, k.OtherLoad = false, false
 	doc.Results[2].CapCheck.OK = false
 	doc.Results[2].CapCheck.Reasons = []string{"measured 900 IOPS, the cap model expects 1000"}
 	if v := Verdict(doc, VerdictRun{Complete: true}); v.Verdict != "fail" || v.Failed != 1 || v.Inconclusive != 1 ||

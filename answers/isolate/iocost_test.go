@@ -118,6 +118,15 @@ func TestJudgeIOCost(t *testing.T) {
 	if rep.Inconclusive || !strings.Contains(strings.Join(rep.Notes, "\n"), "during the io.max wiops=4500 phase") {
 		t.Errorf("other load in an io.max phase: inconclusive %v, notes %q", rep.Inconclusive, rep.Notes)
 	}
+	// A victim short beside the weighted aggressor, which waited for a CPU
+	// long enough to explain it (1,500 over the 40 % of the phase it did
+	// not wait is 3,750: 94 % of alone), is not judged NOT PROTECTED.
+	rep = &results.IsolateReport{Control: "iocost", MinIsolation: 0.5, IOCost: &results.IsolateIOCost{SameProtection: SameProtection},
+		Phases: waited(phases(1500), 0, 0, 60)}
+	JudgeIOCost(rep, results.Pattern{})
+	if !rep.Inconclusive || !strings.HasPrefix(rep.Verdict, "INCONCLUSIVE (CPU wait: the victim waited 60 % of the weighted phase") {
+		t.Errorf("a starved weighted phase: %q", rep.Verdict)
+	}
 }
 
 // fakeMember runs nothing: it returns a result at its IOPS, and charges

@@ -130,7 +130,8 @@ func runPhase(ctx context.Context, vr session.Runner, victim results.Pattern, vo
 //   - the isolation is above 100 % by more than the pass mark allows
 //     below it: the victim ran much faster beside the capped aggressor
 //     than alone, so the alone phases did not measure its rate alone (a
-//     cache warming, a device changing state).
+//     cache warming, a device changing state);
+//   - the victim's waits for a CPU could turn the verdict (judgeCPUWait).
 func Judge(rep *results.IsolateReport, aggressor results.Pattern) {
 	before, uncapped, capped, after := rep.Phases[0].Victim, rep.Phases[1].Victim, rep.Phases[2].Victim, rep.Phases[len(rep.Phases)-1].Victim
 	alone := (before.Total.IOPS + after.Total.IOPS) / 2
@@ -145,6 +146,7 @@ func Judge(rep *results.IsolateReport, aggressor results.Pattern) {
 	}
 	judgeSteadiness(rep)
 	judgeOtherLoad(rep)
+	judgeCPUWait(rep)
 	if rep.NoContention {
 		_, free := words(rep)
 		rep.Notes = append(rep.Notes, fmt.Sprintf("the %s aggressor left the victim %.0f %% of its IOPS alone: "+
@@ -156,6 +158,9 @@ func Judge(rep *results.IsolateReport, aggressor results.Pattern) {
 	}
 	if rep.Unsteady != "" {
 		why = append(why, rep.Unsteady)
+	}
+	if rep.Starved != "" {
+		why = append(why, rep.Starved)
 	}
 	rep.Inconclusive = len(why) > 0
 	word := "PROTECTED"
@@ -276,5 +281,45 @@ func judgeOtherLoad(rep *results.IsolateReport) {
 	if len(rep.OtherLoad) > 0 {
 		rep.Notes = append(rep.Notes, "the disk completed requests that were neither the victim's nor the aggressor's during "+
 			strings.Join(rep.OtherLoad, ", ")+": the verdict would rest on a device shared with somebody else; run again on a quiet device")
+	}
+}
+
+// judgeCPUWait sets rep.Starved when the victim's waits for a CPU
+// (results.CPUWait) could turn the verdict: on a RAM-backed device the
+// victim and the aggressor compete for the CPUs more than for the device,
+// and a victim that waited for a CPU measures that, not what the control
+// does. Over each phase less its wait (capverify.UnstarvedIOPS), the
+// victim beside the held aggressor could have kept as much as its IOPS
+// there without the wait over its IOPS alone, and as little as its IOPS
+// there over its IOPS alone without the wait; a verdict holds only when
+// both sides of the pass mark agree with it.
+func judgeCPUWait(rep *results.IsolateReport) {
+	before, held, after := rep.Phases[0].Victim, rep.Phases[2].Victim, rep.Phases[len(rep.Phases)-1].Victim
+	unstarved := func(r results.Result) float64 {
+		window := time.Duration(r.DurationNS)
+		return capverify.UnstarvedIOPS(r.Total.IOPS, window, r.CPUWait.Wait(window))
+	}
+	pct := func(r results.Result) float64 {
+		if r.CPUWait == nil {
+			return 0
+		}
+		return r.CPUWait.Pct
+	}
+	alone := (before.Total.IOPS + after.Total.IOPS) / 2
+	word, _ := words(rep)
+	switch {
+	case !rep.Protected:
+		if most := unstarved(held) / alone; most >= rep.MinIsolation {
+			rep.Starved = fmt.Sprintf("CPU wait: the victim waited %.0f %% of the %s phase for a CPU, and over the rest of it kept %.1f %% of its IOPS alone: "+
+				"a busy CPU, not the device, may have held it back", pct(held), word, 100*most)
+		}
+	default:
+		if least := held.Total.IOPS / ((unstarved(before) + unstarved(after)) / 2); least < rep.MinIsolation {
+			rep.Starved = fmt.Sprintf("CPU wait: the victim waited %.0f %% and %.0f %% of the alone phases for a CPU, and without that wait alone would have kept only %.1f %% beside the %s aggressor: "+
+				"a busy CPU may have slowed it alone", pct(before), pct(after), 100*least, word)
+		}
+	}
+	if rep.Starved != "" {
+		rep.Notes = append(rep.Notes, "the victim's waits for a CPU could turn the verdict: run again with idle CPUs, or on a device that is not served by the CPUs (a RAM-backed one is)")
 	}
 }

@@ -43,6 +43,15 @@ func recorded(alone, uncapped, capped, again float64, uncappedDev, cappedDev res
 	}
 }
 
+// waited sets the victim's wait for a CPU in phases, percent by phase
+// (a 1 s window): the victim's own threads, the kernel's none.
+func waited(phases []results.IsolatePhase, pct ...float64) []results.IsolatePhase {
+	for i, p := range pct {
+		phases[i].Victim.CPUWait = &results.CPUWait{IOThreadsNS: int64(p * 1e7), IOThreads: 1, Pct: p}
+	}
+	return phases
+}
+
 // The verdict over recorded phases, without root or a device:
 //   - the isolation against the pass mark decides PROTECTED or NOT
 //     PROTECTED, and an aggressor that does not slow the victim uncapped
@@ -54,7 +63,11 @@ func recorded(alone, uncapped, capped, again float64, uncappedDev, cappedDev res
 //     or that ran far faster beside the capped aggressor than alone. The
 //     case "alone moved" is a buffered loop device over /dev/shm: 17,120
 //     IOPS alone, 35,973 alone again, an isolation of 172.9 %, once called
-//     PROTECTED.
+//     PROTECTED;
+//   - so does a victim whose waits for a CPU could turn the verdict: short
+//     beside the capped aggressor, where over the rest of the phase it
+//     would have kept enough; or protected, where its IOPS alone without
+//     their wait would leave it too little.
 func TestJudge(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
@@ -62,6 +75,7 @@ func TestJudge(t *testing.T) {
 		word          string
 		otherLoad     []string
 		unsteady      bool
+		starved       bool
 		noContention  bool
 		uncappedNoted bool
 		isolation     float64
@@ -86,6 +100,18 @@ func TestJudge(t *testing.T) {
 			word: "INCONCLUSIVE (beside the capped aggressor the victim did 125.0 % of its IOPS alone", unsteady: true, isolation: 1.25},
 		{name: "a little above alone", phases: recorded(10000, 3000, 10500, 10000, quiet(3000, 40000), quiet(10500, 500)),
 			word: "PROTECTED", isolation: 1.05},
+		// 6,781 over the 45 % of the phase the victim did not wait is
+		// 15,069: 108.7 % of alone.
+		{name: "starved beside the capped aggressor", phases: waited(recorded(13866, 3000, 6781, 13866, quiet(3000, 40000), quiet(6781, 500)), 0, 0, 55, 0),
+			word: "INCONCLUSIVE (CPU wait: the victim waited 55 % of the capped phase for a CPU, and over the rest of it kept 108.7 % of its IOPS alone", starved: true, isolation: 6781.0 / 13866},
+		// 2 % gives back 138 IOPS of the 5,700 missing.
+		{name: "short beside the capped aggressor, on quiet CPUs", phases: waited(recorded(13866, 3000, 6781, 13866, quiet(3000, 40000), quiet(6781, 500)), 2, 2, 2, 2),
+			word: "NOT PROTECTED", isolation: 6781.0 / 13866},
+		// Alone without its 10 % wait: 15,407, and 13,000 is 84.4 % of it.
+		{name: "protected on starved alone phases", phases: waited(recorded(13866, 3000, 13000, 13866, quiet(3000, 40000), quiet(13000, 500)), 10, 0, 0, 10),
+			word: "INCONCLUSIVE (CPU wait: the victim waited 10 % and 10 % of the alone phases for a CPU, and without that wait alone would have kept only 84.4 %", starved: true, isolation: 13000.0 / 13866},
+		{name: "protected, alone waited a little", phases: waited(recorded(13866, 3000, 13000, 13866, quiet(3000, 40000), quiet(13000, 500)), 2, 0, 30, 2),
+			word: "PROTECTED", isolation: 13000.0 / 13866},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rep := &results.IsolateReport{MinIsolation: 0.9, Cap: &results.Cap{WriteIOPS: 500},
@@ -95,9 +121,11 @@ func TestJudge(t *testing.T) {
 			if !strings.HasPrefix(rep.Verdict, tc.word) {
 				t.Errorf("verdict %q, want it to start %q (notes: %s)", rep.Verdict, tc.word, notes)
 			}
-			inconclusive := len(tc.otherLoad) > 0 || tc.unsteady
-			if rep.Inconclusive != inconclusive || strings.Join(rep.OtherLoad, ",") != strings.Join(tc.otherLoad, ",") || (rep.Unsteady != "") != tc.unsteady {
-				t.Errorf("inconclusive %v, other load %v, unsteady %q; want %v, %v, %v", rep.Inconclusive, rep.OtherLoad, rep.Unsteady, inconclusive, tc.otherLoad, tc.unsteady)
+			inconclusive := len(tc.otherLoad) > 0 || tc.unsteady || tc.starved
+			if rep.Inconclusive != inconclusive || strings.Join(rep.OtherLoad, ",") != strings.Join(tc.otherLoad, ",") || (rep.Unsteady != "") != tc.unsteady ||
+				(rep.Starved != "") != tc.starved {
+				t.Errorf("inconclusive %v, other load %v, unsteady %q, starved %q; want %v, %v, %v, %v",
+					rep.Inconclusive, rep.OtherLoad, rep.Unsteady, rep.Starved, inconclusive, tc.otherLoad, tc.unsteady, tc.starved)
 			}
 			if rep.Protected != (tc.isolation >= 0.9) || abs(rep.Isolation-tc.isolation) > 1e-9 {
 				t.Errorf("isolation %.4f, protected %v; want %.4f", rep.Isolation, rep.Protected, tc.isolation)

@@ -35,7 +35,8 @@ const (
 	exitFailure = 1
 	exitUsage   = 2
 	// exitInconclusive: a check could be neither passed nor failed on
-	// the data (another process loaded the device while it measured).
+	// the data (another process loaded the device while it measured, or
+	// its I/O waited for a CPU long enough to explain its figure).
 	exitInconclusive = 3
 	exitPrivilege    = 4
 	// exitBrokenPipe is 128 + SIGPIPE: standard output was closed.

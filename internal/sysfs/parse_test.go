@@ -340,12 +340,31 @@ Size:                 16 kB
 
 // A thread's CPU time: schedstat's first field in ns; stat's utime and
 // stime in ticks, after a command that may hold spaces and parentheses.
+// Its wait on a run queue: schedstat's second field. kthreadd's children:
+// pids.
 func TestParseTaskCPU(t *testing.T) {
 	if d, err := ParseSchedstat([]byte("123456789 42 7\n")); err != nil || d != 123456789 {
 		t.Errorf("schedstat: %v, %v", d, err)
 	}
 	if _, err := ParseSchedstat([]byte("\n")); err == nil {
 		t.Error("empty schedstat accepted")
+	}
+	if d, err := ParseRunDelay([]byte("123456789 4242 7\n")); err != nil || d != 4242 {
+		t.Errorf("run delay: %v, %v", d, err)
+	}
+	for in, want := range map[string]string{"123\n": "1 fields", "1 x 2\n": `run delay "x"`, "1 -5 2\n": `"-5"`} {
+		if _, err := ParseRunDelay([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("run delay of %q: %v; want an error %q", in, err, want)
+		}
+	}
+	if got, err := ParseChildren([]byte("3 4 14 \n")); err != nil || !reflect.DeepEqual(got, []int{3, 4, 14}) {
+		t.Errorf("children: %v, %v", got, err)
+	}
+	if got, err := ParseChildren(nil); err != nil || len(got) != 0 {
+		t.Errorf("no children: %v, %v", got, err)
+	}
+	if _, err := ParseChildren([]byte("3 four")); err == nil {
+		t.Error("a name among the pids accepted")
 	}
 	stat := "77 (a (b) c) S 1 77 77 0 -1 4194304 500 0 0 0 30 12 0 0 20 0 4 0 100 0 0\n"
 	if d, err := ParseStatCPU([]byte(stat)); err != nil || d != 420*time.Millisecond {

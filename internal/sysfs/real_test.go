@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -220,4 +221,32 @@ func TestRealLoopStack(t *testing.T) {
 		checkInUse(t, diskDev, []string{"partition " + partName + " backing " + upperName})
 		checkInUse(t, partDev, []string{"backing " + upperName})
 	})
+}
+
+// The running kernel's schedstat, kthreadd's children and this process's
+// threads, each read twice from the file kept open: reading from the
+// start gives the file afresh, and a thread's wait only grows.
+func TestRealSchedReader(t *testing.T) {
+	if _, err := os.Stat("/proc/self/schedstat"); err != nil {
+		skipUnlessCI(t, "no schedstat: a kernel without CONFIG_SCHED_INFO")
+	}
+	r := Default().SchedReader()
+	defer r.Close()
+	tid := unix.Gettid()
+	first, err := r.RunDelay(0, tid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := r.RunDelay(0, tid); err != nil || again < first {
+		t.Errorf("this thread's wait %v, then %v, %v", first, again, err)
+	}
+	for i := 0; i < 2; i++ {
+		if tids, err := r.TaskIDs(0); err != nil || !slices.Contains(tids, tid) {
+			t.Errorf("this process's threads, reading %d: %v, %v; want %d among them", i+1, tids, err, tid)
+		}
+		pids, err := r.KernelThreadIDs()
+		if err != nil || len(pids) == 0 || pids[0] <= kthreadd {
+			t.Fatalf("kernel threads, reading %d: %v, %v", i+1, pids, err)
+		}
+	}
 }

@@ -130,6 +130,21 @@ func parseFile[T any](path string, parse func(io.Reader) (T, error)) (T, error) 
 	return v, nil
 }
 
+// readFile reads path whole and hands it to parse, naming the file in a
+// parse error as parseFile does.
+func readFile[T any](path string, parse func([]byte) (T, error)) (T, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	v, err := parse(data)
+	if err != nil {
+		return v, fmt.Errorf("%s: %w", path, err)
+	}
+	return v, nil
+}
+
 // parseLines applies parse to every line of r that is not blank; an error
 // names the file format (what) and the line.
 func parseLines[T any](r io.Reader, what string, parse func(line string) (T, error)) ([]T, error) {

@@ -1,8 +1,8 @@
 package sysfs
 
 import (
-	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -48,30 +48,63 @@ func (fs FS) TaskCPU(pid, tid int) (time.Duration, error) {
 			return d, nil
 		}
 	}
-	path := filepath.Join(dir, "stat")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return 0, err
-	}
-	d, err := ParseStatCPU(data)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", path, err)
-	}
-	return d, nil
+	return readFile(filepath.Join(dir, "stat"), ParseStatCPU)
 }
 
 // ParseSchedstat is the CPU time in a schedstat file (/proc/PID/schedstat
 // or a task's): its first field, in nanoseconds.
 func ParseSchedstat(data []byte) (time.Duration, error) {
-	f := strings.Fields(string(data))
-	if len(f) == 0 {
-		return 0, errors.New("schedstat is empty")
+	return schedstatField(data, 0, "CPU time")
+}
+
+// schedstatField is field i of a schedstat file, what it holds, in
+// nanoseconds. It allocates nothing but its error.
+func schedstatField(data []byte, i int, what string) (time.Duration, error) {
+	n := 0
+	for f := range fieldsOf(data) {
+		if n == i {
+			ns, ok := parseCount(f)
+			if !ok {
+				return 0, fmt.Errorf("schedstat: %s %q is not a count of nanoseconds", what, f)
+			}
+			return time.Duration(ns), nil
+		}
+		n++
 	}
-	ns, err := strconv.ParseInt(f[0], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("schedstat: %w", err)
+	return 0, fmt.Errorf("schedstat has %d fields, want at least %d", n, i+1)
+}
+
+// fieldsOf yields the fields of data separated by spaces, tabs or
+// newlines, allocating nothing.
+func fieldsOf(data []byte) iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		start := -1
+		for i := 0; i <= len(data); i++ {
+			if i == len(data) || data[i] == ' ' || data[i] == '\t' || data[i] == '\n' {
+				if start >= 0 && !yield(data[start:i]) {
+					return
+				}
+				start = -1
+			} else if start < 0 {
+				start = i
+			}
+		}
 	}
-	return time.Duration(ns), nil
+}
+
+// parseCount parses a decimal count that fits an int64.
+func parseCount(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var v int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = 10*v + int64(c-'0')
+	}
+	return v, true
 }
 
 // ParseStatCPU is the CPU time in a stat file (/proc/PID/stat or a

@@ -514,6 +514,21 @@ func (t *Target) Writable() bool { return t.write }
 // read.
 func (t *Target) Sys() sysfs.FS { return t.sys }
 
+// ServedByFUSE tells whether a FUSE daemon answers the target's I/O: a
+// file on a FUSE mount, or a loop device over one. Its threads then wait
+// for a CPU on the I/O's path as the engine's own do.
+func (t *Target) ServedByFUSE() bool {
+	if t.Info.Kind == "file" {
+		return t.Info.Filesystem == "fuse"
+	}
+	if !strings.HasPrefix(t.Info.Disk, "loop") {
+		return false
+	}
+	backing, err := t.sys.LoopBackingFile(t.Info.Disk)
+	var fs unix.Statfs_t
+	return err == nil && unix.Statfs(backing, &fs) == nil && filesystemName(&fs) == "fuse"
+}
+
 // Namespace addresses a passthrough target's NVMe namespace; nil for
 // any other target.
 func (t *Target) Namespace() *Namespace { return t.ns }

@@ -1,0 +1,88 @@
+package sysfs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ParseRunDelay is the run-queue delay in a schedstat file
+// (/proc/PID/schedstat or a task's): its second field, in nanoseconds.
+func ParseRunDelay(data []byte) (time.Duration, error) {
+	return schedstatField(data, 1, "run delay")
+}
+
+// ParseChildren parses a task's children file (/proc/PID/task/TID/children):
+// process ids separated by spaces.
+func ParseChildren(data []byte) ([]int, error) { return appendChildren(nil, data) }
+
+// appendChildren appends the pids of a children file to dst, allocating
+// nothing where dst has room.
+func appendChildren(dst []int, data []byte) ([]int, error) {
+	for f := range fieldsOf(data) {
+		pid, ok := parseCount(f)
+		if !ok || pid <= 0 {
+			return nil, fmt.Errorf("children: %q is not a process id", f)
+		}
+		dst = append(dst, int(pid))
+	}
+	return dst, nil
+}
+
+// FUSEDevice is the device a FUSE daemon reads its requests from.
+const FUSEDevice = "/dev/fuse"
+
+// FUSEDaemons lists the processes that hold FUSEDevice open: the servers
+// of the FUSE mounts. Which mount each serves cannot be told from procfs,
+// so all are listed. A process that ends, or whose descriptors may not be
+// read, while they are listed is left out.
+func (fs FS) FUSEDaemons() ([]int, error) {
+	entries, err := os.ReadDir(fs.proc)
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if fs.holds(pid, FUSEDevice) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}
+
+// holds tells whether process pid has a descriptor open on path.
+func (fs FS) holds(pid int, path string) bool {
+	dir := filepath.Join(fs.proc, strconv.Itoa(pid), "fd")
+	fds, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, fd := range fds {
+		if link, err := os.Readlink(filepath.Join(dir, fd.Name())); err == nil && link == path {
+			return true
+		}
+	}
+	return false
+}
+
+// LoopBackingFile is the file behind loop device name ("loop0"), as the
+// kernel names it; ErrNotExist when name is not a bound loop device.
+func (fs FS) LoopBackingFile(name string) (string, error) {
+	raw, err := os.ReadFile(filepath.Join(fs.sys, "block", name, "loop", "backing_file"))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("%s is not a bound loop device: %w", name, os.ErrNotExist)
+	}
+	if err != nil {
+		return "", err
+	}
+	// The path is printed raw, so only the final newline is not part of it.
+	return strings.TrimSuffix(string(raw), "\n"), nil
+}
