@@ -238,24 +238,37 @@ func CgroupV2(t testing.TB, controller string) string {
 	data, err := os.ReadFile(filepath.Join(mnt, "cgroup.controllers"))
 	Require(t, err == nil && strings.Contains(" "+strings.TrimSpace(string(data))+" ", " "+controller+" "),
 		"the cgroup v2 hierarchy at "+mnt+" offers no "+controller+" controller")
-	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "iomatrix-cgroup-v2-tests.lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
+	LockCgroupV2(t)
 	sub := filepath.Join(mnt, "cgroup.subtree_control")
 	before, _ := os.ReadFile(sub)
+	// Registered after the lock's release, so it runs before it.
 	t.Cleanup(func() {
 		if !strings.Contains(" "+strings.TrimSpace(string(before))+" ", " "+controller+" ") {
 			if err := os.WriteFile(sub, []byte("-"+controller), 0); err != nil {
 				t.Errorf("leave %s as found: disable %s: %v", mnt, controller, err)
 			}
 		}
-		lock.Close() // releases the lock
 	})
 	return mnt
+}
+
+// LockCgroupV2 holds, until the test ends, the lock that the tests which
+// change the machine's cgroup v2 tree take (CgroupV2): a test that
+// compares the tree before and after something holds it too, so that no
+// other package's test changes the tree in between.
+func LockCgroupV2(t testing.TB) {
+	t.Helper()
+	// Read-only: flock needs no more, and a user who is not root can open
+	// the file root made.
+	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "iomatrix-cgroup-v2-tests.lock"), os.O_CREATE|os.O_RDONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		lock.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lock.Close() }) // releases the lock
 }
 
 // RemoveCgroup removes a cgroup directory tree made by a test, moving any
