@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,11 +36,13 @@ type workloadFile struct {
 // type: a number is a number, the block size a size, the latency a list
 // of bounds.
 type workloadSystem struct {
-	Name        string  `yaml:"name"`
-	Reads       float64 `yaml:"reads"`
-	Writes      float64 `yaml:"writes"`
-	BlockSize   string  `yaml:"block_size"`
-	Concurrency int     `yaml:"concurrency"`
+	Name      string  `yaml:"name"`
+	Reads     float64 `yaml:"reads"`
+	Writes    float64 `yaml:"writes"`
+	BlockSize string  `yaml:"block_size"`
+	// Concurrency is read as a number and held to be whole here: the
+	// YAML decoder would cut 1.5 to 1 in an int in silence.
+	Concurrency float64 `yaml:"concurrency"`
 	Latency     string  `yaml:"latency"`
 }
 
@@ -135,7 +138,10 @@ func (s workloadSystem) need() (Need, error) {
 		}
 	}
 	if s.Concurrency != 0 {
-		if n.Concurrency, err = concurrency("concurrency", s.Concurrency); err != nil {
+		if s.Concurrency != math.Trunc(s.Concurrency) || s.Concurrency > math.MaxInt32 {
+			return Need{}, &NeedError{Field: "concurrency", Value: strconv.FormatFloat(s.Concurrency, 'g', -1, 64), Why: notConcurrency}
+		}
+		if n.Concurrency, err = concurrency("concurrency", int(s.Concurrency)); err != nil {
 			return Need{}, err
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/iomatrix/iomatrix/answers/k8s"
+	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/profiles"
 	"github.com/iomatrix/iomatrix/results"
 )
@@ -56,8 +57,10 @@ func (o *k8sSpecOptions) options(g *globalOptions, cmd *cobra.Command, args []st
 	}
 	ko.Pods, ko.StorageClass, ko.Size = given(f.Changed("pods"), &o.pods), given(f.Changed("storage-class"), &o.storageClass), given(f.Changed("size"), &o.size)
 	var err error
-	ko.SweepArgs, err = sweepArgs(g, cmd, args)
-	return &ko, err
+	if ko.SweepArgs, err = sweepArgs(g, cmd, args); err != nil {
+		return nil, err
+	}
+	return &ko, openLoopArgs(ko.SweepArgs, ko.Profile)
 }
 
 // sweepArgs are the flags after "--", parsed as iomatrix sweep parses
@@ -84,6 +87,31 @@ func sweepArgs(g *globalOptions, cmd *cobra.Command, args []string) ([]string, e
 		}
 	}
 	return args, nil
+}
+
+// openLoopArgs judges, before the cluster is asked anything, what the
+// pods' sweep would refuse only once it runs: open-loop cells (--rates,
+// or a profile's loads) with an engine or a window that cannot run them
+// (iotest.CheckOpen, which session.Prepare applies on the target).
+func openLoopArgs(args []string, profile string) error {
+	f := newSweepCommand(&globalOptions{}).Flags()
+	f.SetNormalizeFunc(fioNames)
+	if err := f.Parse(args); err != nil {
+		return usagef("after --: %w (these flags go to iomatrix sweep)", err)
+	}
+	open := f.Changed("rates")
+	if p, err := profiles.Load(profile); err == nil && len(p.Loads) > 0 {
+		open = true
+	}
+	if !open {
+		return nil
+	}
+	o := iotest.Options{Engine: f.Lookup("engine").Value.String()}
+	if f.Changed("runtime") && f.Lookup("runtime").Value.String() == "auto" {
+		o.Auto = &iotest.Auto{}
+	}
+	o.Ring.Poll = f.Changed("poll") && f.Lookup("poll").Value.String() == "true"
+	return iotest.CheckOpen(o, o.Engine)
 }
 
 func newK8sManifestCommand(g *globalOptions) *cobra.Command {

@@ -127,5 +127,9 @@ func commandCases() []refusal {
 		on(needNothing, kindUnknownSub, "iocost", "nosuch").naming(`"nosuch"`),
 		on(needNothing, kindUnknownSub, "iocost", "modle", "iocost.json").with("iocost.json").naming(`"modle"`),
 		on(needNothing, kindUnknownSub, "completion", "nosuch").naming(`"nosuch"`),
+		on(needNothing, kindWrongStatus, "completion", "bash", "extra").naming(`"extra"`),
+		on(needNothing, kindWrongStatus, "completion", "fish", "extra").naming(`"extra"`),
+		on(needNothing, kindWrongStatus, "completion", "powershell", "extra").naming(`"extra"`),
+		on(needNothing, kindWrongStatus, "completion", "zsh", "extra").naming(`"extra"`),
 	}
 }

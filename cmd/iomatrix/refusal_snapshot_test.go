@@ -138,19 +138,11 @@ func deviceCounters(t *testing.T, dev string) []uint64 {
 // machine with udev, its probe reads the device once it is attached).
 func (e *refusalEnv) settle(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	last, same := deviceCounters(t, e.dev), 0
-	for same < 5 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: its counters still move 10s after it was attached", e.dev)
+	last, since := deviceCounters(t, e.dev), time.Now()
+	testenv.Until(t, 10*time.Second, e.dev+": its counters still for 250ms", func() bool {
+		if now := deviceCounters(t, e.dev); !slices.Equal(now, last) {
+			last, since = now, time.Now()
 		}
-		time.Sleep(50 * time.Millisecond)
-		now := deviceCounters(t, e.dev)
-		if slices.Equal(now, last) {
-			same++
-		} else {
-			same = 0
-		}
-		last = now
-	}
+		return time.Since(since) >= 250*time.Millisecond
+	})
 }

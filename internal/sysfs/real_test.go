@@ -227,10 +227,9 @@ func TestRealLoopStack(t *testing.T) {
 // threads, each read twice from the file kept open: reading from the
 // start gives the file afresh, and a thread's wait only grows.
 func TestRealSchedReader(t *testing.T) {
-	if _, err := os.Stat("/proc/self/schedstat"); err != nil {
-		skipUnlessCI(t, "no schedstat: a kernel without CONFIG_SCHED_INFO")
-	}
-	r := Default().SchedReader()
+	_, err := os.Stat("/proc/self/schedstat")
+	testenv.Need(t, err == nil, "no schedstat: a kernel without CONFIG_SCHED_INFO")
+	r := sysfs.Default().SchedReader()
 	defer r.Close()
 	tid := unix.Gettid()
 	first, err := r.RunDelay(0, tid)
@@ -245,7 +244,7 @@ func TestRealSchedReader(t *testing.T) {
 			t.Errorf("this process's threads, reading %d: %v, %v; want %d among them", i+1, tids, err, tid)
 		}
 		pids, err := r.KernelThreadIDs()
-		if err != nil || len(pids) == 0 || pids[0] <= kthreadd {
+		if err != nil || len(pids) == 0 || pids[0] <= sysfs.Kthreadd {
 			t.Fatalf("kernel threads, reading %d: %v, %v", i+1, pids, err)
 		}
 	}
