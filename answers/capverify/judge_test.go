@@ -222,11 +222,12 @@ func TestCPUExplains(t *testing.T) {
 		{376, 0, time.Second, false, ""},
 		{400, 2 * time.Second, time.Second, false, ""}, // within the bounds
 		{376, 2 * time.Second, time.Second, true, "make 752 IOPS, at least the 380"},
-		{376, 2 * time.Second, 30 * time.Millisecond, true, "make 382 IOPS"},
-		{376, 2 * time.Second, 10 * time.Millisecond, false, "make 378 IOPS"},
+		{360, 2 * time.Second, 120 * time.Millisecond, true, "make 383 IOPS"},
+		{360, 2 * time.Second, 100 * time.Millisecond, false, "make 379 IOPS"},
+		{376, 2 * time.Second, 30 * time.Millisecond, false, ""}, // a quiet machine's own wait (QuietCPUWait)
 		{0, 2 * time.Second, 3 * time.Second, true, "the wait filled the window"},
-		{430, 2 * time.Second, 50 * time.Millisecond, true, "the 10 IOPS beyond the 420 allowed are no more than the cap's budget over the time it waited, 10 IOPS"},
-		{430, 2 * time.Second, 40 * time.Millisecond, false, "8 IOPS of the window"},
+		{460, 2 * time.Second, 200 * time.Millisecond, true, "the 40 IOPS beyond the 420 allowed are no more than the cap's budget over the time it waited, 40 IOPS"},
+		{460, 2 * time.Second, 180 * time.Millisecond, false, "36 IOPS of the window"},
 		{2000, time.Second, 2 * time.Second, false, "400 IOPS of the window"}, // the wait bounded by the window
 	} {
 		how, ok := CPUExplains(c.iops, c.window, c.wait, b)

@@ -97,6 +97,19 @@ func (o *verifyOptions) prepareVerify(g *globalOptions, path string) (*verifyPla
 	if err := o.prepare(g, setup, "iomatrix-verify-%[2]s.json", false); err != nil {
 		return nil, nil, err
 	}
+	if len(setup.profile.Loads) > 0 {
+		// Its loads would be dropped in silence: the cap model judges
+		// closed-loop cells only.
+		return nil, nil, usagef("--profile: %s has loads (open-loop runs), which cap verify does not judge: give a profile of patterns only", setup.profile.Name)
+	}
+	var base *results.Document
+	if o.Baseline != "" {
+		// Read before the plan, whose notices would precede its refusal.
+		var err error
+		if base, err = results.ReadResultsFile(o.Baseline); err != nil {
+			return nil, nil, err
+		}
+	}
 	c := &verifyPlan{Config: capverify.Config{BaselineFile: o.Baseline, Out: setup.out, TolerancePct: 100 * o.Tolerance, Sys: g.sys,
 		Display: func() session.Display { return newSweepProgress(g, len(setup.todo), 0, setup.opts) }, Notice: g.notice}}
 	if out := capverify.BaselineOut(setup.out); o.Baseline == "" {
@@ -112,12 +125,8 @@ func (o *verifyOptions) prepareVerify(g *globalOptions, path string) (*verifyPla
 		return nil, nil, err
 	}
 	c.Patterns, c.Options = setup.todo, setup.opts
-	if o.Baseline != "" {
-		d, err := results.ReadResultsFile(o.Baseline)
-		if err != nil {
-			return nil, nil, err
-		}
-		c.Baseline, err = session.CheckBaseline(d, session.BaselineFor{Plan: c.plan, Asked: asked, Options: setup.opts, Patterns: setup.todo})
+	if base != nil {
+		c.Baseline, err = session.CheckBaseline(base, session.BaselineFor{Plan: c.plan, Asked: asked, Options: setup.opts, Patterns: setup.todo})
 		if err != nil {
 			return nil, nil, usagef("--baseline %s: %w", o.Baseline, err)
 		}

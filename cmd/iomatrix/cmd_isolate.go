@@ -57,6 +57,15 @@ func newIsolateCommand(g *globalOptions) *cobra.Command {
 // run checks the test asked (isolate.Check) and the measuring flags,
 // opens the session on target and runs the test on it.
 func (o *isolateOptions) run(ctx context.Context, g *globalOptions, target string) (*results.IsolateReport, error) {
+	if o.Control != "iocost" {
+		// What only iocost reads would be dropped in silence: the user
+		// meant another test than the one that would run.
+		for _, name := range []string{"weight", "iomax-tries", "cgroupfs", "sysfs"} {
+			if o.given(name) {
+				return nil, usagef("--%s: only applies with --control iocost", name)
+			}
+		}
+	}
 	t, err := isolate.Check(isolate.Asked{Control: o.Control, Victim: o.Victim, Aggressor: o.Aggressor, Auto: o.Auto, MinIsolation: o.MinIsolation,
 		Cap: o.Cap, Cgroup: o.Cgroup, Weights: o.Weight, IOMaxTries: o.IOMaxTries, Sys: o.iocost.sys(), CgroupRoot: o.iocost.CgroupFS, Target: target, Notice: g.notice})
 	if err != nil {
