@@ -140,9 +140,9 @@ func TestUsageMessages(t *testing.T) {
 		{"misspelt subcommand of iocost", []string{"iocost", "rest", "vda"}, "did you mean reset? (see iomatrix iocost --help)", "Usage"},
 		{"no subcommand of completion", []string{"completion", "nosuch"}, `unknown command "nosuch" (see iomatrix completion --help)`, "Usage"},
 		{"cobra's own argument check", []string{"completion", "bash", "extra"}, `unknown command "extra" for "iomatrix completion bash" (usage: iomatrix completion bash)`, "Usage"},
-		{"too few arguments", []string{"iocost", "model"}, "iomatrix iocost model needs at least one results file (RESULTS.json...), got 0", "requires"},
-		{"missing argument", []string{"compare", "a.json"}, "iomatrix compare takes 2 argument(s) (BASE.json NEW.json), got 1", ""},
-		{"no argument taken", []string{"cap", "cleanup", "x"}, `iomatrix cap cleanup takes no argument, got ["x"]`, "at most 0"},
+		{"too few arguments", []string{"iocost", "model"}, "iocost model needs at least one results file (RESULTS.json...), got 0", "requires"},
+		{"missing argument", []string{"compare", "a.json"}, "compare takes 2 argument(s) (BASE.json NEW.json), got 1", ""},
+		{"no argument taken", []string{"cap", "cleanup", "x"}, `cap cleanup takes no argument, got ["x"]`, "at most 0"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

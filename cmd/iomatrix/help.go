@@ -101,9 +101,9 @@ func maxArgs(n int) cobra.PositionalArgs {
 		case len(args) <= n:
 			return nil
 		case n == 0:
-			return usagef("%s takes no argument, got %q", cmd.CommandPath(), args)
+			return usagef("%s takes no argument, got %q", commandName(cmd), args)
 		}
-		return usagef("%s takes at most %d argument(s)%s, got %d: %q", cmd.CommandPath(), n, argNames(cmd), len(args), args)
+		return usagef("%s takes at most %d argument(s)%s, got %d: %q", commandName(cmd), n, argNames(cmd), len(args), args)
 	}
 }
 
@@ -111,7 +111,7 @@ func maxArgs(n int) cobra.PositionalArgs {
 func exactArgs(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
-			return usagef("%s takes %d argument(s)%s, got %d: see --help", cmd.CommandPath(), n, argNames(cmd), len(args))
+			return usagef("%s takes %d argument(s)%s, got %d: see --help", commandName(cmd), n, argNames(cmd), len(args))
 		}
 		return nil
 	}
@@ -122,7 +122,7 @@ func exactArgs(n int) cobra.PositionalArgs {
 func minArgs(n int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) < n {
-			return usagef("%s needs %s%s, got %d: see --help", cmd.CommandPath(), what, argNames(cmd), len(args))
+			return usagef("%s needs %s%s, got %d: see --help", commandName(cmd), what, argNames(cmd), len(args))
 		}
 		return nil
 	}
