@@ -75,14 +75,19 @@ func (c *cpuWatch) close() {
 	}
 }
 
-// waitReading is one reading of the watched threads' run-queue delays,
-// by thread id, and when each kind was read (nanotime, the middle of its
-// reads); own is nil when the run's own threads could not be read (a
-// kernel without schedstat).
+// waitReading is one reading of the watched threads' run time and
+// run-queue delay, by thread id, and of the machine's busy time, with
+// when each was read (nanotime, the middle of its reads); own is nil
+// when the run's own threads could not be read (a kernel without
+// schedstat), busyAt 0 when the machine's time could not be.
 type waitReading struct {
-	own, served     map[int]time.Duration
-	ownAt, servedAt int64
+	own, served             map[int]threadTimes
+	busy                    time.Duration
+	ownAt, servedAt, busyAt int64
 }
+
+// threadTimes are a thread's CPU time and its wait on a run queue.
+type threadTimes struct{ run, wait time.Duration }
 
 // read takes a reading now: the run's own threads first, the thread that
 // reads may itself wait for a CPU, and the kernel's many threads take it
@@ -91,7 +96,7 @@ func (c *cpuWatch) read() waitReading {
 	if c == nil {
 		return waitReading{}
 	}
-	r := waitReading{own: make(map[int]time.Duration, len(c.streams)), served: make(map[int]time.Duration, 64)}
+	r := waitReading{own: make(map[int]threadTimes, len(c.streams)), served: make(map[int]threadTimes, 64)}
 	begin := nanotime()
 	c.readAll(r.own, 0, c.streams)
 	if len(r.own) == 0 {
@@ -107,6 +112,10 @@ func (c *cpuWatch) read() waitReading {
 	}
 	mid := nanotime()
 	r.ownAt = (begin + mid) / 2
+	if busy, err := c.sched.MachineBusy(); err == nil {
+		r.busy, r.busyAt = busy, nanotime()
+	}
+	mid = nanotime()
 	kernel, _ := c.sched.KernelThreadIDs()
 	for _, pid := range kernel {
 		c.readOne(r.served, pid, pid)
@@ -122,17 +131,17 @@ func (c *cpuWatch) read() waitReading {
 }
 
 // readAll reads the waits of threads tids of process pid into m.
-func (c *cpuWatch) readAll(m map[int]time.Duration, pid int, tids map[int]bool) {
+func (c *cpuWatch) readAll(m map[int]threadTimes, pid int, tids map[int]bool) {
 	for tid := range tids {
 		c.readOne(m, pid, tid)
 	}
 }
 
-// readOne reads the wait of thread tid of process pid into m, unless it
-// cannot be read (it ended).
-func (c *cpuWatch) readOne(m map[int]time.Duration, pid, tid int) {
-	if d, err := c.sched.RunDelay(pid, tid); err == nil {
-		m[tid] = d
+// readOne reads the times of thread tid of process pid into m, unless
+// they cannot be read (it ended).
+func (c *cpuWatch) readOne(m map[int]threadTimes, pid, tid int) {
+	if run, wait, err := c.sched.Sched(pid, tid); err == nil {
+		m[tid] = threadTimes{run, wait}
 	}
 }
 
@@ -168,6 +177,10 @@ func (c *cpuWatch) ringWorker(tid int) bool {
 // therefore taken over the span between its two readings and scaled to
 // the window's length: the waits are taken to go on through the window at
 // the rate they went on through that span.
+//
+// The CPU time the rest of the machine ran is its busy time less the
+// watched threads' run time, each scaled so; where the machine's time
+// could not be read it is unknown (nil), never 0.
 func (s waitReading) cpuWait(e waitReading, window time.Duration) *results.CPUWait {
 	if s.own == nil || e.own == nil {
 		return nil
@@ -178,26 +191,34 @@ func (s waitReading) cpuWait(e waitReading, window time.Duration) *results.CPUWa
 		}
 		return d
 	}
-	own := scale(waitDelta(s.own, e.own), s.ownAt, e.ownAt)
-	served := scale(waitDelta(s.served, e.served), s.servedAt, e.servedAt)
-	w := &results.CPUWait{IOThreadsNS: int64(own), IOThreads: len(e.own), TargetThreadsNS: int64(served), TargetThreads: len(e.served)}
+	ownRun, ownWait := timesDelta(s.own, e.own)
+	servedRun, servedWait := timesDelta(s.served, e.served)
+	own := scale(ownWait, s.ownAt, e.ownAt)
+	served := scale(servedWait, s.servedAt, e.servedAt)
+	w := &results.CPUWait{IOThreadsNS: int64(own), IOThreads: len(e.own), TargetThreadsNS: int64(served), TargetThreads: len(e.served),
+		RunNS: int64(scale(ownRun, s.ownAt, e.ownAt) + scale(servedRun, s.servedAt, e.servedAt))}
+	if s.busyAt != 0 && e.busyAt != 0 && e.busy >= s.busy {
+		others := max(0, int64(scale(e.busy-s.busy, s.busyAt, e.busyAt))-w.RunNS)
+		w.OthersNS = &others
+	}
 	if window > 0 {
-		w.Pct = math.Round(10000*min(1, float64(own+served)/float64(window))) / 100
+		w.Pct = math.Round(10000*float64(w.Wait(window))/float64(window)) / 100
 	}
 	return w
 }
 
-// waitDelta sums the waits of the threads of reading e since reading s.
-// A thread s does not hold started after it (or its id was reused since),
-// so all of its wait counts; a thread that ended between the two readings
-// is lost with its wait.
-func waitDelta(s, e map[int]time.Duration) time.Duration {
-	var sum time.Duration
+// timesDelta sums the run times and the waits of the threads of reading
+// e since reading s. A thread s does not hold started after it (or its
+// id was reused since), so all of its times count; a thread that ended
+// between the two readings is lost with its times.
+func timesDelta(s, e map[int]threadTimes) (run, wait time.Duration) {
 	for tid, end := range e {
-		if start, ok := s[tid]; ok && start <= end {
-			end -= start
+		if start, ok := s[tid]; ok && start.run <= end.run && start.wait <= end.wait {
+			end.run -= start.run
+			end.wait -= start.wait
 		}
-		sum += end
+		run += end.run
+		wait += end.wait
 	}
-	return sum
+	return run, wait
 }

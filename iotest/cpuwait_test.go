@@ -48,15 +48,20 @@ func TestCPUWatchRead(t *testing.T) {
 		"proc/40/task/40/schedstat":    "1 5000 1\n",
 		"proc/300/task/300/schedstat":  "1 60 1\n", // a FUSE daemon's threads
 		"proc/300/task/301/schedstat":  "1 70 1\n",
+		"proc/stat":                    "cpu  10 2 3 500 9 1 1 3 4 0\ncpu0 5 1 2 250 5 0 0 0 0 0\nintr 1 2 3\n",
 	})
 	c := &cpuWatch{sched: sys.SchedReader(), streams: map[int]bool{101: true}, rings: true, ringWorkers: map[int]bool{}, daemons: []int{300}}
 	defer c.close()
 	got := c.read()
-	if want := map[int]time.Duration{101: 1000, 102: 200, 104: 40}; !reflect.DeepEqual(got.own, want) {
+	if want := map[int]threadTimes{101: {1, 1000}, 102: {1, 200}, 104: {1, 40}}; !reflect.DeepEqual(got.own, want) {
 		t.Errorf("own threads %v; want %v", got.own, want)
 	}
-	if want := map[int]time.Duration{14: 7, 40: 5000, 300: 60, 301: 70}; !reflect.DeepEqual(got.served, want) {
+	if want := map[int]threadTimes{14: {1, 7}, 40: {1, 5000}, 300: {1, 60}, 301: {1, 70}}; !reflect.DeepEqual(got.served, want) {
 		t.Errorf("threads serving the target %v; want %v", got.served, want)
+	}
+	// user 10 + nice 2 + system 3 + irq 1 + softirq 1 + steal 3 ticks.
+	if got.busy != 200*time.Millisecond || got.busyAt < got.ownAt {
+		t.Errorf("machine busy %v at %d", got.busy, got.busyAt)
 	}
 	if got.ownAt <= 0 || got.servedAt < got.ownAt {
 		t.Errorf("read at %d, then %d", got.ownAt, got.servedAt)
@@ -67,7 +72,7 @@ func TestCPUWatchRead(t *testing.T) {
 	}
 	// A psync stream has no ring: its thread alone.
 	c.rings = false
-	if got := c.read(); !reflect.DeepEqual(got.own, map[int]time.Duration{101: 1000}) {
+	if got := c.read(); !reflect.DeepEqual(got.own, map[int]threadTimes{101: {1, 1000}}) {
 		t.Errorf("without rings: own %v", got.own)
 	}
 	// Without schedstat the wait is unknown, not zero.
@@ -85,12 +90,16 @@ func TestCPUWatchRead(t *testing.T) {
 // The wait between two readings: each thread's growth, all of a thread's
 // wait when it started (or its id was reused) after the first, nothing
 // of a thread that ended; each kind scaled from the span between its
-// readings to the window; the share of the window at most 100 %.
+// readings to the window; the share of the window at most 100 %, and at
+// most the CPU time the rest of the machine ran.
 func TestCPUWaitDelta(t *testing.T) {
-	s := waitReading{own: map[int]time.Duration{1: 100, 2: 500}, served: map[int]time.Duration{10: 1000, 11: 50}, ownAt: 1000, servedAt: 1000}
-	e := waitReading{own: map[int]time.Duration{1: 300, 3: 40}, served: map[int]time.Duration{10: 1600, 11: 20}, ownAt: 11000, servedAt: 11000}
+	tt := func(wait time.Duration) threadTimes { return threadTimes{run: 10 * wait, wait: wait} }
+	s := waitReading{own: map[int]threadTimes{1: tt(100), 2: tt(500)}, served: map[int]threadTimes{10: tt(1000), 11: tt(50)},
+		ownAt: 1000, servedAt: 1000}
+	e := waitReading{own: map[int]threadTimes{1: tt(300), 3: tt(40)}, served: map[int]threadTimes{10: tt(1600), 11: tt(20)},
+		ownAt: 11000, servedAt: 11000}
 	got := s.cpuWait(e, 10000)
-	want := &results.CPUWait{IOThreadsNS: 240, IOThreads: 2, TargetThreadsNS: 620, TargetThreads: 2, Pct: 8.6}
+	want := &results.CPUWait{IOThreadsNS: 240, IOThreads: 2, TargetThreadsNS: 620, TargetThreads: 2, RunNS: 8600, Pct: 8.6}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("cpuWait = %+v; want %+v", got, want)
 	}
@@ -100,8 +109,26 @@ func TestCPUWaitDelta(t *testing.T) {
 	if got := s.cpuWait(e, 10000); got.IOThreadsNS != 480 || got.TargetThreadsNS != 620 {
 		t.Errorf("read late: %+v; want 480 ns and 620 ns", got)
 	}
+	s.ownAt = 1000
+	// The machine busy 9,000 ns over the window, 8,600 of them the
+	// watched threads': the others ran 400, all the I/O can have lost to
+	// them, however long it waited behind its own threads.
+	s.busy, s.busyAt, e.busy, e.busyAt = 1000, 1000, 10000, 11000
+	if got := s.cpuWait(e, 10000); got.OthersNS == nil || *got.OthersNS != 400 || got.Pct != 4 || got.Wait(10000) != 400 {
+		t.Errorf("others ran 400 ns: %+v", got)
+	}
+	// Busy less than the watched threads ran (ticks against ns): none.
+	e.busy = 5000
+	if got := s.cpuWait(e, 10000); got.OthersNS == nil || *got.OthersNS != 0 || got.Pct != 0 {
+		t.Errorf("others ran none: %+v", got)
+	}
+	// Unread at either edge: unknown, and the waits count whole.
+	e.busyAt = 0
+	if got := s.cpuWait(e, 10000); got.OthersNS != nil || got.Pct != 8.6 {
+		t.Errorf("machine unread: %+v", got)
+	}
 	// Threads that wait at once can sum to more than the window.
-	e.own[1] = 20000
+	e.own[1] = tt(20000)
 	if got := s.cpuWait(e, 10000); got.Pct != 100 {
 		t.Errorf("threads waiting at once: %v %%; want 100", got.Pct)
 	}

@@ -87,8 +87,12 @@ func WriteRunText(w io.Writer, doc *results.Document, r *results.Result) error {
 	fmt.Fprintf(w, "\nwindow: %s\n", DescribeStop(*r, doc.Settings.Auto))
 	fmt.Fprintf(w, "cpu: user %.1f%%, sys %.1f%% of one core\n", r.CPU.UserPct, r.CPU.SysPct)
 	if c := r.CPUWait; c != nil {
-		fmt.Fprintf(w, "cpu_wait: %.1f%% of the window: iomatrix's I/O threads waited %s for a CPU (%s), the kernel's threads that may serve the target %s (%s)\n",
+		fmt.Fprintf(w, "cpu_wait: %.1f%% of the window: iomatrix's I/O threads waited %s for a CPU (%s), the kernel's threads that may serve the target %s (%s)",
 			c.Pct, waitTime(c.IOThreadsNS), units.Count(c.IOThreads, "thread"), waitTime(c.TargetThreadsNS), units.Count(c.TargetThreads, "thread"))
+		if c.OthersNS != nil {
+			fmt.Fprintf(w, "; other work ran %s of CPU time", waitTime(*c.OthersNS))
+		}
+		fmt.Fprintln(w)
 	}
 	if st := r.SubmitThread; st != nil {
 		fmt.Fprintf(w, "sqpoll: the kernel's submission threads (%s) took %.1f%% of one core more (%.2f cpu-s over %.1f s), not in the figure above\n",

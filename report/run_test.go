@@ -135,4 +135,11 @@ func TestRunTextCPUWait(t *testing.T) {
 	if !strings.Contains(b.String(), want) {
 		t.Errorf("run text lacks %q:\n%s", want, b.String())
 	}
+	others := int64(1_712_000_000)
+	res.CPUWait.OthersNS = &others
+	b.Reset()
+	testenv.Must(t, WriteRunText(&b, doc, &res))
+	if want := "(42 threads); other work ran 1.712s of CPU time\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("run text lacks %q:\n%s", want, b.String())
+	}
 }

@@ -418,20 +418,40 @@ type CPUWait struct {
 	// is a FUSE file or a loop device over one.
 	TargetThreadsNS int64 `json:"target_threads_ns"`
 	TargetThreads   int   `json:"target_threads"`
-	// Pct is both sums in percent of the window, at most 100: the share
-	// of the window the I/O may have spent waiting for a CPU. Threads that
-	// wait at once are summed, so it can overstate the wait, never
-	// understate it.
+	// RunNS is the CPU time all those threads ran in the window.
+	RunNS int64 `json:"run_ns"`
+	// OthersNS is the CPU time everything else ran in the window, summed
+	// over the CPUs: the machine's busy time (/proc/stat, interrupts and
+	// time stolen by a hypervisor included) less RunNS. Absent where the
+	// machine's time could not be read.
+	//
+	// The threads above also wait for each other: a loop device over a
+	// file in memory runs its I/O on the CPU, and its workers and the
+	// streams' threads queue behind one another, which is the device's
+	// own speed, as fast as it goes on this machine's CPUs (its uncapped
+	// baseline waited likewise). Only the CPU time others took can have
+	// slowed the I/O more than that: the wait that counts is at most
+	// OthersNS (see Wait).
+	OthersNS *int64 `json:"others_ns,omitempty"`
+	// Pct is Wait in percent of the window: the share of the window the
+	// I/O may have lost to others' use of the CPUs.
 	Pct float64 `json:"pct"`
 }
 
-// Wait is the time the window's I/O may have spent waiting for a CPU:
-// both sums, at most window; 0 for a result without the figure.
+// Wait is the time the window's I/O may have lost to others' use of the
+// CPUs: both sums, at most OthersNS where it is known, at most window; 0
+// for a result without the figure. Threads that wait at once are summed,
+// and a thread may wait behind the run's own, so it can overstate the
+// time lost, never understate it.
 func (c *CPUWait) Wait(window time.Duration) time.Duration {
 	if c == nil {
 		return 0
 	}
-	return min(time.Duration(c.IOThreadsNS+c.TargetThreadsNS), max(window, 0))
+	w := time.Duration(c.IOThreadsNS + c.TargetThreadsNS)
+	if c.OthersNS != nil {
+		w = min(w, time.Duration(*c.OthersNS))
+	}
+	return min(w, max(window, 0))
 }
 
 // DevStats are the backing disk's own counters over the measured window:

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A saved file is readable by all, like any other output, and no
@@ -152,5 +153,32 @@ func TestReadDocumentRefusesNegativeFigures(t *testing.T) {
 		if _, err := ReadDocument(bytes.NewReader(data)); !errors.Is(err, ErrBadDocument) || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("%v, want a bad document saying %q", err, c.says)
 		}
+	}
+}
+
+// The wait a result may have lost to a busy CPU: both sums, at most what
+// others ran where that is known, at most the window.
+func TestCPUWaitWait(t *testing.T) {
+	var none *CPUWait
+	if got := none.Wait(time.Second); got != 0 {
+		t.Errorf("no figure: %v", got)
+	}
+	c := &CPUWait{IOThreadsNS: 300e6, TargetThreadsNS: 900e6}
+	if got := c.Wait(time.Second); got != time.Second {
+		t.Errorf("others unknown: %v; want the window", got)
+	}
+	if got := c.Wait(2 * time.Second); got != 1200*time.Millisecond {
+		t.Errorf("others unknown: %v; want both sums", got)
+	}
+	// Waiting behind its own threads while nothing else ran: no loss.
+	zero := int64(0)
+	c.OthersNS = &zero
+	if got := c.Wait(time.Second); got != 0 {
+		t.Errorf("others ran none: %v", got)
+	}
+	others := int64(250e6)
+	c.OthersNS = &others
+	if got := c.Wait(time.Second); got != 250*time.Millisecond {
+		t.Errorf("others ran 250ms: %v", got)
 	}
 }

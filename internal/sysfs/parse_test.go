@@ -375,6 +375,25 @@ func TestParseTaskCPU(t *testing.T) {
 	}
 }
 
+// The machine's busy time: /proc/stat's first line, user, nice, system,
+// irq, softirq and steal ticks; idle, iowait and guest (already in user)
+// not counted.
+func TestParseMachineBusy(t *testing.T) {
+	stat := "cpu  100 20 30 5000 90 4 6 40 77 7\ncpu0 50 10 15 2500 45 2 3 20 0 0\nintr 12 3\n"
+	if d, err := ParseMachineBusy([]byte(stat)); err != nil || d != 2*time.Second {
+		t.Errorf("busy %v, %v; want 200 ticks", d, err)
+	}
+	// An older kernel's eight fields.
+	if d, err := ParseMachineBusy([]byte("cpu 1 1 1 9 9 1 1 1\n")); err != nil || d != 60*time.Millisecond {
+		t.Errorf("eight fields: %v, %v", d, err)
+	}
+	for in, want := range map[string]string{"cpu0 1 2 3 4 5 6 7 8\n": `"cpu0"`, "cpu 1 2 3\n": "3 times", "cpu 1 x 3 4 5 6 7 8\n": `field 2 "x"`, "": "0 times"} {
+		if _, err := ParseMachineBusy([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v; want an error %s", in, err, want)
+		}
+	}
+}
+
 func TestRequestsPerIO(t *testing.T) {
 	for _, tc := range []struct {
 		kb, segs, bs int64

@@ -1,6 +1,7 @@
 package sysfs
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +15,42 @@ import (
 // (/proc/PID/schedstat or a task's): its second field, in nanoseconds.
 func ParseRunDelay(data []byte) (time.Duration, error) {
 	return schedstatField(data, 1, "run delay")
+}
+
+// ParseMachineBusy is the CPU time the machine's CPUs have spent busy, in
+// a /proc/stat file (proc(5)): its first line's user, nice, system, irq,
+// softirq and steal times summed (guest time is part of user and nice;
+// idle and iowait are not busy), in clock ticks of 10 ms (USER_HZ is
+// 100). Steal is time the hypervisor gave this machine's CPUs to others:
+// busy for whoever waited for them. It allocates nothing but its error.
+func ParseMachineBusy(data []byte) (time.Duration, error) {
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		data = data[:i]
+	}
+	var busy int64
+	n := 0
+	for f := range fieldsOf(data) {
+		if n == 0 {
+			if string(f) != "cpu" {
+				return 0, fmt.Errorf("stat: first line starts with %q, want cpu", f)
+			}
+			n++
+			continue
+		}
+		ticks, ok := parseCount(f)
+		if !ok {
+			return 0, fmt.Errorf("stat: cpu field %d %q is not a count of ticks", n, f)
+		}
+		switch n {
+		case 1, 2, 3, 6, 7, 8: // user nice system (idle iowait) irq softirq steal
+			busy += ticks
+		}
+		n++
+	}
+	if n < 9 {
+		return 0, fmt.Errorf("stat: the cpu line has %d times, want at least 8", max(n-1, 0))
+	}
+	return time.Duration(busy) * 10 * time.Millisecond, nil
 }
 
 // ParseChildren parses a task's children file (/proc/PID/task/TID/children):

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The kernel's threads and the waits of threads, read again and again
@@ -29,6 +30,17 @@ func TestSchedTree(t *testing.T) {
 	ft.write(t, "proc/40/task/40/schedstat", "901 5001 4\n")
 	if d, err := r.RunDelay(40, 40); err != nil || d != 5001 {
 		t.Errorf("RunDelay(40, 40) again = %v, %v", d, err)
+	}
+	if run, wait, err := r.Sched(40, 40); err != nil || run != 901 || wait != 5001 {
+		t.Errorf("Sched(40, 40) = %v, %v, %v", run, wait, err)
+	}
+	ft.write(t, "proc/stat", "cpu  1 0 1 50 0 0 0 0 0 0\n")
+	if d, err := r.MachineBusy(); err != nil || d != 20*time.Millisecond {
+		t.Errorf("MachineBusy = %v, %v", d, err)
+	}
+	ft.write(t, "proc/stat", "cpu  2 0 1 60 0 0 0 0 0 0\n")
+	if d, err := r.MachineBusy(); err != nil || d != 30*time.Millisecond {
+		t.Errorf("MachineBusy again = %v, %v", d, err)
 	}
 	ft.write(t, "proc/self/task/7/schedstat", "1\n")
 	if _, err := r.RunDelay(0, 7); err == nil || !strings.Contains(err.Error(), "task/7/schedstat") {

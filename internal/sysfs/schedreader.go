@@ -134,12 +134,41 @@ func (r *SchedReader) pread(fd int) ([]byte, error) {
 // its schedstat's second field (ParseRunDelay). A thread that has ended
 // gives an error, even where its id was given to another since.
 func (r *SchedReader) RunDelay(pid, tid int) (time.Duration, error) {
+	_, delay, err := r.Sched(pid, tid)
+	return delay, err
+}
+
+// Sched is the CPU time thread tid of process pid (0: this process) has
+// run and how long it has waited on a run queue: its schedstat's first
+// two fields. A thread that has ended gives an error, even where its id
+// was given to another since.
+func (r *SchedReader) Sched(pid, tid int) (run, delay time.Duration, err error) {
 	r.taskPath(pid, tid, "schedstat")
 	data, err := r.readKept([2]int{pid, tid})
 	if err != nil {
+		return 0, 0, err
+	}
+	if run, err = ParseSchedstat(data); err == nil {
+		delay, err = ParseRunDelay(data)
+	}
+	if err != nil {
+		return 0, 0, r.pathError("parse", err)
+	}
+	return run, delay, nil
+}
+
+// machineKey is the key of /proc/stat among a SchedReader's files.
+var machineKey = [2]int{-1, -1}
+
+// MachineBusy is the CPU time all CPUs have spent busy since boot, summed
+// over them: /proc/stat's first line (ParseMachineBusy).
+func (r *SchedReader) MachineBusy() (time.Duration, error) {
+	r.path = append(append(append(r.path[:0], r.fs.proc...), "/stat"...), 0)
+	data, err := r.readKept(machineKey)
+	if err != nil {
 		return 0, err
 	}
-	d, err := ParseRunDelay(data)
+	d, err := ParseMachineBusy(data)
 	if err != nil {
 		return 0, r.pathError("parse", err)
 	}
