@@ -393,19 +393,3 @@ func TestResolve(t *testing.T) {
 		t.Errorf("the state given: %s, %v", got, err)
 	}
 }
-
-// A results file given twice, by one name or by two, is refused before
-// it is read: its cells would count twice in the model's check.
-func TestFromFilesRefusesFileTwice(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "sweep.json")
-	testenv.Must(t, results.WriteFileAtomic(p, results.NewDocument(results.TargetInfo{Device: "259:0"}, results.Settings{Profile: "iocost"}, "")))
-	alias := filepath.Join(dir, "alias.json")
-	testenv.Must(t, os.Symlink(p, alias))
-	for _, paths := range [][]string{{p, p}, {p, alias}} {
-		var ie *fault.InputError
-		if _, err := FromFiles(paths); !errors.As(err, &ie) || !strings.Contains(err.Error(), "the same results file as "+p+", given twice") {
-			t.Errorf("%q: %v, want bad input of a file given twice", paths, err)
-		}
-	}
-}

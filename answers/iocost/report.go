@@ -3,7 +3,6 @@ package iocost
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
@@ -18,9 +17,6 @@ import (
 // no results, files of several devices, or too few cells to derive from
 // are bad input.
 func FromFiles(paths []string) (Report, error) {
-	if err := checkTwice(paths); err != nil {
-		return Report{}, err
-	}
 	docs := make([]*results.Document, len(paths))
 	for i, p := range paths {
 		d, err := results.ReadResultsFile(p)
@@ -48,25 +44,6 @@ func FromFiles(paths []string) (Report, error) {
 	}
 	ch := CheckModel(d.Model, Cells(docs), span, t.MaxSectorsKB*1024)
 	return NewReport(d, ch), nil
-}
-
-// checkTwice refuses a results file given twice, by one name or two:
-// its cells would count twice in the model's check.
-func checkTwice(paths []string) error {
-	infos := make([]os.FileInfo, len(paths))
-	for i, p := range paths {
-		fi, err := os.Stat(p)
-		if err != nil {
-			continue // the reader says why
-		}
-		for j := range i {
-			if infos[j] != nil && os.SameFile(infos[j], fi) {
-				return fault.Input("", "%s: the same results file as %s, given twice", p, paths[j])
-			}
-		}
-		infos[i] = fi
-	}
-	return nil
 }
 
 // PredictedPage is the check as report's HTML chart shows it: predicted

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -36,6 +37,11 @@ type fileRoles struct {
 	// resume is the flag that continues an existing output instead of
 	// replacing it, offered when one exists.
 	resume string
+	// once are the inputs ("" for the arguments) whose files are all read
+	// and summed, so that one given twice, by one name or two, would
+	// count twice: what counts is said in messages.
+	once      []string
+	onceWhats string
 }
 
 // commandFiles are the files of every command, by its path below
@@ -53,12 +59,12 @@ var commandFiles = map[string]fileRoles{
 	"profiles":     {},
 	"report":       {args: "FILE.json", outputs: []string{"out"}},
 	"compare":      {args: "BASE.json or NEW.json"},
-	"import":       {args: "FIO.json", outputs: []string{"out"}},
-	"merge":        {args: "RESULTS.json", outputs: []string{"out"}},
+	"import":       {args: "FIO.json", outputs: []string{"out"}, once: []string{""}, onceWhats: "its jobs"},
+	"merge":        {args: "RESULTS.json", outputs: []string{"out"}, once: []string{""}, onceWhats: "its results"},
 	"observe":      {inputs: []string{"from", "mysql"}, outputs: []string{"workload", "out"}},
 	"fit":          {args: "RESULTS.json", targetFlag: "rehearse", inputs: []string{"workload"}, outputs: []string{"out"}},
-	"iocost model": {args: "RESULTS.json", outputs: []string{"out"}},
-	"iocost apply": {inputs: []string{"from"}, updated: []string{"state"}},
+	"iocost model": {args: "RESULTS.json", outputs: []string{"out"}, once: []string{""}, onceWhats: "its cells"},
+	"iocost apply": {inputs: []string{"from"}, updated: []string{"state"}, once: []string{"from"}, onceWhats: "its cells"},
 	"iocost show":  {inputs: []string{"state"}},
 	"iocost reset": {updated: []string{"state"}},
 	"k8s run":      {inputs: []string{"profile", "kubeconfig"}, dirs: []string{"out-dir"}},
@@ -102,10 +108,15 @@ func (r fileRoles) files(f *pflag.FlagSet, args []string) fileSet {
 	add(targetUse, []string{r.targetFlag})
 	if r.args != "" {
 		for _, a := range args {
-			s.files = append(s.files, namedFile{name: r.args, path: a, use: readUse})
+			s.files = append(s.files, namedFile{name: r.args, path: a, use: readUse, once: slices.Contains(r.once, "")})
 		}
 	}
+	from := len(s.files)
 	add(readUse, r.inputs)
+	for i := from; i < len(s.files); i++ {
+		s.files[i].once = slices.Contains(r.once, strings.TrimPrefix(s.files[i].name, "--"))
+	}
+	s.onceWhats = r.onceWhats
 	add(updateUse, r.updated)
 	first := len(s.files)
 	add(writeUse, r.outputs)

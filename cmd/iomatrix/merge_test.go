@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/iomatrix/iomatrix/internal/testenv"
 )
 
 var fleetFiles = []string{"../../report/testdata/fleet/node-a.json", "../../report/testdata/fleet/node-b.json", "../../report/testdata/fleet/node-c.json"}
@@ -40,6 +42,10 @@ func TestMergeBadInput(t *testing.T) {
 		t.Fatal(r.stderr)
 	}
 	out := filepath.Join(dir, "never.json")
+	twin := filepath.Join(dir, "twin.json")
+	data, err := os.ReadFile(fleetFiles[0])
+	testenv.Must(t, err)
+	testenv.Must(t, os.WriteFile(twin, data, 0o644))
 	for _, c := range []struct {
 		name    string
 		args    []string
@@ -52,7 +58,8 @@ func TestMergeBadInput(t *testing.T) {
 		{"metric", []string{"merge", "--metric", "x", fleetFiles[0], fleetFiles[1]}, "--metric"},
 		{"missing file", []string{"merge", fleetFiles[0], filepath.Join(dir, "no.json")}, "no.json"},
 		{"a fleet", []string{"merge", fleetFiles[0], fleet}, "is a fleet document already"},
-		{"same host and target", []string{"merge", fleetFiles[0], fleetFiles[0]}, "give each member a --label"},
+		{"same file twice", []string{"merge", fleetFiles[0], fleetFiles[0]}, "given twice: its results would count twice"},
+		{"same host and target", []string{"merge", fleetFiles[0], twin}, "give each member a --label"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			checkRefused(t, runInProcess(append(c.args, "-o", out)...), c.mention)

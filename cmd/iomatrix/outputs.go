@@ -19,7 +19,9 @@ import (
 //   - the target is never one of the command's other files;
 //   - an output can be saved (results.CheckSavable), a directory
 //     written into can take files (results.CheckDirSavable);
-//   - an output is never an existing file, unless --force is given.
+//   - an output is never an existing file, unless --force is given;
+//   - an input whose files are summed (import's, merge's, iocost's
+//     results) is never given twice, by one name or two.
 // A breach is bad input (exit status 2), one line naming the flag at
 // fault. An output whose name is made later (sweep's default file, cap
 // verify's baseline) is held to the same rule by its command, through
@@ -54,6 +56,9 @@ type namedFile struct {
 	name, path string
 	use        fileUse
 	hint       string
+	// once: the command sums the files this input names, so none may be
+	// given twice.
+	once bool
 }
 
 // fileSet is a command's files, resolved from its flags and arguments.
@@ -61,6 +66,8 @@ type fileSet struct {
 	files []namedFile
 	dirs  []namedFile
 	force bool
+	// onceWhats says what of a file given twice would count twice.
+	onceWhats string
 }
 
 // withOutput is s and one output more, named by the flag name (with a
@@ -99,7 +106,8 @@ func (s fileSet) check() error {
 
 // distinct refuses a file written that is also another of the command's
 // files, naming the flag of the one written: an output first, then a file
-// written back, then the target.
+// written back, then the target; and then an input summed that is given
+// twice.
 func (s fileSet) distinct() error {
 	for _, use := range []fileUse{writeUse, updateUse, targetUse} {
 		for i, w := range s.files {
@@ -110,6 +118,17 @@ func (s fileSet) distinct() error {
 				if i != j && !writtenBack(w, f) && sameFile(w.path, f.path) {
 					return usagef("%s: %s is also %s (%s); choose another file", w.name, w.path, f.name, f.use.role())
 				}
+			}
+		}
+	}
+	for j, f := range s.files {
+		for _, e := range s.files[:j] {
+			if e.once && f.once && sameFile(e.path, f.path) {
+				what := f.path
+				if e.path != f.path {
+					what += " is the same file as " + e.path + ","
+				}
+				return usagef("%s: %s given twice: %s would count twice", f.name, what, s.onceWhats)
 			}
 		}
 	}

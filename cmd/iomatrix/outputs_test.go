@@ -31,6 +31,7 @@ func TestFileSetCheck(t *testing.T) {
 	out := func(name, path string) namedFile { return namedFile{name: name, path: path, use: writeUse} }
 	back := func(name, path string) namedFile { return namedFile{name: name, path: path, use: updateUse} }
 	target := func(path string) namedFile { return namedFile{name: "TARGET", path: path, use: targetUse} }
+	once := func(name, path string) namedFile { return namedFile{name: name, path: path, use: readUse, once: true} }
 	files := func(f ...namedFile) fileSet { return fileSet{files: f} }
 	cases := []struct {
 		name string
@@ -51,6 +52,11 @@ func TestFileSetCheck(t *testing.T) {
 		{"written back is the target", files(target("old.json"), back("--resume", "old.json")), "--resume: old.json is also TARGET"},
 		{"output names the file written back", files(back("--resume", "old.json"), out("--out", "./old.json")), ""},
 		{"inputs may repeat", files(in("RESULTS.json", "in.json"), in("RESULTS.json", "hard.json")), ""},
+		{"an input summed, twice by one name", fileSet{files: []namedFile{once("RESULTS.json", "in.json"), once("RESULTS.json", "in.json")}, onceWhats: "its cells"},
+			"RESULTS.json: in.json given twice: its cells would count twice"},
+		{"an input summed, twice by two names", fileSet{files: []namedFile{once("--from", "in.json"), once("--from", "hard.json")}, onceWhats: "its cells"},
+			"--from: hard.json is the same file as in.json, given twice: its cells would count twice"},
+		{"inputs summed, distinct", files(once("RESULTS.json", "in.json"), once("RESULTS.json", "old.json")), ""},
 		{"existing output", files(out("--out", "old.json")), "--out: old.json exists; give --force to replace it, or choose another file"},
 		{"existing output, forced", fileSet{files: []namedFile{out("--out", "old.json")}, force: true}, ""},
 		{"existing output, forced, still an input", fileSet{files: []namedFile{in("FILE.json", "old.json"), out("--out", "old.json")}, force: true}, "--out: old.json is also FILE.json"},

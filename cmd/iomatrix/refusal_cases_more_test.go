@@ -24,6 +24,7 @@ func documentCases() []refusal {
 		files(kindWrongStatus, "merge", "node-a.json", "node-b.json", "-o", "/sys/iomatrix.json").with("node-a.json", "node-b.json").naming("--out"),
 		files(kindNumber, "merge", "node-a.json", "node-b.json", "--outlier", "Inf").with("node-a.json", "node-b.json").naming("--outlier"),
 		files(kindTwice, "merge", "node-a.json", "node-b.json", "--label", "a", "--label", "a").with("node-a.json", "node-b.json").naming("--label"),
+		files(kindTwice, "merge", "node-a.json", "./node-a.json").with("node-a.json").naming("./node-a.json"),
 
 		files(kindAccepted, "import", "fio-negative-iops.json").with("fio-negative-iops.json").naming("fio-negative-iops.json"),
 		files(kindOverInput, "import", "fio.json", "-o", "fio.json").with("fio.json").naming("--out", "fio.json"),

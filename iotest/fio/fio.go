@@ -929,22 +929,10 @@ func Convert(w io.Writer, files []string, out string, notice func(string)) error
 // or whose patterns clash with another's) is a fault.InputError.
 func ImportFiles(names []string, notice func(file string, p Problem)) (*results.Document, error) {
 	var docs []*results.Document
-	var seen []os.FileInfo
 	for _, name := range names {
 		f, err := os.Open(name)
 		if err != nil {
 			return nil, fault.AsInput(err)
-		}
-		if st, err := f.Stat(); err == nil {
-			for j, had := range seen {
-				if had != nil && os.SameFile(had, st) {
-					f.Close()
-					return nil, fault.AsInput(fmt.Errorf("%s: the same file as %s, given twice: its jobs would be imported twice", name, names[j]))
-				}
-			}
-			seen = append(seen, st)
-		} else {
-			seen = append(seen, nil)
 		}
 		doc, problems, err := Import(name, f)
 		f.Close()
