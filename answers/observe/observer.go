@@ -97,6 +97,9 @@ type Observer struct {
 	// realClock stamps each reading with the time it was read (see
 	// readAt); off in tests that script the time.
 	realClock bool
+	// now is the clock timed reads (time.Now when nil; a test's own
+	// clock to time reads without waiting).
+	now func() time.Time
 	// sampled: the first sample was taken; a source seen after it came
 	// during the observation.
 	sampled bool
@@ -373,13 +376,17 @@ func (o *Observer) timed(at time.Duration, read func() error) (time.Duration, ti
 	if !o.realClock {
 		return at, 0, read()
 	}
+	now := o.now
+	if now == nil {
+		now = time.Now
+	}
 	best, width := time.Duration(0), time.Duration(-1)
 	for range readTries {
-		before := time.Since(o.start)
+		before := now().Sub(o.start)
 		if err := read(); err != nil {
-			return time.Since(o.start), 0, err
+			return now().Sub(o.start), 0, err
 		}
-		after := time.Since(o.start)
+		after := now().Sub(o.start)
 		if w := after - before; width < 0 || w < width {
 			best, width = before+w/2, w
 		}

@@ -300,37 +300,40 @@ func TestDatabaseRestarted(t *testing.T) {
 // narrowest window kept, its reading placed at the window's middle; a
 // read that fails is not repeated.
 func TestTimedRead(t *testing.T) {
-	o := &Observer{realClock: true, start: time.Now()}
+	start := time.Now()
+	clock := start
+	o := &Observer{realClock: true, start: start, now: func() time.Time { return clock }}
 	calls := 0
 	at, width, err := o.timed(0, func() error {
 		calls++
 		if calls == 1 {
-			// sleep: a read that loses time, which timed measures.
-			time.Sleep(20 * time.Millisecond)
+			clock = clock.Add(20 * time.Millisecond) // a read that loses time, which timed measures
+		} else {
+			clock = clock.Add(time.Millisecond)
 		}
 		return nil
 	})
-	if err != nil || calls != 2 || width > 10*time.Millisecond || at < 20*time.Millisecond {
+	if err != nil || calls != 2 || width != time.Millisecond || at != 20*time.Millisecond+time.Millisecond/2 {
 		t.Errorf("a slow first read: %d calls, window %v, at %v, %v; want a second, narrow read after the first", calls, width, at, err)
 	}
 	calls = 0
 	_, _, err = o.timed(0, func() error {
 		calls++
-		// sleep: a slow read, which would be made again if it had not failed.
-		time.Sleep(5 * time.Millisecond)
+		clock = clock.Add(5 * time.Millisecond) // a slow read, which would be made again if it had not failed
 		return errors.New("gone")
 	})
 	if err == nil || calls != 1 {
 		t.Errorf("a failing read: %d calls, %v", calls, err)
 	}
 	calls = 0
+	slow := []time.Duration{4 * time.Millisecond, 3 * time.Millisecond, 5 * time.Millisecond}
 	_, width, _ = o.timed(0, func() error {
+		clock = clock.Add(slow[calls]) // every read slow: the narrowest kept
 		calls++
-		time.Sleep(3 * time.Millisecond) // sleep: every read slow, as timed measures it
 		return nil
 	})
-	if calls != readTries || width < 3*time.Millisecond {
-		t.Errorf("reads always slow: %d calls, window %v; want %d and the narrowest", calls, width, readTries)
+	if calls != readTries || width != 3*time.Millisecond {
+		t.Errorf("reads always slow: %d calls, window %v; want %d and the narrowest, 3ms", calls, width, readTries)
 	}
 	o.realClock = false
 	if at, width, _ := o.timed(5*time.Second, func() error { return nil }); at != 5*time.Second || width != 0 {
