@@ -132,7 +132,7 @@ func judgeInconclusive(v *results.CapCheck, c Cell, b Bounds) {
 		v.CPUWaitPct = 100 * float64(min(c.CPUWait, c.Runtime)) / float64(c.Runtime)
 	}
 	if !v.RateOK {
-		if how, ok := CPUExplains(c.MeasuredIOPS, c.Runtime, c.CPUWait, b); ok {
+		if how, ok := CPUExplains(c.MeasuredIOPS, c.Runtime, c.CPUWait, c.Slice, b); ok {
 			v.Starved = true
 			why = append(why, fmt.Sprintf("CPU wait: the run waited %.0f %% of the window for a CPU (iomatrix's I/O threads and the kernel's threads serving the target); "+
 				"%s: a busy CPU, not the cap, may have set the rate, not judged", v.CPUWaitPct, how))
@@ -158,8 +158,16 @@ const QuietCPUWait = 0.05
 type Bounds struct{ Floor, Ceiling, Model float64 }
 
 // CPUExplains tells whether the wait for a CPU of a window of length
-// window that did iops could explain its rate being out of b, and says
+// window that did iops, under a throttle whose slice is slice (0:
+// cgroup.ThrottleSlice), could explain its rate being out of b, and says
 // how:
+//   - the wait left less than two slices of the window: the throttle
+//     hands out its budget slice by slice, and a stream that ran for
+//     less than two of them, in pieces spread over the window's slices,
+//     did not run long enough for its rate to be the cap's: a QD1 cell
+//     under riops=400 that waited 88.6 % of its 1 s window, beside busy
+//     loops at nice -20 and a loaded test suite, did 36 I/Os, 316 IOPS
+//     over the 114 ms it ran;
 //   - below the floor: the I/Os it did, over the window less the wait,
 //     reach the floor (the wait filled the window: any rate);
 //   - above the ceiling: the I/Os beyond it are no more than the cap
@@ -174,9 +182,15 @@ type Bounds struct{ Floor, Ceiling, Model float64 }
 // (results.CPUWait), so the rule never fails a cell the CPU may have
 // moved; a cell whose I/O did not wait, or waited less than
 // QuietCPUWait of its window, is never explained.
-func CPUExplains(iops float64, window, wait time.Duration, b Bounds) (how string, ok bool) {
-	if window <= 0 || wait <= 0 || float64(wait) < QuietCPUWait*float64(window) {
+func CPUExplains(iops float64, window, wait, slice time.Duration, b Bounds) (how string, ok bool) {
+	if window <= 0 || wait <= 0 || float64(wait) < QuietCPUWait*float64(window) || iops >= b.Floor && iops <= b.Ceiling {
 		return "", false
+	}
+	if slice <= 0 {
+		slice = cgroup.ThrottleSlice
+	}
+	if left := window - wait; left < 2*slice && wait < window {
+		return fmt.Sprintf("it ran %v of the window, less than two of the throttle's %v slices: too little to judge its rate by", left.Round(time.Millisecond), slice), true
 	}
 	switch {
 	case iops < b.Floor:

@@ -229,11 +229,18 @@ func TestCPUExplains(t *testing.T) {
 		{460, 2 * time.Second, 200 * time.Millisecond, true, "the 40 IOPS beyond the 420 allowed are no more than the cap's budget over the time it waited, 40 IOPS"},
 		{460, 2 * time.Second, 180 * time.Millisecond, false, "36 IOPS of the window"},
 		{2000, time.Second, 2 * time.Second, false, "400 IOPS of the window"}, // the wait bounded by the window
+		{36, time.Second, 886 * time.Millisecond, true, "it ran 114ms of the window, less than two of the throttle's 100ms slices"},
+		{36, 2 * time.Second, 1790 * time.Millisecond, false, "make 343 IOPS"}, // 210 ms left: two slices
+		{400, time.Second, 900 * time.Millisecond, false, ""},                  // within the bounds
 	} {
-		how, ok := CPUExplains(c.iops, c.window, c.wait, b)
+		how, ok := CPUExplains(c.iops, c.window, c.wait, 0, b)
 		if ok != c.ok || !strings.Contains(how, c.how) {
 			t.Errorf("CPUExplains(%v, %v, %v) = %q, %v; want %v and %q", c.iops, c.window, c.wait, how, ok, c.ok, c.how)
 		}
+	}
+	// A disk's shorter slice leaves a shorter time to judge by.
+	if how, ok := CPUExplains(36, time.Second, 886*time.Millisecond, 20*time.Millisecond, b); ok || !strings.Contains(how, "make 316 IOPS") {
+		t.Errorf("a 20ms slice: %q, %v", how, ok)
 	}
 	if r := UnstarvedIOPS(376, 2*time.Second, time.Second); r != 752 {
 		t.Errorf("UnstarvedIOPS = %v, want 752", r)
