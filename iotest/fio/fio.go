@@ -624,6 +624,14 @@ var fioUnsupportedOptions = []struct {
 	{"thinktime", []string{"0"}, "think time lowers the IOPS below the disk's"},
 	{"unified_rw_reporting", []string{"0", "none", "2", "both"}, "reads and writes are reported together"},
 	{"kb_base", []string{"1024"}, "sizes in powers of 1000 are not supported"},
+	// A write that waits to be durable, or data that compresses or
+	// repeats, measures what a pattern of plain writes of random data
+	// does not: imported as one, its figures would be taken for that.
+	{"fsync", []string{"0"}, "writes followed by syncs are not supported"},
+	{"fdatasync", []string{"0"}, "writes followed by syncs are not supported"},
+	{"sync", []string{"0", "none"}, "synchronous writes are not supported"},
+	{"buffer_compress_percentage", []string{"0"}, "compressible data is not supported"},
+	{"dedupe_percentage", []string{"0"}, "duplicated data is not supported"},
 }
 
 func fioReadMix(opts map[string]string) (int, string) {

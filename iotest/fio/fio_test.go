@@ -534,6 +534,12 @@ func TestImportFioMapping(t *testing.T) {
 			setOpt("cmd_type", "nvme")(m)
 		}, results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 16, Jobs: 1}, ""},
 		{"rate limited", "randread.json", setOpt("rate_iops", "500"), results.Pattern{}, "rate"},
+		{"fdatasync", "randread.json", setOpt("fdatasync", "1"), results.Pattern{}, "fdatasync=1: writes followed by syncs"},
+		{"fsync", "randread.json", setOpt("fsync", "8"), results.Pattern{}, "syncs"},
+		{"O_DSYNC", "randread.json", setOpt("sync", "dsync"), results.Pattern{}, "synchronous writes"},
+		{"sync off", "randread.json", setOpt("sync", "none"), results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 16, Jobs: 1}, ""},
+		{"compressible", "randread.json", setOpt("buffer_compress_percentage", "50"), results.Pattern{}, "compressible"},
+		{"duplicated", "randread.json", setOpt("dedupe_percentage", "50"), results.Pattern{}, "duplicated"},
 		{"bad iodepth", "randread.json", setOpt("iodepth", "$ncpus"), results.Pattern{}, "iodepth"},
 		{"fio error", "randread.json", func(m map[string]any) { fioRawJobs(m)[0]["error"] = 25.0 }, results.Pattern{}, "error 25"},
 		{"writes in a read job", "randread.json", func(m map[string]any) {
