@@ -232,11 +232,11 @@ func TestRealSchedReader(t *testing.T) {
 	r := sysfs.Default().SchedReader()
 	defer r.Close()
 	tid := unix.Gettid()
-	first, err := r.RunDelay(0, tid)
+	_, first, err := r.Sched(0, tid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, err := r.RunDelay(0, tid); err != nil || again < first {
+	if _, again, err := r.Sched(0, tid); err != nil || again < first {
 		t.Errorf("this thread's wait %v, then %v, %v", first, again, err)
 	}
 	for i := 0; i < 2; i++ {

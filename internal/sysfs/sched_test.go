@@ -23,13 +23,13 @@ func TestSchedTree(t *testing.T) {
 	if pids, err := r.KernelThreadIDs(); err != nil || !reflect.DeepEqual(pids, []int{14, 40}) {
 		t.Errorf("KernelThreadIDs = %v, %v", pids, err)
 	}
-	if d, err := r.RunDelay(40, 40); err != nil || d != 5000 {
-		t.Errorf("RunDelay(40, 40) = %v, %v", d, err)
+	if _, d, err := r.Sched(40, 40); err != nil || d != 5000 {
+		t.Errorf("Sched(40, 40) = %v, %v", d, err)
 	}
 	// Read again from the open file, and from its start.
 	ft.write(t, "proc/40/task/40/schedstat", "901 5001 4\n")
-	if d, err := r.RunDelay(40, 40); err != nil || d != 5001 {
-		t.Errorf("RunDelay(40, 40) again = %v, %v", d, err)
+	if _, d, err := r.Sched(40, 40); err != nil || d != 5001 {
+		t.Errorf("Sched(40, 40) again = %v, %v", d, err)
 	}
 	if run, wait, err := r.Sched(40, 40); err != nil || run != 901 || wait != 5001 {
 		t.Errorf("Sched(40, 40) = %v, %v, %v", run, wait, err)
@@ -43,17 +43,17 @@ func TestSchedTree(t *testing.T) {
 		t.Errorf("MachineBusy again = %v, %v", d, err)
 	}
 	ft.write(t, "proc/self/task/7/schedstat", "1\n")
-	if _, err := r.RunDelay(0, 7); err == nil || !strings.Contains(err.Error(), "task/7/schedstat") {
+	if _, _, err := r.Sched(0, 7); err == nil || !strings.Contains(err.Error(), "task/7/schedstat") {
 		t.Errorf("a short schedstat: %v; want its path named", err)
 	}
-	if _, err := r.RunDelay(0, 8); !errors.Is(err, os.ErrNotExist) {
+	if _, _, err := r.Sched(0, 8); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a thread that ended: %v", err)
 	}
 	// A reading allocates nothing once the files are open.
 	if n := testing.AllocsPerRun(10, func() {
 		pids, _ := r.KernelThreadIDs()
 		for _, pid := range pids {
-			_, _ = r.RunDelay(pid, pid)
+			_, _, _ = r.Sched(pid, pid)
 		}
 	}); n > 0 {
 		t.Errorf("a reading allocates %v times", n)
@@ -63,12 +63,12 @@ func TestSchedTree(t *testing.T) {
 	for i := 0; len(r.files) < maxKept; i++ {
 		r.files[[2]int{-1, i}] = -1
 	}
-	if d, err := r.RunDelay(14, 14); err != nil || d != 7 || len(r.files) != maxKept {
-		t.Errorf("RunDelay of a thread kept open = %v, %v (%d open)", d, err, len(r.files))
+	if _, d, err := r.Sched(14, 14); err != nil || d != 7 || len(r.files) != maxKept {
+		t.Errorf("Sched of a thread kept open = %v, %v (%d open)", d, err, len(r.files))
 	}
 	ft.write(t, "proc/41/task/41/schedstat", "1 8 1\n")
-	if d, err := r.RunDelay(41, 41); err != nil || d != 8 || len(r.files) != maxKept {
-		t.Errorf("RunDelay past maxKept = %v, %v (%d open)", d, err, len(r.files))
+	if _, d, err := r.Sched(41, 41); err != nil || d != 8 || len(r.files) != maxKept {
+		t.Errorf("Sched past maxKept = %v, %v (%d open)", d, err, len(r.files))
 	}
 	for i := 0; i < maxKept; i++ {
 		delete(r.files, [2]int{-1, i})

@@ -129,18 +129,10 @@ func (r *SchedReader) pread(fd int) ([]byte, error) {
 	}
 }
 
-// RunDelay is how long thread tid of process pid (0: this process) has
-// waited on a run queue, ready to run while other tasks held the CPUs:
-// its schedstat's second field (ParseRunDelay). A thread that has ended
-// gives an error, even where its id was given to another since.
-func (r *SchedReader) RunDelay(pid, tid int) (time.Duration, error) {
-	_, delay, err := r.Sched(pid, tid)
-	return delay, err
-}
-
 // Sched is the CPU time thread tid of process pid (0: this process) has
-// run and how long it has waited on a run queue: its schedstat's first
-// two fields. A thread that has ended gives an error, even where its id
+// run and how long it has waited on a run queue, ready to run while other
+// tasks held the CPUs: its schedstat's first two fields (ParseSchedstat,
+// ParseRunDelay). A thread that has ended gives an error, even where its id
 // was given to another since.
 func (r *SchedReader) Sched(pid, tid int) (run, delay time.Duration, err error) {
 	r.taskPath(pid, tid, "schedstat")
