@@ -98,7 +98,7 @@ func (r fileRoles) files(f *pflag.FlagSet, args []string) fileSet {
 	add := func(use fileUse, flags []string) {
 		for _, name := range flags {
 			for _, p := range flagPaths(f, name) {
-				s.files = append(s.files, namedFile{name: "--" + name, path: p, use: use})
+				s.files = append(s.files, namedFile{name: "--" + name, path: p, use: use, once: use == readUse && slices.Contains(r.once, name)})
 			}
 		}
 	}
@@ -111,11 +111,7 @@ func (r fileRoles) files(f *pflag.FlagSet, args []string) fileSet {
 			s.files = append(s.files, namedFile{name: r.args, path: a, use: readUse, once: slices.Contains(r.once, "")})
 		}
 	}
-	from := len(s.files)
 	add(readUse, r.inputs)
-	for i := from; i < len(s.files); i++ {
-		s.files[i].once = slices.Contains(r.once, strings.TrimPrefix(s.files[i].name, "--"))
-	}
 	s.onceWhats = r.onceWhats
 	add(updateUse, r.updated)
 	first := len(s.files)
