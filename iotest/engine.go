@@ -597,7 +597,9 @@ func (s *ringStream) reap(n uint32, now int64, stopping *bool) (reaped, refilled
 		switch c {
 		case ioDone:
 			sl := &s.slots[i]
-			st.accountKind(clk, sl.write, sl.kind, uint64(sl.size), sl.start, now)
+			if st.accountKind(clk, sl.write, sl.kind, uint64(sl.size), sl.start, now) && st.lat != nil {
+				st.lat.add(sl.write, sl.off, sl.size, sl.start, now, 0)
+			}
 		case ioFailed:
 			*stopping = true
 		default:
@@ -713,7 +715,9 @@ func (w *worker) runPsync(slotIndex int) error {
 			st.fail(write, off, res, len(buf))
 			return nil
 		}
-		st.accountKind(clk, write, kind, uint64(size), start, now)
+		if st.accountKind(clk, write, kind, uint64(size), start, now) && st.lat != nil {
+			st.lat.add(write, off, int64(size), start, now, 0)
+		}
 		st.progress.Store(st.allReads + st.allWrites)
 	}
 }

@@ -214,7 +214,8 @@ func TestNoAllocationPerIO(t *testing.T) {
 	mixed := results.Pattern{Access: results.Random, ReadPct: 50, QueueDepth: 8, Jobs: 1}
 	mixed, _ = pattern.WithBSSplit(mixed, "4k/60:16k/30:64k/10")
 	mixed, _ = pattern.WithDistribution(mixed, "zipf:1.2")
-	for _, eng := range append(engines(t), "uring-polling", "uring-batched", "uring-mix", "psync-mix", "uring-rate", "uring-sqpoll") {
+	for _, eng := range append(engines(t), "uring-polling", "uring-batched", "uring-mix", "psync-mix", "uring-rate", "uring-sqpoll",
+		"uring-latlog", "psync-latlog", "uring-rate-latlog") {
 		// A fixed number of I/Os, not a fixed time: a slow moment of the
 		// disk must not leave too few I/Os to tell.
 		o := Options{Runtime: time.Minute, MaxIOs: 10000, Seed: 3, Engine: eng}
@@ -243,6 +244,15 @@ func TestNoAllocationPerIO(t *testing.T) {
 			o.Engine, p = EngineUring, mixed
 			p.Rate = results.Rate{IOPS: 40000}
 			alwaysPoll = false
+		case "uring-latlog", "psync-latlog":
+			// Every I/O a record in a preallocated buffer, written as a
+			// line by a goroutine of the run's (to a file, as run does).
+			o.Engine, alwaysPoll = strings.TrimSuffix(eng, "-latlog"), false
+			o.LatLog = LatLog{Completion: latLogFile(t)}
+		case "uring-rate-latlog":
+			o.Engine, p = EngineUring, mixed
+			p.Rate = results.Rate{IOPS: 40000}
+			o.LatLog = LatLog{Completion: latLogFile(t), Response: latLogFile(t)}
 		}
 		mallocs, ios := countAllocs(t, tg, p, o)
 		t.Logf("%s: %d mallocs for %d I/Os", eng, mallocs, ios)
@@ -273,6 +283,17 @@ func TestNoAllocationPerIOPolled(t *testing.T) {
 			}
 		}
 	}
+}
+
+// latLogFile is a file in the test's directory for a latency log.
+func latLogFile(t *testing.T) *os.File {
+	t.Helper()
+	f, err := os.CreateTemp(t.TempDir(), "lat-*.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	return f
 }
 
 // countAllocs runs p and counts the allocations of the whole run, and

@@ -56,6 +56,7 @@ type stats struct {
 	sizeIOs     [2][pattern.MaxSplitSizes]uint64
 	hot1, hot10 uint64
 	open        *openStats // an open-loop run's own figures; nil in a closed loop
+	lat         *latStream // the latency log's buffers; nil without one
 	err         *results.IOError
 	// window is the start (rampEnd) the window figures above count from;
 	// second is the latest second of the timeline counted in.
@@ -112,6 +113,9 @@ func (s *stats) account(c *clock, write bool, bytes uint64, start, now int64) bo
 	if i > s.second {
 		s.second = i
 		s.sealed.Store(i)
+		if s.lat != nil {
+			s.lat.handOver() // the writer takes it at its next tick
+		}
 	}
 	if i < int64(len(s.timeline)) {
 		s.timeline[i]++

@@ -23,6 +23,9 @@ type Options struct {
 	// MaxIOs, when set, ends each job after that many I/Os even if the
 	// runtime has not passed (used to write a target a set number of times).
 	MaxIOs uint64
+	// LatLog, when it has a writer, receives the latency of every I/O of
+	// the window (see LatLog).
+	LatLog LatLog
 
 	// Progress, when set, is called about once a second from a goroutine
 	// of the run with the I/Os completed so far in the current phase.
@@ -59,6 +62,9 @@ func (o Options) Validate() error {
 	}
 	if o.Ramp < 0 {
 		return pattern.Fieldf("ramp", "%s must not be negative", o.Ramp)
+	}
+	if err := o.LatLog.check(o); err != nil {
+		return err
 	}
 	switch o.Engine {
 	case "", EngineAuto, EngineUring, EnginePsync:

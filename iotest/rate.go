@@ -144,6 +144,9 @@ func (s *stats) accountOpen(c *clock, sl *slot, now int64) {
 	if !s.accountKind(c, sl.write, sl.kind, uint64(sl.size), sl.start, now) {
 		return
 	}
+	if s.lat != nil {
+		s.lat.add(sl.write, sl.off, sl.size, sl.start, now, sl.intended)
+	}
 	o := s.open
 	if sl.write {
 		o.writeResp.Record(now - sl.intended)

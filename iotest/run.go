@@ -80,12 +80,36 @@ func Run(ctx context.Context, t *target.Target, p results.Pattern, o Options) (r
 	}
 	unhook := context.AfterFunc(ctx, func() { r.stop.Store(true) })
 	defer unhook()
+	r.lat = newLatWriter(o.LatLog, &r.clk, r.workers)
 	r.start()
 	defer r.watch.close()
 	if err := r.wait(ctx); err != nil {
+		r.lat.abandon()
 		return results.Result{}, err
 	}
-	return r.result(ctx)
+	res, err := r.result(ctx)
+	return r.finishLog(res, err)
+}
+
+// finishLog writes the rest of the latency log, once every stream has
+// ended, and records it in res; a log that could not be written is the
+// run's error.
+func (r *run) finishLog(res results.Result, err error) (results.Result, error) {
+	if r.lat == nil {
+		return res, err
+	}
+	st, logErr := r.lat.finish()
+	if res.Name != "" {
+		res.LatLog = st
+	}
+	if st.Dropped > 0 && r.o.Notice != nil {
+		r.o.Notice(fmt.Sprintf("%s: the latency log's writer fell behind: %d of %d entries dropped (counted in the result's lat_log)",
+			r.p.Name(), st.Dropped, st.Dropped+st.Lines))
+	}
+	if err == nil {
+		err = logErr
+	}
+	return res, err
 }
 
 // checkRun resolves the engine and checks what the engine and the open
@@ -112,6 +136,9 @@ func checkRun(t *target.Target, p results.Pattern, o Options) (engine string, er
 		if err := t.CheckPoll(); err != nil {
 			return "", err
 		}
+	}
+	if err := o.LatLog.CheckPattern(p); err != nil {
+		return "", err
 	}
 	if p.Rate.Open() {
 		return engine, CheckOpen(o, engine)
@@ -142,6 +169,7 @@ type run struct {
 	watch         *cpuWatch
 	finishedEarly bool // the streams ended before the window did
 	auto          *autoWindow
+	lat           *latWriter // nil without a latency log
 }
 
 // autoWindow follows an auto window round by round.
@@ -372,6 +400,7 @@ func (r *run) wait(ctx context.Context) error {
 			r.after, r.finishedEarly = r.snapshot(), true
 			return nil
 		case <-tick.C:
+			r.lat.poke()
 			if r.o.Progress != nil {
 				lastIOs, lastAt = r.progress(lastIOs, lastAt)
 			}

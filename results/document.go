@@ -245,6 +245,8 @@ type Result struct {
 	Error    *IOError   `json:"error,omitempty"`
 	// Fleet is set on the cells of a fleet document.
 	Fleet *Fleet `json:"fleet,omitempty"`
+	// LatLog is set when the run wrote a latency log.
+	LatLog *LatLogStats `json:"lat_log,omitempty"`
 }
 
 // How a result's window ended (Result.Stop).
@@ -497,6 +499,14 @@ func (d DevStats) OtherLoad(knownIOs, knownBytes uint64) bool {
 	bytes := d.OtherBytes - min(knownBytes, d.OtherBytes)
 	return (ios >= OtherLoadMinIOs && float64(ios) >= OtherLoadShare*float64(d.IOs)) ||
 		(bytes >= OtherLoadMinBytes && float64(bytes) >= OtherLoadShare*float64(d.Bytes))
+}
+
+// LatLogStats is what a latency log holds: its lines (one per I/O, or
+// per period and direction when averaged), and the entries dropped
+// because the log's writer fell behind (never an I/O delayed for it).
+type LatLogStats struct {
+	Lines   uint64 `json:"lines"`
+	Dropped uint64 `json:"dropped"`
 }
 
 // Counts are I/Os (or requests) by direction: completed, submitted,

@@ -13,8 +13,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/iotest/target"
 	"github.com/iomatrix/iomatrix/results"
 )
@@ -257,6 +259,12 @@ func (w *childRunner) Run(ctx context.Context, p results.Pattern, o iotest.Optio
 
 // runAt runs p starting at the moment at (zero: at once).
 func (w *childRunner) runAt(ctx context.Context, at time.Time, p results.Pattern, o iotest.Options) (results.Result, error) {
+	if o.LatLog.Completion != nil || o.LatLog.Response != nil {
+		// Its writers are this process's: the child could not reach them.
+		return results.Result{}, pattern.Mention("lat_log", func(n fault.Namer) string {
+			return "a latency log is written by an uncapped run: not with " + n("cap") + " or " + n("cgroup")
+		})
+	}
 	req := childRequest{Pattern: &p, Runtime: o.Runtime, Auto: o.Auto, Ramp: o.Ramp, Seed: o.Seed, Engine: o.Engine, Ring: o.Ring, StartAt: at}
 	if err := json.NewEncoder(w.in).Encode(req); err != nil {
 		return results.Result{}, fmt.Errorf("child: %w", err)

@@ -37,7 +37,10 @@ func MeasureOne(ctx context.Context, runner Runner, doc *results.Document, o One
 	closed := func() (results.Result, error) {
 		q := p
 		q.Rate = results.Rate{}
-		r, err := runner.Run(ctx, q, o.Options)
+		// The log is the open loop's: the maximum's I/Os are not in it.
+		co := o.Options
+		co.LatLog = iotest.LatLog{}
+		r, err := runner.Run(ctx, q, co)
 		o.Done()
 		return r, err
 	}
