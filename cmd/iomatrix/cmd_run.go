@@ -20,6 +20,7 @@ import (
 type runOptions struct {
 	measureOptions
 	pattern.Fields
+	latLogOptions
 	Format string
 	Out    string
 }
@@ -35,6 +36,7 @@ func (o *runOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.Rate, "rate", "", "open loop: start I/Os on a schedule at this rate in IOPS (5000), per direction (riops=3000,wiops=1000) or as a share of the pattern's closed-loop maximum, measured first (80%); --qd is then the most in flight")
 	f.StringVar(&o.Arrival, "arrival", results.ArrivalPoisson, "with --rate: poisson (random, independent arrivals) or uniform (evenly spaced)")
 	o.measureOptions.AddFlags(f)
+	o.latLogOptions.AddFlags(f)
 	formatVar(f, &o.Format, []string{"text", "json"}, "output on stdout: text or json (the results document)")
 	f.StringVarP(&o.Out, "out", "o", "", "also write the results document to this file")
 	forceFlag(f, "--out file")
@@ -72,9 +74,18 @@ func runRun(ctx context.Context, o *runOptions, g *globalOptions, target string)
 	doc := sess.NewDocument("run", rs.opts)
 	prog := newLiveLine(g)
 	opts := rs.opts
+	logs, closeLogs, err := o.latLogOptions.open()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = closeLogs() }() // closed and checked below; again on an early return
+	opts.LatLog = logs
 	opts.Progress = func(pr iotest.Progress) { prog.Pattern(pr, opts) }
 	res, runErr := session.MeasureOne(ctx, sess.Runner(), doc, session.One{Pattern: rs.p, SharePct: rs.sharePct, Arrival: o.Arrival,
 		Options: opts, Done: prog.Done, Notice: g.notice})
+	if err := closeLogs(); err != nil && runErr == nil {
+		runErr = err
+	}
 	if res == nil {
 		return runErr
 	}
@@ -113,6 +124,9 @@ func (o *runOptions) prepare(g *globalOptions, target string) (*runSetup, error)
 		return nil, err
 	}
 	o.openLoop = sharePct > 0
+	if err := o.latLogOptions.check(opts, p, sharePct, o.capOptions.enabled()); err != nil {
+		return nil, err
+	}
 	size, err := o.size()
 	if err != nil {
 		return nil, err

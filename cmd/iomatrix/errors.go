@@ -31,6 +31,7 @@ var flagNames = map[string]string{
 	"min-runtime": "--min-runtime", "max-runtime": "--max-runtime", "precision": "--precision",
 	"rate": "--rate", "arrival": "--arrival",
 	"bssplit": "--bssplit", "random_distribution": "--random-distribution",
+	"lat_log": "--lat-log", "lat_log_avg": "--lat-log-avg", "response_log": "--response-log",
 	"poll": "--poll", "sqpoll": "--sqpoll", "sqpoll-idle": "--sqpoll-idle", "sqpoll-cpu": "--sqpoll-cpu",
 }
 

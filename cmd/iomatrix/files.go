@@ -48,7 +48,7 @@ type fileRoles struct {
 // iomatrix. TestCommandFilesDeclared holds the tree to it: every command
 // is here, and every flag named here is the command's.
 var commandFiles = map[string]fileRoles{
-	"run":          {target: true, outputs: []string{"out"}},
+	"run":          {target: true, outputs: []string{"out", "lat-log", "response-log"}},
 	"sweep":        {target: true, inputs: []string{"profile"}, outputs: []string{"out"}, updated: []string{"resume"}, resume: "resume"},
 	"cap verify":   {target: true, inputs: []string{"profile", "baseline"}, outputs: []string{"out"}},
 	"cap show":     {},

@@ -98,7 +98,7 @@ func (r fileRoles) declared() []string {
 func TestCommandFilesDeclared(t *testing.T) {
 	root := newRootCommand(&globalOptions{stdout: io.Discard, stderr: io.Discard})
 	root.InitDefaultCompletionCmd()
-	fileFlags := []string{"out", "out-dir", "keep", "workload", "from", "baseline", "resume", "state", "profile", "rehearse", "kubeconfig", "mysql"}
+	fileFlags := []string{"out", "out-dir", "keep", "workload", "from", "baseline", "resume", "state", "profile", "rehearse", "kubeconfig", "mysql", "lat-log", "response-log"}
 	seen := map[string]bool{}
 	var visit func(*cobra.Command)
 	visit = func(c *cobra.Command) {

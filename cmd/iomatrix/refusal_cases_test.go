@@ -51,6 +51,13 @@ func measureCases() []refusal {
 	return []refusal{
 		on(needDevice, kindOverInput, join([]string{"run", "t.dat", "--size", "4MiB", "-o", "t.dat"}, short)...).naming("--out", "t.dat"),
 		run(kindOverFile, "-o", "results.json").with("results.json").naming("--out", "results.json"),
+		run(kindOverFile, "--lat-log", "lat.log").with("lat.log=results.json").naming("--lat-log", "lat.log"),
+		run(kindOverInput, "--lat-log", "results.json", "-o", "results.json", "--force").naming("--out", "results.json"),
+		run(kindWrongStatus, "--response-log", "resp.log").naming("--response-log", "--rate"),
+		run(kindWrongStatus, "--lat-log-avg", "10ms").naming("--lat-log-avg", "--lat-log"),
+		run(kindWrongStatus, "--lat-log", "lat.log", "--lat-log-avg", "1500us").naming("--lat-log-avg"),
+		run(kindWrongStatus, "--lat-log", "lat.log", "--runtime", "auto").naming("--lat-log", "--runtime"),
+		run(kindWrongStatus, "--lat-log", "lat.log", "--cap", "riops=100").naming("--lat-log", "--cap"),
 		run(kindWrongStatus, "-o", "/sys/iomatrix.json").naming("--out"),
 		run(kindWrongStatus, "--bssplit", "128m/100").naming("--bssplit"),
 		run(kindNumber, "--qd", "-1").naming("--qd"),
