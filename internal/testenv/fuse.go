@@ -6,11 +6,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 )
 
 // DiskFile is a read-only FUSE file of Size bytes, read with direct I/O
@@ -72,4 +75,78 @@ func FUSELoop(t testing.TB, file fs.InodeEmbedder) (dev string) {
 	dev = strings.TrimSpace(string(out))
 	t.Cleanup(func() { detach(t, losetup, dev) })
 	return dev
+}
+
+// DelayDisk is a DiskFile whose every read is answered a set delay after
+// the daemon receives it: a device of known service time. Go's timers
+// wake a sleeper up to a millisecond late, and the kernel's tens of
+// microseconds, more on a loaded machine, so Read sleeps until Spin
+// before its deadline and spins the rest on the
+// clock; it records the delay it actually served (Served) and counts its
+// reads, so that a test can tell each I/O reached it (no page cache
+// between) and how exact the delay was.
+type DelayDisk struct {
+	DiskFile
+	// Spin is how long before the deadline Read stops sleeping (default
+	// 300µs).
+	Spin time.Duration
+
+	delay       atomic.Int64 // ns
+	next, reads atomic.Int64
+	served      []int64 // ns, of the first len(served) reads since Reset
+}
+
+var _ = (fs.NodeReader)((*DelayDisk)(nil))
+
+// NewDelayDisk is a DelayDisk of size bytes answering after delay, that
+// records the served delays of its first keep reads.
+func NewDelayDisk(size int64, delay time.Duration, keep int) *DelayDisk {
+	d := &DelayDisk{DiskFile: DiskFile{Size: size}, served: make([]int64, keep)}
+	d.delay.Store(int64(delay))
+	return d
+}
+
+func (d *DelayDisk) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	start := time.Now()
+	delay := time.Duration(d.delay.Load())
+	deadline := start.Add(delay)
+	spin := d.Spin
+	if spin == 0 {
+		spin = 300 * time.Microsecond
+	}
+	if delay > spin {
+		// The thread sleeps in the kernel (an hrtimer): the runtime's
+		// timers wake a goroutine up to a millisecond late (measured
+		// here: time.Sleep(700µs) 390µs late at the median, nanosleep
+		// 74µs).
+		ts := unix.NsecToTimespec(int64(delay - spin))
+		for unix.Nanosleep(&ts, &ts) == unix.EINTR {
+		}
+	}
+	for time.Now().Before(deadline) {
+	}
+	served := time.Since(start)
+	if i := d.next.Add(1) - 1; i < int64(len(d.served)) {
+		d.served[i] = int64(served)
+	}
+	d.reads.Add(1)
+	end := min(off+int64(len(dest)), d.Size)
+	return fuse.ReadResultData(dest[:max(end-off, 0)]), 0
+}
+
+// Reset forgets the reads so far and sets the delay of the next; no read
+// may be in flight.
+func (d *DelayDisk) Reset(delay time.Duration) {
+	d.delay.Store(int64(delay))
+	d.next.Store(0)
+	d.reads.Store(0)
+}
+
+// Reads is the number of reads answered since the last Reset.
+func (d *DelayDisk) Reads() int64 { return d.reads.Load() }
+
+// Served is the delays served to the reads since the last Reset (as
+// many as were kept), in nanoseconds.
+func (d *DelayDisk) Served() []int64 {
+	return d.served[:min(d.reads.Load(), int64(len(d.served)))]
 }
