@@ -129,6 +129,7 @@ func loadAverage(t *testing.T) float64 {
 func wakeLate() (p50, p99 time.Duration) {
 	late := make([]time.Duration, 200)
 	for i := range late {
+		// sleep: how late a sleeper wakes is what is measured.
 		t := time.Now()
 		ts := unix.NsecToTimespec(int64(500 * time.Microsecond))
 		for unix.Nanosleep(&ts, &ts) == unix.EINTR {
