@@ -245,6 +245,11 @@ type Result struct {
 	Error    *IOError   `json:"error,omitempty"`
 	// Fleet is set on the cells of a fleet document.
 	Fleet *Fleet `json:"fleet,omitempty"`
+
+	// Replay is set on the result of a replayed trace (iomatrix
+	// replay): Pattern then sums the trace up (its read share, largest
+	// I/O, mean rate, and the most in flight).
+	Replay *Replay `json:"replay,omitempty"`
 }
 
 // How a result's window ended (Result.Stop).

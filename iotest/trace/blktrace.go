@@ -141,6 +141,8 @@ func (b *blkReader) take(dev string, io IO, flush, discard bool) error {
 		s.Flushes++
 	case io.Size == 0:
 		s.Empty++
+	case io.Size > MaxSize:
+		return fmt.Errorf("an I/O of %d bytes: more than the largest I/O replayed, %d MiB", io.Size, MaxSize>>20)
 	default:
 		if flush {
 			s.Flushes++

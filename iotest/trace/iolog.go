@@ -137,6 +137,8 @@ func (p *iologParser) line(text string) error {
 		s.Discards++
 	case size == 0:
 		s.Empty++
+	case size > MaxSize:
+		return fmt.Errorf("%s of %d bytes: more than the largest I/O replayed, %d MiB", act, size, MaxSize>>20)
 	default:
 		if len(p.evs) >= MaxIOs {
 			return fmt.Errorf("more than %d I/Os", MaxIOs)

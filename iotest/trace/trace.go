@@ -79,6 +79,9 @@ type Options struct {
 // MaxIOs bounds the I/Os of one trace (about 32 bytes each in memory).
 const MaxIOs = 1 << 26
 
+// MaxSize bounds one I/O of a trace: the engine's largest block (64 MiB).
+const MaxSize = 64 << 20
+
 // Error is a trace's bad input, at a line of a text format or a record of
 // blktrace's binary one.
 type Error struct {
