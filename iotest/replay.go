@@ -51,6 +51,17 @@ type ReplayPlan struct {
 	tracePS []uint64
 }
 
+// CheckReplay checks a replay's speed and most in flight on their own.
+func CheckReplay(speed float64, depth int) error {
+	if !(speed > 0) || math.IsInf(speed, 0) || speed > 1e6 {
+		return pattern.Fieldf("speed", "%v is not a speed above 0 and at most 1e6 (1: as recorded, 2: twice as fast)", speed)
+	}
+	if depth < 1 || depth > pattern.MaxQueueDepth {
+		return pattern.Fieldf("queue_depth", "%d is outside 1..%d", depth, pattern.MaxQueueDepth)
+	}
+	return nil
+}
+
 // replayIO is one I/O of a replay, as the schedule issues it.
 type replayIO struct {
 	at, off, size int64
@@ -62,11 +73,8 @@ type replayIO struct {
 // alignment is align (OffsetRule), at speed (2: twice as fast) with at
 // most depth I/Os in flight. file is the trace's name, recorded.
 func PlanReplay(tr *trace.Trace, file string, size, align int64, speed float64, depth int) (*ReplayPlan, error) {
-	if !(speed > 0) || math.IsInf(speed, 0) || speed > 1e6 {
-		return nil, pattern.Fieldf("speed", "%v is not a speed above 0 (1: as recorded, 2: twice as fast)", speed)
-	}
-	if depth < 1 || depth > pattern.MaxQueueDepth {
-		return nil, pattern.Fieldf("queue_depth", "%d is outside 1..%d", depth, pattern.MaxQueueDepth)
+	if err := CheckReplay(speed, depth); err != nil {
+		return nil, err
 	}
 	if len(tr.IOs) == 0 {
 		return nil, fault.Input("", "%s: no read or write to replay (%d skipped)", file, tr.Skipped.Total())
