@@ -214,6 +214,7 @@ func TestNoAllocationPerIO(t *testing.T) {
 	mixed := results.Pattern{Access: results.Random, ReadPct: 50, QueueDepth: 8, Jobs: 1}
 	mixed, _ = pattern.WithBSSplit(mixed, "4k/60:16k/30:64k/10")
 	mixed, _ = pattern.WithDistribution(mixed, "zipf:1.2")
+	replayAllocs(t, tg)
 	for _, eng := range append(engines(t), "uring-polling", "uring-batched", "uring-mix", "psync-mix", "uring-rate", "uring-sqpoll",
 		"uring-latlog", "psync-latlog", "uring-rate-latlog") {
 		// A fixed number of I/Os, not a fixed time: a slow moment of the
@@ -294,6 +295,30 @@ func latLogFile(t *testing.T) *os.File {
 	}
 	t.Cleanup(func() { _ = f.Close() })
 	return f
+}
+
+// replayAllocs: a replay takes each I/O from the trace loaded before
+// the run, and allocates nothing per I/O either.
+func replayAllocs(t *testing.T, tg *target.Target) {
+	t.Helper()
+	engines(t)
+	tr := syntheticTrace(10000, 40000, tg.Size)
+	pl, err := PlanReplay(tr, "alloc.log", tg.Size, 4096, 1, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	r, err := Replay(context.Background(), tg, pl, Options{Engine: EngineUring, Seed: 3})
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mallocs, ios := after.Mallocs-before.Mallocs, r.Completed.Reads+r.Completed.Writes
+	t.Logf("uring-replay: %d mallocs for %d I/Os", mallocs, ios)
+	if ios != 10000 || mallocs > 1000 {
+		t.Errorf("uring-replay: %d allocations for %d I/Os (10,000 in the trace)", mallocs, ios)
+	}
 }
 
 // countAllocs runs p and counts the allocations of the whole run, and

@@ -76,6 +76,9 @@ type schedule struct {
 	perDir bool
 	base   int64  // nanotime of the run's start
 	n      uint64 // I/Os taken
+	// replay, when set, is a trace's I/Os, which replace the arrivals
+	// (see Replay).
+	replay []replayIO
 }
 
 // newSchedule is job's share of rate, seeded apart from the offsets.
@@ -96,6 +99,9 @@ func newSchedule(rate results.Rate, jobs, job int, seed uint64) schedule {
 // due is the next I/O's intended start (nanotime) and, with a schedule
 // per direction, its direction.
 func (s *schedule) due() (at int64, write bool) {
+	if s.replay != nil {
+		return s.replayDue()
+	}
 	r, w := &s.dir[0], &s.dir[1]
 	switch {
 	case r.off && w.off:
@@ -108,6 +114,10 @@ func (s *schedule) due() (at int64, write bool) {
 
 // take moves past the I/O due returned.
 func (s *schedule) take() {
+	if s.replay != nil {
+		s.n++
+		return
+	}
 	if _, write := s.due(); write {
 		s.dir[1].take()
 	} else {
@@ -300,6 +310,10 @@ func (o *openStream) issueDue(now int64) {
 	s, sc, seq := o.s, o.sc, o.s.w.seq
 	for !o.d.stopping {
 		due, write := sc.due()
+		if due == math.MaxInt64 {
+			o.d.stopping = true // the schedule has no I/O left (a replay's trace is over)
+			return
+		}
 		if due > now {
 			return
 		}
@@ -325,7 +339,10 @@ func (o *openStream) issueDue(now int64) {
 		}
 		i := int(o.free[len(o.free)-1])
 		o.free = o.free[:len(o.free)-1]
-		if sc.perDir {
+		if sc.replay != nil {
+			io := &sc.replay[sc.n]
+			s.prepAt(i, write, io.off, io.size, io.kind)
+		} else if sc.perDir {
 			off, size, kind := seq.drawFor(write)
 			s.prepAt(i, write, off, size, kind)
 		} else {

@@ -169,7 +169,8 @@ type run struct {
 	watch         *cpuWatch
 	finishedEarly bool // the streams ended before the window did
 	auto          *autoWindow
-	lat           *latWriter // nil without a latency log
+	lat           *latWriter  // nil without a latency log
+	replay        *ReplayPlan // a trace's I/Os, not the pattern's draws (Replay)
 }
 
 // autoWindow follows an auto window round by round.
@@ -254,7 +255,9 @@ func (r *run) makeStreams() error {
 			seq.budget = budget
 			w := &worker{st: newStats(r.seconds), seq: seq, arena: a, fd: fd, qd: p.QueueDepth, mode: o.Ring, ns: ns, sys: sys}
 			w.async, w.asyncKinds = r.splitOnDevice(m)
-			if p.Rate.Open() {
+			if r.replay != nil {
+				w.sched, w.st.open = &schedule{replay: r.replay.ios}, new(openStats)
+			} else if p.Rate.Open() {
 				sc := newSchedule(p.Rate, p.Jobs, j, o.Seed)
 				w.sched, w.st.open = &sc, new(openStats)
 			}
@@ -542,6 +545,9 @@ func (r *run) result(ctx context.Context) (results.Result, error) {
 	res.Buffers = r.buffers()
 	r.judgeWindow(&res)
 	openResult(&res, r.p, total)
+	if r.replay != nil {
+		replayResult(&res, r.replay, total)
+	}
 	if r.measuring {
 		res.CPU, res.Device = r.before.delta(r.after, dur)
 		res.CPUWait = r.before.wait.cpuWait(r.after.wait, dur)

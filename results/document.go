@@ -247,6 +247,11 @@ type Result struct {
 	Fleet *Fleet `json:"fleet,omitempty"`
 	// LatLog is set when the run wrote a latency log.
 	LatLog *LatLogStats `json:"lat_log,omitempty"`
+
+	// Replay is set on the result of a replayed trace (iomatrix
+	// replay): Pattern then sums the trace up (its read share, largest
+	// I/O, mean rate, and the most in flight).
+	Replay *Replay `json:"replay,omitempty"`
 }
 
 // How a result's window ended (Result.Stop).

@@ -49,6 +49,9 @@ const (
 	ArrivalPoisson = "poisson"
 	// ArrivalUniform: evenly spaced arrivals, one every 1/rate.
 	ArrivalUniform = "uniform"
+	// ArrivalTrace: a recorded trace's times (iomatrix replay); Rate.IOPS
+	// is then the trace's mean rate.
+	ArrivalTrace = "trace"
 )
 
 // Open tells whether the rate sets a schedule: an open-loop pattern.

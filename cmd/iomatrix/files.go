@@ -27,8 +27,11 @@ type fileRoles struct {
 	// targetFlag is the flag that names the target instead.
 	target     bool
 	targetFlag string
-	inputs     []string // flags naming files read
-	outputs    []string // flags naming files written whole
+	// inputArg names a command's first argument when it is a file the
+	// command reads and the second its TARGET (replay's TRACE TARGET).
+	inputArg string
+	inputs   []string // flags naming files read
+	outputs  []string // flags naming files written whole
 	// updated are flags naming a file read and written back in place
 	// (sweep's --resume, iocost's --state): that is their meaning, so
 	// the file may exist, and an output naming it is that same file.
@@ -49,6 +52,7 @@ type fileRoles struct {
 // is here, and every flag named here is the command's.
 var commandFiles = map[string]fileRoles{
 	"run":          {target: true, outputs: []string{"out", "lat-log", "response-log"}},
+	"replay":       {inputArg: "TRACE", outputs: []string{"out"}},
 	"sweep":        {target: true, inputs: []string{"profile"}, outputs: []string{"out"}, updated: []string{"resume"}, resume: "resume"},
 	"cap verify":   {target: true, inputs: []string{"profile", "baseline"}, outputs: []string{"out"}},
 	"cap show":     {},
@@ -106,6 +110,9 @@ func (r fileRoles) files(f *pflag.FlagSet, args []string) fileSet {
 		s.files = append(s.files, namedFile{name: "TARGET", path: targetArg(args), use: targetUse})
 	}
 	add(targetUse, []string{r.targetFlag})
+	if r.inputArg != "" && len(args) == 2 {
+		s.files = append(s.files, namedFile{name: r.inputArg, path: args[0], use: readUse}, namedFile{name: "TARGET", path: args[1], use: targetUse})
+	}
 	if r.args != "" {
 		for _, a := range args {
 			s.files = append(s.files, namedFile{name: r.args, path: a, use: readUse, once: slices.Contains(r.once, "")})

@@ -116,6 +116,7 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 	root.SetErr(g.stderr)
 	root.SetFlagErrorFunc(flagParseError)
 	root.AddCommand(newRunCommand(g))
+	root.AddCommand(newReplayCommand(g))
 	root.AddCommand(newSweepCommand(g))
 	root.AddCommand(newProfilesCommand(g))
 	root.AddCommand(newReportCommand(g))
