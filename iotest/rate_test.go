@@ -168,8 +168,8 @@ func TestOpenLoopAccountingSimulated(t *testing.T) {
 	}
 	st := simulateOpen(results.Rate{IOPS: 500, Arrival: results.ArrivalUniform}, 1, window, stall)
 	o := st.open
-	resp := o.readResp.Summary()
-	service := st.readHist.Summary()
+	resp := results.Summarize(&o.readResp)
+	service := results.Summarize(&st.readHist)
 	if resp.P99 < 50e6 || resp.P99 > 100e6 {
 		t.Errorf("response p99 %d ns, want the stall's 50..100 ms", resp.P99)
 	}
@@ -183,7 +183,7 @@ func TestOpenLoopAccountingSimulated(t *testing.T) {
 		t.Errorf("slot waits %d (want 490..520), scheduled %d, completed %d (want 5000), backlog at end %d",
 			o.slotWaits, o.scheduled, st.readIOs, o.backlogAtEnd)
 	}
-	if late := o.lateness.Summary(); late.P99 < 50e6 || o.late < 10*49 || o.late > 10*51 {
+	if late := results.Summarize(&o.lateness); late.P99 < 50e6 || o.late < 10*49 || o.late > 10*51 {
 		t.Errorf("lateness p99 %d ns, %d late (want 490..510)", late.P99, o.late)
 	}
 

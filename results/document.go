@@ -566,7 +566,8 @@ func ReadDocument(r io.Reader) (*Document, error) {
 // negative rate or duration, which every answer would take at its word
 // (a negative rate makes any need fit).
 func (d *Document) checkFigures() error {
-	for i, r := range d.Results {
+	for i := range d.Results {
+		r := &d.Results[i]
 		for _, f := range []struct {
 			name  string
 			value float64
@@ -578,6 +579,17 @@ func (d *Document) checkFigures() error {
 		} {
 			if f.value < 0 {
 				return fmt.Errorf("results[%d] (%s): %s is %g: a measured figure is never negative", i, r.Name, f.name, f.value)
+			}
+		}
+		if err := r.checkHistograms(); err != nil {
+			return fmt.Errorf("results[%d] (%s): %w", i, r.Name, err)
+		}
+	}
+	for m := range d.Members {
+		for i := range d.Members[m].Results {
+			r := &d.Members[m].Results[i]
+			if err := r.checkHistograms(); err != nil {
+				return fmt.Errorf("members[%d].results[%d] (%s): %w", m, i, r.Name, err)
 			}
 		}
 	}
