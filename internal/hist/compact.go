@@ -1,9 +1,12 @@
 package hist
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/bits"
+	"strconv"
+	"strings"
 )
 
 // Scheme names the buckets of a Histogram in its compact form: values
@@ -20,7 +23,42 @@ type Compact struct {
 	Sum    uint64 `json:"sum"`
 	First  int    `json:"first"`
 	// Runs are the counts from bucket First on; -n is n empty buckets.
-	Runs []int64 `json:"counts"`
+	Runs Runs `json:"counts"`
+}
+
+// Runs are written as one string of space-separated numbers, "5 12 -3 1":
+// an indented results file would otherwise spend a line on each.
+type Runs []int64
+
+// MarshalJSON writes the runs as a string.
+func (r Runs) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 8*len(r)+2)
+	b = append(b, '"')
+	for i, n := range r {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = strconv.AppendInt(b, n, 10)
+	}
+	return append(b, '"'), nil
+}
+
+// UnmarshalJSON reads the string MarshalJSON writes.
+func (r *Runs) UnmarshalJSON(data []byte) error {
+	var s string
+	if err := json.Unmarshal(data, &s); err != nil {
+		return fmt.Errorf("%w: counts: %w", ErrCompact, err)
+	}
+	fields := strings.Fields(s)
+	*r = make(Runs, len(fields))
+	for i, f := range fields {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%w: counts: %q is not a number", ErrCompact, f)
+		}
+		(*r)[i] = n
+	}
+	return nil
 }
 
 // Compact returns h's compact form, nil for an empty histogram.

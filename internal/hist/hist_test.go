@@ -254,3 +254,16 @@ func BenchmarkRecord(b *testing.B) {
 		v = v*1103515245&(1<<30-1) + 1000
 	}
 }
+
+func TestRunsJSON(t *testing.T) {
+	data, err := json.Marshal(Compact{Scheme: Scheme, Sum: 9, First: 3, Runs: Runs{2, -4, 1}})
+	if err != nil || string(data) != `{"scheme":"log-linear-64","sum":9,"first":3,"counts":"2 -4 1"}` {
+		t.Fatalf("%s, %v", data, err)
+	}
+	var c Compact
+	for _, bad := range []string{`{"counts":[2,1]}`, `{"counts":"2 x"}`} {
+		if err := json.Unmarshal([]byte(bad), &c); err == nil {
+			t.Errorf("%s read without an error", bad)
+		}
+	}
+}
