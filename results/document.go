@@ -71,6 +71,11 @@ type Spread struct {
 type Fleet struct {
 	Members []string          `json:"members"`
 	Metrics map[string]Spread `json:"metrics"`
+	// ReadLatNS and WriteLatNS are a direction's latency over all the
+	// members as one: the union of their histograms (Union), where every
+	// member that did I/O in that direction kept one.
+	ReadLatNS  *Latency `json:"read_lat_ns,omitempty"`
+	WriteLatNS *Latency `json:"write_lat_ns,omitempty"`
 }
 
 // Tool identifies the writer of a results file.
@@ -590,6 +595,16 @@ func (d *Document) checkFigures() error {
 			r := &d.Members[m].Results[i]
 			if err := r.checkHistograms(); err != nil {
 				return fmt.Errorf("members[%d].results[%d] (%s): %w", m, i, r.Name, err)
+			}
+		}
+	}
+	for i, r := range d.Results {
+		if r.Fleet == nil {
+			continue
+		}
+		for name, l := range map[string]*Latency{"read_lat_ns": r.Fleet.ReadLatNS, "write_lat_ns": r.Fleet.WriteLatNS} {
+			if _, err := l.Histogram(); err != nil {
+				return fmt.Errorf("results[%d] (%s): fleet.%s.hist: %w", i, r.Name, name, err)
 			}
 		}
 	}

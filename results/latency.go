@@ -176,3 +176,25 @@ func (r *Result) checkHistograms() error {
 	}
 	return nil
 }
+
+// Union is the latency of several sets of I/Os as one, from the union of
+// their histograms (nil stands for a set without I/O); nil when none did
+// I/O, or one that did kept no histogram.
+func Union(ls []*Latency) (*Latency, error) {
+	var all hist.Histogram
+	for _, l := range ls {
+		if l == nil {
+			continue
+		}
+		h, err := l.Histogram()
+		if h == nil || err != nil {
+			return nil, err
+		}
+		all.Merge(h)
+	}
+	if all.Count() == 0 {
+		return nil, nil
+	}
+	u := Summarize(&all)
+	return &u, nil
+}
