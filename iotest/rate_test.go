@@ -244,6 +244,14 @@ func TestOpenLoopShowsStall(t *testing.T) {
 	if service.P99 >= 50e6 {
 		t.Errorf("service p99 %d µs: want below 50 ms (the stall delays one I/O a second)", service.P99/1000)
 	}
+	// The response times keep their whole distribution; the service
+	// times' is lat_ns's, kept there once.
+	if h, err := resp.Histogram(); err != nil || h == nil || h.Count() != r.Read.IOs || h.Percentile(99) != resp.P99 {
+		t.Errorf("response histogram %v for %d I/Os, p99 %d (%v)", h, r.Read.IOs, resp.P99, err)
+	}
+	if service.Hist != nil || r.Read.LatNS.Hist == nil || r.Rate.LatenessNS.Hist != nil || r.Total.ResponseLatNS.Hist != nil {
+		t.Error("a histogram kept twice, or lat_ns without one")
+	}
 	if r.Rate.SlotWaits < 40 {
 		t.Errorf("%d I/Os waited for the slot: want about 49 per stall", r.Rate.SlotWaits)
 	}
