@@ -67,7 +67,13 @@ func (h *Histogram) Compact() *Compact {
 		return nil
 	}
 	first, last := h.span()
-	c := &Compact{Scheme: Scheme, Sum: h.sum, First: first}
+	n := 0 // the runs' length, so that they take one allocation
+	for i := first; i <= last; i++ {
+		if h.counts[i] != 0 || h.counts[i-1] != 0 {
+			n++
+		}
+	}
+	c := &Compact{Scheme: Scheme, Sum: h.sum, First: first, Runs: make(Runs, 0, n)}
 	for i := first; i <= last; i++ {
 		n := h.counts[i]
 		switch {
