@@ -105,6 +105,9 @@ func (c *Compact) Histogram(count, minV, maxV uint64) (*Histogram, error) {
 	i := c.First
 	for _, r := range c.Runs {
 		if r < 0 {
+			if r < -Buckets {
+				return nil, fmt.Errorf("%w: a run of %d empty buckets, of %d in all", ErrCompact, -r, Buckets)
+			}
 			i += int(-r)
 			continue
 		}
