@@ -101,6 +101,7 @@ func TestRunOnFile(t *testing.T) {
 				all.Min != min(r.Read.LatNS.Min, r.Write.LatNS.Min) || all.Max != max(r.Read.LatNS.Max, r.Write.LatNS.Max) {
 				t.Errorf("total lat_ns %+v for %d I/Os, read %+v, write %+v", all, r.Total.IOs, r.Read.LatNS, r.Write.LatNS)
 			}
+			checkHistograms(t, r)
 			if r.CPU.UserPct+r.CPU.SysPct <= 0 {
 				t.Errorf("cpu %+v", r.CPU)
 			}
@@ -121,6 +122,35 @@ func TestRunOnFile(t *testing.T) {
 				t.Error("progress callback never called")
 			}
 		})
+	}
+}
+
+// checkHistograms holds a run's figures to its histograms: each
+// direction's holds one latency per I/O, and the percentiles reported are
+// the histogram's; the total's is the union of the directions'.
+func checkHistograms(t *testing.T, r results.Result) {
+	t.Helper()
+	for _, d := range []struct {
+		name string
+		d    results.DirStats
+	}{{"read", r.Read}, {"write", r.Write}} {
+		h, err := d.d.LatNS.Histogram()
+		if err != nil || h == nil || h.Count() != d.d.IOs {
+			t.Fatalf("%s: histogram %v for %d I/Os (%v)", d.name, h, d.d.IOs, err)
+		}
+		l := d.d.LatNS
+		for _, p := range []struct {
+			q   float64
+			got uint64
+		}{{50, l.P50}, {90, l.P90}, {95, l.P95}, {99, l.P99}, {99.9, l.P999}, {99.99, l.P9999}} {
+			if want := h.Percentile(p.q); p.got != want {
+				t.Errorf("%s: p%v %d, its histogram's %d", d.name, p.q, p.got, want)
+			}
+		}
+	}
+	all, err := r.LatencyHistogram()
+	if err != nil || all == nil || results.Summarize(all).Figures() != *r.Total.LatNS {
+		t.Errorf("total lat_ns %+v is not the union of the directions' histograms (%v)", r.Total.LatNS, err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unsafe" // and for go:linkname
 
+	"github.com/iomatrix/iomatrix/internal/hist"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
@@ -38,7 +39,7 @@ type clock struct {
 // the coordinator afterwards: no lock or atomic on the per-I/O path except
 // the progress counter, which only its owner writes.
 type stats struct {
-	readHist, writeHist   Histogram
+	readHist, writeHist   hist.Histogram
 	readIOs, writeIOs     uint64 // completed inside the measured window
 	readBytes, writeBytes uint64
 	allReads, allWrites   uint64 // every completion: ramp, window and drain
@@ -74,10 +75,8 @@ func newStats(seconds int) *stats {
 	// Touch every page now: otherwise pages of the histograms and the
 	// timeline fault in one by one as rarer latencies and later seconds
 	// are first recorded, and a long run's memory creeps up.
-	for i := 0; i < len(s.readHist.counts); i += 512 {
-		s.readHist.counts[i] = 0
-		s.writeHist.counts[i] = 0
-	}
+	s.readHist.Touch()
+	s.writeHist.Touch()
 	for i := 0; i < len(s.timeline); i += 512 {
 		s.timeline[i] = 0
 	}
@@ -146,7 +145,7 @@ func (s *stats) accountKind(c *clock, write bool, kind uint8, bytes uint64, star
 // restartWindow drops the window figures: the window now starts at
 // rampEnd, and what came before it was ramp.
 func (s *stats) restartWindow(rampEnd int64) {
-	s.readHist, s.writeHist = Histogram{}, Histogram{}
+	s.readHist, s.writeHist = hist.Histogram{}, hist.Histogram{}
 	s.readIOs, s.writeIOs, s.readBytes, s.writeBytes = 0, 0, 0, 0
 	s.sizeIOs, s.hot1, s.hot10 = [2][pattern.MaxSplitSizes]uint64{}, 0, 0
 	clear(s.timeline)

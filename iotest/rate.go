@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/iomatrix/iomatrix/internal/hist"
 	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
 )
@@ -128,8 +129,8 @@ func (s *schedule) take() {
 
 // openStats are an open-loop stream's figures of its window's I/Os.
 type openStats struct {
-	readResp, writeResp Histogram
-	lateness            Histogram
+	readResp, writeResp hist.Histogram
+	lateness            hist.Histogram
 	late, slotWaits     uint64
 	maxBacklog          uint64
 	// Set once the stream has ended (see settle).
@@ -474,8 +475,9 @@ func openResult(res *results.Result, p results.Pattern, s *stats) {
 		return
 	}
 	secs := float64(res.DurationNS) / 1e9
-	dir := func(d *results.DirStats, resp *Histogram) {
-		service, response := d.LatNS, resp.Summary()
+	dir := func(d *results.DirStats, resp *hist.Histogram) {
+		// Service is the completion latency, whose histogram lat_ns holds.
+		service, response := d.LatNS.Figures(), results.Summarize(resp)
 		d.ServiceLatNS, d.ResponseLatNS = &service, &response
 	}
 	dir(&res.Read, &o.readResp)
@@ -483,7 +485,7 @@ func openResult(res *results.Result, p results.Pattern, s *stats) {
 	if res.Total.LatNS != nil {
 		all := o.readResp
 		all.Merge(&o.writeResp)
-		service, response := *res.Total.LatNS, all.Summary()
+		service, response := *res.Total.LatNS, results.Summarize(&all).Figures()
 		res.Total.ServiceLatNS, res.Total.ResponseLatNS = &service, &response
 	}
 	arrival := p.Rate.Arrival
@@ -497,7 +499,7 @@ func openResult(res *results.Result, p results.Pattern, s *stats) {
 		ScheduledIOPS:   round2(float64(o.scheduled) / secs),
 		AchievedIOPS:    res.Total.IOPS,
 		Sustained:       Sustained(o.backlogAtEnd, o.scheduled, p.Jobs),
-		LatenessNS:      o.lateness.Summary(),
+		LatenessNS:      results.Summarize(&o.lateness).Figures(),
 		LateIOs:         o.late,
 		LateThresholdNS: int64(LateThreshold),
 		SlotWaits:       o.slotWaits,

@@ -168,8 +168,8 @@ func TestOpenLoopAccountingSimulated(t *testing.T) {
 	}
 	st := simulateOpen(results.Rate{IOPS: 500, Arrival: results.ArrivalUniform}, 1, window, stall)
 	o := st.open
-	resp := o.readResp.Summary()
-	service := st.readHist.Summary()
+	resp := results.Summarize(&o.readResp)
+	service := results.Summarize(&st.readHist)
 	if resp.P99 < 50e6 || resp.P99 > 100e6 {
 		t.Errorf("response p99 %d ns, want the stall's 50..100 ms", resp.P99)
 	}
@@ -183,7 +183,7 @@ func TestOpenLoopAccountingSimulated(t *testing.T) {
 		t.Errorf("slot waits %d (want 490..520), scheduled %d, completed %d (want 5000), backlog at end %d",
 			o.slotWaits, o.scheduled, st.readIOs, o.backlogAtEnd)
 	}
-	if late := o.lateness.Summary(); late.P99 < 50e6 || o.late < 10*49 || o.late > 10*51 {
+	if late := results.Summarize(&o.lateness); late.P99 < 50e6 || o.late < 10*49 || o.late > 10*51 {
 		t.Errorf("lateness p99 %d ns, %d late (want 490..510)", late.P99, o.late)
 	}
 
@@ -243,6 +243,14 @@ func TestOpenLoopShowsStall(t *testing.T) {
 	}
 	if service.P99 >= 50e6 {
 		t.Errorf("service p99 %d µs: want below 50 ms (the stall delays one I/O a second)", service.P99/1000)
+	}
+	// The response times keep their whole distribution; the service
+	// times' is lat_ns's, kept there once.
+	if h, err := resp.Histogram(); err != nil || h == nil || h.Count() != r.Read.IOs || h.Percentile(99) != resp.P99 {
+		t.Errorf("response histogram %v for %d I/Os, p99 %d (%v)", h, r.Read.IOs, resp.P99, err)
+	}
+	if service.Hist != nil || r.Read.LatNS.Hist == nil || r.Rate.LatenessNS.Hist != nil || r.Total.ResponseLatNS.Hist != nil {
+		t.Error("a histogram kept twice, or lat_ns without one")
 	}
 	if r.Rate.SlotWaits < 40 {
 		t.Errorf("%d I/Os waited for the slot: want about 49 per stall", r.Rate.SlotWaits)

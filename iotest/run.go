@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/iomatrix/iomatrix/internal/hist"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/iotest/target"
@@ -622,9 +623,9 @@ func awaitStop(ctx context.Context, stop *atomic.Bool, done <-chan struct{}, are
 
 func buildResult(p results.Pattern, engine string, started time.Time, dur time.Duration, o Options, s *stats) results.Result {
 	secs := dur.Seconds()
-	dir := func(ios, bytes uint64, h *Histogram) results.DirStats {
+	dir := func(ios, bytes uint64, h *hist.Histogram) results.DirStats {
 		return results.DirStats{IOs: ios, Bytes: bytes, IOPS: round2(float64(ios) / secs),
-			MiBPerS: round2(float64(bytes) / secs / (1 << 20)), LatNS: h.Summary()}
+			MiBPerS: round2(float64(bytes) / secs / (1 << 20)), LatNS: results.Summarize(h)}
 	}
 	r := results.Result{
 		Name:       p.Name(),
@@ -648,7 +649,8 @@ func buildResult(p results.Pattern, engine string, started time.Time, dur time.D
 		// per run, so the hot path never pays for a combined histogram.
 		all := s.readHist
 		all.Merge(&s.writeHist)
-		lat := all.Summary()
+		// Its histogram is the directions' union: a reader merges them.
+		lat := results.Summarize(&all).Figures()
 		r.Total.LatNS = &lat
 	}
 	mixFigures(&r, s)

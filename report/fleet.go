@@ -183,10 +183,29 @@ func fleetCells(members []results.Member) []results.Result {
 			sp.Min, sp.Median, sp.Max = slices.Min(vals), stats.Median(vals), slices.Max(vals)
 			f.Metrics[string(m)] = sp
 		}
+		f.ReadLatNS = fleetLatency(of[i], func(r *results.Result) *results.DirStats { return &r.Read })
+		f.WriteLatNS = fleetLatency(of[i], func(r *results.Result) *results.DirStats { return &r.Write })
 		cells[i].Fleet = f
 		cells[i].Total.IOPS, cells[i].Total.MiBPerS = f.Metrics[string(IOPS)].Median, f.Metrics[string(MiBps)].Median
 	}
 	return cells
+}
+
+// fleetLatency is a direction's latency over the members as one, the
+// union of their histograms; nil where a member that did I/O in it kept
+// none (or an inconsistent one, which reading a file refuses already).
+func fleetLatency(of []*results.Result, dir func(*results.Result) *results.DirStats) *results.Latency {
+	var ls []*results.Latency
+	for _, r := range of {
+		if d := dir(r); d.IOs > 0 {
+			ls = append(ls, &d.LatNS)
+		}
+	}
+	u, err := results.Union(ls)
+	if err != nil {
+		return nil
+	}
+	return u
 }
 
 // fleetMeasure is a fleet cell's figure: the median member's, with the

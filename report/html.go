@@ -86,6 +86,11 @@ func writeHTML(w io.Writer, doc *results.Document, o Options) error {
 			}
 			s.Charts = append(s.Charts, svg)
 		}
+		cdfs, err := cdfSVGs(s.Title, t)
+		if err != nil {
+			return err
+		}
+		s.Charts = append(s.Charts, cdfs...)
 		s.Tables = append(s.Tables, htmlTableOf(t, metric, metric.LowerIsBetter()))
 		if metric != LatP99 {
 			s.Tables = append(s.Tables, htmlTableOf(lat.Tables[i], LatP99, true))

@@ -36,15 +36,24 @@ func TestHTMLGoldenAndSelfContained(t *testing.T) {
 		page := renderHTML(t, fx)
 		golden(t, fx+".html", page)
 		doc := loadFixture(t, fx)
-		random := 0
+		random, cdfs := 0, 0
 		for _, tb := range Build(doc.Results).Tables {
 			if tb.Access == "random" {
 				random++
 			}
+			for _, row := range tb.Cells {
+				if slices.ContainsFunc(row, func(c *Cell) bool { return c != nil && cellHistogram(*c.Result) != nil }) {
+					cdfs++
+				}
+			}
 		}
-		// IOPS and p99 against queue depth, p99 against IOPS.
-		if n := bytes.Count(page, []byte("<svg")); n != 3*random {
-			t.Errorf("%s: %d charts, want 3 per random table (%d)", fx, n, 3*random)
+		// IOPS and p99 against queue depth, p99 against IOPS; a latency
+		// distribution per row whose cells have histograms, none without.
+		if n := bytes.Count(page, []byte("<svg")); n != 3*random+cdfs {
+			t.Errorf("%s: %d charts, want 3 per random table (%d) and %d distributions", fx, n, 3*random, cdfs)
+		}
+		if n := bytes.Count(page, []byte("latency distribution</text>")); n != cdfs || fx == "hist" && cdfs != 8 {
+			t.Errorf("%s: %d latency distributions drawn, %d rows with histograms", fx, n, cdfs)
 		}
 		// Chart text takes the page's sans-serif font.
 		if fonts := regexp.MustCompile(`font-family:[^ ;"][^;"]*`).FindAllString(string(page), -1); len(fonts) == 0 ||
@@ -170,6 +179,32 @@ func TestHTMLCountsAgree(t *testing.T) {
 	for _, want := range []string{", 1 CPU;", "; 1 result</p>"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("no %q in the header:\n%.1500s", want, page[strings.Index(page, "<body>"):])
+		}
+	}
+}
+
+// Chromium draws a latency distribution from a results file's histograms:
+// a line per queue depth, in the first two chart colours.
+func TestHTMLDistributionRendersInChromium(t *testing.T) {
+	doc := loadFixture(t, "hist")
+	var table Table
+	for _, tb := range Build(doc.Results).Tables {
+		if tb.Access == results.Random {
+			table = tb
+			break
+		}
+	}
+	svgs, err := cdfSVGs("4 KiB random", table)
+	if err != nil || len(svgs) == 0 {
+		t.Fatalf("%d charts: %v", len(svgs), err)
+	}
+	page := []byte(`<!DOCTYPE html><html><body style="font-family: sans-serif">` + string(svgs[0]) + `</body></html>`)
+	img := screenshot(t, page)
+	for i, rgb := range [][3]int{{241, 90, 96}, {122, 195, 106}} {
+		n := countNear(img, rgb[0], rgb[1], rgb[2])
+		t.Logf("%s: %d line pixels", table.Cols[i], n)
+		if n < 150 {
+			t.Errorf("%s: %d line pixels: its distribution is not drawn", table.Cols[i], n)
 		}
 	}
 }

@@ -3,11 +3,15 @@ package report
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/iomatrix/iomatrix/internal/fault"
+	"github.com/iomatrix/iomatrix/internal/hist"
 	"github.com/iomatrix/iomatrix/internal/testenv"
 	"github.com/iomatrix/iomatrix/results"
 )
@@ -17,7 +21,7 @@ import (
 // with # EOF, and no quantile is published that rests on too few I/Os.
 func TestOpenMetrics(t *testing.T) {
 	full := loadFixture(t, "full-missing")
-	for name, doc := range map[string]*results.Document{"full-missing.prom": full, "fleet.prom": fleetFixture(t)} {
+	for name, doc := range map[string]*results.Document{"full-missing.prom": full, "fleet.prom": fleetFixture(t), "hist.prom": loadFixture(t, "hist")} {
 		out := render(t, writeOpenMetrics, doc, Options{})
 		golden(t, name, out)
 		text := string(out)
@@ -60,7 +64,7 @@ func TestOpenMetrics(t *testing.T) {
 // promtool, Prometheus's own checker, accepts both documents.
 func TestOpenMetricsPromtool(t *testing.T) {
 	promtool := testenv.Command(t, "promtool")
-	for name, doc := range map[string]*results.Document{"full": loadFixture(t, "full-missing"), "fleet": fleetFixture(t)} {
+	for name, doc := range map[string]*results.Document{"full": loadFixture(t, "full-missing"), "fleet": fleetFixture(t), "hist": loadFixture(t, "hist")} {
 		cmd := exec.Command(promtool, "check", "metrics")
 		cmd.Stdin = bytes.NewReader(render(t, writeOpenMetrics, doc, Options{}))
 		if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
@@ -99,5 +103,63 @@ func TestCheckMetric(t *testing.T) {
 	var buf bytes.Buffer
 	if err := writeOpenMetrics(&buf, loadFixture(t, "full-missing"), Options{Metric: bound}); err == nil {
 		t.Error("the writer took a metric it cannot show")
+	}
+}
+
+// The distribution family: per series the buckets rise to the count, the
+// +Inf bucket is the count, the total's count is both directions', and a
+// bucket bound holds as many I/Os as the histogram has at or below it.
+func TestOpenMetricsDistribution(t *testing.T) {
+	doc := loadFixture(t, "hist")
+	text := string(render(t, writeOpenMetrics, doc, Options{}))
+	const family = "iomatrix_latency_distribution_seconds"
+	if strings.Count(text, "# TYPE "+family+" histogram\n") != 1 {
+		t.Fatal("the distribution family is not announced once")
+	}
+	for _, r := range doc.Results {
+		for _, op := range []string{"read", "write", "total"} {
+			sel := `pattern="` + r.Name + `",`
+			var buckets []float64
+			var count float64 = -1
+			for _, line := range strings.Split(text, "\n") {
+				if !strings.Contains(line, sel) || !strings.Contains(line, `op="`+op+`"`) {
+					continue
+				}
+				v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+				testenv.Must(t, err)
+				switch {
+				case strings.HasPrefix(line, family+"_bucket"):
+					buckets = append(buckets, v)
+				case strings.HasPrefix(line, family+"_count"):
+					count = v
+				}
+			}
+			want := map[string]uint64{"read": r.Read.IOs, "write": r.Write.IOs, "total": r.Total.IOs}[op]
+			if want == 0 {
+				if buckets != nil {
+					t.Errorf("%s %s: buckets without I/O", r.Name, op)
+				}
+				continue
+			}
+			if len(buckets) != len(omBounds)+1 || count != float64(want) || buckets[len(buckets)-1] != count || !slices.IsSorted(buckets) {
+				t.Errorf("%s %s: %d buckets %v, count %v, want %d I/Os", r.Name, op, len(buckets), buckets, count, want)
+			}
+		}
+	}
+	// A bound counts the histogram's buckets whose value is at or below it.
+	r := doc.Results[0]
+	h, err := r.Read.LatNS.Histogram()
+	if err != nil || h == nil {
+		t.Fatal(err)
+	}
+	var below uint64
+	for i := range hist.Buckets {
+		if hist.Value(i) <= 1e6 { // 1 ms
+			below += h.At(i)
+		}
+	}
+	want := fmt.Sprintf(`pattern="%s",access="sequential",block_size_bytes="1048576",read_pct="100",queue_depth="8",jobs="1",op="read",le="0.001"} %d`, r.Name, below)
+	if !strings.Contains(text, want) {
+		t.Errorf("no line ending %s", want)
 	}
 }

@@ -62,7 +62,7 @@ func csvRows(t *testing.T, doc *results.Document, o Options) [][]string {
 // three predate total.lat_ns), and 4k random reads, 70 % reads and writes
 // at QD1 and QD8 with total.lat_ns removed from rand-4k-r70-qd1,
 // rand-4k-r100-qd8 and rand-4k-r0-qd8, as an older iomatrix wrote them.
-var fixtures = []string{"full-missing", "jobs", "capped", "total-lat"}
+var fixtures = []string{"full-missing", "jobs", "capped", "total-lat", "hist"}
 
 func loadFixture(t *testing.T, name string) *results.Document {
 	t.Helper()

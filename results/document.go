@@ -71,6 +71,11 @@ type Spread struct {
 type Fleet struct {
 	Members []string          `json:"members"`
 	Metrics map[string]Spread `json:"metrics"`
+	// ReadLatNS and WriteLatNS are a direction's latency over all the
+	// members as one: the union of their histograms (Union), where every
+	// member that did I/O in that direction kept one.
+	ReadLatNS  *Latency `json:"read_lat_ns,omitempty"`
+	WriteLatNS *Latency `json:"write_lat_ns,omitempty"`
 }
 
 // Tool identifies the writer of a results file.
@@ -581,7 +586,8 @@ func ReadDocument(r io.Reader) (*Document, error) {
 // negative rate or duration, which every answer would take at its word
 // (a negative rate makes any need fit).
 func (d *Document) checkFigures() error {
-	for i, r := range d.Results {
+	for i := range d.Results {
+		r := &d.Results[i]
 		for _, f := range []struct {
 			name  string
 			value float64
@@ -593,6 +599,27 @@ func (d *Document) checkFigures() error {
 		} {
 			if f.value < 0 {
 				return fmt.Errorf("results[%d] (%s): %s is %g: a measured figure is never negative", i, r.Name, f.name, f.value)
+			}
+		}
+		if err := r.checkHistograms(); err != nil {
+			return fmt.Errorf("results[%d] (%s): %w", i, r.Name, err)
+		}
+	}
+	for m := range d.Members {
+		for i := range d.Members[m].Results {
+			r := &d.Members[m].Results[i]
+			if err := r.checkHistograms(); err != nil {
+				return fmt.Errorf("members[%d].results[%d] (%s): %w", m, i, r.Name, err)
+			}
+		}
+	}
+	for i, r := range d.Results {
+		if r.Fleet == nil {
+			continue
+		}
+		for name, l := range map[string]*Latency{"read_lat_ns": r.Fleet.ReadLatNS, "write_lat_ns": r.Fleet.WriteLatNS} {
+			if _, err := l.Histogram(); err != nil {
+				return fmt.Errorf("results[%d] (%s): fleet.%s.hist: %w", i, r.Name, name, err)
 			}
 		}
 	}

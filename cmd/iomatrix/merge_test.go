@@ -1,12 +1,16 @@
 package main
 
 import (
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/iomatrix/iomatrix/internal/hist"
 	"github.com/iomatrix/iomatrix/internal/testenv"
+	"github.com/iomatrix/iomatrix/results"
 )
 
 var fleetFiles = []string{"../../report/testdata/fleet/node-a.json", "../../report/testdata/fleet/node-b.json", "../../report/testdata/fleet/node-c.json"}
@@ -68,4 +72,50 @@ func TestMergeBadInput(t *testing.T) {
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Error("a refused merge wrote its output")
 	}
+}
+
+// Two runs' files merged: each cell's latency over the fleet is the
+// histogram of the union of both runs' latencies.
+func TestMergeUnionOfHistograms(t *testing.T) {
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(11, 12))
+	var union [2]hist.Histogram // read, write
+	var files []string
+	for n, host := range []string{"node-a", "node-b"} {
+		var rd, wr hist.Histogram
+		for range 3000 + 2000*n {
+			v := int64(math.Exp(math.Log(20e3)+0.8*r.NormFloat64())) * int64(n+1)
+			rd.Record(v)
+			wr.Record(3 * v)
+			union[0].Record(v)
+			union[1].Record(3 * v)
+		}
+		doc := results.NewDocument(results.TargetInfo{Path: "/mnt/x", Kind: "file"}, results.Settings{Profile: "quick"}, "2026-01-01T00:00:00Z")
+		doc.Host.Hostname = host
+		doc.Results = []results.Result{{Name: "rand-4k-r50-qd1",
+			Pattern: results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 50, QueueDepth: 1, Jobs: 1},
+			Read:    results.DirStats{IOs: rd.Count(), IOPS: 100, LatNS: results.Summarize(&rd)},
+			Write:   results.DirStats{IOs: wr.Count(), IOPS: 100, LatNS: results.Summarize(&wr)},
+			Total:   results.Total{IOs: rd.Count() + wr.Count(), IOPS: 200}}}
+		path := filepath.Join(dir, host+".json")
+		testenv.Must(t, results.WriteFileAtomic(path, doc))
+		files = append(files, path)
+	}
+	out := filepath.Join(dir, "fleet.json")
+	if res := runInProcess(append([]string{"merge", "-o", out}, files...)...); res.code != 0 {
+		t.Fatalf("exit %d\n%s", res.code, res.stderr)
+	}
+	fleet, err := results.ReadResultsFile(out)
+	testenv.Must(t, err)
+	f := fleet.Results[0].Fleet
+	for i, l := range []*results.Latency{f.ReadLatNS, f.WriteLatNS} {
+		h, err := l.Histogram()
+		if err != nil || h == nil || !h.Equal(&union[i]) {
+			t.Fatalf("direction %d: the merged histogram is not the union's (%v)", i, err)
+		}
+		if l.Figures() != results.Summarize(&union[i]).Figures() {
+			t.Errorf("direction %d: merged figures %+v, the union's %+v", i, l.Figures(), results.Summarize(&union[i]).Figures())
+		}
+	}
+	t.Logf("read p99 over the fleet %d ns of %d I/Os", f.ReadLatNS.P99, f.ReadLatNS.Count)
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/iomatrix/iomatrix/internal/fault"
+	"github.com/iomatrix/iomatrix/internal/hist"
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
@@ -65,6 +66,8 @@ func (p Problem) String() string {
 //     min, max and the sample-weighted mean are exact; percentiles are
 //     recomputed from json+ bins exactly as fio does, and left at 0 without
 //     bins, since percentiles of separate threads cannot be combined.
+//     With json+ bins the latency keeps its whole histogram (fio's buckets
+//     are iomatrix's), the threads' bins merged.
 //   - CPU is the whole pattern's use in percent of one CPU, as iomatrix
 //     measures its own process: separate threads are summed, and a
 //     group_reporting entry (fio's runtime-weighted per-thread average) is
@@ -781,6 +784,7 @@ func fioLatency(clats []*fioClat) results.Latency {
 		l = results.Latency{Min: c.Min, Mean: c.Mean, Max: c.Max, Count: c.N}
 		fioSetPercentiles(&l, fioReportedPercentiles(c.Percentile))
 		l.MarkConfidence(c.N)
+		l.Hist = fioHistogram(clats, l)
 		return l
 	}
 	var n uint64
@@ -796,7 +800,37 @@ func fioLatency(clats []*fioClat) results.Latency {
 	l.Count = n
 	fioSetPercentiles(&l, fioMergedPercentiles(clats, n))
 	l.MarkConfidence(n)
+	l.Hist = fioHistogram(clats, l)
 	return l
+}
+
+// fioHistogram is the threads' json+ bins as one histogram in compact
+// form: fio's buckets are iomatrix's (internal/hist), and a bin's key is
+// the value of its bucket, which falls in that bucket. The sum is fio's
+// mean times the count, to the nearest ns. nil without bins in every
+// thread, or when the bins do not hold the summary's count, min and max:
+// fio counts every value beyond its last bucket (about 17 s) in it.
+func fioHistogram(clats []*fioClat, l results.Latency) *hist.Compact {
+	counts := map[int]uint64{}
+	var sum float64
+	for _, c := range clats {
+		if len(c.Bins) == 0 {
+			return nil
+		}
+		for k, v := range c.Bins {
+			val, err := strconv.ParseUint(k, 10, 64)
+			if err != nil || val > hist.MaxValue {
+				return nil
+			}
+			counts[hist.Index(val)] += v
+		}
+		sum += c.Mean * float64(c.N)
+	}
+	h, err := hist.FromCounts(counts, uint64(math.Round(sum)), l.Min, l.Max)
+	if err != nil || h.Count() != l.Count {
+		return nil
+	}
+	return h.Compact()
 }
 
 func fioSetPercentiles(l *results.Latency, pct []uint64) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/iomatrix/iomatrix/internal/fault"
+	"github.com/iomatrix/iomatrix/internal/hist"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -244,7 +245,7 @@ func TestImportFioLatencyCopied(t *testing.T) {
 					Count: uint64(fioRawNum(j, dir.name, "clat_ns", "N")),
 				}
 				want.MarkConfidence(want.Count)
-				if want.Count == 0 || dir.got != want {
+				if want.Count == 0 || dir.got.Figures() != want {
 					t.Errorf("%s latency\n got %+v\nwant %+v", dir.name, dir.got, want)
 				}
 			}
@@ -727,5 +728,32 @@ func TestImportFioRefusesImpossibleFigures(t *testing.T) {
 				t.Errorf("%v, want bad input naming %s and saying %q", err, path, c.says)
 			}
 		})
+	}
+}
+
+// json+ bins become the cell's histogram, whose percentiles fall in the
+// bucket of fio's own: per thread, and over separate threads merged.
+func TestImportFioHistogram(t *testing.T) {
+	for _, file := range []string{"randread-jsonplus.json", "numjobs4-separate-jsonplus.json"} {
+		data := fioFixture(t, file)
+		doc, _ := importFioBytes(t, file, data)
+		l := doc.Results[0].Read.LatNS
+		h, err := l.Histogram()
+		if err != nil || h == nil || h.Count() != l.Count {
+			t.Fatalf("%s: histogram %v (%v)", file, h, err)
+		}
+		for _, p := range []struct {
+			q    float64
+			fios uint64
+		}{{50, l.P50}, {90, l.P90}, {99, l.P99}, {99.9, l.P999}, {99.99, l.P9999}} {
+			if got := h.Percentile(p.q); hist.Index(got) != hist.Index(p.fios) {
+				t.Errorf("%s: p%v of the histogram %d, fio's %d: not one bucket", file, p.q, got, p.fios)
+			}
+		}
+	}
+	// Without bins in every thread there is no histogram.
+	doc, _ := importFioBytes(t, "plain", fioFixture(t, "randread.json"))
+	if doc.Results[0].Read.LatNS.Hist != nil {
+		t.Error("a histogram without json+ bins")
 	}
 }
