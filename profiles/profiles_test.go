@@ -124,6 +124,7 @@ defaults: {runtime: 30s, ramp: 0s, size: 8GiB}
 patterns:
   - {access: sequential, block_size: 128k, read_pct: 100, queue_depth: 4}
   - {block_size: 4k, read_pct: 70, queue_depth: 16, jobs: 4}
+  - {access: sequential, block_size: 128k, read_pct: 0, queue_depth: 4, compress_pct: 50, dedupe_pct: 20}
 matrix:
   - block_sizes: [8k]
     read_pcts: [100, 0]
@@ -238,6 +239,8 @@ matrix:
 		"bssplit-too-large": "name: x\npatterns:\n  - {bssplit: 128m/100, read_pct: 1, queue_depth: 1}\n",
 		"runtime-negative":  "name: x\ndefaults: {runtime: -5}\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1}\n",
 		"size-nan":          "name: x\ndefaults: {size: NaN}\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1}\n",
+		"compress-101":      "name: x\npatterns:\n  - {block_size: 4k, read_pct: 0, queue_depth: 1, compress_pct: 101}\n",
+		"dedupe-reads":      "name: x\npatterns:\n  - {block_size: 4k, read_pct: 100, queue_depth: 1, dedupe_pct: 50}\n",
 	}
 	var b strings.Builder
 	for _, name := range sortedCaseNames(cases) {

@@ -31,6 +31,7 @@ var flagNames = map[string]string{
 	"min-runtime": "--min-runtime", "max-runtime": "--max-runtime", "precision": "--precision",
 	"rate": "--rate", "arrival": "--arrival",
 	"bssplit": "--bssplit", "random_distribution": "--random-distribution",
+	"compress_pct": "--compress", "dedupe_pct": "--dedupe",
 	"poll": "--poll", "sqpoll": "--sqpoll", "sqpoll-idle": "--sqpoll-idle", "sqpoll-cpu": "--sqpoll-cpu",
 }
 

@@ -74,6 +74,10 @@ func measureCases() []refusal {
 		run(kindNumber, "--random-distribution", "normal:-5%").naming("--random-distribution"),
 		run(kindNumber, "--bssplit", "4k/NaN").naming("--bssplit"),
 		run(kindNumber, "--bssplit", "4k/-50:8k/150").naming("--bssplit"),
+		run(kindNumber, "--rw", "randwrite", "--compress", "-1").naming("--compress"),
+		run(kindNumber, "--rw", "randwrite", "--dedupe", "101").naming("--dedupe"),
+		run(kindWrongStatus, "--rw", "randread", "--dedupe", "50").naming("--dedupe"),
+		run(kindWrongStatus, "--rw", "randwrite", "--buffer_compress_percentage", "101").naming("--buffer_compress_percentage"),
 		run(kindNumber, "--cap", "riops=NaN").naming("--cap"),
 		run(kindNumber, "--cap", "rbps=-1MiB").naming("--cap"),
 		run(kindTwice, "--cap", "riops=1000,riops=2000").naming("--cap"),
@@ -184,6 +188,7 @@ func answerCases() []refusal {
 	return []refusal{
 		cross(kindOverFile, append(one, "--keep", "keep")...).with("keep/crosscheck.json=results.json").naming("--keep", "crosscheck.json"),
 		cross(kindWrongStatus, "--pattern", "randread::1 bssplit=128m/100").naming("bssplit"),
+		cross(kindWrongStatus, "--pattern", "randread:4k:1 buffer_compress_percentage=50").naming("buffer_compress_percentage"),
 		cross(kindTwice, "--pattern", "randread:4k:1", "--pattern", "randread:4k:1").naming("--pattern"),
 		cross(kindNumber, append(one, "--pairs", "-1")...).naming("--pairs"),
 		cross(kindNumber, append(one, "--runtime", "NaN")...).naming("--runtime"),
