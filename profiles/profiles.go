@@ -550,3 +550,35 @@ func (p *Profile) File() string {
 	abs, _ := filepath.Abs(p.Source)
 	return abs
 }
+
+// WithContent is a copy of p whose writing patterns (and loads) carry
+// the data content given, compress and dedupe percentages (see
+// results.Pattern), in place of their own: a sweep's --compress and
+// --dedupe. Patterns that only read are left alone. A bad percentage
+// is a pattern.FieldError.
+func (p *Profile) WithContent(compress, dedupe int) (*Profile, error) {
+	q := *p
+	set := func(pat results.Pattern) (results.Pattern, error) {
+		if !pat.Writes() {
+			return pat, nil
+		}
+		pat.Compress, pat.Dedupe = compress, dedupe
+		return pat, pattern.Validate(pat)
+	}
+	q.Patterns = make([]results.Pattern, len(p.Patterns))
+	for i, pat := range p.Patterns {
+		var err error
+		if q.Patterns[i], err = set(pat); err != nil {
+			return nil, err
+		}
+	}
+	q.Loads = make([]OpenLoad, len(p.Loads))
+	for i, l := range p.Loads {
+		var err error
+		if l.Shape, err = set(l.Shape); err != nil {
+			return nil, err
+		}
+		q.Loads[i] = l
+	}
+	return &q, nil
+}

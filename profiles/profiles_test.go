@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -299,5 +300,31 @@ func TestDurationsInSeconds(t *testing.T) {
 		if d := p.Defaults; d.Runtime != c.runtime || d.Ramp != c.ramp || !d.RampSet {
 			t.Errorf("defaults %q: %+v, want runtime %v ramp %v", c.defaults, d, c.runtime, c.ramp)
 		}
+	}
+}
+
+func TestWithContent(t *testing.T) {
+	p, err := Builtin("iocost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := p.WithContent(50, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, pat := range q.Patterns {
+		want := p.Patterns[i]
+		if want.Writes() {
+			want.Compress, want.Dedupe = 50, 10
+		}
+		if pat != want {
+			t.Errorf("pattern %d: %+v, want %+v", i, pat, want)
+		}
+	}
+	if p.Patterns[len(p.Patterns)-1].Compress != 0 {
+		t.Error("the profile itself changed")
+	}
+	if _, err := p.WithContent(101, 0); !pattern.IsField(err, "compress_pct") {
+		t.Errorf("compress 101: %v", err)
 	}
 }

@@ -78,6 +78,7 @@ func measureCases() []refusal {
 		run(kindNumber, "--rw", "randwrite", "--dedupe", "101").naming("--dedupe"),
 		run(kindWrongStatus, "--rw", "randread", "--dedupe", "50").naming("--dedupe"),
 		run(kindWrongStatus, "--rw", "randwrite", "--buffer_compress_percentage", "101").naming("--buffer_compress_percentage"),
+		sweep(kindNumber, "--compress", "-5").naming("--compress"),
 		run(kindNumber, "--cap", "riops=NaN").naming("--cap"),
 		run(kindNumber, "--cap", "rbps=-1MiB").naming("--cap"),
 		run(kindTwice, "--cap", "riops=1000,riops=2000").naming("--cap"),
