@@ -106,3 +106,24 @@ func TestContentKeepsOffsets(t *testing.T) {
 		}
 	}
 }
+
+// The cost of giving one 4 KiB write its content: random, unique data
+// (the default, sequence.scramble's 16 bytes a sector), data that
+// compresses (the same, inside each chunk's random part), and data that
+// repeats (the random parts generated whole, as fio's refill_buffers).
+func BenchmarkWriteContent(b *testing.B) {
+	for _, c := range []struct {
+		name             string
+		compress, dedupe int
+	}{{"plain", 0, 0}, {"compress50", 50, 0}, {"dedupe50", 0, 50}, {"compress50-dedupe50", 50, 50}} {
+		b.Run(c.name, func(b *testing.B) {
+			p := results.Pattern{Access: results.Random, BlockSize: 4096, QueueDepth: 1, Jobs: 1, Compress: c.compress, Dedupe: c.dedupe}
+			q := newSequence(1, 0, 0, p, 1<<30)
+			buf := make([]byte, 4096)
+			b.SetBytes(4096)
+			for b.Loop() {
+				q.scramble(buf)
+			}
+		})
+	}
+}
