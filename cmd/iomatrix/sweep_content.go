@@ -38,6 +38,7 @@ func (o *contentOptions) apply(given func(string) bool, setup *sweepSetup) error
 			return nil
 		}
 	}
+	setup.compress, setup.dedupe = compress, dedupe
 	p, err := setup.profile.WithContent(compress, dedupe)
 	if err != nil {
 		return flagError(err)
@@ -50,9 +51,14 @@ func (o *contentOptions) apply(given func(string) bool, setup *sweepSetup) error
 	return nil
 }
 
-// fileContent is the one content other than random, unique data that
-// every writing cell of a results file carries, if they all carry one.
+// fileContent is the content a sweep's flags gave a results file, or,
+// in a file that does not say (written before it could), the one
+// content other than random, unique data that every writing cell
+// carries, if they all carry one.
 func fileContent(d *results.Document) (compress, dedupe int, ok bool) {
+	if s := d.Settings; s.Compress > 0 || s.Dedupe > 0 {
+		return s.Compress, s.Dedupe, true
+	}
 	for _, r := range d.Results {
 		if !r.Pattern.Writes() {
 			continue
