@@ -246,7 +246,7 @@ func TestNoAllocationPerIO(t *testing.T) {
 	mixed, _ = pattern.WithDistribution(mixed, "zipf:1.2")
 	replayAllocs(t, tg)
 	for _, eng := range append(engines(t), "uring-polling", "uring-batched", "uring-mix", "psync-mix", "uring-rate", "uring-sqpoll",
-		"uring-latlog", "psync-latlog", "uring-rate-latlog") {
+		"uring-latlog", "psync-latlog", "uring-rate-latlog", "uring-compress", "psync-compress", "uring-dedupe", "psync-dedupe") {
 		// A fixed number of I/Os, not a fixed time: a slow moment of the
 		// disk must not leave too few I/Os to tell.
 		o := Options{Runtime: time.Minute, MaxIOs: 10000, Seed: 3, Engine: eng}
@@ -269,6 +269,17 @@ func TestNoAllocationPerIO(t *testing.T) {
 			// runs in the cgroup v2 guest, TestVMRingModes.)
 			o.Engine, o.Ring = EngineUring, RingMode{SQPoll: true}
 			alwaysPoll = false
+		case "uring-compress", "psync-compress", "uring-dedupe", "psync-dedupe":
+			// Data that compresses, and data that repeats (a block-size
+			// mix: a repeat of another size).
+			engine, kind, _ := strings.Cut(eng, "-")
+			o.Engine, alwaysPoll = engine, false
+			if kind == "compress" {
+				p.Compress = 50
+			} else {
+				p = mixed
+				p.Compress, p.Dedupe = 25, 50
+			}
 		case "uring-rate":
 			// An open loop of the mix: a timer request per wake-up, the
 			// schedule drawn in place.

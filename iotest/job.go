@@ -273,6 +273,9 @@ type sequence struct {
 	// the job's streams); rotation turns the job's scattered ranks.
 	mix      *mixTable
 	rotation uint64
+	// content is set when the pattern's writes carry data that
+	// compresses or repeats; nil for random, unique data.
+	content *content
 }
 
 // take claims the next I/O of the job's budget; false when it is spent.
@@ -299,6 +302,7 @@ func newSequenceWith(seed uint64, job, worker int, p results.Pattern, size int64
 	}
 	q.rng.Seed(seed, uint64(job)<<32|uint64(worker)+0x9e3779b97f4a7c15)
 	q.data.Seed(seed^0xda7a, uint64(job)<<32|uint64(worker))
+	q.content = newContent(p, seed, job, worker, &q.data)
 	q.blocks = uint64(size / p.BlockSize)
 	region := size / int64(p.Jobs) / p.BlockSize * p.BlockSize
 	q.seqStart = int64(job) * region
@@ -385,8 +389,13 @@ func (q *sequence) seqNext(size int64) int64 {
 
 // scramble makes every write unique so that deduplicating or compressing
 // storage cannot shortcut it: the first 16 bytes of each 512-byte sector get
-// fresh random bits. The rest of the buffer is random from the start.
+// fresh random bits. The rest of the buffer is random from the start. A
+// pattern whose data compresses or repeats writes its content instead.
 func (q *sequence) scramble(buf []byte) {
+	if q.content != nil {
+		q.content.write(&q.data, buf)
+		return
+	}
 	for i := 0; i+16 <= len(buf); i += 512 {
 		a, b := q.data.Uint64(), q.data.Uint64()
 		putU64(buf[i:], a)

@@ -250,6 +250,9 @@ func (r *run) makeStreams() error {
 				}
 			}
 		}
+		if p.Compress > 0 {
+			shapeArena(a.mem, p)
+		}
 		r.arenas = append(r.arenas, a)
 		if r.engine == EngineUring {
 			seq := newSequenceWith(o.Seed, j, 0, p, r.t.Size, m)

@@ -159,6 +159,7 @@ func IsPath(s string) bool {
 //	patterns:                       # explicit patterns, run first
 //	  - {access: sequential, block_size: 1m, read_pct: 100, queue_depth: 8, jobs: 1}
 //	  - {bssplit: 4k/60:16k/30:1m/10, random_distribution: zipf:1.2, read_pct: 90, queue_depth: 32}
+//	  - {access: sequential, block_size: 128k, read_pct: 0, queue_depth: 8, compress_pct: 50, dedupe_pct: 20}
 //	matrix:                         # cartesian products, run after, in order
 //	  - access: random
 //	    block_sizes: [4k, 16k]
@@ -379,7 +380,12 @@ func (p *parser) patterns(n *yaml.Node, prof *Profile) error {
 			"loads":               func(v *yaml.Node) error { return p.str(v, "loads", &loads) },
 			"bssplit":             func(v *yaml.Node) error { return p.str(v, "bssplit", &bssplit) },
 			"random_distribution": func(v *yaml.Node) error { return p.str(v, "random_distribution", &dist) },
-			"access":              func(v *yaml.Node) (err error) { pat.Access, err = p.access(v); return err },
+			"compress_pct": func(v *yaml.Node) (err error) {
+				pat.Compress, err = p.integer(v, "compress_pct", 0, 100)
+				return err
+			},
+			"dedupe_pct": func(v *yaml.Node) (err error) { pat.Dedupe, err = p.integer(v, "dedupe_pct", 0, 100); return err },
+			"access":     func(v *yaml.Node) (err error) { pat.Access, err = p.access(v); return err },
 			"block_size": func(v *yaml.Node) (err error) {
 				haveBS = true
 				pat.BlockSize, err = p.size(v, "block_size")
@@ -543,4 +549,36 @@ func (p *Profile) File() string {
 	}
 	abs, _ := filepath.Abs(p.Source)
 	return abs
+}
+
+// WithContent is a copy of p whose writing patterns (and loads) carry
+// the data content given, compress and dedupe percentages (see
+// results.Pattern), in place of their own: a sweep's --compress and
+// --dedupe. Patterns that only read are left alone. A bad percentage
+// is a pattern.FieldError.
+func (p *Profile) WithContent(compress, dedupe int) (*Profile, error) {
+	q := *p
+	set := func(pat results.Pattern) (results.Pattern, error) {
+		if !pat.Writes() {
+			return pat, nil
+		}
+		pat.Compress, pat.Dedupe = compress, dedupe
+		return pat, pattern.Validate(pat)
+	}
+	q.Patterns = make([]results.Pattern, len(p.Patterns))
+	for i, pat := range p.Patterns {
+		var err error
+		if q.Patterns[i], err = set(pat); err != nil {
+			return nil, err
+		}
+	}
+	q.Loads = make([]OpenLoad, len(p.Loads))
+	for i, l := range p.Loads {
+		var err error
+		if l.Shape, err = set(l.Shape); err != nil {
+			return nil, err
+		}
+		q.Loads[i] = l
+	}
+	return &q, nil
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -124,6 +125,7 @@ defaults: {runtime: 30s, ramp: 0s, size: 8GiB}
 patterns:
   - {access: sequential, block_size: 128k, read_pct: 100, queue_depth: 4}
   - {block_size: 4k, read_pct: 70, queue_depth: 16, jobs: 4}
+  - {access: sequential, block_size: 128k, read_pct: 0, queue_depth: 4, compress_pct: 50, dedupe_pct: 20}
 matrix:
   - block_sizes: [8k]
     read_pcts: [100, 0]
@@ -238,6 +240,8 @@ matrix:
 		"bssplit-too-large": "name: x\npatterns:\n  - {bssplit: 128m/100, read_pct: 1, queue_depth: 1}\n",
 		"runtime-negative":  "name: x\ndefaults: {runtime: -5}\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1}\n",
 		"size-nan":          "name: x\ndefaults: {size: NaN}\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1}\n",
+		"compress-101":      "name: x\npatterns:\n  - {block_size: 4k, read_pct: 0, queue_depth: 1, compress_pct: 101}\n",
+		"dedupe-reads":      "name: x\npatterns:\n  - {block_size: 4k, read_pct: 100, queue_depth: 1, dedupe_pct: 50}\n",
 	}
 	var b strings.Builder
 	for _, name := range sortedCaseNames(cases) {
@@ -296,5 +300,31 @@ func TestDurationsInSeconds(t *testing.T) {
 		if d := p.Defaults; d.Runtime != c.runtime || d.Ramp != c.ramp || !d.RampSet {
 			t.Errorf("defaults %q: %+v, want runtime %v ramp %v", c.defaults, d, c.runtime, c.ramp)
 		}
+	}
+}
+
+func TestWithContent(t *testing.T) {
+	p, err := Builtin("iocost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := p.WithContent(50, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, pat := range q.Patterns {
+		want := p.Patterns[i]
+		if want.Writes() {
+			want.Compress, want.Dedupe = 50, 10
+		}
+		if pat != want {
+			t.Errorf("pattern %d: %+v, want %+v", i, pat, want)
+		}
+	}
+	if p.Patterns[len(p.Patterns)-1].Compress != 0 {
+		t.Error("the profile itself changed")
+	}
+	if _, err := p.WithContent(101, 0); !pattern.IsField(err, "compress_pct") {
+		t.Errorf("compress 101: %v", err)
 	}
 }

@@ -104,7 +104,9 @@ func valueCSV(v float64, absent bool) string {
 // Change is the relative change in percent.
 func (c CellDelta) Change() float64 { return (c.Ratio - 1) * 100 }
 
-// Compare matches the results of two documents by pattern name. Patterns
+// Compare matches the results of two documents by pattern name (or, for
+// two runs that each wrote one data content, by name without it: see
+// pairKey). Patterns
 // present in only one of them are listed, never dropped silently. For
 // latency metrics a ratio below 1 is an improvement: worst and best follow
 // the metric's direction.
@@ -117,20 +119,21 @@ func Compare(base, cur *results.Document, baseName, newName string, m Metric) *C
 	// maximum.
 	var paired map[string]bool
 	c.Loads, paired = matchLoads(Curves(base.Results), Curves(cur.Results))
+	key := pairKey(base, cur)
 	inBase := map[string]*results.Result{}
 	for i := range base.Results {
-		inBase[base.Results[i].Name] = &base.Results[i]
+		inBase[key(base.Results[i])] = &base.Results[i]
 	}
 	var shared []results.Result
 	seen := map[string]bool{}
 	var logSum float64
 	var n int
 	for _, r := range cur.Results {
-		seen[r.Name] = true
+		seen[key(r)] = true
 		if paired[r.Name] {
 			continue
 		}
-		b, ok := inBase[r.Name]
+		b, ok := inBase[key(r)]
 		if !ok {
 			c.OnlyNew = append(c.OnlyNew, r.Name)
 			continue
@@ -153,7 +156,7 @@ func Compare(base, cur *results.Document, baseName, newName string, m Metric) *C
 		c.Cells = append(c.Cells, d)
 	}
 	for _, r := range base.Results {
-		if !seen[r.Name] && !paired[r.Name] {
+		if !seen[key(r)] && !paired[r.Name] {
 			c.OnlyBase = append(c.OnlyBase, r.Name)
 		}
 	}

@@ -234,3 +234,33 @@ func TestCompareLoads(t *testing.T) {
 		t.Errorf("other IOPS without the maxima: %d loads paired, %d only in base, %v", len(c.Loads), len(c.OnlyBase), c.Err())
 	}
 }
+
+// The same run on plain data and on data that compresses: the cells pair
+// by their names without the content, and the differences name each
+// side's content.
+func TestComparePairsAcrossDataContent(t *testing.T) {
+	base, cur := loadFixture(t, "capped"), loadFixture(t, "capped")
+	for i := range cur.Results {
+		r := &cur.Results[i]
+		if r.Pattern.Writes() {
+			r.Pattern.Compress = 50
+			r.Name = r.Pattern.Name()
+		}
+	}
+	c := Compare(base, cur, "a", "b", IOPS)
+	if len(c.OnlyBase) != 0 || len(c.OnlyNew) != 0 || len(c.Cells) != len(base.Results) {
+		t.Errorf("only base %v, only new %v, %d cells of %d", c.OnlyBase, c.OnlyNew, len(c.Cells), len(base.Results))
+	}
+	want := []Difference{{"data content", "random, unique", "compress 50 %"}}
+	if !slices.Equal(c.Differences, want) {
+		t.Errorf("differences %v, want %v", c.Differences, want)
+	}
+	// A run of several contents pairs by whole names.
+	i := slices.IndexFunc(cur.Results, func(r results.Result) bool { return r.Pattern.Writes() })
+	cur.Results[i].Pattern.Compress = 0
+	cur.Results[i].Name = cur.Results[i].Pattern.Name()
+	c = Compare(base, cur, "a", "b", IOPS)
+	if len(c.OnlyNew) == 0 || c.Differences[0].New != "compress 50 %; random, unique" {
+		t.Errorf("mixed contents: only new %v, differences %v", c.OnlyNew, c.Differences)
+	}
+}

@@ -43,6 +43,7 @@ var comparedSettings = []struct {
 	{"scheduler", func(d *results.Document) string { return d.Target.Scheduler }},
 	{"filesystem", func(d *results.Document) string { return d.Target.Filesystem }},
 	{"profile", func(d *results.Document) string { return d.Settings.Profile }},
+	{"data content", dataContent},
 	{"engine", engineOf},
 	{"engine options", func(d *results.Document) string {
 		if d.Settings.EngineOptions == "" {
@@ -85,6 +86,41 @@ func differences(base, cur *results.Document) []Difference {
 		}
 	}
 	return diffs
+}
+
+// dataContent is what the run's writes carried: one content ("random,
+// unique", "compress 50 %"), or each of several, or "no writes".
+func dataContent(d *results.Document) string {
+	var contents []string
+	for _, r := range d.Results {
+		if c := r.Pattern.Content(); r.Pattern.Writes() && !slices.Contains(contents, c) {
+			contents = append(contents, c)
+		}
+	}
+	if len(contents) == 0 {
+		return "no writes"
+	}
+	slices.Sort(contents)
+	return strings.Join(contents, "; ")
+}
+
+// pairKey is how Compare pairs the results of two runs: by name, or,
+// when each run wrote one data content and the two differ (the same
+// profile run on plain and on compressible data), by name without the
+// content, which the differences then name (dataContent).
+func pairKey(base, cur *results.Document) func(results.Result) string {
+	b, n := dataContent(base), dataContent(cur)
+	if b == n || strings.Contains(b, "; ") || strings.Contains(n, "; ") || b == "no writes" || n == "no writes" {
+		return func(r results.Result) string { return r.Name }
+	}
+	return func(r results.Result) string {
+		p := r.Pattern
+		p.Compress, p.Dedupe = 0, 0
+		if r.Name != r.Pattern.Name() {
+			return r.Name // a name of its own (a fio job's): as it is
+		}
+		return p.Name()
+	}
 }
 
 // engineOf is the run's engine; a fio import records one per result only.

@@ -305,7 +305,7 @@ func BuildMetric(rs []results.Result, m Metric) Matrix {
 			seq = append(seq, r)
 			continue
 		}
-		k := shape{r.Pattern.BlockSize, r.Pattern.BSSplit, r.Pattern.Distribution}
+		k := shape{r.Pattern.BlockSize, r.Pattern.BSSplit, r.Pattern.Distribution, content(r.Pattern)}
 		groups[k] = append(groups[k], r)
 	}
 	shapes := make([]shape, 0, len(groups))
@@ -313,7 +313,7 @@ func BuildMetric(rs []results.Result, m Metric) Matrix {
 		shapes = append(shapes, k)
 	}
 	slices.SortFunc(shapes, func(a, b shape) int {
-		return cmp.Or(cmp.Compare(a.bs, b.bs), cmp.Compare(a.mix, b.mix), cmp.Compare(a.dist, b.dist))
+		return cmp.Or(cmp.Compare(a.bs, b.bs), cmp.Compare(a.mix, b.mix), cmp.Compare(a.dist, b.dist), cmp.Compare(a.content, b.content))
 	})
 	for _, sh := range shapes {
 		rs, bs := groups[sh], sh.bs
@@ -331,7 +331,7 @@ func BuildMetric(rs []results.Result, m Metric) Matrix {
 	}
 	if len(seq) > 0 {
 		t := pivot("sequential "+m.Title(), seq, m, func(p results.Pattern) colKey {
-			return colKey{bs: p.BlockSize, qd: p.QueueDepth, jobs: p.Jobs, mix: p.BSSplit}
+			return colKey{bs: p.BlockSize, qd: p.QueueDepth, jobs: p.Jobs, mix: p.BSSplit, content: content(p)}
 		}, func(k colKey) string {
 			size := strings.ToUpper(results.ShortSize(k.bs))
 			if k.mix != "" {
@@ -340,6 +340,9 @@ func BuildMetric(rs []results.Result, m Metric) Matrix {
 			s := fmt.Sprintf("%s QD%d", size, k.qd)
 			if k.jobs > 1 {
 				s += fmt.Sprintf("×%d", k.jobs)
+			}
+			if k.content != "" {
+				s += " (" + k.content + ")"
 			}
 			return s
 		})
@@ -376,10 +379,11 @@ func bestUnder(iops Matrix, m Metric, b Bound) Matrix {
 // shape is what one random table holds: a block size, or a block-size
 // mix (whose block size is its largest), at one offset distribution. A
 // mix or a skew is another workload than the plain size's: a table of
-// its own, never cells of the plain one.
+// its own, never cells of the plain one. So is data that compresses or
+// repeats (content).
 type shape struct {
-	bs        int64
-	mix, dist string
+	bs                 int64
+	mix, dist, content string
 }
 
 func (s shape) String() string {
@@ -390,19 +394,33 @@ func (s shape) String() string {
 	if s.dist != "" {
 		t += " " + s.dist
 	}
+	if s.content != "" {
+		t += " " + s.content
+	}
 	return t
+}
+
+// content is what a pattern's writes carry, when it is not random,
+// unique data: "compress 50 %".
+func content(p results.Pattern) string {
+	if p.Compress == 0 && p.Dedupe == 0 {
+		return ""
+	}
+	return p.Content()
 }
 
 type colKey struct {
 	bs       int64
 	mix      string // sequential: a block-size mix of largest size bs
+	content  string // sequential: data that compresses or repeats
 	inflight int
 	qd       int
 	jobs     int
 }
 
 func compareCols(a, b colKey) int {
-	return cmp.Or(cmp.Compare(a.bs, b.bs), cmp.Compare(a.mix, b.mix), cmp.Compare(a.inflight, b.inflight), cmp.Compare(a.qd, b.qd), cmp.Compare(a.jobs, b.jobs))
+	return cmp.Or(cmp.Compare(a.bs, b.bs), cmp.Compare(a.mix, b.mix), cmp.Compare(a.inflight, b.inflight), cmp.Compare(a.qd, b.qd),
+		cmp.Compare(a.jobs, b.jobs), cmp.Compare(a.content, b.content))
 }
 
 // ReadLabel names a row.

@@ -70,3 +70,27 @@ func TestMatrixMixTables(t *testing.T) {
 		t.Errorf("tables %q, want %q", titles, want)
 	}
 }
+
+// Cells that differ by their data content alone never take one cell: a
+// random table of their own, a column of their own in the sequential one.
+func TestMatrixContentCells(t *testing.T) {
+	var rs []results.Result
+	for i, pct := range []int{0, 50} {
+		for _, access := range []results.Access{results.Random, results.Sequential} {
+			p := results.Pattern{Access: access, BlockSize: 4096, ReadPct: 0, QueueDepth: 8, Jobs: 1, Compress: pct}
+			rs = append(rs, results.Result{Name: p.Name(), Pattern: p, Total: results.Total{IOs: 1, IOPS: float64(100 * (i + 1))}})
+		}
+	}
+	m := Build(rs)
+	var titles, cols []string
+	for _, tb := range m.Tables {
+		titles = append(titles, tb.Title)
+		cols = append(cols, tb.Cols...)
+	}
+	if want := []string{"random 4KiB IOPS", "random 4KiB compress 50 % IOPS", "sequential IOPS"}; !slices.Equal(titles, want) {
+		t.Errorf("tables %q, want %q", titles, want)
+	}
+	if want := []string{"QD8", "QD8", "4K QD8", "4K QD8 (compress 50 %)"}; !slices.Equal(cols, want) {
+		t.Errorf("columns %q, want %q", cols, want)
+	}
+}

@@ -33,6 +33,9 @@ func WriteRunText(w io.Writer, doc *results.Document, r *results.Result) error {
 	if p.Jobs > 1 {
 		jobs = fmt.Sprintf("%d jobs", p.Jobs)
 	}
+	if c := content(p); c != "" {
+		jobs += ", data " + c // the default, random and unique, goes unsaid
+	}
 	fmt.Fprintf(w, "%s: %s, %s, %d%% reads, QD %d × %s, %s measured after %s ramp, engine %s, seed %d\n",
 		r.Name, p.Access, units.FormatSize(p.BlockSize), p.ReadPct, p.QueueDepth, jobs,
 		time.Duration(r.DurationNS).Round(time.Millisecond), time.Duration(r.RampNS), r.Engine, doc.Settings.Seed)

@@ -141,6 +141,11 @@ type Settings struct {
 	// RateSweep is set on a load–latency sweep: what a resumed one
 	// keeps.
 	RateSweep *RateSweepSettings `json:"rate_sweep,omitempty"`
+	// Compress and Dedupe are the data content a sweep gave every
+	// writing pattern of its profile (see Pattern): what a resumed one
+	// keeps. 0 when not asked.
+	Compress int `json:"compress_pct,omitempty"`
+	Dedupe   int `json:"dedupe_pct,omitempty"`
 }
 
 // RateSweepSettings are a load–latency sweep's: the one shape it

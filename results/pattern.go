@@ -3,6 +3,7 @@ package results
 import (
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Access is the offset pattern of a workload.
@@ -31,6 +32,13 @@ type Pattern struct {
 	// Distribution, when set, is the skewed offset distribution of a
 	// random pattern in canonical form (see the pattern language's Distribution.String).
 	Distribution string `json:"random_distribution,omitempty"`
+	// Compress and Dedupe are the written data's content, in fio's
+	// meaning (buffer_compress_percentage, dedupe_percentage with
+	// dedupe_mode=repeat): the percentage each 512-byte chunk of a write
+	// compresses by, and the percentage of writes that repeat an earlier
+	// write's content. 0 is random and unique data.
+	Compress int `json:"compress_pct,omitempty"`
+	Dedupe   int `json:"dedupe_pct,omitempty"`
 }
 
 // Rate is an open-loop pattern's schedule: a total rate (the direction of
@@ -100,7 +108,8 @@ func (r Rate) nameSuffix() string {
 func (p Pattern) Writes() bool { return p.ReadPct < 100 }
 
 // Name is the stable identifier of a pattern, e.g. rand-4k-r90-qd32,
-// seq-read-1m-qd8, rand-16k-r70-qd1-j8, rand-4k60+16k30+1m10-r90-qd32-zipf1.2.
+// seq-read-1m-qd8, rand-16k-r70-qd1-j8, rand-4k60+16k30+1m10-r90-qd32-zipf1.2,
+// seq-write-128k-qd8-c50-d20.
 func (p Pattern) Name() string {
 	var n string
 	size := ShortSize(p.BlockSize)
@@ -122,7 +131,37 @@ func (p Pattern) Name() string {
 	if p.Jobs > 1 {
 		n += fmt.Sprintf("-j%d", p.Jobs)
 	}
-	return n + distName(p.Distribution) + p.Rate.nameSuffix()
+	return n + distName(p.Distribution) + p.Rate.nameSuffix() + p.contentSuffix()
+}
+
+// contentSuffix is the data content's part of a pattern name: -c50 for
+// data that compresses by half, -d30 for 30 % repeated writes; nothing
+// for random, unique data.
+func (p Pattern) contentSuffix() string {
+	var s string
+	if p.Compress > 0 {
+		s += fmt.Sprintf("-c%d", p.Compress)
+	}
+	if p.Dedupe > 0 {
+		s += fmt.Sprintf("-d%d", p.Dedupe)
+	}
+	return s
+}
+
+// Content describes the data a pattern writes, in words: "random,
+// unique" by default, else its compress and dedupe percentages.
+func (p Pattern) Content() string {
+	if p.Compress == 0 && p.Dedupe == 0 {
+		return "random, unique"
+	}
+	var parts []string
+	if p.Compress > 0 {
+		parts = append(parts, fmt.Sprintf("compress %d %%", p.Compress))
+	}
+	if p.Dedupe > 0 {
+		parts = append(parts, fmt.Sprintf("dedupe %d %%", p.Dedupe))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // ShortSize renders block sizes the way pattern names use them: 4k, 16k, 1m.

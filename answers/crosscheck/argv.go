@@ -73,6 +73,15 @@ func (c *Comparison) fioArgv(ps pattern.Spec) []string {
 	if ps.RW == "randrw" {
 		argv = append(argv, "--rwmixread="+strconv.Itoa(p.ReadPct))
 	}
+	// Data content: fio's percentages are the pattern's. Random, unique
+	// data needs nothing: fio's buffers are random and scrambled per
+	// write by default, as iomatrix's are.
+	if p.Compress > 0 {
+		argv = append(argv, "--buffer_compress_percentage="+strconv.Itoa(p.Compress))
+	}
+	if p.Dedupe > 0 {
+		argv = append(argv, "--dedupe_percentage="+strconv.Itoa(p.Dedupe))
+	}
 	argv = append(argv, "--iodepth="+strconv.Itoa(depth), "--numjobs="+strconv.Itoa(jobs),
 		"--group_reporting", "--time_based", "--runtime="+fioDuration(c.o.Runtime), "--ramp_time="+fioDuration(c.o.Ramp),
 		"--randrepeat=0", "--norandommap", "--output-format=json")
@@ -96,6 +105,12 @@ func (c *Comparison) iomatrixArgv(ps pattern.Spec) []string {
 	}
 	if ps.RW == "randrw" {
 		argv = append(argv, "--rwmix", strconv.Itoa(p.ReadPct))
+	}
+	if p.Compress > 0 {
+		argv = append(argv, "--compress", strconv.Itoa(p.Compress))
+	}
+	if p.Dedupe > 0 {
+		argv = append(argv, "--dedupe", strconv.Itoa(p.Dedupe))
 	}
 	argv = append(argv, "--qd", strconv.Itoa(p.QueueDepth), "--jobs", strconv.Itoa(p.Jobs),
 		"--runtime", c.o.Runtime.String(), "--ramp", c.o.Ramp.String(), "--engine", c.o.Engine, "--format", "json")

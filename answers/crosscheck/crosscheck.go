@@ -210,6 +210,8 @@ var fioControlled = map[string]ControlledError{
 	"size": {Option: "size"}, "filesize": {Option: "size"}, "io_size": {Option: "size"}, "offset": {Option: "size"}, "offset_increment": {Option: "size"},
 	"rw": {Option: "pattern"}, "readwrite": {Option: "pattern"}, "bs": {Option: "pattern"}, "blocksize": {Option: "pattern"},
 	"rwmixread": {Option: "pattern"}, "rwmixwrite": {Option: "pattern"}, "iodepth": {Option: "pattern"}, "numjobs": {Option: "pattern"},
+	"buffer_compress_percentage": {Option: "pattern"}, "dedupe_percentage": {Option: "pattern"},
+	"buffer_compress_chunk": {Option: "pattern"}, "dedupe_mode": {Option: "pattern"},
 	"ioengine": {Option: "engine"}, "cmd_type": {Option: "engine"}, "runtime": {Option: "runtime"}, "time_based": {Option: "runtime"}, "ramp_time": {Option: "ramp"},
 	"direct": {Value: "always 1"}, "buffered": {Value: "never"}, "group_reporting": {},
 	"output-format": {Value: "json"}, "output": {}, "randrepeat": {}, "norandommap": {},

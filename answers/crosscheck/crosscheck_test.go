@@ -243,6 +243,13 @@ func TestArgv(t *testing.T) {
 		"--runtime=10s --ramp_time=0s --randrepeat=0 --norandommap --output-format=json")
 	check("psync iomatrix", c.iomatrixArgv(randrw), "/bin/iomatrix run /dev/vdb --rw randrw --bs 16384 --rwmix 70 "+
 		"--qd 8 --jobs 2 --runtime 10s --ramp 0s --engine psync --format json --allow-destructive")
+	// Data content: fio's options, iomatrix's flags.
+	content := spec(t, "write:128k:8 buffer_compress_percentage=50 dedupe_percentage=20")
+	check("content fio", c.fioArgv(content), "/usr/bin/fio --name=seq-write-128k-qd8-c50-d20 --filename=/dev/vdb --size=4294967296 "+
+		"--direct=1 --ioengine=psync --rw=write --bs=131072 --buffer_compress_percentage=50 --dedupe_percentage=20 --iodepth=1 --numjobs=8 "+
+		"--group_reporting --time_based --runtime=10s --ramp_time=0s --randrepeat=0 --norandommap --output-format=json")
+	check("content iomatrix", c.iomatrixArgv(content), "/bin/iomatrix run /dev/vdb --rw write --bs 131072 --compress 50 --dedupe 20 "+
+		"--qd 8 --jobs 1 --runtime 10s --ramp 0s --engine psync --format json --allow-destructive")
 	for _, argv := range [][]string{c.fioArgv(randread), c.iomatrixArgv(randread)} {
 		if strings.Contains(strings.Join(argv, " "), "rwmix") {
 			t.Errorf("randread given a mix: %q", argv)

@@ -26,7 +26,7 @@ type crosscheckOptions struct {
 }
 
 func (o *crosscheckOptions) AddFlags(f *pflag.FlagSet) {
-	f.StringArrayVar(&o.Patterns, "pattern", nil, "pattern to compare, repeatable: `SPEC` = RW:BS:QD[:RWMIX[:JOBS]] [bssplit=MIX] [random_distribution=DIST] (default "+strings.Join(crosscheck.DefaultPatterns, ", ")+")")
+	f.StringArrayVar(&o.Patterns, "pattern", nil, "pattern to compare, repeatable: `SPEC` = RW:BS:QD[:RWMIX[:JOBS]] [bssplit=MIX] [random_distribution=DIST] [buffer_compress_percentage=PCT] [dedupe_percentage=PCT] (default "+strings.Join(crosscheck.DefaultPatterns, ", ")+")")
 	f.IntVar(&o.Pairs, "pairs", 3, "fio/iomatrix run pairs per pattern")
 	durationVar(f, &o.Runtime, "runtime", 10*time.Second, "measured time of each run (a bare number is seconds)")
 	durationVar(f, &o.Ramp, "ramp", time.Second, "warm-up of each run, left out of the figures by both tools (a bare number is seconds)")

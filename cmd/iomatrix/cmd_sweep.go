@@ -32,6 +32,7 @@ type sweepOptions struct {
 	// on stdout, for a log that other lines share: a pod's.
 	Frame bool
 	rateOptions
+	content contentOptions
 }
 
 func (o *sweepOptions) AddFlags(f *pflag.FlagSet) {
@@ -41,6 +42,7 @@ func (o *sweepOptions) AddFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.ContinueOnError, "continue-on-error", false, "on an I/O error, record the failed cell and go on with the next pattern (exit status 1 at the end)")
 	f.BoolVar(&o.Frame, "frame", false, "with --format json: frame the document, and a line per finished pattern, so that a log shared with other output (a pod's, read by iomatrix k8s) carries them intact")
 	o.rateOptions.AddFlags(f)
+	o.content.AddFlags(f)
 	forceFlag(f, "--out file, starting over (--resume continues it)")
 	durationVar(f, &o.Precondition, "precondition", 0, "bring an SSD to steady state first: fill the whole target sequentially twice, then random 4k writes for this long (e.g. 30m; a bare number is seconds); overwrites the target")
 }
@@ -82,6 +84,9 @@ func (o *sweepOptions) prepare(g *globalOptions, target string) (*sweepSetup, er
 		setup.out = o.Resume
 	}
 	if err := o.profileOptions.prepare(g, setup, "iomatrix-%s-%s.json", true); err != nil {
+		return nil, err
+	}
+	if err := o.content.apply(o.given, setup); err != nil {
 		return nil, err
 	}
 	if o.Precondition < 0 {

@@ -32,6 +32,7 @@ var flagNames = map[string]string{
 	"rate": "--rate", "arrival": "--arrival", "speed": "--speed",
 	"bssplit": "--bssplit", "random_distribution": "--random-distribution",
 	"lat_log": "--lat-log", "lat_log_avg": "--lat-log-avg", "response_log": "--response-log",
+	"compress_pct": "--compress", "dedupe_pct": "--dedupe",
 	"poll": "--poll", "sqpoll": "--sqpoll", "sqpoll-idle": "--sqpoll-idle", "sqpoll-cpu": "--sqpoll-cpu",
 }
 

@@ -15,15 +15,17 @@ import (
 // so a fio command line's options carry over. They are not flags of their
 // own, so --help does not list them; docs/run.md does, in one line.
 var fioAliases = map[string]string{
-	"iodepth":             "qd",
-	"numjobs":             "jobs",
-	"rwmixread":           "rwmix",
-	"ramp_time":           "ramp",
-	"output-format":       "format",
-	"ioengine":            "engine",
-	"blocksize":           "bs",
-	"readwrite":           "rw",
-	"random_distribution": "random-distribution",
+	"iodepth":                    "qd",
+	"numjobs":                    "jobs",
+	"rwmixread":                  "rwmix",
+	"ramp_time":                  "ramp",
+	"output-format":              "format",
+	"ioengine":                   "engine",
+	"blocksize":                  "bs",
+	"readwrite":                  "rw",
+	"random_distribution":        "random-distribution",
+	"buffer_compress_percentage": "compress",
+	"dedupe_percentage":          "dedupe",
 }
 
 // fioAlwaysOptions are fio's options for what iomatrix always does, each

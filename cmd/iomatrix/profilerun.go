@@ -57,6 +57,9 @@ type sweepSetup struct {
 	// what sweep measures.
 	rates *results.RateSweepSettings
 	sweep session.Sweep
+	// compress and dedupe are sweep's --compress and --dedupe, given to
+	// every writing pattern of the profile.
+	compress, dedupe int
 }
 
 // prepare completes setup with everything decided before the first I/O:
@@ -115,5 +118,6 @@ func (setup *sweepSetup) newDocument(sess *session.Session) *results.Document {
 	doc := sess.NewDocument(setup.profile.Name, setup.opts)
 	doc.Settings.ProfileFile = setup.profile.File()
 	doc.Settings.RateSweep = setup.rates
+	doc.Settings.Compress, doc.Settings.Dedupe = setup.compress, setup.dedupe
 	return doc
 }

@@ -517,7 +517,38 @@ func fioPattern(opts map[string]string) (results.Pattern, string) {
 		queueDepth = 1 // one I/O at a time, whatever iodepth says
 	}
 	p := results.Pattern{Access: access, BlockSize: blockSize, ReadPct: readPct, QueueDepth: queueDepth, Jobs: jobs}
+	if p, reason = fioContent(p, opts); reason != "" {
+		return results.Pattern{}, reason
+	}
 	return fioMix(p, opts)
+}
+
+// fioContent adds the data the job's writes carry: the percentages of
+// buffer_compress_percentage and dedupe_percentage, which mean the same
+// in a pattern. A job that only reads writes nothing: fio ignores them
+// there.
+func fioContent(p results.Pattern, opts map[string]string) (results.Pattern, string) {
+	for _, o := range []struct {
+		name string
+		into *int
+	}{{"buffer_compress_percentage", &p.Compress}, {"dedupe_percentage", &p.Dedupe}} {
+		v, ok := opts[o.name]
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 0 || n > 100 {
+			return p, fmt.Sprintf("%s=%s: not a percentage from 0 to 100", o.name, v)
+		}
+		*o.into = n
+	}
+	if p.Compress > 0 && strings.TrimSpace(opts["buffer_pattern"]) != "" {
+		return p, "buffer_pattern=" + opts["buffer_pattern"] + ": compressible data of a pattern other than zeros is not supported"
+	}
+	if !p.Writes() {
+		p.Compress, p.Dedupe = 0, 0
+	}
+	return p, ""
 }
 
 // fioMix adds the job's block-size mix and offset distribution, which
@@ -621,6 +652,11 @@ var fioUnsupportedOptions = []struct {
 	{"zonerange", []string{"0"}, "zoned I/O is not supported"},
 	{"zoneskip", []string{"0"}, "zoned I/O is not supported"},
 	{"verify_only", []string{"0"}, "verification runs are not supported"},
+	// Data that compresses or repeats is a pattern's (fioContent) as fio
+	// makes it by default: zeros after each 512-byte chunk's random part,
+	// a repeat of an earlier buffer.
+	{"buffer_compress_chunk", []string{"512"}, "compressible chunks of another size than 512 bytes are not supported"},
+	{"dedupe_mode", []string{"repeat"}, "only dedupe_mode=repeat is supported"},
 	{"percentage_random", []string{"100", "100,100", "100,100,100"}, "partly sequential random I/O is not supported"},
 	{"rate", []string{"0", "0,0", "0,0,0"}, "a rate-limited job does not measure the disk"},
 	{"rate_iops", []string{"0", "0,0", "0,0,0"}, "a rate-limited job does not measure the disk"},
@@ -633,8 +669,6 @@ var fioUnsupportedOptions = []struct {
 	{"fsync", []string{"0"}, "writes followed by syncs are not supported"},
 	{"fdatasync", []string{"0"}, "writes followed by syncs are not supported"},
 	{"sync", []string{"0", "none"}, "synchronous writes are not supported"},
-	{"buffer_compress_percentage", []string{"0"}, "compressible data is not supported"},
-	{"dedupe_percentage", []string{"0"}, "duplicated data is not supported"},
 }
 
 func fioReadMix(opts map[string]string) (int, string) {

@@ -539,8 +539,20 @@ func TestImportFioMapping(t *testing.T) {
 		{"fsync", "randread.json", setOpt("fsync", "8"), results.Pattern{}, "syncs"},
 		{"O_DSYNC", "randread.json", setOpt("sync", "dsync"), results.Pattern{}, "synchronous writes"},
 		{"sync off", "randread.json", setOpt("sync", "none"), results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 16, Jobs: 1}, ""},
-		{"compressible", "randread.json", setOpt("buffer_compress_percentage", "50"), results.Pattern{}, "compressible"},
-		{"duplicated", "randread.json", setOpt("dedupe_percentage", "50"), results.Pattern{}, "duplicated"},
+		// Data content is a pattern's; a job that only reads has none.
+		{"compressible reads", "randread.json", setOpt("buffer_compress_percentage", "50"), results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 16, Jobs: 1}, ""},
+		{"compressible", "randwrite.json", func(m map[string]any) {
+			setOpt("buffer_compress_percentage", "50")(m)
+			setOpt("dedupe_percentage", "20")(m)
+			setOpt("buffer_compress_chunk", "512")(m)
+		}, results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 0, QueueDepth: 8, Jobs: 1, Compress: 50, Dedupe: 20}, ""},
+		{"compress chunk", "randread.json", setOpt("buffer_compress_chunk", "4096"), results.Pattern{}, "buffer_compress_chunk=4096"},
+		{"dedupe working set", "randread.json", setOpt("dedupe_mode", "working_set"), results.Pattern{}, "dedupe_mode=working_set"},
+		{"compress a pattern", "randwrite.json", func(m map[string]any) {
+			setOpt("buffer_compress_percentage", "50")(m)
+			setOpt("buffer_pattern", "0xdeadbeef")(m)
+		}, results.Pattern{}, "buffer_pattern=0xdeadbeef"},
+		{"compress 101", "randread.json", setOpt("buffer_compress_percentage", "101"), results.Pattern{}, "not a percentage"},
 		{"bad iodepth", "randread.json", setOpt("iodepth", "$ncpus"), results.Pattern{}, "iodepth"},
 		{"fio error", "randread.json", func(m map[string]any) { fioRawJobs(m)[0]["error"] = 25.0 }, results.Pattern{}, "error 25"},
 		{"writes in a read job", "randread.json", func(m map[string]any) {

@@ -35,6 +35,9 @@ type Fields struct {
 	Rate         string
 	Arrival      string
 	ArrivalGiven bool
+	// Compress and Dedupe are the written data's content (see
+	// results.Pattern): percentages, 0 for random, unique data.
+	Compress, Dedupe int
 }
 
 // rwWords are the RW words with the access and read share they stand for;
@@ -59,7 +62,8 @@ func Build(f Fields) (p results.Pattern, sharePct float64, err error) {
 	if !ok {
 		return p, 0, Fieldf("access", "%q is not one of randread, randwrite, randrw, read, write", f.RW)
 	}
-	p = results.Pattern{Access: w.access, ReadPct: w.readPct, QueueDepth: f.QueueDepth, Jobs: f.Jobs}
+	p = results.Pattern{Access: w.access, ReadPct: w.readPct, QueueDepth: f.QueueDepth, Jobs: f.Jobs,
+		Compress: f.Compress, Dedupe: f.Dedupe}
 	if f.RW == "randrw" {
 		p.ReadPct = f.ReadMix
 	} else if f.ReadMixGiven {
@@ -132,8 +136,9 @@ func withRate(p results.Pattern, f Fields) (results.Pattern, float64, error) {
 }
 
 // Spec is a pattern written in one word, RW:BS:QD[:RWMIX[:JOBS]],
-// optionally followed by bssplit=MIX (BS then left empty) and
-// random_distribution=DIST, fio's options, separated by spaces:
+// optionally followed by bssplit=MIX (BS then left empty),
+// random_distribution=DIST, buffer_compress_percentage=PCT and
+// dedupe_percentage=PCT, fio's options, separated by spaces:
 // RW is randread, randwrite, randrw, read or write, BS a block size (4k =
 // 4096), QD the queue depth per job, RWMIX the read percentage of randrw
 // (default 50, may be left empty) and JOBS the number of jobs (default 1):
@@ -157,7 +162,8 @@ func (e *SpecError) Unwrap() error { return ErrBadPattern }
 
 // specFields are a spec's names for the fields FieldError names.
 var specFields = map[string]string{"access": "RW", "block_size": "BS", "read_pct": "RWMIX", "queue_depth": "QD", "jobs": "JOBS",
-	"bssplit": "bssplit", "random_distribution": "random_distribution"}
+	"bssplit": "bssplit", "random_distribution": "random_distribution",
+	"compress_pct": "buffer_compress_percentage", "dedupe_pct": "dedupe_percentage"}
 
 // specName spells a field as a spec does.
 func specName(field string) string {
@@ -178,6 +184,7 @@ func ParseSpec(spec string) (Spec, error) {
 		return bad("want RW:BS:QD[:RWMIX[:JOBS]], e.g. randread:4k:32 or randrw:16k:8:70")
 	}
 	var bssplit, dist string
+	var compress, dedupe int
 	for _, w := range words[1:] {
 		k, v, _ := strings.Cut(w, "=")
 		switch k {
@@ -185,8 +192,18 @@ func ParseSpec(spec string) (Spec, error) {
 			bssplit = v
 		case "random_distribution":
 			dist = v
+		case "buffer_compress_percentage", "dedupe_percentage":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return bad("%s %q is not a whole number", k, v)
+			}
+			if k == "dedupe_percentage" {
+				dedupe = n
+			} else {
+				compress = n
+			}
 		default:
-			return bad("%q: after the pattern, want bssplit=MIX or random_distribution=DIST", w)
+			return bad("%q: after the pattern, want bssplit=MIX, random_distribution=DIST, buffer_compress_percentage=PCT or dedupe_percentage=PCT", w)
 		}
 	}
 	f := strings.Split(words[0], ":")
@@ -197,7 +214,8 @@ func ParseSpec(spec string) (Spec, error) {
 	if f[2] == "" {
 		return bad("QD is missing")
 	}
-	fields := Fields{RW: f[0], BlockSize: f[1], ReadMix: 50, ReadMixGiven: f[3] != "", Jobs: 1, BSSplit: bssplit, Distribution: dist}
+	fields := Fields{RW: f[0], BlockSize: f[1], ReadMix: 50, ReadMixGiven: f[3] != "", Jobs: 1, BSSplit: bssplit, Distribution: dist,
+		Compress: compress, Dedupe: dedupe}
 	for _, fd := range []struct {
 		name, text string
 		into       *int

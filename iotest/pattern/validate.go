@@ -30,7 +30,8 @@ var ErrBadPattern = errors.New("invalid pattern")
 type FieldError struct {
 	// Field is the pattern's name for it: "block_size", "read_pct",
 	// "queue_depth", "jobs", "access", "bssplit", "random_distribution",
-	// "rate", "arrival"; or a run setting's ("runtime", "engine", …).
+	// "rate", "arrival", "compress_pct", "dedupe_pct"; or a run
+	// setting's ("runtime", "engine", …).
 	Field string
 	// Msg says what is wrong, naming any other field by its own name.
 	Msg string
@@ -101,7 +102,27 @@ func Validate(p results.Pattern) error {
 	if err := validateRate(p); err != nil {
 		return err
 	}
+	if err := validateContent(p); err != nil {
+		return err
+	}
 	return validateDistribution(p)
+}
+
+// validateContent checks the written data's content: percentages, of a
+// pattern that writes.
+func validateContent(p results.Pattern) error {
+	for _, c := range []struct {
+		field string
+		pct   int
+	}{{"compress_pct", p.Compress}, {"dedupe_pct", p.Dedupe}} {
+		if c.pct < 0 || c.pct > 100 {
+			return Fieldf(c.field, "%d is outside 0..100", c.pct)
+		}
+		if c.pct > 0 && !p.Writes() {
+			return Fieldf(c.field, "sets what writes carry, and the pattern only reads")
+		}
+	}
+	return nil
 }
 
 // sizeField is the field that sets a pattern's block size: its mix's,

@@ -30,6 +30,10 @@ func TestPatternValidate(t *testing.T) {
 		{"buffers", func(p *results.Pattern) { p.BlockSize, p.QueueDepth, p.Jobs = 64<<20, 256, 1 }, "block_size"},
 		// A mix's largest size is the block size: its faults are the mix's.
 		{"mix size 128MiB", func(p *results.Pattern) { p.BSSplit, p.BlockSize = "4k/50:128m/50", 128<<20 }, "bssplit"},
+		{"compress 101", func(p *results.Pattern) { p.Compress = 101 }, "compress_pct"},
+		{"dedupe -1", func(p *results.Pattern) { p.Dedupe = -1 }, "dedupe_pct"},
+		{"compress reads", func(p *results.Pattern) { p.ReadPct, p.Compress = 100, 50 }, "compress_pct"},
+		{"dedupe reads", func(p *results.Pattern) { p.ReadPct, p.Dedupe = 100, 50 }, "dedupe_pct"},
 		{"mix buffers", func(p *results.Pattern) { p.BSSplit, p.BlockSize, p.QueueDepth = "4k/50:64m/50", 64<<20, 256 }, "bssplit"},
 	}
 	for _, c := range cases {
@@ -46,6 +50,13 @@ func TestPatternValidate(t *testing.T) {
 		p.BlockSize = bs
 		if err := Validate(p); err != nil {
 			t.Errorf("bs %d rejected: %v", bs, err)
+		}
+	}
+	for _, c := range []struct{ compress, dedupe int }{{0, 100}, {100, 0}, {50, 50}, {1, 99}} {
+		p := ok
+		p.Compress, p.Dedupe = c.compress, c.dedupe
+		if err := Validate(p); err != nil {
+			t.Errorf("compress %d dedupe %d rejected: %v", c.compress, c.dedupe, err)
 		}
 	}
 	// Alignment of the target.
