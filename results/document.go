@@ -215,6 +215,10 @@ type Result struct {
 	// each is one submission, its latency counted from its first. Absent
 	// when none was.
 	Reissued *Counts `json:"reissued,omitempty"`
+	// Syncs is set on a result of a pattern with durable writes
+	// (Pattern.Sync fdatasync:N or fsync:N): the syncs issued and how
+	// they ended.
+	Syncs *SyncStats `json:"syncs,omitempty"`
 	// CgroupIOs are the kernel's counts for the cgroup over the same span as
 	// Completed, when the pattern ran under a cap.
 	CgroupIOs *Counts `json:"cgroup_ios,omitempty"`
@@ -245,6 +249,21 @@ type Result struct {
 	Error    *IOError   `json:"error,omitempty"`
 	// Fleet is set on the cells of a fleet document.
 	Fleet *Fleet `json:"fleet,omitempty"`
+}
+
+// SyncStats counts the syncs of a pattern with durable writes. Each sync
+// is issued after its stream's N-th write and its wait is part of that
+// write's latency (DirStats.LatNS); LatNS is the sync's own share: from
+// the write's completion to the sync's, in the window.
+type SyncStats struct {
+	// Submitted, Completed and Failed count over the whole run, ramp and
+	// drain included, as Result.Submitted does. A sync linked after a
+	// write that failed is cancelled with it: it counts as submitted only
+	// (the write's failure is the one counted).
+	Submitted uint64  `json:"submitted"`
+	Completed uint64  `json:"completed"`
+	Failed    uint64  `json:"failed"`
+	LatNS     Latency `json:"lat_ns"`
 }
 
 // How a result's window ended (Result.Stop).
@@ -471,6 +490,10 @@ type DevStats struct {
 	// requests.
 	Bytes      uint64 `json:"bytes,omitempty"`
 	OtherBytes uint64 `json:"other_bytes,omitempty"`
+	// Flushes are the flush requests the disk completed in the window
+	// (/proc/diskstats, Linux 5.5+): a cache flush a sync or a journal
+	// commit sent down.
+	Flushes uint64 `json:"flushes,omitempty"`
 	// Uncounted, when set, says why the disk's counters were not read:
 	// the kernel does not count the target's I/O there (NVMe passthrough
 	// commands), so the figures above are not measured, not zero.

@@ -31,6 +31,11 @@ type Pattern struct {
 	// Distribution, when set, is the skewed offset distribution of a
 	// random pattern in canonical form (see the pattern language's Distribution.String).
 	Distribution string `json:"random_distribution,omitempty"`
+	// Sync, when set, makes the writes durable as a commit's are, in
+	// canonical form: "dsync" (each write with RWF_DSYNC / O_DSYNC
+	// semantics), "fdatasync:N" or "fsync:N" (a sync after every N-th
+	// write of a stream, its wait counted in that write's latency).
+	Sync string `json:"sync,omitempty"`
 }
 
 // Rate is an open-loop pattern's schedule: a total rate (the direction of
@@ -119,7 +124,7 @@ func (p Pattern) Name() string {
 	if p.Jobs > 1 {
 		n += fmt.Sprintf("-j%d", p.Jobs)
 	}
-	return n + distName(p.Distribution) + p.Rate.nameSuffix()
+	return n + distName(p.Distribution) + syncName(p.Sync) + p.Rate.nameSuffix()
 }
 
 // ShortSize renders block sizes the way pattern names use them: 4k, 16k, 1m.

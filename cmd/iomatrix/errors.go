@@ -29,7 +29,7 @@ var flagNames = map[string]string{
 	"access": "--rw", "block_size": "--bs", "read_pct": "--rwmix", "queue_depth": "--qd",
 	"jobs": "--jobs", "runtime": "--runtime", "ramp": "--ramp", "engine": "--engine", "size": "--size",
 	"min-runtime": "--min-runtime", "max-runtime": "--max-runtime", "precision": "--precision",
-	"rate": "--rate", "arrival": "--arrival",
+	"rate": "--rate", "arrival": "--arrival", "sync": "--sync",
 	"bssplit": "--bssplit", "random_distribution": "--random-distribution",
 	"poll": "--poll", "sqpoll": "--sqpoll", "sqpoll-idle": "--sqpoll-idle", "sqpoll-cpu": "--sqpoll-cpu",
 }

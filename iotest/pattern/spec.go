@@ -35,6 +35,8 @@ type Fields struct {
 	Rate         string
 	Arrival      string
 	ArrivalGiven bool
+	// Sync is the durable-write mode (ParseSync's syntax; "" is none).
+	Sync string
 }
 
 // rwWords are the RW words with the access and read share they stand for;
@@ -88,6 +90,9 @@ func Build(f Fields) (p results.Pattern, sharePct float64, err error) {
 	if p, err = withMix(p, f.BSSplit, f.Distribution); err != nil {
 		return p, 0, err
 	}
+	if p, err = WithSync(p, f.Sync); err != nil {
+		return p, 0, err
+	}
 	if err := validateMixed(p, f.BSSplit); err != nil {
 		return p, 0, err
 	}
@@ -132,8 +137,9 @@ func withRate(p results.Pattern, f Fields) (results.Pattern, float64, error) {
 }
 
 // Spec is a pattern written in one word, RW:BS:QD[:RWMIX[:JOBS]],
-// optionally followed by bssplit=MIX (BS then left empty) and
-// random_distribution=DIST, fio's options, separated by spaces:
+// optionally followed by bssplit=MIX (BS then left empty),
+// random_distribution=DIST, fio's options, and sync=MODE (run's --sync),
+// separated by spaces:
 // RW is randread, randwrite, randrw, read or write, BS a block size (4k =
 // 4096), QD the queue depth per job, RWMIX the read percentage of randrw
 // (default 50, may be left empty) and JOBS the number of jobs (default 1):
@@ -157,7 +163,7 @@ func (e *SpecError) Unwrap() error { return ErrBadPattern }
 
 // specFields are a spec's names for the fields FieldError names.
 var specFields = map[string]string{"access": "RW", "block_size": "BS", "read_pct": "RWMIX", "queue_depth": "QD", "jobs": "JOBS",
-	"bssplit": "bssplit", "random_distribution": "random_distribution"}
+	"bssplit": "bssplit", "random_distribution": "random_distribution", "sync": "sync"}
 
 // specName spells a field as a spec does.
 func specName(field string) string {
@@ -177,7 +183,7 @@ func ParseSpec(spec string) (Spec, error) {
 	if len(words) == 0 {
 		return bad("want RW:BS:QD[:RWMIX[:JOBS]], e.g. randread:4k:32 or randrw:16k:8:70")
 	}
-	var bssplit, dist string
+	var bssplit, dist, sync string
 	for _, w := range words[1:] {
 		k, v, _ := strings.Cut(w, "=")
 		switch k {
@@ -185,8 +191,10 @@ func ParseSpec(spec string) (Spec, error) {
 			bssplit = v
 		case "random_distribution":
 			dist = v
+		case "sync":
+			sync = v
 		default:
-			return bad("%q: after the pattern, want bssplit=MIX or random_distribution=DIST", w)
+			return bad("%q: after the pattern, want bssplit=MIX, random_distribution=DIST or sync=MODE", w)
 		}
 	}
 	f := strings.Split(words[0], ":")
@@ -197,7 +205,7 @@ func ParseSpec(spec string) (Spec, error) {
 	if f[2] == "" {
 		return bad("QD is missing")
 	}
-	fields := Fields{RW: f[0], BlockSize: f[1], ReadMix: 50, ReadMixGiven: f[3] != "", Jobs: 1, BSSplit: bssplit, Distribution: dist}
+	fields := Fields{RW: f[0], BlockSize: f[1], ReadMix: 50, ReadMixGiven: f[3] != "", Jobs: 1, BSSplit: bssplit, Distribution: dist, Sync: sync}
 	for _, fd := range []struct {
 		name, text string
 		into       *int

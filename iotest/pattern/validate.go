@@ -30,7 +30,7 @@ var ErrBadPattern = errors.New("invalid pattern")
 type FieldError struct {
 	// Field is the pattern's name for it: "block_size", "read_pct",
 	// "queue_depth", "jobs", "access", "bssplit", "random_distribution",
-	// "rate", "arrival"; or a run setting's ("runtime", "engine", …).
+	// "rate", "arrival", "sync"; or a run setting's ("runtime", "engine", …).
 	Field string
 	// Msg says what is wrong, naming any other field by its own name.
 	Msg string
@@ -99,6 +99,9 @@ func Validate(p results.Pattern) error {
 		return Fieldf(sizeField(p), "jobs × queue depth × block size = %s of I/O buffers, more than %s", units.FormatSize(buf), units.FormatSize(MaxBufferBytes))
 	}
 	if err := validateRate(p); err != nil {
+		return err
+	}
+	if err := validateSync(p); err != nil {
 		return err
 	}
 	return validateDistribution(p)
