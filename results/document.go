@@ -494,6 +494,13 @@ type DevStats struct {
 	// (/proc/diskstats, Linux 5.5+): a cache flush a sync or a journal
 	// commit sent down.
 	Flushes uint64 `json:"flushes,omitempty"`
+	// SyncIOs and SyncBytes are the part of OtherIOs and OtherBytes a
+	// durable-write cell's syncs explain: a filesystem commits its
+	// journal for them (ext4: one to three requests per fdatasync of an
+	// O_DIRECT overwrite). Up to a bound per sync (a write, for dsync)
+	// they are the cell's own, not another process's load (OtherLoad).
+	SyncIOs   uint64 `json:"sync_ios,omitempty"`
+	SyncBytes uint64 `json:"sync_bytes,omitempty"`
 	// Uncounted, when set, says why the disk's counters were not read:
 	// the kernel does not count the target's I/O there (NVMe passthrough
 	// commands), so the figures above are not measured, not zero.
@@ -516,8 +523,8 @@ const (
 // measured then is the device shared, not the device: a rate below what
 // was expected proves nothing about the rate asked for.
 func (d DevStats) OtherLoad(knownIOs, knownBytes uint64) bool {
-	ios := d.OtherIOs - min(knownIOs, d.OtherIOs)
-	bytes := d.OtherBytes - min(knownBytes, d.OtherBytes)
+	ios := d.OtherIOs - min(knownIOs+d.SyncIOs, d.OtherIOs)
+	bytes := d.OtherBytes - min(knownBytes+d.SyncBytes, d.OtherBytes)
 	return (ios >= OtherLoadMinIOs && float64(ios) >= OtherLoadShare*float64(d.IOs)) ||
 		(bytes >= OtherLoadMinBytes && float64(bytes) >= OtherLoadShare*float64(d.Bytes))
 }
