@@ -214,7 +214,8 @@ func TestNoAllocationPerIO(t *testing.T) {
 	mixed := results.Pattern{Access: results.Random, ReadPct: 50, QueueDepth: 8, Jobs: 1}
 	mixed, _ = pattern.WithBSSplit(mixed, "4k/60:16k/30:64k/10")
 	mixed, _ = pattern.WithDistribution(mixed, "zipf:1.2")
-	for _, eng := range append(engines(t), "uring-polling", "uring-batched", "uring-mix", "psync-mix", "uring-rate", "uring-sqpoll") {
+	for _, eng := range append(engines(t), "uring-polling", "uring-batched", "uring-mix", "psync-mix", "uring-rate", "uring-sqpoll",
+		"uring-dsync", "psync-dsync", "uring-fdatasync", "psync-fdatasync", "uring-rate-fdatasync") {
 		// A fixed number of I/Os, not a fixed time: a slow moment of the
 		// disk must not leave too few I/Os to tell.
 		o := Options{Runtime: time.Minute, MaxIOs: 10000, Seed: 3, Engine: eng}
@@ -236,6 +237,20 @@ func TestNoAllocationPerIO(t *testing.T) {
 			// polled variant, --poll, needs a disk with poll queues: it
 			// runs in the cgroup v2 guest, TestVMRingModes.)
 			o.Engine, o.Ring = EngineUring, RingMode{SQPoll: true}
+			alwaysPoll = false
+		case "uring-dsync", "psync-dsync":
+			// Durable writes: RWF_DSYNC on the ring's SQE, pwritev2
+			// through the worker's own iovec.
+			o.Engine, p.Sync = strings.TrimSuffix(eng, "-dsync"), "dsync"
+			alwaysPoll = false
+		case "uring-fdatasync", "psync-fdatasync":
+			// A sync linked after every other write (the write held
+			// until the sync completes), or called after it.
+			o.Engine, p.Sync, p.QueueDepth = strings.TrimSuffix(eng, "-fdatasync"), "fdatasync:2", 1
+			alwaysPoll = false
+		case "uring-rate-fdatasync":
+			// The open loop shares the linked sync's completion.
+			o.Engine, p.Sync, p.QueueDepth, p.Rate = EngineUring, "fdatasync:2", 1, results.Rate{IOPS: 20000}
 			alwaysPoll = false
 		case "uring-rate":
 			// An open loop of the mix: a timer request per wake-up, the

@@ -829,10 +829,14 @@ func fioSyncs(p results.Pattern, entries []*fioJob) *results.SyncStats {
 		if j.Sync == nil {
 			continue
 		}
-		s.Submitted += j.Sync.TotalIOs
+		// fio 3.33 leaves the sync's total_ios 0 and counts them in
+		// lat_ns's N.
+		n := j.Sync.TotalIOs
 		if j.Sync.Lat != nil && j.Sync.Lat.N > 0 {
 			lats = append(lats, j.Sync.Lat)
+			n = max(n, j.Sync.Lat.N)
 		}
+		s.Submitted += n
 	}
 	s.Completed = s.Submitted
 	s.LatNS = fioLatency(lats)
