@@ -186,6 +186,18 @@ patterns:
 patterns:
   - {access: sequential, block_size: 4k, random_distribution: zipf:1.2, read_pct: 50, queue_depth: 8}
 `,
+		"sync-on-reads": `name: x
+patterns:
+  - {access: sequential, block_size: 4k, read_pct: 100, queue_depth: 1, sync: dsync}
+`,
+		"sync-qd8": `name: x
+patterns:
+  - {access: sequential, block_size: 4k, read_pct: 0, queue_depth: 8, sync: "fdatasync:1"}
+`,
+		"sync-unknown": `name: x
+patterns:
+  - {access: sequential, block_size: 4k, read_pct: 0, queue_depth: 1, sync: o_sync}
+`,
 		"qd-zero": `name: x
 patterns:
   - {block_size: 4k, read_pct: 50, queue_depth: 0}

@@ -49,7 +49,7 @@ func TestParseSpec(t *testing.T) {
 		{"read:4k:8 random_distribution=zipf:1.2", "random_distribution: a skewed distribution applies to random offsets only"},
 		{"randread:4k:8 rate=5", "\"rate=5\": after the pattern, want bssplit=MIX, random_distribution=DIST or sync=MODE"},
 		{"randread:4k:x", `QD "x" is not a whole number`},
-		{"randread:4k:1 sync=dsync", "sync: dsync makes writes durable: the pattern never writes (RWMIX 100 %)"},
+		{"randread:4k:1 sync=dsync", "sync: dsync makes writes durable: the pattern only reads"},
 		{"write:4k:2 sync=fdatasync:1", "sync: fdatasync:1 needs QD 1: a sync waits for the write it follows, and a stream with more in flight would sync writes it has not finished (use dsync, or more jobs)"},
 		{"write:4k:1 sync=fsync:0", `sync: "fsync:0": N of fsync:N must be a whole number, 1 or more`},
 		{"write:4k:1 sync=dsync:2", `sync: "dsync:2": dsync takes no count`},

@@ -114,9 +114,7 @@ func validateSync(p results.Pattern) error {
 		return Fieldf("sync", "%q is not in canonical form %q", p.Sync, c)
 	}
 	if !p.Writes() {
-		return Mention("sync", func(n fault.Namer) string {
-			return fmt.Sprintf("%s makes writes durable: the pattern never writes (%s %d %%)", s.Canonical(), n("read_pct"), p.ReadPct)
-		})
+		return Fieldf("sync", "%s makes writes durable: the pattern only reads", s.Canonical())
 	}
 	if s.Linked() && p.QueueDepth > 1 {
 		return Mention("sync", func(n fault.Namer) string {
