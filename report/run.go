@@ -89,8 +89,7 @@ func WriteRunText(w io.Writer, doc *results.Document, r *results.Result) error {
 	}
 	rows(&r.Read.LatNS, &r.Write.LatNS, r.Total.LatNS)
 	if sy := r.Syncs; sy != nil {
-		fmt.Fprintf(w, "syncs: %s submitted, %s completed, %s failed; the sync row is each sync's own wait, from its write's completion\n",
-			units.Thousands(float64(sy.Submitted), 0), units.Thousands(float64(sy.Completed), 0), units.Thousands(float64(sy.Failed), 0))
+		writeSyncsLine(w, sy)
 	}
 	if r.Rate != nil {
 		writeRateText(w, r.Rate)
@@ -118,21 +117,8 @@ func WriteRunText(w io.Writer, doc *results.Document, r *results.Result) error {
 	if r.Buffers == "scattered" {
 		fmt.Fprintln(w, "buffers: scattered small pages (psync, a ring that could not register them, or no huge page to split): large blocks on a virtio disk measure lower so (docs/engine.md, \"Buffers\")")
 	}
-	if t.Disk != "" && r.Device.Uncounted != "" {
-		fmt.Fprintf(w, "disk %s: requests %s\n", t.Disk, r.Device.Uncounted)
-	} else if t.Disk != "" {
-		fmt.Fprintf(w, "disk %s, all processes: %s requests completed, %.1f%% utilized", t.Disk, units.Thousands(float64(r.Device.IOs), 0), r.Device.UtilPct)
-		if r.Device.OtherIOs > 0 {
-			fmt.Fprintf(w, " (%s of them not iomatrix's", units.Thousands(float64(r.Device.OtherIOs), 0))
-			if r.Device.SyncIOs > 0 {
-				fmt.Fprintf(w, ", %s of those explained by its syncs' journal commits", units.Thousands(float64(r.Device.SyncIOs), 0))
-			}
-			fmt.Fprint(w, ")")
-		}
-		if r.Device.Flushes > 0 {
-			fmt.Fprintf(w, ", %s flushes", units.Thousands(float64(r.Device.Flushes), 0))
-		}
-		fmt.Fprintln(w)
+	if t.Disk != "" {
+		writeDiskLine(w, t.Disk, r.Device)
 	}
 	if c := doc.Cap; c != nil {
 		fmt.Fprintf(w, "capped: %s, cgroup %s\n", DescribeCap(c), c.Cgroup)
