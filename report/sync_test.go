@@ -45,3 +45,23 @@ func TestRunTextSyncs(t *testing.T) {
 		}
 	}
 }
+
+// OpenMetrics labels a durable-write cell with its mode, and a plain
+// cell keeps its label set.
+func TestOpenMetricsSyncLabel(t *testing.T) {
+	p := results.Pattern{Access: results.Sequential, BlockSize: 4096, QueueDepth: 1, Jobs: 1}
+	plain := results.Result{Name: p.Name(), Pattern: p}
+	p.Sync = "fdatasync:1"
+	synced := results.Result{Name: p.Name(), Pattern: p}
+	has := func(r results.Result) bool {
+		for _, l := range patternLabels(nil, r, "write") {
+			if l.name == "sync" {
+				return l.value == r.Pattern.Sync
+			}
+		}
+		return false
+	}
+	if has(plain) || !has(synced) {
+		t.Errorf("plain labelled %v, durable labelled %v", has(plain), has(synced))
+	}
+}
