@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/iomatrix/iomatrix/internal/sysfs"
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/iotest/target"
 )
 
@@ -57,6 +58,12 @@ type worker struct {
 	// tid is the stream's thread, locked to it before it says it is
 	// ready: its wait for a CPU is read at the window's edges (cpuWatch).
 	tid int
+	// sync is the pattern's durable-write mode; sinceSync counts the
+	// stream's writes since its last sync (see syncDue), and iov is
+	// psync's iovec for a dsync write (see pwriteDsync).
+	sync      pattern.Sync
+	sinceSync int
+	iov       unix.Iovec
 }
 
 // abandonGrace is how long a stopped ring goes on reaping the requests it
@@ -79,6 +86,12 @@ type slot struct {
 	// reissues counts how often the kernel cancelled this I/O on its own
 	// and it was issued again (see reissue).
 	reissues uint8
+	// synced: a sync is linked after the slot's write (see sync.go);
+	// gen tells that sync's completion from a stale one's, and wrote is
+	// when the write's own completion was reaped.
+	synced bool
+	gen    uint8
+	wrote  int64
 }
 
 // runUring keeps exactly qd requests in flight on a private ring until the
@@ -426,6 +439,9 @@ type ringStream struct {
 // openRing makes the job's ring, with its file and buffers registered.
 func (w *worker) openRing() (*ringStream, error) {
 	entries := uint32(w.qd)
+	if w.sync.Linked() {
+		entries *= 2 // each write's linked sync
+	}
 	if w.sched != nil {
 		entries++ // the open-loop stream's own timer (see runRate)
 	}
@@ -439,6 +455,9 @@ func (w *worker) openRing() (*ringStream, error) {
 	}
 	if w.async {
 		r.sqeFlags |= uringSqeAsync
+	}
+	if w.sync.Kind == pattern.SyncDsync {
+		r.writeFlags = unix.RWF_DSYNC
 	}
 	s := &ringStream{w: w, r: r, bufs: w.arena.bufs(w.qd), slots: make([]slot, w.qd), fresh: make([]int32, 0, w.qd), bs: uint64(w.arena.bs)}
 	if w.ns != nil {
@@ -485,6 +504,7 @@ func (s *ringStream) prepAt(i int, write bool, off, size int64, kind uint8) {
 	}
 	sl := &s.slots[i]
 	sl.off, sl.write, sl.size, sl.kind, sl.reissues = off, write, size, kind, 0
+	sl.synced = write && s.w.syncDue()
 	s.issue(i)
 	s.fresh = append(s.fresh, int32(i))
 }
@@ -500,6 +520,9 @@ func (s *ringStream) issue(i int) {
 	}
 	if s.w.asyncKinds&(1<<(sl.kind&kindSize)) != 0 {
 		s.r.last().flags |= uringSqeAsync
+	}
+	if sl.synced {
+		s.syncSlot(i)
 	}
 }
 
@@ -525,6 +548,9 @@ func (s *ringStream) reissue(i int, res int32) bool {
 	}
 	sl.reissues++
 	s.w.st.reissued(sl.write)
+	if sl.synced {
+		sl.gen++ // its linked sync was cancelled with it
+	}
 	s.issue(i)
 	return true
 }
@@ -593,7 +619,7 @@ func (s *ringStream) fill() int {
 func (s *ringStream) reap(n uint32, now int64, stopping *bool) (reaped, refilled int, err error) {
 	st, seq, clk := s.w.st, s.w.seq, s.w.clk
 	for k := uint32(0); k < n; k++ {
-		i, c := s.completion(s.r.peek(k))
+		i, c := s.completion(s.r.peek(k), now)
 		switch c {
 		case ioDone:
 			sl := &s.slots[i]
@@ -630,13 +656,15 @@ const (
 	ioDone     completion = iota // the slot's I/O is done, whole
 	ioFailed                     // the slot's I/O failed, and is recorded
 	ioReissued                   // the kernel cancelled it on its own: issued again, still in flight
+	ioHeld                       // the slot's write is done, its linked sync is not: still in flight
+	syncStale                    // a sync cancelled with its write, which was counted
 	waitTimer                    // the bound on a wait went off (see enter)
 	dueTimer                     // an open-loop stream's timer for its next start went off
 )
 
-// completion reads a CQE: the slot of an I/O and how it ended, or which
-// of the ring's own timers it is.
-func (s *ringStream) completion(cqe *uringCqe) (slot int, c completion) {
+// completion reads a CQE reaped at now: the slot of an I/O and how it
+// ended, or which of the ring's own timers it is.
+func (s *ringStream) completion(cqe *uringCqe, now int64) (slot int, c completion) {
 	switch cqe.userData {
 	case uringTimerData:
 		s.r.timerArmed = false // enter arms another before it waits
@@ -644,13 +672,22 @@ func (s *ringStream) completion(cqe *uringCqe) (slot int, c completion) {
 	case uringDueData:
 		return -1, dueTimer
 	}
-	i := int(cqe.userData)
+	i := int(cqe.userData & slotMask)
+	if cqe.userData&syncData != 0 {
+		return i, s.syncCompletion(i, cqe, now)
+	}
 	sl := &s.slots[i]
 	switch {
+	case s.done(cqe.res, sl) && sl.synced:
+		sl.wrote = now
+		return i, ioHeld
 	case s.done(cqe.res, sl):
 		return i, ioDone
 	case s.reissue(i, cqe.res):
 		return i, ioReissued
+	}
+	if sl.synced {
+		sl.gen++ // its linked sync is cancelled with it: stale
 	}
 	s.failed(sl, cqe.res)
 	return i, ioFailed
@@ -699,13 +736,24 @@ func (w *worker) runPsync(slotIndex int) error {
 		st.submitted(write)
 		var n int
 		var err error
+		var wrote int64
+		var syncErr error
 		if write {
 			seq.scramble(buf)
-			n, err = pwrite(w.fd, buf, off)
+			n, wrote, syncErr, err = w.psyncWrite(buf, off)
 		} else {
 			n, err = pread(w.fd, buf, off)
 		}
 		now := nanotime()
+		if syncErr != nil {
+			var errno unix.Errno
+			errors.As(syncErr, &errno)
+			st.syncFailed(w.sync.Kind, off, -int(errno))
+			return nil
+		}
+		if wrote != 0 {
+			st.synced(clk, now-wrote, now)
+		}
 		if err != nil || n != len(buf) {
 			res := n
 			var errno unix.Errno

@@ -246,7 +246,7 @@ func TestNoAllocationPerIO(t *testing.T) {
 	mixed, _ = pattern.WithDistribution(mixed, "zipf:1.2")
 	replayAllocs(t, tg)
 	for _, eng := range append(engines(t), "uring-polling", "uring-batched", "uring-mix", "psync-mix", "uring-rate", "uring-sqpoll",
-		"uring-latlog", "psync-latlog", "uring-rate-latlog", "uring-compress", "psync-compress", "uring-dedupe", "psync-dedupe") {
+		"uring-latlog", "psync-latlog", "uring-rate-latlog", "uring-compress", "psync-compress", "uring-dedupe", "psync-dedupe", "uring-dsync", "psync-dsync", "uring-fdatasync", "psync-fdatasync", "uring-rate-fdatasync") {
 		// A fixed number of I/Os, not a fixed time: a slow moment of the
 		// disk must not leave too few I/Os to tell.
 		o := Options{Runtime: time.Minute, MaxIOs: 10000, Seed: 3, Engine: eng}
@@ -280,6 +280,20 @@ func TestNoAllocationPerIO(t *testing.T) {
 				p = mixed
 				p.Compress, p.Dedupe = 25, 50
 			}
+		case "uring-dsync", "psync-dsync":
+			// Durable writes: RWF_DSYNC on the ring's SQE, pwritev2
+			// through the worker's own iovec.
+			o.Engine, p.Sync = strings.TrimSuffix(eng, "-dsync"), "dsync"
+			alwaysPoll = false
+		case "uring-fdatasync", "psync-fdatasync":
+			// A sync linked after every other write (the write held
+			// until the sync completes), or called after it.
+			o.Engine, p.Sync, p.QueueDepth = strings.TrimSuffix(eng, "-fdatasync"), "fdatasync:2", 1
+			alwaysPoll = false
+		case "uring-rate-fdatasync":
+			// The open loop shares the linked sync's completion.
+			o.Engine, p.Sync, p.QueueDepth, p.Rate = EngineUring, "fdatasync:2", 1, results.Rate{IOPS: 20000}
+			alwaysPoll = false
 		case "uring-rate":
 			// An open loop of the mix: a timer request per wake-up, the
 			// schedule drawn in place.

@@ -58,6 +58,7 @@ type stats struct {
 	hot1, hot10 uint64
 	open        *openStats // an open-loop run's own figures; nil in a closed loop
 	lat         *latStream // the latency log's buffers; nil without one
+	sync        syncStats  // a durable-write pattern's syncs (fdatasync:N, fsync:N)
 	err         *results.IOError
 	// window is the start (rampEnd) the window figures above count from;
 	// second is the latest second of the timeline counted in.
@@ -148,6 +149,9 @@ func (s *stats) restartWindow(rampEnd int64) {
 	s.readHist, s.writeHist = hist.Histogram{}, hist.Histogram{}
 	s.readIOs, s.writeIOs, s.readBytes, s.writeBytes = 0, 0, 0, 0
 	s.sizeIOs, s.hot1, s.hot10 = [2][pattern.MaxSplitSizes]uint64{}, 0, 0
+	if s.sync.hist != nil {
+		*s.sync.hist = hist.Histogram{}
+	}
 	clear(s.timeline)
 	s.window, s.second = rampEnd, 0
 	s.sealed.Store(0)
@@ -244,6 +248,7 @@ func (s *stats) merge(o *stats) {
 			s.timeline[i] += o.timeline[i]
 		}
 	}
+	s.sync.merge(&o.sync)
 	if o.open != nil {
 		if s.open == nil {
 			s.open = new(openStats)

@@ -87,7 +87,8 @@ func (r *uring) prepCmd(ns *target.Namespace, write bool, buf []byte, off int64,
 }
 
 // checkNamespace refuses, before any I/O, what a passthrough target
-// cannot run: the psync engine (a command needs a ring), and I/Os larger
+// cannot run: the psync engine (a command needs a ring), durable writes,
+// and I/Os larger
 // than one command is sure to carry (the kernel never splits a
 // passthrough command). engine may be resolved or not. Polled
 // completions need poll queues, as a block device's do
@@ -95,6 +96,9 @@ func (r *uring) prepCmd(ns *target.Namespace, write bool, buf []byte, off int64,
 func checkNamespace(ns *target.Namespace, p results.Pattern, engine string) error {
 	if engine == EnginePsync {
 		return pattern.Fieldf("engine", "an NVMe passthrough device takes commands through io_uring only: not with the psync engine")
+	}
+	if p.Sync != "" {
+		return pattern.Fieldf("sync", "%s: an NVMe passthrough device takes read and write commands only (a durable write would need the NVMe Flush command or FUA, which are not issued)", p.Sync)
 	}
 	if ns.MaxBytes > 0 && p.BlockSize > ns.MaxBytes {
 		return pattern.Fieldf("block_size", "%d bytes is more than one NVMe passthrough command is sure to carry on this device (%d bytes: its max_hw_sectors_kb, and max_segments pages): the kernel does not split passthrough commands",

@@ -405,7 +405,7 @@ func (o *openStream) reap() {
 	o.fast = alwaysPoll || now-o.lastReap < int64(n)*int64(spinBudget)
 	o.lastReap = now
 	for k := uint32(0); k < n; k++ {
-		i, c := s.completion(s.r.peek(k))
+		i, c := s.completion(s.r.peek(k), now)
 		switch c {
 		case dueTimer:
 			// How late the timer woke the stream: the next timer goes

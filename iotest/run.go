@@ -133,6 +133,9 @@ func checkRun(t *target.Target, p results.Pattern, o Options) (engine string, er
 	if err := o.Ring.Check(engine); err != nil {
 		return "", err // auto fell back to psync: a mode is never dropped silently
 	}
+	if err := CheckSync(p, o); err != nil {
+		return "", err
+	}
 	if o.Ring.Poll {
 		if err := t.CheckPoll(); err != nil {
 			return "", err
@@ -217,6 +220,7 @@ func (r *run) makeStreams() error {
 		return err
 	}
 	fd, ns, sys := r.t.Fd(), r.t.Namespace(), r.t.Sys()
+	sync := pattern.SyncOf(p)
 	// The rings that check each job's buffers can be registered, held
 	// until all are made (see registrable).
 	runtime.LockOSThread()
@@ -257,7 +261,7 @@ func (r *run) makeStreams() error {
 		if r.engine == EngineUring {
 			seq := newSequenceWith(o.Seed, j, 0, p, r.t.Size, m)
 			seq.budget = budget
-			w := &worker{st: newStats(r.seconds), seq: seq, arena: a, fd: fd, qd: p.QueueDepth, mode: o.Ring, ns: ns, sys: sys}
+			w := &worker{st: newStats(r.seconds), seq: seq, arena: a, fd: fd, qd: p.QueueDepth, mode: o.Ring, ns: ns, sys: sys, sync: sync}
 			w.async, w.asyncKinds = r.splitOnDevice(m)
 			if r.replay != nil {
 				w.sched, w.st.open = &schedule{replay: r.replay.ios}, new(openStats)
@@ -273,7 +277,7 @@ func (r *run) makeStreams() error {
 			seq := newSequenceWith(o.Seed, j, q, p, r.t.Size, m)
 			seq.seqShared = &cursor
 			seq.budget = budget
-			r.workers = append(r.workers, &worker{st: newStats(r.seconds), seq: seq, arena: a, fd: fd, qd: q})
+			r.workers = append(r.workers, &worker{st: newStats(r.seconds), seq: seq, arena: a, fd: fd, qd: q, sync: sync})
 		}
 	}
 	return nil
@@ -317,6 +321,9 @@ func (r *run) start() {
 	var ready, running sync.WaitGroup
 	r.errs = make([]error, len(r.workers))
 	for i, w := range r.workers {
+		if w.sync.Linked() {
+			w.st.sync.hist = newSyncHist()
+		}
 		w.clk, w.stop, w.start = &r.clk, &r.stop, begin
 		ready.Add(1)
 		w.ready = sync.OnceFunc(ready.Done)
@@ -562,6 +569,7 @@ func (r *run) result(ctx context.Context) (results.Result, error) {
 		if res.Device.Bytes > res.Total.Bytes {
 			res.Device.OtherBytes = res.Device.Bytes - res.Total.Bytes
 		}
+		syncShare(&res.Device, r.p, total)
 	}
 	res.Device.Uncounted = r.t.Uncounted()
 	if total.err != nil {
@@ -644,6 +652,7 @@ func buildResult(p results.Pattern, engine string, started time.Time, dur time.D
 		Submitted:  results.Counts{Reads: s.subReads, Writes: s.subWrites},
 		Failed:     results.Counts{Reads: s.badReads, Writes: s.badWrites},
 		Reissued:   reissued(s),
+		Syncs:      s.sync.result(),
 	}
 	ios, bytes := s.readIOs+s.writeIOs, s.readBytes+s.writeBytes
 	r.Total = results.Total{IOs: ios, Bytes: bytes, IOPS: round2(float64(ios) / secs), MiBPerS: round2(float64(bytes) / secs / (1 << 20))}
@@ -709,6 +718,7 @@ func (s snapshot) delta(e snapshot, window time.Duration) (results.CPU, results.
 		// diskstats counts 512-byte sectors whatever the device's own.
 		dev.Bytes = 512 * ((e.disk.ReadSectors - s.disk.ReadSectors) + (e.disk.WriteSectors - s.disk.WriteSectors))
 		dev.UtilPct = round2(min(100, 100*float64(e.disk.IOTicksMs-s.disk.IOTicksMs)*1e6/wall))
+		dev.Flushes = e.disk.FlushIOs - s.disk.FlushIOs
 	}
 	return cpu, dev
 }

@@ -23,10 +23,14 @@ const (
 	uringOpReadFixed  = 4
 	uringOpWriteFixed = 5
 	uringOpTimeout    = 11
+	uringOpFsync      = 3
 	uringOpURingCmd   = 46 // IORING_OP_URING_CMD: a command for the file's driver
 
 	uringSqeFixedFile = 1 << 0
+	uringSqeLink      = 1 << 2 // IOSQE_IO_LINK: the next SQE starts once this one is done, and is cancelled if it fails
 	uringSqeAsync     = 1 << 4 // IOSQE_ASYNC: straight to io-wq, no non-blocking attempt first
+
+	uringFsyncDatasync = 1 << 0 // IORING_FSYNC_DATASYNC: fdatasync rather than fsync
 
 	uringEnterGetEvents = 1 << 0
 	uringEnterSqWakeup  = 1 << 1
@@ -133,7 +137,10 @@ type uring struct {
 	// registerFile), and uringSqeAsync where the ring skips the
 	// non-blocking attempt (see worker.async).
 	sqeFlags uint8
-	waitTS   unix.Timespec
+	// writeFlags are every write's rw_flags: RWF_DSYNC for durable
+	// writes (see Pattern.Sync), else none.
+	writeFlags uint32
+	waitTS     unix.Timespec
 	// timerArmed: a wait timer (see armTimer) is queued or pending in the
 	// kernel. The caller clears it when it reaps the timer's completion.
 	timerArmed bool
@@ -388,8 +395,10 @@ func (r *uring) prep(write bool, buf []byte, bufIndex int, off int64, userData u
 	if r.fixed {
 		op = uringOpReadFixed
 	}
+	var rwFlags uint32
 	if write {
 		op++ // WRITE follows READ in both pairs of opcodes
+		rwFlags = r.writeFlags
 	}
 	*sqe = uringSqe{
 		opcode:   op,
@@ -397,8 +406,28 @@ func (r *uring) prep(write bool, buf []byte, bufIndex int, off int64, userData u
 		off:      uint64(off),
 		addr:     uint64(uintptr(unsafe.Pointer(&buf[0]))),
 		len:      uint32(len(buf)),
+		rwFlags:  rwFlags,
 		userData: userData,
 		bufIndex: uint16(bufIndex),
+	}
+	r.tail++
+	r.pending++
+}
+
+// prepSync fills the next SQE with a sync of the whole file (fsync, or
+// fdatasync with datasync set). Linked after a write (uringSqeLink on
+// the write's SQE), it starts once the write is done, and is cancelled
+// with -ECANCELED if the write fails.
+func (r *uring) prepSync(datasync bool, userData uint64) {
+	var flags uint32
+	if datasync {
+		flags = uringFsyncDatasync
+	}
+	*r.next() = uringSqe{
+		opcode:   uringOpFsync,
+		flags:    r.sqeFlags &^ uringSqeAsync, // a sync always runs from io-wq anyway
+		rwFlags:  flags,
+		userData: userData,
 	}
 	r.tail++
 	r.pending++

@@ -100,7 +100,7 @@ func (e *ParseError) Unwrap() error { return ErrBadProfile }
 var builtinFiles embed.FS
 
 // builtinOrder is the order `iomatrix profiles` lists them in.
-var builtinOrder = []string{"full", "quick", "cdm", "cdm-nvme", "jobs", "iocost"}
+var builtinOrder = []string{"full", "quick", "cdm", "cdm-nvme", "jobs", "iocost", "commit"}
 
 // Names lists the built-in profiles.
 func Names() []string { return append([]string(nil), builtinOrder...) }
@@ -160,6 +160,7 @@ func IsPath(s string) bool {
 //	  - {access: sequential, block_size: 1m, read_pct: 100, queue_depth: 8, jobs: 1}
 //	  - {bssplit: 4k/60:16k/30:1m/10, random_distribution: zipf:1.2, read_pct: 90, queue_depth: 32}
 //	  - {access: sequential, block_size: 128k, read_pct: 0, queue_depth: 8, compress_pct: 50, dedupe_pct: 20}
+//	  - {access: sequential, block_size: 8k, read_pct: 0, queue_depth: 1, sync: "fdatasync:1"}  # or dsync, fsync:N
 //	matrix:                         # cartesian products, run after, in order
 //	  - access: random
 //	    block_sizes: [4k, 16k]
@@ -375,9 +376,10 @@ func (p *parser) patterns(n *yaml.Node, prof *Profile) error {
 	for _, item := range n.Content {
 		pat := results.Pattern{Access: results.Random, Jobs: 1}
 		var haveBS, haveRead, haveQD bool
-		var bssplit, dist, loads string
+		var bssplit, dist, loads, sync string
 		err := p.mapping(item, "pattern", map[string]func(*yaml.Node) error{
 			"loads":               func(v *yaml.Node) error { return p.str(v, "loads", &loads) },
+			"sync":                func(v *yaml.Node) error { return p.str(v, "sync", &sync) },
 			"bssplit":             func(v *yaml.Node) error { return p.str(v, "bssplit", &bssplit) },
 			"random_distribution": func(v *yaml.Node) error { return p.str(v, "random_distribution", &dist) },
 			"compress_pct": func(v *yaml.Node) (err error) {
@@ -417,6 +419,12 @@ func (p *parser) patterns(n *yaml.Node, prof *Profile) error {
 		if bssplit != "" || dist != "" {
 			var err error
 			if pat, err = pattern.ApplyMix(pat, bssplit, dist); err != nil {
+				return p.check(item, results.Pattern{}, err)
+			}
+		}
+		if sync != "" {
+			var err error
+			if pat, err = pattern.WithSync(pat, sync); err != nil {
 				return p.check(item, results.Pattern{}, err)
 			}
 		}

@@ -92,7 +92,7 @@ func describe(p *Profile) string {
 }
 
 func TestBuiltinsGolden(t *testing.T) {
-	counts := map[string]int{"full": 137, "quick": 14, "cdm": 8, "cdm-nvme": 8, "jobs": 7, "iocost": 6}
+	counts := map[string]int{"full": 137, "quick": 14, "cdm": 8, "cdm-nvme": 8, "jobs": 7, "iocost": 6, "commit": 12}
 	for _, name := range Names() {
 		p, err := Builtin(name)
 		if err != nil {
@@ -187,6 +187,18 @@ patterns:
 		"zipf-sequential": `name: x
 patterns:
   - {access: sequential, block_size: 4k, random_distribution: zipf:1.2, read_pct: 50, queue_depth: 8}
+`,
+		"sync-on-reads": `name: x
+patterns:
+  - {access: sequential, block_size: 4k, read_pct: 100, queue_depth: 1, sync: dsync}
+`,
+		"sync-qd8": `name: x
+patterns:
+  - {access: sequential, block_size: 4k, read_pct: 0, queue_depth: 8, sync: "fdatasync:1"}
+`,
+		"sync-unknown": `name: x
+patterns:
+  - {access: sequential, block_size: 4k, read_pct: 0, queue_depth: 1, sync: o_sync}
 `,
 		"qd-zero": `name: x
 patterns:

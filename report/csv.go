@@ -123,6 +123,29 @@ func init() {
 		csvColumn{"rate_backlog_at_end", rate(func(s *results.RateStats) string { return utoa(s.BacklogAtEnd) })},
 	)
 	csvColumns = append(csvColumns, latencyColumns("rate_response", func(r *results.Result) *results.Latency { return r.Total.ResponseLatNS })...)
+	// A durable-write cell's mode, syncs and the disk's flushes, last for
+	// the same reason; empty where there are none.
+	syncs := func(get func(s *results.SyncStats) uint64) func(r *results.Result) string {
+		return func(r *results.Result) string {
+			if r.Syncs == nil {
+				return ""
+			}
+			return utoa(get(r.Syncs))
+		}
+	}
+	csvColumns = append(csvColumns,
+		csvColumn{"sync", func(r *results.Result) string { return r.Pattern.Sync }},
+		csvColumn{"syncs_submitted", syncs(func(s *results.SyncStats) uint64 { return s.Submitted })},
+		csvColumn{"syncs_completed", syncs(func(s *results.SyncStats) uint64 { return s.Completed })},
+		csvColumn{"syncs_failed", syncs(func(s *results.SyncStats) uint64 { return s.Failed })},
+		csvColumn{"device_flushes", func(r *results.Result) string { return uncounted(r, utoa(r.Device.Flushes)) }},
+	)
+	csvColumns = append(csvColumns, latencyColumns("sync", func(r *results.Result) *results.Latency {
+		if r.Syncs == nil {
+			return nil
+		}
+		return &r.Syncs.LatNS
+	})...)
 }
 
 // lowConfidence lists the percentiles of l that rest on too few I/Os, as

@@ -305,7 +305,7 @@ func BuildMetric(rs []results.Result, m Metric) Matrix {
 			seq = append(seq, r)
 			continue
 		}
-		k := shape{r.Pattern.BlockSize, r.Pattern.BSSplit, r.Pattern.Distribution, content(r.Pattern)}
+		k := shape{r.Pattern.BlockSize, r.Pattern.BSSplit, r.Pattern.Distribution, content(r.Pattern), r.Pattern.Sync}
 		groups[k] = append(groups[k], r)
 	}
 	shapes := make([]shape, 0, len(groups))
@@ -313,7 +313,8 @@ func BuildMetric(rs []results.Result, m Metric) Matrix {
 		shapes = append(shapes, k)
 	}
 	slices.SortFunc(shapes, func(a, b shape) int {
-		return cmp.Or(cmp.Compare(a.bs, b.bs), cmp.Compare(a.mix, b.mix), cmp.Compare(a.dist, b.dist), cmp.Compare(a.content, b.content))
+		return cmp.Or(cmp.Compare(a.bs, b.bs), cmp.Compare(a.mix, b.mix), cmp.Compare(a.dist, b.dist), cmp.Compare(a.content, b.content),
+			cmp.Compare(a.sync, b.sync))
 	})
 	for _, sh := range shapes {
 		rs, bs := groups[sh], sh.bs
@@ -331,7 +332,7 @@ func BuildMetric(rs []results.Result, m Metric) Matrix {
 	}
 	if len(seq) > 0 {
 		t := pivot("sequential "+m.Title(), seq, m, func(p results.Pattern) colKey {
-			return colKey{bs: p.BlockSize, qd: p.QueueDepth, jobs: p.Jobs, mix: p.BSSplit, content: content(p)}
+			return colKey{bs: p.BlockSize, qd: p.QueueDepth, jobs: p.Jobs, mix: p.BSSplit, content: content(p), sync: p.Sync}
 		}, func(k colKey) string {
 			size := strings.ToUpper(results.ShortSize(k.bs))
 			if k.mix != "" {
@@ -343,6 +344,9 @@ func BuildMetric(rs []results.Result, m Metric) Matrix {
 			}
 			if k.content != "" {
 				s += " (" + k.content + ")"
+			}
+			if k.sync != "" {
+				s += " " + k.sync
 			}
 			return s
 		})
@@ -377,13 +381,13 @@ func bestUnder(iops Matrix, m Metric, b Bound) Matrix {
 }
 
 // shape is what one random table holds: a block size, or a block-size
-// mix (whose block size is its largest), at one offset distribution. A
-// mix or a skew is another workload than the plain size's: a table of
-// its own, never cells of the plain one. So is data that compresses or
-// repeats (content).
+// mix (whose block size is its largest), at one offset distribution and
+// one durable-write mode. A mix, a skew or durable writes are another
+// workload than the plain size's: a table of their own, never cells of
+// the plain one. So is data that compresses or repeats (content).
 type shape struct {
-	bs                 int64
-	mix, dist, content string
+	bs                       int64
+	mix, dist, content, sync string
 }
 
 func (s shape) String() string {
@@ -396,6 +400,9 @@ func (s shape) String() string {
 	}
 	if s.content != "" {
 		t += " " + s.content
+	}
+	if s.sync != "" {
+		t += " " + s.sync
 	}
 	return t
 }
@@ -416,11 +423,12 @@ type colKey struct {
 	inflight int
 	qd       int
 	jobs     int
+	sync     string // sequential: a durable-write mode
 }
 
 func compareCols(a, b colKey) int {
 	return cmp.Or(cmp.Compare(a.bs, b.bs), cmp.Compare(a.mix, b.mix), cmp.Compare(a.inflight, b.inflight), cmp.Compare(a.qd, b.qd),
-		cmp.Compare(a.jobs, b.jobs), cmp.Compare(a.content, b.content))
+		cmp.Compare(a.jobs, b.jobs), cmp.Compare(a.content, b.content), cmp.Compare(a.sync, b.sync))
 }
 
 // ReadLabel names a row.

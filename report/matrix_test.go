@@ -94,3 +94,33 @@ func TestMatrixContentCells(t *testing.T) {
 		t.Errorf("columns %q, want %q", cols, want)
 	}
 }
+
+// Durable writes are cells of their own: the commit profile's four modes
+// of one size and queue depth never overwrite each other.
+func TestMatrixSyncCells(t *testing.T) {
+	var rs []results.Result
+	for i, sync := range []string{"", "dsync", "fdatasync:1", "fsync:1"} {
+		p := results.Pattern{Access: results.Sequential, BlockSize: 4096, QueueDepth: 1, Jobs: 1, Sync: sync}
+		rs = append(rs, results.Result{Name: p.Name(), Pattern: p, Total: results.Total{IOs: 1, IOPS: float64(100 * (i + 1))}})
+		r := rs[len(rs)-1]
+		r.Pattern.Access, r.Pattern.QueueDepth = results.Random, 8
+		r.Name = r.Pattern.Name()
+		rs = append(rs, r)
+	}
+	m := Build(rs)
+	if len(m.Tables) != 5 {
+		t.Fatalf("%d tables, want 4 random and 1 sequential", len(m.Tables))
+	}
+	seq := m.Tables[4]
+	if want := "4K QD1,4K QD1 dsync,4K QD1 fdatasync:1,4K QD1 fsync:1"; strings.Join(seq.Cols, ",") != want {
+		t.Fatalf("columns %q, want %q", seq.Cols, want)
+	}
+	for j, c := range seq.Cells[0] {
+		if c == nil || c.Value != float64(100*(j+1)) {
+			t.Errorf("cell %d: %+v", j, c)
+		}
+	}
+	if m.Tables[1].Title != "random 4KiB dsync IOPS" {
+		t.Errorf("random table %q", m.Tables[1].Title)
+	}
+}

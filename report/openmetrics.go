@@ -155,10 +155,16 @@ func directions(r results.Result) []omDirection {
 
 func patternLabels(base []omLabel, r results.Result, op string) []omLabel {
 	p := r.Pattern
-	return append(append([]omLabel(nil), base...),
+	labels := append(append([]omLabel(nil), base...),
 		omLabel{"pattern", r.Name}, omLabel{"access", string(p.Access)}, omLabel{"block_size_bytes", strconv.FormatInt(p.BlockSize, 10)},
 		omLabel{"read_pct", strconv.Itoa(p.ReadPct)}, omLabel{"queue_depth", strconv.Itoa(p.QueueDepth)},
-		omLabel{"jobs", strconv.Itoa(max(p.Jobs, 1))}, omLabel{"op", op})
+		omLabel{"jobs", strconv.Itoa(max(p.Jobs, 1))})
+	if p.Sync != "" {
+		// Only where set: an empty label is an absent one, and the
+		// series of plain cells keep their label sets.
+		labels = append(labels, omLabel{"sync", p.Sync})
+	}
+	return append(labels, omLabel{"op", op})
 }
 
 func omPerDirection(w *bufio.Writer, name string, s omSource, value func(omDirection) (float64, bool)) {

@@ -39,13 +39,20 @@ func WriteRunText(w io.Writer, doc *results.Document, r *results.Result) error {
 	fmt.Fprintf(w, "%s: %s, %s, %d%% reads, QD %d × %s, %s measured after %s ramp, engine %s, seed %d\n",
 		r.Name, p.Access, units.FormatSize(p.BlockSize), p.ReadPct, p.QueueDepth, jobs,
 		time.Duration(r.DurationNS).Round(time.Millisecond), time.Duration(r.RampNS), r.Engine, doc.Settings.Seed)
+	if p.Sync != "" {
+		fmt.Fprintf(w, "durable writes: %s\n", DescribeSync(p.Sync))
+	}
 	fmt.Fprintf(w, "target: %s (%s)\n\n", t.Path, strings.Join(where, ", "))
 	few := false // a percentile shown rests on too few I/Os
 	header := func() {
 		fmt.Fprintf(w, "%-6s %12s %10s %9s %9s %9s %9s %9s %9s %9s %9s\n", "", "IOPS", "MiB/s", "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max")
 	}
 	row := func(name string, iops, mibps float64, l *results.Latency, ios uint64) {
-		fmt.Fprintf(w, "%-6s %12s %10s", name, units.Thousands(iops, 0), units.Thousands(mibps, 1))
+		if iops < 0 { // a row of latencies alone
+			fmt.Fprintf(w, "%-6s %12s %10s", name, "", "")
+		} else {
+			fmt.Fprintf(w, "%-6s %12s %10s", name, units.Thousands(iops, 0), units.Thousands(mibps, 1))
+		}
 		if l != nil {
 			tail := func(v uint64, q float64) string {
 				if results.Confident(q, l.Samples(ios)) {
@@ -72,6 +79,9 @@ func WriteRunText(w io.Writer, doc *results.Document, r *results.Result) error {
 		if r.Read.IOs > 0 && r.Write.IOs > 0 {
 			row("total", r.Total.IOPS, r.Total.MiBPerS, total, r.Total.IOs)
 		}
+		if r.Syncs != nil && write == &r.Write.LatNS {
+			row("sync", -1, 0, &r.Syncs.LatNS, r.Syncs.LatNS.Count)
+		}
 		fmt.Fprintf(w, "%-6s %12s %10s %9s\n", "", "", "", "(latency in µs)")
 	}
 	if r.Rate != nil && r.Read.ResponseLatNS != nil {
@@ -81,6 +91,9 @@ func WriteRunText(w io.Writer, doc *results.Document, r *results.Result) error {
 		fmt.Fprintln(w, "\nservice time, from each I/O's submission:")
 	}
 	rows(&r.Read.LatNS, &r.Write.LatNS, r.Total.LatNS)
+	if sy := r.Syncs; sy != nil {
+		writeSyncsLine(w, sy)
+	}
 	if r.Rate != nil {
 		writeRateText(w, r.Rate)
 	}
@@ -107,14 +120,8 @@ func WriteRunText(w io.Writer, doc *results.Document, r *results.Result) error {
 	if r.Buffers == "scattered" {
 		fmt.Fprintln(w, "buffers: scattered small pages (psync, a ring that could not register them, or no huge page to split): large blocks on a virtio disk measure lower so (docs/engine.md, \"Buffers\")")
 	}
-	if t.Disk != "" && r.Device.Uncounted != "" {
-		fmt.Fprintf(w, "disk %s: requests %s\n", t.Disk, r.Device.Uncounted)
-	} else if t.Disk != "" {
-		fmt.Fprintf(w, "disk %s, all processes: %s requests completed, %.1f%% utilized", t.Disk, units.Thousands(float64(r.Device.IOs), 0), r.Device.UtilPct)
-		if r.Device.OtherIOs > 0 {
-			fmt.Fprintf(w, " (%s of them not iomatrix's)", units.Thousands(float64(r.Device.OtherIOs), 0))
-		}
-		fmt.Fprintln(w)
+	if t.Disk != "" {
+		writeDiskLine(w, t.Disk, r.Device)
 	}
 	if c := doc.Cap; c != nil {
 		fmt.Fprintf(w, "capped: %s, cgroup %s\n", DescribeCap(c), c.Cgroup)

@@ -225,6 +225,10 @@ type Result struct {
 	// each is one submission, its latency counted from its first. Absent
 	// when none was.
 	Reissued *Counts `json:"reissued,omitempty"`
+	// Syncs is set on a result of a pattern with durable writes
+	// (Pattern.Sync fdatasync:N or fsync:N): the syncs issued and how
+	// they ended.
+	Syncs *SyncStats `json:"syncs,omitempty"`
 	// CgroupIOs are the kernel's counts for the cgroup over the same span as
 	// Completed, when the pattern ran under a cap.
 	CgroupIOs *Counts `json:"cgroup_ios,omitempty"`
@@ -262,6 +266,21 @@ type Result struct {
 	// replay): Pattern then sums the trace up (its read share, largest
 	// I/O, mean rate, and the most in flight).
 	Replay *Replay `json:"replay,omitempty"`
+}
+
+// SyncStats counts the syncs of a pattern with durable writes. Each sync
+// is issued after its stream's N-th write and its wait is part of that
+// write's latency (DirStats.LatNS); LatNS is the sync's own share: from
+// the write's completion to the sync's, in the window.
+type SyncStats struct {
+	// Submitted, Completed and Failed count over the whole run, ramp and
+	// drain included, as Result.Submitted does. A sync linked after a
+	// write that failed is cancelled with it: it counts as submitted only
+	// (the write's failure is the one counted).
+	Submitted uint64  `json:"submitted"`
+	Completed uint64  `json:"completed"`
+	Failed    uint64  `json:"failed"`
+	LatNS     Latency `json:"lat_ns"`
 }
 
 // How a result's window ended (Result.Stop).
@@ -488,6 +507,17 @@ type DevStats struct {
 	// requests.
 	Bytes      uint64 `json:"bytes,omitempty"`
 	OtherBytes uint64 `json:"other_bytes,omitempty"`
+	// Flushes are the flush requests the disk completed in the window
+	// (/proc/diskstats, Linux 5.5+): a cache flush a sync or a journal
+	// commit sent down.
+	Flushes uint64 `json:"flushes,omitempty"`
+	// SyncIOs and SyncBytes are the part of OtherIOs and OtherBytes a
+	// durable-write cell's syncs explain: a filesystem commits its
+	// journal for them (ext4: one to three requests per fdatasync of an
+	// O_DIRECT overwrite). Up to a bound per sync (a write, for dsync)
+	// they are the cell's own, not another process's load (OtherLoad).
+	SyncIOs   uint64 `json:"sync_ios,omitempty"`
+	SyncBytes uint64 `json:"sync_bytes,omitempty"`
 	// Uncounted, when set, says why the disk's counters were not read:
 	// the kernel does not count the target's I/O there (NVMe passthrough
 	// commands), so the figures above are not measured, not zero.
@@ -510,8 +540,8 @@ const (
 // measured then is the device shared, not the device: a rate below what
 // was expected proves nothing about the rate asked for.
 func (d DevStats) OtherLoad(knownIOs, knownBytes uint64) bool {
-	ios := d.OtherIOs - min(knownIOs, d.OtherIOs)
-	bytes := d.OtherBytes - min(knownBytes, d.OtherBytes)
+	ios := d.OtherIOs - min(knownIOs+d.SyncIOs, d.OtherIOs)
+	bytes := d.OtherBytes - min(knownBytes+d.SyncBytes, d.OtherBytes)
 	return (ios >= OtherLoadMinIOs && float64(ios) >= OtherLoadShare*float64(d.IOs)) ||
 		(bytes >= OtherLoadMinBytes && float64(bytes) >= OtherLoadShare*float64(d.Bytes))
 }

@@ -47,3 +47,12 @@ type HotShare struct {
 
 // HotSetPcts are the hot sets a skewed result states the share of.
 var HotSetPcts = [2]float64{1, 10}
+
+// syncName is the durable-write mode's part of a pattern name: -dsync,
+// -fdatasync1, -fsync8; none without one.
+func syncName(canonical string) string {
+	if canonical == "" {
+		return ""
+	}
+	return "-" + strings.ReplaceAll(canonical, ":", "")
+}

@@ -39,6 +39,11 @@ type Pattern struct {
 	// write's content. 0 is random and unique data.
 	Compress int `json:"compress_pct,omitempty"`
 	Dedupe   int `json:"dedupe_pct,omitempty"`
+	// Sync, when set, makes the writes durable as a commit's are, in
+	// canonical form: "dsync" (each write with RWF_DSYNC / O_DSYNC
+	// semantics), "fdatasync:N" or "fsync:N" (a sync after every N-th
+	// write of a stream, its wait counted in that write's latency).
+	Sync string `json:"sync,omitempty"`
 }
 
 // Rate is an open-loop pattern's schedule: a total rate (the direction of
@@ -131,7 +136,7 @@ func (p Pattern) Name() string {
 	if p.Jobs > 1 {
 		n += fmt.Sprintf("-j%d", p.Jobs)
 	}
-	return n + distName(p.Distribution) + p.Rate.nameSuffix() + p.contentSuffix()
+	return n + distName(p.Distribution) + syncName(p.Sync) + p.Rate.nameSuffix() + p.contentSuffix()
 }
 
 // contentSuffix is the data content's part of a pattern name: -c50 for

@@ -98,6 +98,9 @@ func checkPatterns(r Request, plan *target.Plan, facts bool) error {
 		if err == nil {
 			err = iotest.CheckPassthrough(plan.Namespace(), p, *r.Options)
 		}
+		if err == nil {
+			err = iotest.CheckSync(p, *r.Options)
+		}
 		if err != nil {
 			if len(r.Patterns) == 1 {
 				return err

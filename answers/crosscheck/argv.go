@@ -82,6 +82,7 @@ func (c *Comparison) fioArgv(ps pattern.Spec) []string {
 	if p.Dedupe > 0 {
 		argv = append(argv, "--dedupe_percentage="+strconv.Itoa(p.Dedupe))
 	}
+	argv = append(argv, fioSync(p.Sync)...)
 	argv = append(argv, "--iodepth="+strconv.Itoa(depth), "--numjobs="+strconv.Itoa(jobs),
 		"--group_reporting", "--time_based", "--runtime="+fioDuration(c.o.Runtime), "--ramp_time="+fioDuration(c.o.Ramp),
 		"--randrepeat=0", "--norandommap", "--output-format=json")
@@ -111,6 +112,9 @@ func (c *Comparison) iomatrixArgv(ps pattern.Spec) []string {
 	}
 	if p.Dedupe > 0 {
 		argv = append(argv, "--dedupe", strconv.Itoa(p.Dedupe))
+	}
+	if p.Sync != "" {
+		argv = append(argv, "--sync", p.Sync)
 	}
 	argv = append(argv, "--qd", strconv.Itoa(p.QueueDepth), "--jobs", strconv.Itoa(p.Jobs),
 		"--runtime", c.o.Runtime.String(), "--ramp", c.o.Ramp.String(), "--engine", c.o.Engine, "--format", "json")
@@ -156,4 +160,18 @@ func iomatrixFigures(out []byte) (results.Total, error) {
 		return results.Total{}, fmt.Errorf("iomatrix's output holds %d results, not 1", len(doc.Results))
 	}
 	return doc.Results[0].Total, nil
+}
+
+// fioSync is fio's options for a durable-write mode: O_DSYNC
+// (sync=dsync) for dsync, fdatasync=N or fsync=N for a sync after every
+// N-th write.
+func fioSync(sync string) []string {
+	kind, n, linked := strings.Cut(sync, ":")
+	switch {
+	case sync == "":
+		return nil
+	case !linked:
+		return []string{"--sync=" + kind}
+	}
+	return []string{"--" + kind + "=" + n}
 }

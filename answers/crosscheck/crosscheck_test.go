@@ -257,6 +257,22 @@ func TestArgv(t *testing.T) {
 	}
 }
 
+// Durable writes carry over as fio's own options: O_DSYNC for dsync, a
+// sync every N writes for fdatasync:N and fsync:N.
+func TestArgvSync(t *testing.T) {
+	c := &Comparison{o: Options{Fio: "fio", Iomatrix: "iomatrix", Target: "/tmp/f", Size: 1 << 30, Engine: iotest.EngineUring, Runtime: time.Second}}
+	for sync, want := range map[string]string{"sync=dsync": "--sync=dsync", "sync=fdatasync:1": "--fdatasync=1", "sync=fsync:8": "--fsync=8"} {
+		ps := spec(t, "write:4k:1 "+sync)
+		fio, iom := strings.Join(c.fioArgv(ps), " "), strings.Join(c.iomatrixArgv(ps), " ")
+		if !strings.Contains(fio, " "+want+" ") {
+			t.Errorf("%s: fio %s, want %s", sync, fio, want)
+		}
+		if !strings.Contains(iom, " --sync "+ps.Pattern.Sync+" ") {
+			t.Errorf("%s: iomatrix %s", sync, iom)
+		}
+	}
+}
+
 func TestMedian(t *testing.T) {
 	for _, c := range []struct {
 		in   []float64

@@ -29,7 +29,7 @@ var flagNames = map[string]string{
 	"access": "--rw", "block_size": "--bs", "read_pct": "--rwmix", "queue_depth": "--qd",
 	"jobs": "--jobs", "runtime": "--runtime", "ramp": "--ramp", "engine": "--engine", "size": "--size",
 	"min-runtime": "--min-runtime", "max-runtime": "--max-runtime", "precision": "--precision",
-	"rate": "--rate", "arrival": "--arrival", "speed": "--speed",
+	"rate": "--rate", "arrival": "--arrival", "speed": "--speed", "sync": "--sync",
 	"bssplit": "--bssplit", "random_distribution": "--random-distribution",
 	"lat_log": "--lat-log", "lat_log_avg": "--lat-log-avg", "response_log": "--response-log",
 	"compress_pct": "--compress", "dedupe_pct": "--dedupe",

@@ -181,6 +181,7 @@ type fioJob struct {
 	Read       *fioDir        `json:"read"`
 	Write      *fioDir        `json:"write"`
 	Trim       *fioDir        `json:"trim"`
+	Sync       *fioSyncDir    `json:"sync"`
 	JobRuntime int64          `json:"job_runtime"` // ms, summed over a group's threads
 	UsrCPU     float64        `json:"usr_cpu"`
 	SysCPU     float64        `json:"sys_cpu"`
@@ -195,6 +196,13 @@ type fioDir struct {
 	TotalIOs uint64   `json:"total_ios"`
 	ShortIOs uint64   `json:"short_ios"`
 	Clat     *fioClat `json:"clat_ns"`
+}
+
+// fioSyncDir is a job's syncs (fsync, fdatasync): their count and
+// latency, apart from the writes' (whose clat_ns leaves them out).
+type fioSyncDir struct {
+	TotalIOs uint64   `json:"total_ios"`
+	Lat      *fioClat `json:"lat_ns"`
 }
 
 type fioClat struct {
@@ -482,6 +490,7 @@ func (g *fioJobGroup) result(sameGroup []*fioJobGroup) (results.Result, string) 
 	res.DurationNS = durationMS * int64(time.Millisecond)
 	res.Read = fioSumDir(reads, uint64(p.BlockSize))
 	res.Write = fioSumDir(writes, uint64(p.BlockSize))
+	res.Syncs = fioSyncs(p, g.entries)
 	res.Total = results.Total{
 		IOs:     res.Read.IOs + res.Write.IOs,
 		Bytes:   res.Read.Bytes + res.Write.Bytes,
@@ -520,7 +529,49 @@ func fioPattern(opts map[string]string) (results.Pattern, string) {
 	if p, reason = fioContent(p, opts); reason != "" {
 		return results.Pattern{}, reason
 	}
-	return fioMix(p, opts)
+	if p, reason = fioMix(p, opts); reason != "" {
+		return p, reason
+	}
+	return fioSync(p, opts)
+}
+
+// fioSync adds the job's durable writes: sync=dsync (O_DSYNC) is dsync,
+// fdatasync=N and fsync=N a sync after every N-th write. fio syncs only a
+// job that writes; O_SYNC (sync=1, sync=sync) and more than one of them
+// at once are no pattern's.
+func fioSync(p results.Pattern, opts map[string]string) (results.Pattern, string) {
+	var modes, given []string
+	switch v := strings.ToLower(strings.TrimSpace(opts["sync"])); v {
+	case "", "0", "none":
+	case "dsync":
+		modes, given = append(modes, pattern.SyncDsync), append(given, "sync="+opts["sync"])
+	default:
+		return results.Pattern{}, fmt.Sprintf("sync=%s: O_SYNC writes are not supported (sync=dsync, fdatasync=N and fsync=N are)", opts["sync"])
+	}
+	for _, k := range []string{pattern.SyncFsync, pattern.SyncFdatasync} {
+		v := strings.TrimSpace(opts[k])
+		if v == "" || v == "0" {
+			continue
+		}
+		if n, err := strconv.Atoi(v); err != nil || n < 0 {
+			return results.Pattern{}, fmt.Sprintf("%s=%s is not a count of writes", k, v)
+		}
+		modes, given = append(modes, k+":"+v), append(given, k+"="+v)
+	}
+	if len(modes) == 0 || !p.Writes() {
+		return p, ""
+	}
+	if len(modes) > 1 {
+		return results.Pattern{}, strings.Join(given, " with ") + ": a pattern has one durable-write mode"
+	}
+	q, err := pattern.WithSync(p, modes[0])
+	if err != nil {
+		return results.Pattern{}, given[0] + ": " + err.Error()
+	}
+	if pattern.SyncOf(q).Linked() && q.QueueDepth > 1 {
+		return results.Pattern{}, fmt.Sprintf("%s with iodepth=%d: iomatrix syncs after a stream's one write in flight (iodepth=1)", given[0], q.QueueDepth)
+	}
+	return q, ""
 }
 
 // fioContent adds the data the job's writes carry: the percentages of
@@ -663,12 +714,8 @@ var fioUnsupportedOptions = []struct {
 	{"thinktime", []string{"0"}, "think time lowers the IOPS below the disk's"},
 	{"unified_rw_reporting", []string{"0", "none", "2", "both"}, "reads and writes are reported together"},
 	{"kb_base", []string{"1024"}, "sizes in powers of 1000 are not supported"},
-	// A write that waits to be durable, or data that compresses or
-	// repeats, measures what a pattern of plain writes of random data
-	// does not: imported as one, its figures would be taken for that.
-	{"fsync", []string{"0"}, "writes followed by syncs are not supported"},
-	{"fdatasync", []string{"0"}, "writes followed by syncs are not supported"},
-	{"sync", []string{"0", "none"}, "synchronous writes are not supported"},
+	// Data that compresses or repeats is a pattern's (see fioContent), and
+	// so are durable writes (see fioSync).
 }
 
 func fioReadMix(opts map[string]string) (int, string) {
@@ -802,6 +849,33 @@ func fioSumDir(dirs []*fioDir, bs uint64) results.DirStats {
 		}
 	}
 	s.LatNS = fioLatency(clats)
+	return s
+}
+
+// fioSyncs is the result's Syncs: the syncs fio issued (each completed,
+// as fio counts only those) and their latency; nil for a pattern without
+// syncs of its own.
+func fioSyncs(p results.Pattern, entries []*fioJob) *results.SyncStats {
+	if !pattern.SyncOf(p).Linked() {
+		return nil
+	}
+	s := &results.SyncStats{}
+	var lats []*fioClat
+	for _, j := range entries {
+		if j.Sync == nil {
+			continue
+		}
+		// fio 3.33 leaves the sync's total_ios 0 and counts them in
+		// lat_ns's N.
+		n := j.Sync.TotalIOs
+		if j.Sync.Lat != nil && j.Sync.Lat.N > 0 {
+			lats = append(lats, j.Sync.Lat)
+			n = max(n, j.Sync.Lat.N)
+		}
+		s.Submitted += n
+	}
+	s.Completed = s.Submitted
+	s.LatNS = fioLatency(lats)
 	return s
 }
 

@@ -535,9 +535,12 @@ func TestImportFioMapping(t *testing.T) {
 			setOpt("cmd_type", "nvme")(m)
 		}, results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 16, Jobs: 1}, ""},
 		{"rate limited", "randread.json", setOpt("rate_iops", "500"), results.Pattern{}, "rate"},
-		{"fdatasync", "randread.json", setOpt("fdatasync", "1"), results.Pattern{}, "fdatasync=1: writes followed by syncs"},
-		{"fsync", "randread.json", setOpt("fsync", "8"), results.Pattern{}, "syncs"},
-		{"O_DSYNC", "randread.json", setOpt("sync", "dsync"), results.Pattern{}, "synchronous writes"},
+		{"fdatasync on reads", "randread.json", setOpt("fdatasync", "1"), results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 16, Jobs: 1}, ""},
+		{"fdatasync at QD16", "randwrite.json", setOpt("fdatasync", "1"), results.Pattern{}, "fdatasync=1 with iodepth=8: iomatrix syncs after a stream's one write in flight (iodepth=1)"},
+		{"fsync", "seqwrite.json", func(m map[string]any) { setOpt("fsync", "8")(m); setOpt("iodepth", "1")(m) }, results.Pattern{Access: results.Sequential, BlockSize: 1 << 20, QueueDepth: 1, Jobs: 1, Sync: "fsync:8"}, ""},
+		{"O_DSYNC", "randwrite.json", setOpt("sync", "dsync"), results.Pattern{Access: results.Random, BlockSize: 4096, QueueDepth: 8, Jobs: 1, Sync: "dsync"}, ""},
+		{"O_SYNC", "randwrite.json", setOpt("sync", "1"), results.Pattern{}, "sync=1: O_SYNC writes are not supported"},
+		{"two modes", "randwrite.json", func(m map[string]any) { setOpt("sync", "dsync")(m); setOpt("fdatasync", "1")(m) }, results.Pattern{}, "sync=dsync with fdatasync=1: a pattern has one durable-write mode"},
 		{"sync off", "randread.json", setOpt("sync", "none"), results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 16, Jobs: 1}, ""},
 		// Data content is a pattern's; a job that only reads has none.
 		{"compressible reads", "randread.json", setOpt("buffer_compress_percentage", "50"), results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 16, Jobs: 1}, ""},

@@ -38,6 +38,8 @@ type Fields struct {
 	// Compress and Dedupe are the written data's content (see
 	// results.Pattern): percentages, 0 for random, unique data.
 	Compress, Dedupe int
+	// Sync is the durable-write mode (ParseSync's syntax; "" is none).
+	Sync string
 }
 
 // rwWords are the RW words with the access and read share they stand for;
@@ -92,6 +94,9 @@ func Build(f Fields) (p results.Pattern, sharePct float64, err error) {
 	if p, err = withMix(p, f.BSSplit, f.Distribution); err != nil {
 		return p, 0, err
 	}
+	if p, err = WithSync(p, f.Sync); err != nil {
+		return p, 0, err
+	}
 	if err := validateMixed(p, f.BSSplit); err != nil {
 		return p, 0, err
 	}
@@ -138,7 +143,8 @@ func withRate(p results.Pattern, f Fields) (results.Pattern, float64, error) {
 // Spec is a pattern written in one word, RW:BS:QD[:RWMIX[:JOBS]],
 // optionally followed by bssplit=MIX (BS then left empty),
 // random_distribution=DIST, buffer_compress_percentage=PCT and
-// dedupe_percentage=PCT, fio's options, separated by spaces:
+// dedupe_percentage=PCT, fio's options, and sync=MODE (run's --sync),
+// separated by spaces:
 // RW is randread, randwrite, randrw, read or write, BS a block size (4k =
 // 4096), QD the queue depth per job, RWMIX the read percentage of randrw
 // (default 50, may be left empty) and JOBS the number of jobs (default 1):
@@ -163,7 +169,7 @@ func (e *SpecError) Unwrap() error { return ErrBadPattern }
 // specFields are a spec's names for the fields FieldError names.
 var specFields = map[string]string{"access": "RW", "block_size": "BS", "read_pct": "RWMIX", "queue_depth": "QD", "jobs": "JOBS",
 	"bssplit": "bssplit", "random_distribution": "random_distribution",
-	"compress_pct": "buffer_compress_percentage", "dedupe_pct": "dedupe_percentage"}
+	"compress_pct": "buffer_compress_percentage", "dedupe_pct": "dedupe_percentage", "sync": "sync"}
 
 // specName spells a field as a spec does.
 func specName(field string) string {
@@ -183,7 +189,7 @@ func ParseSpec(spec string) (Spec, error) {
 	if len(words) == 0 {
 		return bad("want RW:BS:QD[:RWMIX[:JOBS]], e.g. randread:4k:32 or randrw:16k:8:70")
 	}
-	var bssplit, dist string
+	var bssplit, dist, sync string
 	var compress, dedupe int
 	for _, w := range words[1:] {
 		k, v, _ := strings.Cut(w, "=")
@@ -202,8 +208,10 @@ func ParseSpec(spec string) (Spec, error) {
 			} else {
 				compress = n
 			}
+		case "sync":
+			sync = v
 		default:
-			return bad("%q: after the pattern, want bssplit=MIX, random_distribution=DIST, buffer_compress_percentage=PCT or dedupe_percentage=PCT", w)
+			return bad("%q: after the pattern, want bssplit=MIX, random_distribution=DIST, buffer_compress_percentage=PCT, dedupe_percentage=PCT or sync=MODE", w)
 		}
 	}
 	f := strings.Split(words[0], ":")
@@ -215,7 +223,7 @@ func ParseSpec(spec string) (Spec, error) {
 		return bad("QD is missing")
 	}
 	fields := Fields{RW: f[0], BlockSize: f[1], ReadMix: 50, ReadMixGiven: f[3] != "", Jobs: 1, BSSplit: bssplit, Distribution: dist,
-		Compress: compress, Dedupe: dedupe}
+		Compress: compress, Dedupe: dedupe, Sync: sync}
 	for _, fd := range []struct {
 		name, text string
 		into       *int

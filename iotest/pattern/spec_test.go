@@ -29,6 +29,10 @@ func TestParseSpec(t *testing.T) {
 		{"randread::32 bssplit=4k/60:16k/30:1m/10", "randread", results.Pattern{Access: results.Random, BlockSize: 1 << 20, ReadPct: 100, QueueDepth: 32, Jobs: 1, BSSplit: "4k/60:16k/30:1m/10"}},
 		{"randrw:4k:8:70 random_distribution=zipf:1.2", "randrw", results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 70, QueueDepth: 8, Jobs: 1, Distribution: "zipf:1.2"}},
 		{"write:128k:1 buffer_compress_percentage=50 dedupe_percentage=20", "write", results.Pattern{Access: results.Sequential, BlockSize: 128 << 10, QueueDepth: 1, Jobs: 1, Compress: 50, Dedupe: 20}},
+		{"write:8k:1 sync=fdatasync", "write", results.Pattern{Access: results.Sequential, BlockSize: 8192, QueueDepth: 1, Jobs: 1, Sync: "fdatasync:1"}},
+		{"randwrite:4k:32 sync=DSYNC", "randwrite", results.Pattern{Access: results.Random, BlockSize: 4096, QueueDepth: 32, Jobs: 1, Sync: "dsync"}},
+		{"write:4k:1::4 sync=fsync:8", "write", results.Pattern{Access: results.Sequential, BlockSize: 4096, QueueDepth: 1, Jobs: 4, Sync: "fsync:8"}},
+		{"write:4k:1 sync=none", "write", results.Pattern{Access: results.Sequential, BlockSize: 4096, QueueDepth: 1, Jobs: 1}},
 	} {
 		ps, err := ParseSpec(c.spec)
 		if err != nil || ps.RW != c.rw || ps.Pattern != c.want || ps.Spec != c.spec {
@@ -44,11 +48,16 @@ func TestParseSpec(t *testing.T) {
 		{"randread:4k:8 bssplit=4k/50:8k/50", "BS: leave it empty with bssplit, whose largest size is the pattern's block size"},
 		{"randread::8 bssplit=4k/50:8k/40", "bssplit: \"4k/50:8k/40\": shares sum to 90%, not 100%"},
 		{"read:4k:8 random_distribution=zipf:1.2", "random_distribution: a skewed distribution applies to random offsets only"},
-		{"randread:4k:8 rate=5", "\"rate=5\": after the pattern, want bssplit=MIX, random_distribution=DIST, buffer_compress_percentage=PCT or dedupe_percentage=PCT"},
+		{"randread:4k:8 rate=5", "\"rate=5\": after the pattern, want bssplit=MIX, random_distribution=DIST, buffer_compress_percentage=PCT, dedupe_percentage=PCT or sync=MODE"},
 		{"randwrite:4k:8 dedupe_percentage=x", `dedupe_percentage "x" is not a whole number`},
 		{"randwrite:4k:8 buffer_compress_percentage=101", "buffer_compress_percentage: 101 is outside 0..100"},
 		{"randread:4k:8 dedupe_percentage=50", "dedupe_percentage: sets what writes carry, and the pattern only reads"},
 		{"randread:4k:x", `QD "x" is not a whole number`},
+		{"randread:4k:1 sync=dsync", "sync: dsync makes writes durable: the pattern only reads"},
+		{"write:4k:2 sync=fdatasync:1", "sync: fdatasync:1 needs QD 1: a sync waits for the write it follows, and a stream with more in flight would sync writes it has not finished (use dsync, or more jobs)"},
+		{"write:4k:1 sync=fsync:0", `sync: "fsync:0": N of fsync:N must be a whole number, 1 or more`},
+		{"write:4k:1 sync=dsync:2", `sync: "dsync:2": dsync takes no count`},
+		{"write:4k:1 sync=osync", `sync: "osync" is not one of none, dsync, fdatasync:N, fsync:N`},
 		{"randrw:4k:1:half", `RWMIX "half" is not a whole number`},
 		{"randread:4k:1::two", `JOBS "two" is not a whole number`},
 		{"trim:4k:1", `RW: "trim" is not one of randread, randwrite, randrw, read, write`},

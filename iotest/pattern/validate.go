@@ -30,7 +30,7 @@ var ErrBadPattern = errors.New("invalid pattern")
 type FieldError struct {
 	// Field is the pattern's name for it: "block_size", "read_pct",
 	// "queue_depth", "jobs", "access", "bssplit", "random_distribution",
-	// "rate", "arrival", "compress_pct", "dedupe_pct"; or a run
+	// "rate", "arrival", "compress_pct", "dedupe_pct", "sync"; or a run
 	// setting's ("runtime", "engine", …).
 	Field string
 	// Msg says what is wrong, naming any other field by its own name.
@@ -103,6 +103,9 @@ func Validate(p results.Pattern) error {
 		return err
 	}
 	if err := validateContent(p); err != nil {
+		return err
+	}
+	if err := validateSync(p); err != nil {
 		return err
 	}
 	return validateDistribution(p)

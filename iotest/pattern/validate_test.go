@@ -69,3 +69,30 @@ func TestPatternValidate(t *testing.T) {
 		t.Error("target smaller than a block accepted")
 	}
 }
+
+func TestValidateSync(t *testing.T) {
+	w := results.Pattern{Access: results.Sequential, BlockSize: 4096, QueueDepth: 1, Jobs: 1}
+	for _, c := range []struct {
+		sync string
+		read int
+		qd   int
+		ok   bool
+	}{
+		{"", 0, 8, true}, {"dsync", 0, 32, true}, {"dsync", 99, 1, true}, {"fdatasync:1", 0, 1, true}, {"fsync:16", 50, 1, true},
+		{"dsync", 100, 1, false}, {"fdatasync:1", 0, 2, false}, {"fdatasync", 0, 1, false}, {"fsync:01", 0, 1, false}, {"none", 0, 1, false},
+	} {
+		p := w
+		p.Sync, p.ReadPct, p.QueueDepth = c.sync, c.read, c.qd
+		if err := Validate(p); (err == nil) != c.ok || err != nil && !IsField(err, "sync") {
+			t.Errorf("%q r%d qd%d: %v, want ok %v", c.sync, c.read, c.qd, err, c.ok)
+		}
+	}
+	names := map[string]string{"dsync": "seq-write-4k-qd1-dsync", "fdatasync:1": "seq-write-4k-qd1-fdatasync1", "fsync:8": "seq-write-4k-qd1-fsync8"}
+	for sync, name := range names {
+		p := w
+		p.Sync = sync
+		if p.Name() != name {
+			t.Errorf("%s: name %s, want %s", sync, p.Name(), name)
+		}
+	}
+}

@@ -1,0 +1,126 @@
+package pattern
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/iomatrix/iomatrix/internal/fault"
+	"github.com/iomatrix/iomatrix/results"
+)
+
+// The kinds of durable write (results.Pattern.Sync).
+const (
+	// SyncNone: writes nothing waits on to be durable (the default).
+	SyncNone = "none"
+	// SyncDsync: each write is durable when it completes (RWF_DSYNC, the
+	// O_DSYNC of one write).
+	SyncDsync = "dsync"
+	// SyncFdatasync and SyncFsync: after every N-th write of a stream, a
+	// sync of the file that the write waits for.
+	SyncFdatasync = "fdatasync"
+	SyncFsync     = "fsync"
+)
+
+// Sync is a parsed durable-write mode.
+type Sync struct {
+	// Kind is SyncNone, SyncDsync, SyncFdatasync or SyncFsync.
+	Kind string
+	// Every is N of fdatasync:N and fsync:N: a sync after every N-th
+	// write; 0 otherwise.
+	Every int
+}
+
+// ParseSync reads a durable-write mode: none, dsync, fdatasync:N or
+// fsync:N (N ≥ 1; a bare fdatasync or fsync is N = 1). The error says
+// what is wrong, without naming the field.
+func ParseSync(s string) (Sync, error) {
+	kind, n, hasN := strings.Cut(strings.ToLower(strings.TrimSpace(s)), ":")
+	switch kind {
+	case "", SyncNone, SyncDsync:
+		if hasN {
+			return Sync{}, fmt.Errorf("%q: %s takes no count", s, kind)
+		}
+		if kind == "" {
+			kind = SyncNone
+		}
+		return Sync{Kind: kind}, nil
+	case "0":
+		return Sync{Kind: SyncNone}, nil // fio's sync=0
+	case "1", "sync":
+		return Sync{}, fmt.Errorf("%q: fio's O_SYNC writes (sync=1, sync=sync) are not measured: use dsync (O_DSYNC) or fsync:1", s)
+	case SyncFdatasync, SyncFsync:
+		if !hasN {
+			return Sync{Kind: kind, Every: 1}, nil
+		}
+		every, err := strconv.Atoi(n)
+		if err != nil || every < 1 {
+			return Sync{}, fmt.Errorf("%q: N of %s:N must be a whole number, 1 or more", s, kind)
+		}
+		return Sync{Kind: kind, Every: every}, nil
+	}
+	return Sync{}, fmt.Errorf("%q is not one of none, dsync, fdatasync:N, fsync:N", s)
+}
+
+// SyncOf is a pattern's durable-write mode, parsed; a pattern Validate
+// passed always parses.
+func SyncOf(p results.Pattern) Sync {
+	s, err := ParseSync(p.Sync)
+	if err != nil {
+		return Sync{Kind: SyncNone}
+	}
+	return s
+}
+
+// Canonical is the mode as a pattern keeps it: "" for none, "dsync",
+// "fdatasync:N", "fsync:N".
+func (s Sync) Canonical() string {
+	switch s.Kind {
+	case SyncNone, "":
+		return ""
+	case SyncDsync:
+		return SyncDsync
+	}
+	return s.Kind + ":" + strconv.Itoa(s.Every)
+}
+
+// Linked tells whether the mode issues syncs of its own (fdatasync:N,
+// fsync:N), as opposed to flagging each write (dsync) or none.
+func (s Sync) Linked() bool { return s.Every > 0 }
+
+// WithSync is p with the durable-write mode s (ParseSync's syntax) in
+// canonical form, unchecked against the rest of p (Validate).
+func WithSync(p results.Pattern, s string) (results.Pattern, error) {
+	parsed, err := ParseSync(s)
+	if err != nil {
+		return p, Fieldf("sync", "%s", err.Error())
+	}
+	p.Sync = parsed.Canonical()
+	return p, nil
+}
+
+// validateSync checks a pattern's durable-write mode: it parses, is in
+// canonical form, the pattern writes, and a sync of its own follows a
+// stream's one write in flight at a time.
+func validateSync(p results.Pattern) error {
+	if p.Sync == "" {
+		return nil
+	}
+	s, err := ParseSync(p.Sync)
+	if err != nil {
+		return Fieldf("sync", "%s", err.Error())
+	}
+	if c := s.Canonical(); c != p.Sync {
+		return Fieldf("sync", "%q is not in canonical form %q", p.Sync, c)
+	}
+	if !p.Writes() {
+		return Fieldf("sync", "%s makes writes durable: the pattern only reads", s.Canonical())
+	}
+	if s.Linked() && p.QueueDepth > 1 {
+		return Mention("sync", func(n fault.Namer) string {
+			return fmt.Sprintf("%s needs %s 1: a sync waits for the write it follows, and a stream with more in flight would sync "+
+				"writes it has not finished (use dsync, or more jobs)", s.Canonical(), n("queue_depth"))
+		})
+	}
+	return nil
+}

@@ -1,0 +1,142 @@
+package iotest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/iomatrix/iomatrix/internal/testenv"
+	"github.com/iomatrix/iomatrix/iotest/pattern"
+	"github.com/iomatrix/iomatrix/iotest/target"
+	"github.com/iomatrix/iomatrix/results"
+)
+
+// syncStream is a ring stream of one slot whose write carries a linked
+// fdatasync, for feeding it completions by hand: nothing is submitted.
+func syncStream(t *testing.T) *ringStream {
+	t.Helper()
+	testenv.Require(t, ProbeUring() == nil, "io_uring unavailable")
+	r, err := newUring(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.close)
+	w := &worker{st: newStats(1), clk: &clock{}, sync: pattern.Sync{Kind: pattern.SyncFdatasync, Every: 1}}
+	w.clk.end.Store(1 << 62)
+	s := &ringStream{w: w, r: r, bufs: [][]byte{make([]byte, 4096)}, slots: make([]slot, 1)}
+	s.slots[0] = slot{size: 4096, write: true, off: 8192}
+	s.slots[0].synced = w.syncDue()
+	s.issue(0)
+	return s
+}
+
+// cqe is a completion of slot 0's write, or of its sync of generation gen.
+func cqe(sync bool, gen uint8, res int32) *uringCqe {
+	if sync {
+		return &uringCqe{userData: syncUserData(0, gen), res: res}
+	}
+	return &uringCqe{res: res}
+}
+
+// A write that fails cancels the sync linked after it: the write's failure
+// is counted once, the cancelled sync is no second failure, nor a sync
+// issued again as io-wq's own cancellations are.
+func TestLinkedSyncOfAFailedWrite(t *testing.T) {
+	s := syncStream(t)
+	ecanceled, eio := -int32(unix.ECANCELED), -int32(unix.EIO)
+	if _, c := s.completion(cqe(false, 0, eio), 10); c != ioFailed {
+		t.Fatalf("failed write: %v", c)
+	}
+	if _, c := s.completion(cqe(true, 0, ecanceled), 11); c != syncStale {
+		t.Fatalf("its cancelled sync: %v, want stale", c)
+	}
+	st := s.w.st
+	if st.badWrites != 1 || st.sync.failed != 0 || st.sync.done != 0 || st.sync.submitted != 1 || st.reWrites != 0 {
+		t.Errorf("bad writes %d, syncs failed %d done %d submitted %d, reissued %d", st.badWrites, st.sync.failed, st.sync.done, st.sync.submitted, st.reWrites)
+	}
+	if st.err == nil || st.err.Op != "write" || st.err.Errno != int(unix.EIO) {
+		t.Errorf("error %+v", st.err)
+	}
+}
+
+// A write io-wq cancelled on its own goes again with a new sync; the old
+// sync's cancellation is stale, the new pair completes the write.
+func TestLinkedSyncOfAReissuedWrite(t *testing.T) {
+	s := syncStream(t)
+	ecanceled := -int32(unix.ECANCELED)
+	for _, step := range []struct {
+		c    *uringCqe
+		want completion
+	}{
+		{cqe(false, 0, ecanceled), ioReissued},
+		{cqe(true, 0, ecanceled), syncStale},
+		{cqe(false, 0, 4096), ioHeld},
+		{cqe(true, 1, ecanceled), ioReissued}, // the sync alone, cancelled by io-wq
+		{cqe(true, 1, 0), ioDone},
+	} {
+		if _, c := s.completion(step.c, 100); c != step.want {
+			t.Fatalf("cqe %+v: %v, want %v", *step.c, c, step.want)
+		}
+	}
+	st := s.w.st
+	if st.badWrites != 0 || st.sync.done != 1 || st.sync.failed != 0 || st.reWrites != 1 {
+		t.Errorf("bad writes %d, syncs done %d failed %d, reissued %d", st.badWrites, st.sync.done, st.sync.failed, st.reWrites)
+	}
+}
+
+// A sync that fails fails its write: both are counted, once each.
+func TestLinkedSyncFails(t *testing.T) {
+	s := syncStream(t)
+	if _, c := s.completion(cqe(false, 0, 4096), 10); c != ioHeld {
+		t.Fatalf("write: %v", c)
+	}
+	if _, c := s.completion(cqe(true, 0, -int32(unix.EIO)), 11); c != ioFailed {
+		t.Fatalf("sync: %v", c)
+	}
+	st := s.w.st
+	if st.badWrites != 1 || st.sync.failed != 1 || st.err == nil || st.err.Op != "fdatasync" || st.err.Offset != 8192 {
+		t.Errorf("bad writes %d, syncs failed %d, error %+v", st.badWrites, st.sync.failed, st.err)
+	}
+}
+
+// On a block device, each fdatasync reaches the disk as a flush, and each
+// dsync write too where the disk has no FUA (a loop device has none: the
+// block layer follows the write with a flush). The syncs are counted.
+func TestDurableWritesFlushTheDisk(t *testing.T) {
+	dev := testenv.RAMDisk(t, 64<<20)
+	fua, _ := os.ReadFile(filepath.Join("/sys/block", filepath.Base(dev), "queue/fua"))
+	for _, eng := range engines(t) {
+		for _, sync := range []string{"fdatasync:1", "fsync:4", "dsync"} {
+			tg := openPlan(t, dev, target.Options{Writes: true, AllowDestructive: true})
+			p := results.Pattern{Access: results.Sequential, BlockSize: 4096, QueueDepth: 1, Jobs: 1, Sync: sync}
+			r, err := Run(context.Background(), tg, p, Options{Runtime: time.Minute, MaxIOs: 2000, Seed: 1, Engine: eng})
+			_ = tg.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			writes := r.Write.IOs
+			t.Logf("%s %s: %d writes, %d flushes, %d requests, syncs %+v", eng, sync, writes, r.Device.Flushes, r.Device.IOs, r.Syncs)
+			every := pattern.SyncOf(p).Every
+			if every == 0 {
+				if r.Syncs != nil {
+					t.Errorf("%s %s: syncs %+v", eng, sync, r.Syncs)
+				}
+				if string(fua) == "0\n" && r.Device.Flushes < writes {
+					t.Errorf("%s %s: %d flushes for %d writes on a disk without FUA", eng, sync, r.Device.Flushes, writes)
+				}
+				continue
+			}
+			want := r.Completed.Writes / uint64(every)
+			if s := r.Syncs; s == nil || s.Submitted != want || s.Completed != want || s.Failed != 0 || s.LatNS.Count != writes/uint64(every) {
+				t.Errorf("%s %s: syncs %+v, want %d", eng, sync, r.Syncs, want)
+			}
+			if r.Device.Flushes < writes/uint64(every) {
+				t.Errorf("%s %s: %d flushes for %d syncs", eng, sync, r.Device.Flushes, writes/uint64(every))
+			}
+		}
+	}
+}
