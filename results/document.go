@@ -136,6 +136,9 @@ type Settings struct {
 	// RateSweep is set on a load–latency sweep: what a resumed one
 	// keeps.
 	RateSweep *RateSweepSettings `json:"rate_sweep,omitempty"`
+	// KeepMerges says the profile's nomerges settings were not applied:
+	// every cell ran with the disk's request merging as it was.
+	KeepMerges bool `json:"keep_merges,omitempty"`
 }
 
 // RateSweepSettings are a load–latency sweep's: the one shape it
@@ -245,6 +248,21 @@ type Result struct {
 	Error    *IOError   `json:"error,omitempty"`
 	// Fleet is set on the cells of a fleet document.
 	Fleet *Fleet `json:"fleet,omitempty"`
+	// Nomerges is set on a cell whose profile asks for a nomerges
+	// setting of the disk's queue (the iocost profile's 4K cells).
+	Nomerges *Nomerges `json:"nomerges,omitempty"`
+}
+
+// Nomerges is the request merging of the disk's queue while a cell ran:
+// what the profile asked (0 merges, 1 only the simple merges, 2 none),
+// and what was in effect, set for the cell and put back after it, or the
+// disk's own when the sweep kept it (Settings.KeepMerges).
+type Nomerges struct {
+	Disk  string `json:"disk"`
+	Asked int    `json:"asked"`
+	Value int    `json:"value"`
+	// Kept says the disk's setting was left as it was.
+	Kept bool `json:"kept,omitempty"`
 }
 
 // How a result's window ended (Result.Stop).
@@ -471,6 +489,11 @@ type DevStats struct {
 	// requests.
 	Bytes      uint64 `json:"bytes,omitempty"`
 	OtherBytes uint64 `json:"other_bytes,omitempty"`
+	// Merges are the requests the disk merged into others in the window
+	// (/proc/diskstats' merged reads and writes), absent where the
+	// counters were not read: near zero when a cell ran with the disk's
+	// merging off (Result.Nomerges).
+	Merges *Counts `json:"merges,omitempty"`
 	// Uncounted, when set, says why the disk's counters were not read:
 	// the kernel does not count the target's I/O there (NVMe passthrough
 	// commands), so the figures above are not measured, not zero.
