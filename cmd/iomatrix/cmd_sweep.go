@@ -31,6 +31,9 @@ type sweepOptions struct {
 	// Frame writes progress and the document as frames (results.Frames)
 	// on stdout, for a log that other lines share: a pod's.
 	Frame bool
+	// KeepMerges leaves the disk's request merging as it is, where the
+	// profile asks to set it (the iocost profile's 4K cells).
+	KeepMerges bool
 	rateOptions
 }
 
@@ -40,6 +43,7 @@ func (o *sweepOptions) AddFlags(f *pflag.FlagSet) {
 	formatVar(f, &o.Format, []string{"text", "json"}, "output on stdout at the end: text (the matrix) or json (the results document)")
 	f.BoolVar(&o.ContinueOnError, "continue-on-error", false, "on an I/O error, record the failed cell and go on with the next pattern (exit status 1 at the end)")
 	f.BoolVar(&o.Frame, "frame", false, "with --format json: frame the document, and a line per finished pattern, so that a log shared with other output (a pod's, read by iomatrix k8s) carries them intact")
+	f.BoolVar(&o.KeepMerges, "keep-merges", false, "leave the disk's request merging as it is: by default the cells a profile marks (the iocost profile's 4K cells) run with the disk's nomerges set as the profile says, and put back after each, which needs root")
 	o.rateOptions.AddFlags(f)
 	forceFlag(f, "--out file, starting over (--resume continues it)")
 	durationVar(f, &o.Precondition, "precondition", 0, "bring an SSD to steady state first: fill the whole target sequentially twice, then random 4k writes for this long (e.g. 30m; a bare number is seconds); overwrites the target")
@@ -142,6 +146,10 @@ func (o *sweepOptions) adoptSettings(d *results.Document, setup *sweepSetup) err
 	if err != nil {
 		return resumeError(err)
 	}
+	if o.given("keep-merges") && o.KeepMerges != d.Settings.KeepMerges {
+		return usagef("--keep-merges: the file's cells ran with the disk's request merging %s: resume it as they ran", mergesWord(d.Settings.KeepMerges))
+	}
+	o.KeepMerges = d.Settings.KeepMerges
 	setup.target, setup.profile, setup.rates = r.Target, r.Profile, r.RateSweep
 	o.Runtime, o.Ramp = r.Runtime, r.Ramp // not the profile's defaults: the file's
 	if f := r.Auto; f != nil {
@@ -154,6 +162,14 @@ func (o *sweepOptions) adoptSettings(d *results.Document, setup *sweepSetup) err
 		o.Cap = r.CapSpec // parsed by precheck, as if given
 	}
 	return nil
+}
+
+// mergesWord says how a file's cells left the disk's request merging.
+func mergesWord(kept bool) string {
+	if kept {
+		return "kept as it was"
+	}
+	return "set as the profile asks"
 }
 
 // given is p when the flag was given, else nil.
@@ -187,6 +203,10 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 	if err != nil {
 		return err
 	}
+	if o.merges, err = session.PlanMerges(session.MergesRequest{Sys: g.sys, Plan: plan, Profile: setup.profile, Keep: o.KeepMerges,
+		StateDir: session.DefaultMergesState, Notice: g.notice}); err != nil {
+		return err
+	}
 	total, todo := setup.sweep.Count()
 	estimate := time.Duration(todo) * (setup.opts.Runtime + setup.opts.Ramp)
 	g.notice(progress.Plan(setup.profile.Name, todo, total, setup.opts, estimate))
@@ -199,6 +219,7 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 	doc := setup.doc
 	if doc == nil {
 		doc = setup.newDocument(sess)
+		doc.Settings.KeepMerges = o.KeepMerges && len(setup.profile.Nomerges) > 0
 	}
 	if err := sess.StartSaving(doc, setup.out); err != nil {
 		return err
