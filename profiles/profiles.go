@@ -448,18 +448,27 @@ func (p *parser) patterns(n *yaml.Node, prof *Profile) error {
 		if err := p.check(item, pat, nil); err != nil {
 			return err
 		}
-		prof.Patterns = append(prof.Patterns, pat)
-		p.lines = append(p.lines, item.Line)
-		if nomerges >= 0 {
-			prof.Nomerges = append(prof.Nomerges, Nomerges{Shape: pat, Value: nomerges})
+		if err := p.add(prof, item, pat, loads, nomerges); err != nil {
+			return err
 		}
-		if loads != "" {
-			shares, err := pattern.ParseShares(loads)
-			if err != nil {
-				return p.errf(item, "loads", "%v", err)
-			}
-			prof.Loads = append(prof.Loads, OpenLoad{Shape: pat, Shares: shares})
+	}
+	return nil
+}
+
+// add appends pat, read at item, to prof, with its loads and its
+// nomerges (-1: none asked).
+func (p *parser) add(prof *Profile, item *yaml.Node, pat results.Pattern, loads string, nomerges int) error {
+	prof.Patterns = append(prof.Patterns, pat)
+	p.lines = append(p.lines, item.Line)
+	if nomerges >= 0 {
+		prof.Nomerges = append(prof.Nomerges, Nomerges{Shape: pat, Value: nomerges})
+	}
+	if loads != "" {
+		shares, err := pattern.ParseShares(loads)
+		if err != nil {
+			return p.errf(item, "loads", "%v", err)
 		}
+		prof.Loads = append(prof.Loads, OpenLoad{Shape: pat, Shares: shares})
 	}
 	return nil
 }

@@ -82,11 +82,15 @@ func PlanMerges(r MergesRequest) (*Merges, error) {
 	if err == nil {
 		return m, nil
 	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err // the path is said once
+	}
 	keep := fault.NewMention(func(n fault.Namer) string {
-		return "the profile's cells that ask for it run with the disk's request merging off, as the kernel's procedure measures them; keep merging as it is with " + n("keep-merges")
+		return "the profile's marked cells run with the disk's request merging off, as the kernel's procedure measures them; or keep merging as it is with " + n("keep-merges")
 	})
 	if errors.Is(err, fs.ErrPermission) {
-		return nil, fault.Privilege("cannot set %s: %w (%w)", file, err, keep)
+		return nil, fault.Privilege("cannot set %s: %w, which needs root (%w)", file, err, keep)
 	}
 	return nil, fmt.Errorf("cannot set %s: %w (%w)", file, err, keep)
 }

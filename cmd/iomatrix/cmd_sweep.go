@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/iomatrix/iomatrix/internal/units"
+	"github.com/iomatrix/iomatrix/iotest/target"
 	"github.com/iomatrix/iomatrix/profiles"
 	"github.com/iomatrix/iomatrix/progress"
 	"github.com/iomatrix/iomatrix/report"
@@ -164,6 +165,12 @@ func (o *sweepOptions) adoptSettings(d *results.Document, setup *sweepSetup) err
 	return nil
 }
 
+// mergesRequest asks what the sweep of profile on plan's target does to
+// its disk's request merging.
+func (o *sweepOptions) mergesRequest(g *globalOptions, plan *target.Plan, profile *profiles.Profile) session.MergesRequest {
+	return session.MergesRequest{Sys: g.sys, Plan: plan, Profile: profile, Keep: o.KeepMerges, StateDir: session.DefaultMergesState, Notice: g.notice}
+}
+
 // mergesWord says how a file's cells left the disk's request merging.
 func mergesWord(kept bool) string {
 	if kept {
@@ -203,8 +210,7 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 	if err != nil {
 		return err
 	}
-	if o.merges, err = session.PlanMerges(session.MergesRequest{Sys: g.sys, Plan: plan, Profile: setup.profile, Keep: o.KeepMerges,
-		StateDir: session.DefaultMergesState, Notice: g.notice}); err != nil {
+	if o.merges, err = session.PlanMerges(o.mergesRequest(g, plan, setup.profile)); err != nil {
 		return err
 	}
 	total, todo := setup.sweep.Count()
