@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/iotest"
@@ -89,8 +91,9 @@ func PlanMerges(r MergesRequest) (*Merges, error) {
 	keep := fault.NewMention(func(n fault.Namer) string {
 		return "the profile's marked cells run with the disk's request merging off, as the kernel's procedure measures them; or keep merging as it is with " + n("keep-merges")
 	})
-	if errors.Is(err, fs.ErrPermission) {
-		return nil, fault.Privilege("cannot set %s: %w, which needs root (%w)", file, err, keep)
+	// A read-only /sys is a container's without the privilege to write it.
+	if errors.Is(err, fs.ErrPermission) || errors.Is(err, unix.EROFS) {
+		return nil, fault.Privilege("cannot set %s: %w: it needs root, and /sys writable (%w)", file, err, keep)
 	}
 	return nil, fmt.Errorf("cannot set %s: %w (%w)", file, err, keep)
 }
