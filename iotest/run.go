@@ -719,6 +719,7 @@ func (s snapshot) delta(e snapshot, window time.Duration) (results.CPU, results.
 		dev.Bytes = 512 * ((e.disk.ReadSectors - s.disk.ReadSectors) + (e.disk.WriteSectors - s.disk.WriteSectors))
 		dev.UtilPct = round2(min(100, 100*float64(e.disk.IOTicksMs-s.disk.IOTicksMs)*1e6/wall))
 		dev.Flushes = e.disk.FlushIOs - s.disk.FlushIOs
+		dev.Merges = &results.Counts{Reads: e.disk.ReadMerges - s.disk.ReadMerges, Writes: e.disk.WriteMerges - s.disk.WriteMerges}
 	}
 	return cpu, dev
 }

@@ -39,6 +39,11 @@ type Profile struct {
 	// the IOPS its closed-loop cell measured in the same sweep (a
 	// pattern's loads: key).
 	Loads []OpenLoad
+	// Nomerges are the patterns that run with the disk's request merging
+	// set (a pattern's nomerges: key), their loads with them: the iocost
+	// profile's 4K cells, as the kernel's procedure measures them. Not
+	// part of a pattern's identity.
+	Nomerges []Nomerges
 	// Source is "built-in" or the file the profile was read from.
 	Source string
 }
@@ -63,6 +68,29 @@ func (p *Profile) Estimate(runtime, ramp time.Duration) time.Duration {
 type OpenLoad struct {
 	Shape  results.Pattern
 	Shares []float64
+}
+
+// Nomerges is a pattern whose cells run with the disk queue's nomerges
+// set to Value: 0 merges requests, 1 only the simple merges, 2 none
+// (Documentation/ABI/stable/sysfs-block).
+type Nomerges struct {
+	Shape results.Pattern
+	Value int
+}
+
+// MaxNomerges is the largest nomerges value the kernel takes.
+const MaxNomerges = 2
+
+// NomergesOf is the nomerges value p's profile asks for its cells, p's
+// open-loop loads included, and whether it asks for one.
+func (p *Profile) NomergesOf(pat results.Pattern) (value int, ok bool) {
+	pat.Rate = results.Rate{}
+	for _, n := range p.Nomerges {
+		if n.Shape == pat {
+			return n.Value, true
+		}
+	}
+	return 0, false
 }
 
 // Cells is the number of cells a sweep of the profile measures: its
@@ -161,6 +189,7 @@ func IsPath(s string) bool {
 //	  - {bssplit: 4k/60:16k/30:1m/10, random_distribution: zipf:1.2, read_pct: 90, queue_depth: 32}
 //	  - {access: sequential, block_size: 128k, read_pct: 0, queue_depth: 8, compress_pct: 50, dedupe_pct: 20}
 //	  - {access: sequential, block_size: 8k, read_pct: 0, queue_depth: 1, sync: "fdatasync:1"}  # or dsync, fsync:N
+//	  - {access: random, block_size: 4k, read_pct: 100, queue_depth: 64, loads: 90%, nomerges: 1}
 //	matrix:                         # cartesian products, run after, in order
 //	  - access: random
 //	    block_sizes: [4k, 16k]
@@ -377,7 +406,9 @@ func (p *parser) patterns(n *yaml.Node, prof *Profile) error {
 		pat := results.Pattern{Access: results.Random, Jobs: 1}
 		var haveBS, haveRead, haveQD bool
 		var bssplit, dist, loads, sync string
+		nomerges := -1
 		err := p.mapping(item, "pattern", map[string]func(*yaml.Node) error{
+			"nomerges":            func(v *yaml.Node) (err error) { nomerges, err = p.integer(v, "nomerges", 0, MaxNomerges); return err },
 			"loads":               func(v *yaml.Node) error { return p.str(v, "loads", &loads) },
 			"sync":                func(v *yaml.Node) error { return p.str(v, "sync", &sync) },
 			"bssplit":             func(v *yaml.Node) error { return p.str(v, "bssplit", &bssplit) },
@@ -431,15 +462,27 @@ func (p *parser) patterns(n *yaml.Node, prof *Profile) error {
 		if err := p.check(item, pat, nil); err != nil {
 			return err
 		}
-		prof.Patterns = append(prof.Patterns, pat)
-		p.lines = append(p.lines, item.Line)
-		if loads != "" {
-			shares, err := pattern.ParseShares(loads)
-			if err != nil {
-				return p.errf(item, "loads", "%v", err)
-			}
-			prof.Loads = append(prof.Loads, OpenLoad{Shape: pat, Shares: shares})
+		if err := p.add(prof, item, pat, loads, nomerges); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// add appends pat, read at item, to prof, with its loads and its
+// nomerges (-1: none asked).
+func (p *parser) add(prof *Profile, item *yaml.Node, pat results.Pattern, loads string, nomerges int) error {
+	prof.Patterns = append(prof.Patterns, pat)
+	p.lines = append(p.lines, item.Line)
+	if nomerges >= 0 {
+		prof.Nomerges = append(prof.Nomerges, Nomerges{Shape: pat, Value: nomerges})
+	}
+	if loads != "" {
+		shares, err := pattern.ParseShares(loads)
+		if err != nil {
+			return p.errf(item, "loads", "%v", err)
+		}
+		prof.Loads = append(prof.Loads, OpenLoad{Shape: pat, Shares: shares})
 	}
 	return nil
 }

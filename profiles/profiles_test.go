@@ -88,6 +88,9 @@ func describe(p *Profile) string {
 	for _, l := range p.Loads {
 		fmt.Fprintf(&b, "then %s open-loop at %v %% of its IOPS\n", l.Shape.Name(), l.Shares)
 	}
+	for _, n := range p.Nomerges {
+		fmt.Fprintf(&b, "%s with nomerges=%d\n", n.Shape.Name(), n.Value)
+	}
 	return b.String()
 }
 
@@ -246,6 +249,8 @@ matrix:
 		"loads-inf":         "name: x\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1, loads: \"50%,Inf%\"}\n",
 		"loads-negative":    "name: x\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1, loads: -5%}\n",
 		"loads-twice":       "name: x\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1, loads: \"50%,50.0%\"}\n",
+		"nomerges-3":        "name: x\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1, nomerges: 3}\n",
+		"nomerges-word":     "name: x\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1, nomerges: off}\n",
 		"loads-exponent":    "name: x\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1, loads: 5e1%}\n",
 		"two-documents":     "name: x\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1}\n---\nname: y\npatterns:\n  - {block_size: 8k, read_pct: 1, queue_depth: 1}\n",
 		"trailing-document": "name: x\npatterns:\n  - {block_size: 4k, read_pct: 1, queue_depth: 1}\n---\n",

@@ -77,5 +77,10 @@ func (p *Profile) WriteTable(w io.Writer, runtime, ramp time.Duration) error {
 			return err
 		}
 	}
+	for _, n := range p.Nomerges {
+		if _, err := fmt.Fprintf(w, "%s runs with the disk's nomerges at %d (sweep sets it for the cell, and puts it back after)\n", n.Shape.Name(), n.Value); err != nil {
+			return err
+		}
+	}
 	return nil
 }

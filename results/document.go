@@ -146,6 +146,9 @@ type Settings struct {
 	// keeps. 0 when not asked.
 	Compress int `json:"compress_pct,omitempty"`
 	Dedupe   int `json:"dedupe_pct,omitempty"`
+	// KeepMerges says the profile's nomerges settings were not applied:
+	// every cell ran with the disk's request merging as it was.
+	KeepMerges bool `json:"keep_merges,omitempty"`
 }
 
 // RateSweepSettings are a load–latency sweep's: the one shape it
@@ -266,6 +269,9 @@ type Result struct {
 	// replay): Pattern then sums the trace up (its read share, largest
 	// I/O, mean rate, and the most in flight).
 	Replay *Replay `json:"replay,omitempty"`
+	// Nomerges is set on a cell whose profile asks for a nomerges
+	// setting of the disk's queue (the iocost profile's 4K cells).
+	Nomerges *Nomerges `json:"nomerges,omitempty"`
 }
 
 // SyncStats counts the syncs of a pattern with durable writes. Each sync
@@ -281,6 +287,18 @@ type SyncStats struct {
 	Completed uint64  `json:"completed"`
 	Failed    uint64  `json:"failed"`
 	LatNS     Latency `json:"lat_ns"`
+}
+
+// Nomerges is the request merging of the disk's queue while a cell ran:
+// what the profile asked (0 merges, 1 only the simple merges, 2 none),
+// and what was in effect, set for the cell and put back after it, or the
+// disk's own when the sweep kept it (Settings.KeepMerges).
+type Nomerges struct {
+	Disk  string `json:"disk"`
+	Asked int    `json:"asked"`
+	Value int    `json:"value"`
+	// Kept says the disk's setting was left as it was.
+	Kept bool `json:"kept,omitempty"`
 }
 
 // How a result's window ended (Result.Stop).
@@ -518,6 +536,11 @@ type DevStats struct {
 	// they are the cell's own, not another process's load (OtherLoad).
 	SyncIOs   uint64 `json:"sync_ios,omitempty"`
 	SyncBytes uint64 `json:"sync_bytes,omitempty"`
+	// Merges are the requests the disk merged into others in the window
+	// (/proc/diskstats' merged reads and writes), absent where the
+	// counters were not read: near zero when a cell ran with the disk's
+	// merging off (Result.Nomerges).
+	Merges *Counts `json:"merges,omitempty"`
 	// Uncounted, when set, says why the disk's counters were not read:
 	// the kernel does not count the target's I/O there (NVMe passthrough
 	// commands), so the figures above are not measured, not zero.

@@ -18,7 +18,11 @@ type Member struct{ r *capRunner }
 // Member is the session's own child as a Member; nil when the session is
 // uncapped (or before Start).
 func (s *Session) Member() *Member {
-	if r, ok := s.runner.(*capRunner); ok {
+	r := s.runner
+	if w, ok := r.(mergesRunner); ok {
+		r = w.inner
+	}
+	if r, ok := r.(*capRunner); ok {
 		return &Member{r}
 	}
 	return nil

@@ -45,6 +45,9 @@ type Options struct {
 	Layout func(done, total int64)
 	// ChildStderr receives the capped child's standard error.
 	ChildStderr io.Writer
+	// Merges sets the disk's request merging around the cells whose
+	// profile asks for it (PlanMerges); nil changes nothing.
+	Merges *Merges
 }
 
 // Session is an open target, with the cgroup of a cap and the runner.
@@ -86,7 +89,7 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 func (s *Session) Start() error {
 	cp := s.o.Cap
 	if cp == nil {
-		s.runner = local{s.t}
+		s.runner = s.o.Merges.Wrap(local{s.t})
 		return nil
 	}
 	child, err := startChild(s.childStderr(), s.childTarget(), cp.group.AddProc, s.o.Notice)
@@ -94,7 +97,9 @@ func (s *Session) Start() error {
 		return err
 	}
 	s.child = child
-	s.runner = &capRunner{group: cp.group, child: child, lastActive: time.Now()}
+	// The parent sets the disk's merging around each of the child's
+	// cells: the child in the cgroup may have no right to.
+	s.runner = s.o.Merges.Wrap(&capRunner{group: cp.group, child: child, lastActive: time.Now()})
 	s.cap = cp.group.Limit.Record(cp.group.Version(), cp.group.Path)
 	return nil
 }
@@ -124,7 +129,7 @@ func (s *Session) Runner() Runner { return s.runner }
 
 // Local runs patterns in this process, outside any cap: an uncapped
 // baseline, or a neighbour that the cap does not hold.
-func (s *Session) Local() Runner { return local{s.t} }
+func (s *Session) Local() Runner { return s.o.Merges.Wrap(local{s.t}) }
 
 // Cap is the cap of the results file, nil when uncapped (or before
 // Start).

@@ -78,11 +78,14 @@ func Derive(docs []*results.Document) (Derived, error) {
 		return uint64(math.Round(v)), nil
 	}
 	iops := func(name string, read, random bool) (uint64, error) {
-		c, ok := best(cells, func(r results.Result) bool {
+		c, ok := best(cells, unmergedFirst(cells, func(r results.Result) bool {
 			return is4K(r) && pureDir(r, read) && (random == (r.Pattern.Access == results.Random)) && r.Pattern.Distribution == ""
-		}, func(r results.Result) float64 { return dirStats(r, read).IOPS })
+		}), func(r results.Result) float64 { return dirStats(r, read).IOPS })
 		if !ok {
 			return 0, fmt.Errorf("%w: no 4K %s %s cell for %s", ErrCannotDerive, accessWord(random), dirWord(read), name)
+		}
+		if note := mergedNote(name, c, read); !random && note != "" {
+			d.Notes = append(d.Notes, note)
 		}
 		v := dirStats(c, read).IOPS
 		d.Figures = append(d.Figures, Figure{Name: name, Value: math.Round(v), Cell: c.Name,
@@ -201,6 +204,42 @@ func best(cells []results.Result, keep func(results.Result) bool, by func(result
 		}
 	}
 	return b, ok
+}
+
+// mergesOff tells whether r ran with the disk's request merging off, as
+// the kernel's procedure measures its 4K cells (the iocost profile's
+// nomerges).
+func mergesOff(r results.Result) bool { return r.Nomerges != nil && r.Nomerges.Value > 0 }
+
+// unmergedFirst is keep, narrowed to the cells that ran with merging off
+// when there are such among those it keeps: a merged sequential cell's
+// IOPS are more than the requests the device served.
+func unmergedFirst(cells []results.Result, keep func(results.Result) bool) func(results.Result) bool {
+	for _, r := range cells {
+		if keep(r) && mergesOff(r) {
+			return func(r results.Result) bool { return keep(r) && mergesOff(r) }
+		}
+	}
+	return keep
+}
+
+// mergedNote says that figure name comes from c, a cell measured with
+// the disk's request merging on, and how much the disk merged; "" when
+// merging was off.
+func mergedNote(name string, c results.Result, read bool) string {
+	if mergesOff(c) {
+		return ""
+	}
+	merged := "the disk's merges were not counted"
+	if m := c.Device.Merges; m != nil {
+		n := m.Writes
+		if read {
+			n = m.Reads
+		}
+		merged = fmt.Sprintf("the disk merged %d requests in its window, of %d I/Os", n, dirStats(c, read).IOs)
+	}
+	return fmt.Sprintf("%s comes from %s, measured with the disk's request merging on (%s): the kernel's procedure turns it off, so that each sequential I/O is charged as one request, and a merged figure overstates the device's (sweep --profile iocost turns it off)",
+		name, c.Name, merged)
 }
 
 func isSeq(r results.Result) bool { return r.Pattern.Access == results.Sequential }

@@ -393,3 +393,34 @@ func TestResolve(t *testing.T) {
 		t.Errorf("the state given: %s, %v", got, err)
 	}
 }
+
+// The 4K cells measured with merging off are preferred to others, as the
+// kernel's procedure measures them; a sequential figure taken from a cell
+// with merging on says so, with the disk's merges.
+func TestDeriveMergesOff(t *testing.T) {
+	doc := modelDoc()
+	doc.Results[2].Device.Merges = &results.Counts{Reads: 300000}
+	if d, err := Derive([]*results.Document{doc}); err != nil || !strings.Contains(strings.Join(d.Notes, "\n"), "rseqiops comes from seq-read-4k-qd64, measured with the disk's request merging on (the disk merged 300000 requests") {
+		t.Errorf("merging on: %v, notes %q", err, d.Notes)
+	}
+	// The same shapes again with merging off, and fewer IOPS: they set
+	// the model, and no note is made of merging.
+	off := modelDoc().Results[2:]
+	for i := range off {
+		off[i].Nomerges = &results.Nomerges{Disk: "nvme0n1", Asked: 2, Value: 2}
+		off[i].Read.IOPS /= 2
+		off[i].Write.IOPS /= 2
+	}
+	unmerged := results.NewDocument(doc.Target, results.Settings{}, "")
+	unmerged.Results = off
+	d, err := Derive([]*results.Document{doc, unmerged})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Model{RBps: 2048 << 20, RSeqIOPS: 200000, RRandIOPS: 150000, WBps: 1024 << 20, WSeqIOPS: 100000, WRandIOPS: 50000}); d.Model != want {
+		t.Errorf("model %+v, want %+v", d.Model, want)
+	}
+	if strings.Contains(strings.Join(d.Notes, "\n"), "merging on") {
+		t.Errorf("notes %q", d.Notes)
+	}
+}

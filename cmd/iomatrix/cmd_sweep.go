@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/iomatrix/iomatrix/internal/units"
+	"github.com/iomatrix/iomatrix/iotest/target"
 	"github.com/iomatrix/iomatrix/profiles"
 	"github.com/iomatrix/iomatrix/progress"
 	"github.com/iomatrix/iomatrix/report"
@@ -31,6 +32,9 @@ type sweepOptions struct {
 	// Frame writes progress and the document as frames (results.Frames)
 	// on stdout, for a log that other lines share: a pod's.
 	Frame bool
+	// KeepMerges leaves the disk's request merging as it is, where the
+	// profile asks to set it (the iocost profile's 4K cells).
+	KeepMerges bool
 	rateOptions
 	content contentOptions
 }
@@ -41,6 +45,7 @@ func (o *sweepOptions) AddFlags(f *pflag.FlagSet) {
 	formatVar(f, &o.Format, []string{"text", "json"}, "output on stdout at the end: text (the matrix) or json (the results document)")
 	f.BoolVar(&o.ContinueOnError, "continue-on-error", false, "on an I/O error, record the failed cell and go on with the next pattern (exit status 1 at the end)")
 	f.BoolVar(&o.Frame, "frame", false, "with --format json: frame the document, and a line per finished pattern, so that a log shared with other output (a pod's, read by iomatrix k8s) carries them intact")
+	f.BoolVar(&o.KeepMerges, "keep-merges", false, "leave the disk's request merging as it is: by default the cells a profile marks (the iocost profile's 4K cells) run with the disk's nomerges set as the profile says, and put back after each, which needs root")
 	o.rateOptions.AddFlags(f)
 	o.content.AddFlags(f)
 	forceFlag(f, "--out file, starting over (--resume continues it)")
@@ -147,6 +152,10 @@ func (o *sweepOptions) adoptSettings(d *results.Document, setup *sweepSetup) err
 	if err != nil {
 		return resumeError(err)
 	}
+	if o.given("keep-merges") && o.KeepMerges != d.Settings.KeepMerges {
+		return usagef("--keep-merges: the file's cells ran with the disk's request merging %s: resume it as they ran", mergesWord(d.Settings.KeepMerges))
+	}
+	o.KeepMerges = d.Settings.KeepMerges
 	setup.target, setup.profile, setup.rates = r.Target, r.Profile, r.RateSweep
 	o.Runtime, o.Ramp = r.Runtime, r.Ramp // not the profile's defaults: the file's
 	if f := r.Auto; f != nil {
@@ -159,6 +168,20 @@ func (o *sweepOptions) adoptSettings(d *results.Document, setup *sweepSetup) err
 		o.Cap = r.CapSpec // parsed by precheck, as if given
 	}
 	return nil
+}
+
+// mergesRequest asks what the sweep of profile on plan's target does to
+// its disk's request merging.
+func (o *sweepOptions) mergesRequest(g *globalOptions, plan *target.Plan, profile *profiles.Profile) session.MergesRequest {
+	return session.MergesRequest{Sys: g.sys, Plan: plan, Profile: profile, Keep: o.KeepMerges, StateDir: session.DefaultMergesState, Notice: g.notice}
+}
+
+// mergesWord says how a file's cells left the disk's request merging.
+func mergesWord(kept bool) string {
+	if kept {
+		return "kept as it was"
+	}
+	return "set as the profile asks"
 }
 
 // given is p when the flag was given, else nil.
@@ -192,6 +215,9 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 	if err != nil {
 		return err
 	}
+	if o.merges, err = session.PlanMerges(o.mergesRequest(g, plan, setup.profile)); err != nil {
+		return err
+	}
 	total, todo := setup.sweep.Count()
 	estimate := time.Duration(todo) * (setup.opts.Runtime + setup.opts.Ramp)
 	g.notice(progress.Plan(setup.profile.Name, todo, total, setup.opts, estimate))
@@ -204,6 +230,7 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 	doc := setup.doc
 	if doc == nil {
 		doc = setup.newDocument(sess)
+		doc.Settings.KeepMerges = o.KeepMerges && len(setup.profile.Nomerges) > 0
 	}
 	if err := sess.StartSaving(doc, setup.out); err != nil {
 		return err

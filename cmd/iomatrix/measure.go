@@ -43,6 +43,9 @@ type measureOptions struct {
 	// openLoop: patterns run open-loop at a share of a maximum measured
 	// first (session.Request.OpenLoop).
 	openLoop bool
+	// merges sets the disk's request merging around the cells that ask
+	// for it (session.PlanMerges); nil changes nothing.
+	merges *session.Merges
 }
 
 func (o *measureOptions) AddFlags(f *pflag.FlagSet) {
@@ -76,7 +79,7 @@ func (o *measureOptions) AddFlags(f *pflag.FlagSet) {
 func openSession(ctx context.Context, g *globalOptions, o *measureOptions, cp *session.CapPlan, plan *target.Plan, writes bool) (*session.Session, error) {
 	line := newLiveLine(g)
 	s, err := session.Open(ctx, session.Options{Plan: plan, Cap: cp, Writes: writes, AllowDestructive: o.AllowDestructive,
-		Notice: g.notice, ChildStderr: unwrapped(g.stderr), Layout: line.Layout})
+		Notice: g.notice, ChildStderr: unwrapped(g.stderr), Layout: line.Layout, Merges: o.merges})
 	line.Done()
 	return s, err
 }

@@ -245,7 +245,7 @@ func readPartitions(diskDir string) ([]locatedDevice, error) {
 // ("vda"), such as io_poll; file is the attribute's path, for messages,
 // whether or not it could be read.
 func (fs FS) QueueAttr(disk, name string) (value, file string, err error) {
-	file = filepath.Join(fs.sys, "block", disk, "queue", name)
+	file = fs.queueAttrFile(disk, name)
 	value, err = readAttr(file)
 	return value, file, err
 }
