@@ -31,7 +31,7 @@ R="--size 256m --runtime 1s --ramp 0.2s --format json"
 for qd in 1 32; do
 	for mode in "" "--poll"; do
 		a=$(irqs); iomatrix run /dev/nvme0n1 --qd $qd $mode $R -o /tmp/r.json --force >/dev/null 2>/tmp/e || { say "run $mode failed: $(cat /tmp/e)"; exit 3; }
-		b=$(irqs); say "qd$qd${mode:+ poll} irqs $((b - a)) ios $(grep -o '"reads": *[0-9]*' /tmp/r.json | head -1 | grep -o '[0-9]*$')"
+		b=$(irqs); say "qd$qd${mode:+ poll} irqs $((b - a)) ios $(grep -A2 '"completed"' /tmp/r.json | grep -o '"reads": *[0-9]*' | grep -o '[0-9]*$')"
 	done
 done
 iomatrix run /dev/nvme0n1 --qd 8 --sqpoll $R; say "sqpoll exit $?"
