@@ -330,21 +330,7 @@ func TestCapBadInput(t *testing.T) {
 	}
 	// Not root: exit 4 naming what is needed. The test binary is copied
 	// where an unprivileged user may run it.
-	exe, _ := os.Executable()
-	pub, err := os.MkdirTemp("", "iomatrix-nobody-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(pub)
-	testenv.Must(t, os.Chmod(pub, 0o755))
-	data, err := os.ReadFile(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(pub, "iomatrix")
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	pub, bin := nobodyBinary(t, 0o755)
 	cmd := exec.Command(bin, "run", filepath.Join(pub, "nobody.dat"), "--size", "16MiB", "--cap", "riops=5")
 	cmd.Env = append(os.Environ(), "IOMATRIX_TEST_MAIN=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
@@ -817,4 +803,30 @@ func TestRunRateShareMaxFell(t *testing.T) {
 	}) {
 		t.Errorf("no notice of the maximum measured again:\n%s", strings.Join(notices, "\n"))
 	}
+}
+
+// nobodyBinary copies the test binary into a new directory of the given
+// mode, where an unprivileged user may run it; both are removed when the
+// test ends.
+func nobodyBinary(t *testing.T, mode os.FileMode) (dir, bin string) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err = os.MkdirTemp("", "iomatrix-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	testenv.Must(t, os.Chmod(dir, mode))
+	data, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin = filepath.Join(dir, "iomatrix")
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir, bin
 }

@@ -164,21 +164,7 @@ func TestSweepNomergesSignals(t *testing.T) {
 // I/O (exit 4), naming --keep-merges; the target is not created.
 func TestSweepNomergesNotRoot(t *testing.T) {
 	testenv.Root(t)
-	exe, _ := os.Executable()
-	pub, err := os.MkdirTemp("", "iomatrix-nobody-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(pub)
-	testenv.Must(t, os.Chmod(pub, 0o777))
-	data, err := os.ReadFile(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(pub, "iomatrix")
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	pub, bin := nobodyBinary(t, 0o777)
 	target := filepath.Join(pub, "nobody.dat")
 	cmd := iomatrixCmd(t, "sweep", target, "--size", "16MiB", "--profile", nomergesProfile(t, pub), "-o", filepath.Join(pub, "n.json"))
 	cmd.Path, cmd.Args[0] = bin, bin
