@@ -64,6 +64,8 @@ type worker struct {
 	sync      pattern.Sync
 	sinceSync int
 	iov       unix.Iovec
+	// yieldedAt is when the stream last yielded its P (see yieldEvery).
+	yieldedAt int64
 }
 
 // abandonGrace is how long a stopped ring goes on reaping the requests it
@@ -191,8 +193,16 @@ func (s *ringStream) closedLoop() error {
 		}
 		// Off the hot path: a wait that ended with nothing to reap, or a
 		// drain. Only here is a device that answers nothing noticed.
-		if (n == 0 || d.stopping) && d.stopped(w, nanotime()) {
-			return nil
+		if n == 0 || d.stopping {
+			t := nanotime()
+			if d.stopped(w, t) {
+				return nil
+			}
+			if n == 0 {
+				if err := s.breathe(t); err != nil {
+					return err
+				}
+			}
 		}
 		if n == 0 {
 			s.r.waitFor = batch
@@ -229,6 +239,9 @@ func (s *ringStream) closedLoop() error {
 				if err := s.handOver(); err != nil {
 					return err
 				}
+			}
+			if err := s.breathe(now); err != nil {
+				return err
 			}
 			s.r.waitFor = batch
 			if err := s.submit(); err != nil {
@@ -728,6 +741,10 @@ func (w *worker) runPsync(slotIndex int) error {
 	st, seq, clk := w.st, w.seq, w.clk
 	for {
 		start := nanotime()
+		if w.yieldDue(start) {
+			w.yield()
+			start = w.yieldedAt
+		}
 		if start >= clk.end.Load() || w.stop.Load() || !seq.take() {
 			return nil
 		}

@@ -387,11 +387,17 @@ func (o *openStream) wait() (ready bool, err error) {
 			s.r.armAt(o.armedAt)
 			o.dueArmed = true
 		}
+		if err := s.breathe(t); err != nil {
+			return false, err
+		}
 		err = s.submit()
 	} else if !(o.fast && !o.d.stopping && s.poll() > 0) {
 		// Every slot busy: the stream waits for a completion as a
 		// closed loop does, polling first while completions come
 		// fast (see spinBudget).
+		if err := s.breathe(nanotime()); err != nil {
+			return false, err
+		}
 		err = s.submit()
 	}
 	return err == nil && s.r.cqReady() > 0, err
