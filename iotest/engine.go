@@ -452,7 +452,7 @@ type ringStream struct {
 // openRing makes the job's ring, with its file and buffers registered.
 func (w *worker) openRing() (*ringStream, error) {
 	entries := uint32(w.qd)
-	if w.sync.Linked() {
+	if w.sync.OwnSyncs() {
 		entries *= 2 // each write's linked sync
 	}
 	if w.sched != nil {
@@ -534,7 +534,7 @@ func (s *ringStream) issue(i int) {
 	if s.w.asyncKinds&(1<<(sl.kind&kindSize)) != 0 {
 		s.r.last().flags |= uringSqeAsync
 	}
-	if sl.synced {
+	if sl.synced && !s.w.sync.After {
 		s.syncSlot(i)
 	}
 }
@@ -669,7 +669,7 @@ const (
 	ioDone     completion = iota // the slot's I/O is done, whole
 	ioFailed                     // the slot's I/O failed, and is recorded
 	ioReissued                   // the kernel cancelled it on its own: issued again, still in flight
-	ioHeld                       // the slot's write is done, its linked sync is not: still in flight
+	ioHeld                       // the slot's write is done, its sync is not: still in flight
 	syncStale                    // a sync cancelled with its write, which was counted
 	waitTimer                    // the bound on a wait went off (see enter)
 	dueTimer                     // an open-loop stream's timer for its next start went off
@@ -693,13 +693,19 @@ func (s *ringStream) completion(cqe *uringCqe, now int64) (slot int, c completio
 	switch {
 	case s.done(cqe.res, sl) && sl.synced:
 		sl.wrote = now
+		if s.w.sync.After {
+			s.queueSync(i)
+		}
 		return i, ioHeld
 	case s.done(cqe.res, sl):
 		return i, ioDone
 	case s.reissue(i, cqe.res):
 		return i, ioReissued
 	}
-	if sl.synced {
+	switch {
+	case sl.synced && s.w.sync.After:
+		s.w.st.sync.submitted-- // its sync is never issued
+	case sl.synced:
 		sl.gen++ // its linked sync is cancelled with it: stale
 	}
 	s.failed(sl, cqe.res)

@@ -246,7 +246,7 @@ func TestNoAllocationPerIO(t *testing.T) {
 	mixed, _ = pattern.WithDistribution(mixed, "zipf:1.2")
 	replayAllocs(t, tg)
 	for _, eng := range append(engines(t), "uring-polling", "uring-batched", "uring-mix", "psync-mix", "uring-rate", "uring-sqpoll",
-		"uring-latlog", "psync-latlog", "uring-rate-latlog", "uring-compress", "psync-compress", "uring-dedupe", "psync-dedupe", "uring-dsync", "psync-dsync", "uring-fdatasync", "psync-fdatasync", "uring-rate-fdatasync") {
+		"uring-latlog", "psync-latlog", "uring-rate-latlog", "uring-compress", "psync-compress", "uring-dedupe", "psync-dedupe", "uring-dsync", "psync-dsync", "uring-fdatasync", "psync-fdatasync", "uring-rate-fdatasync", "uring-fdatasync-after") {
 		// A fixed number of I/Os, not a fixed time: a slow moment of the
 		// disk must not leave too few I/Os to tell.
 		o := Options{Runtime: time.Minute, MaxIOs: 10000, Seed: 3, Engine: eng}
@@ -289,6 +289,10 @@ func TestNoAllocationPerIO(t *testing.T) {
 			// A sync linked after every other write (the write held
 			// until the sync completes), or called after it.
 			o.Engine, p.Sync, p.QueueDepth = strings.TrimSuffix(eng, "-fdatasync"), "fdatasync:2", 1
+			alwaysPoll = false
+		case "uring-fdatasync-after":
+			// The sync queued at the write's completion.
+			o.Engine, p.Sync, p.QueueDepth = EngineUring, "fdatasync:2:after", 1
 			alwaysPoll = false
 		case "uring-rate-fdatasync":
 			// The open loop shares the linked sync's completion.

@@ -321,7 +321,7 @@ func (r *run) start() {
 	var ready, running sync.WaitGroup
 	r.errs = make([]error, len(r.workers))
 	for i, w := range r.workers {
-		if w.sync.Linked() {
+		if w.sync.OwnSyncs() {
 			w.st.sync.hist = newSyncHist()
 		}
 		w.clk, w.stop, w.start = &r.clk, &r.stop, begin

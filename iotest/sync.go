@@ -18,7 +18,9 @@ import (
 // holds the wait. fdatasync:N and fsync:N follow every N-th write of a
 // stream with a sync of the file: on a ring, a FSYNC request linked
 // after the write (IOSQE_IO_LINK), submitted with it, which the kernel
-// starts once the write is done; with psync, the call after the write.
+// starts once the write is done, or with :after a request issued once
+// the write's completion is reaped (a database's write, then its
+// fdatasync; fio's way); with psync, the call after the write.
 // Either way the write is accounted when its sync completes, with its
 // latency from the write's start: a commit's wait. Only that N-th write
 // carries the sync's wait; the others are plain writes. A stream has one
@@ -121,6 +123,14 @@ func (w *worker) syncDue() bool {
 // syncSlot queues slot i's sync, linked after the write just queued.
 func (s *ringStream) syncSlot(i int) {
 	s.r.last().flags |= uringSqeLink
+	s.queueSync(i)
+}
+
+// queueSync queues slot i's sync of its current generation: linked by
+// syncSlot; on its own once the write has completed (the :after form),
+// or again after the kernel cancelled it (see syncCompletion). The next
+// submission hands it over.
+func (s *ringStream) queueSync(i int) {
 	s.r.prepSync(s.w.sync.Kind == pattern.SyncFdatasync, syncUserData(i, s.slots[i].gen))
 }
 
@@ -140,7 +150,7 @@ func (s *ringStream) syncCompletion(i int, cqe *uringCqe, now int64) completion 
 	case cqe.res == -int32(unix.ECANCELED) && sl.reissues < maxReissues:
 		// The write is done: the sync alone goes again.
 		sl.reissues++
-		s.r.prepSync(s.w.sync.Kind == pattern.SyncFdatasync, syncUserData(i, sl.gen))
+		s.queueSync(i)
 		return ioReissued
 	}
 	s.w.st.syncFailed(s.w.sync.Kind, sl.off, int(cqe.res))

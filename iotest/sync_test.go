@@ -17,7 +17,11 @@ import (
 
 // syncStream is a ring stream of one slot whose write carries a linked
 // fdatasync, for feeding it completions by hand: nothing is submitted.
-func syncStream(t *testing.T) *ringStream {
+func syncStream(t *testing.T) *ringStream { return syncStreamAfter(t, false) }
+
+// syncStreamAfter is syncStream, with the sync issued after the write
+// when after is set (fdatasync:1:after).
+func syncStreamAfter(t *testing.T, after bool) *ringStream {
 	t.Helper()
 	testenv.Require(t, ProbeUring() == nil, "io_uring unavailable")
 	r, err := newUring(4)
@@ -25,7 +29,7 @@ func syncStream(t *testing.T) *ringStream {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.close)
-	w := &worker{st: newStats(1), clk: &clock{}, sync: pattern.Sync{Kind: pattern.SyncFdatasync, Every: 1}}
+	w := &worker{st: newStats(1), clk: &clock{}, sync: pattern.Sync{Kind: pattern.SyncFdatasync, Every: 1, After: after}}
 	w.clk.end.Store(1 << 62)
 	s := &ringStream{w: w, r: r, bufs: [][]byte{make([]byte, 4096)}, slots: make([]slot, 1)}
 	s.slots[0] = slot{size: 4096, write: true, off: 8192}
@@ -88,6 +92,37 @@ func TestLinkedSyncOfAReissuedWrite(t *testing.T) {
 	}
 }
 
+// With :after, the write is submitted alone; its completion queues the
+// sync, whose completion completes the write. A write that fails has no
+// sync: none is counted as submitted.
+func TestSyncAfterTheWrite(t *testing.T) {
+	s := syncStreamAfter(t, true)
+	if s.r.pending != 1 || s.r.sqes[0].flags&uringSqeLink != 0 {
+		t.Fatalf("the write alone, unlinked: %d pending, flags %#x", s.r.pending, s.r.sqes[0].flags)
+	}
+	if _, c := s.completion(cqe(false, 0, 4096), 10); c != ioHeld {
+		t.Fatalf("write: %v, want held", c)
+	}
+	if sq := s.r.sqes[1]; s.r.pending != 2 || sq.opcode != uringOpFsync || sq.userData != syncUserData(0, 0) || sq.rwFlags != uringFsyncDatasync {
+		t.Fatalf("its sync is not queued once it completed: %d pending, %+v", s.r.pending, sq)
+	}
+	if _, c := s.completion(cqe(true, 0, 0), 30); c != ioDone {
+		t.Fatalf("sync: %v, want done", c)
+	}
+	st := s.w.st
+	if st.sync.submitted != 1 || st.sync.done != 1 || st.badWrites != 0 {
+		t.Errorf("syncs submitted %d done %d, bad writes %d", st.sync.submitted, st.sync.done, st.badWrites)
+	}
+
+	s = syncStreamAfter(t, true)
+	if _, c := s.completion(cqe(false, 0, -int32(unix.EIO)), 10); c != ioFailed {
+		t.Fatalf("failed write: %v", c)
+	}
+	if st := s.w.st; s.r.pending != 1 || st.sync.submitted != 0 || st.badWrites != 1 || st.sync.failed != 0 {
+		t.Errorf("after a failed write: %d pending, syncs submitted %d failed %d, bad writes %d", s.r.pending, st.sync.submitted, st.sync.failed, st.badWrites)
+	}
+}
+
 // A sync that fails fails its write: both are counted, once each.
 func TestLinkedSyncFails(t *testing.T) {
 	s := syncStream(t)
@@ -110,7 +145,7 @@ func TestDurableWritesFlushTheDisk(t *testing.T) {
 	dev := testenv.RAMDisk(t, 64<<20)
 	fua, _ := os.ReadFile(filepath.Join("/sys/block", filepath.Base(dev), "queue/fua"))
 	for _, eng := range engines(t) {
-		for _, sync := range []string{"fdatasync:1", "fsync:4", "dsync"} {
+		for _, sync := range []string{"fdatasync:1", "fdatasync:1:after", "fsync:4", "dsync"} {
 			tg := openPlan(t, dev, target.Options{Writes: true, AllowDestructive: true})
 			p := results.Pattern{Access: results.Sequential, BlockSize: 4096, QueueDepth: 1, Jobs: 1, Sync: sync}
 			r, err := Run(context.Background(), tg, p, Options{Runtime: time.Minute, MaxIOs: 2000, Seed: 1, Engine: eng})

@@ -12,13 +12,17 @@ import (
 // DescribeSync says what a pattern's durable-write mode (its canonical
 // form) does, for a reader.
 func DescribeSync(sync string) string {
-	kind, n, linked := strings.Cut(sync, ":")
-	if !linked {
+	kind, n, own := strings.Cut(sync, ":")
+	if !own {
 		return sync + ": each write completes once it is durable (RWF_DSYNC)"
 	}
+	n, _, after := strings.Cut(n, ":")
 	every := "each write"
 	if n != "1" {
 		every = "every " + ordinal(n) + " write"
+	}
+	if after {
+		return fmt.Sprintf("%s: %s is followed by an %s issued once the write has completed, its wait counted in that write's latency", sync, every, kind)
 	}
 	return fmt.Sprintf("%s: %s is followed by an %s, its wait counted in that write's latency", sync, every, kind)
 }

@@ -164,14 +164,16 @@ func iomatrixFigures(out []byte) (results.Total, error) {
 
 // fioSync is fio's options for a durable-write mode: O_DSYNC
 // (sync=dsync) for dsync, fdatasync=N or fsync=N for a sync after every
-// N-th write.
+// N-th write. fio issues its sync once the write has completed, which is
+// the :after form's way; the linked form has no fio counterpart.
 func fioSync(sync string) []string {
-	kind, n, linked := strings.Cut(sync, ":")
+	kind, n, own := strings.Cut(sync, ":")
 	switch {
 	case sync == "":
 		return nil
-	case !linked:
+	case !own:
 		return []string{"--sync=" + kind}
 	}
+	n, _, _ = strings.Cut(n, ":")
 	return []string{"--" + kind + "=" + n}
 }

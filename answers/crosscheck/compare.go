@@ -16,6 +16,7 @@ import (
 	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/iotest"
+	"github.com/iomatrix/iomatrix/iotest/pattern"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -209,6 +210,7 @@ func (c *Comparison) failed() error {
 func (c *Comparison) Run(ctx context.Context, target results.TargetInfo, sink Sink) (*Document, error) {
 	c.notice(fmt.Sprintf("%s × %s × 2 tools, about %s", units.Count(len(c.o.Patterns), "pattern"), units.Count(c.o.Pairs, "pair"),
 		c.Estimate().Round(time.Second)))
+	c.noticeLinkedSyncs()
 	c.doc.Target = target
 	c.o.Size = target.SizeBytes
 	if sink != nil {
@@ -328,6 +330,21 @@ func (c *Comparison) relay(name string, pair int, tool string, stderr []byte) {
 func (c *Comparison) status(s string) {
 	if c.o.Status != nil {
 		c.o.Status(s)
+	}
+}
+
+// noticeLinkedSyncs says, for each pattern whose syncs the ring links
+// to their writes, that fio has no such sync: it issues its own once the
+// write completed, which is the :after form's way.
+func (c *Comparison) noticeLinkedSyncs() {
+	if c.o.Engine == iotest.EnginePsync {
+		return // psync calls the sync after the write, as fio does
+	}
+	for _, ps := range c.o.Patterns {
+		if s := pattern.SyncOf(ps.Pattern); s.OwnSyncs() && !s.After {
+			c.notice(fmt.Sprintf("%s: iomatrix links each sync to its write and submits both at once; fio issues its sync once the write has completed, "+
+				"as sync=%s:after does: the tools differ by that round trip per commit", ps.Pattern.Name(), s.Canonical()))
+		}
 	}
 }
 

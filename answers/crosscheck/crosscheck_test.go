@@ -261,7 +261,7 @@ func TestArgv(t *testing.T) {
 // sync every N writes for fdatasync:N and fsync:N.
 func TestArgvSync(t *testing.T) {
 	c := &Comparison{o: Options{Fio: "fio", Iomatrix: "iomatrix", Target: "/tmp/f", Size: 1 << 30, Engine: iotest.EngineUring, Runtime: time.Second}}
-	for sync, want := range map[string]string{"sync=dsync": "--sync=dsync", "sync=fdatasync:1": "--fdatasync=1", "sync=fsync:8": "--fsync=8"} {
+	for sync, want := range map[string]string{"sync=dsync": "--sync=dsync", "sync=fdatasync:1": "--fdatasync=1", "sync=fsync:8": "--fsync=8", "sync=fdatasync:2:after": "--fdatasync=2"} {
 		ps := spec(t, "write:4k:1 "+sync)
 		fio, iom := strings.Join(c.fioArgv(ps), " "), strings.Join(c.iomatrixArgv(ps), " ")
 		if !strings.Contains(fio, " "+want+" ") {
@@ -269,6 +269,27 @@ func TestArgvSync(t *testing.T) {
 		}
 		if !strings.Contains(iom, " --sync "+ps.Pattern.Sync+" ") {
 			t.Errorf("%s: iomatrix %s", sync, iom)
+		}
+	}
+}
+
+// A linked sync has no fio counterpart on the ring, and crosscheck says
+// so once per pattern; the :after form and psync are fio's way.
+func TestNoticeLinkedSyncs(t *testing.T) {
+	for _, c := range []struct {
+		engine, sync string
+		want         bool
+	}{
+		{iotest.EngineUring, "fdatasync:1", true}, {iotest.EngineUring, "fsync:4", true},
+		{iotest.EngineUring, "fdatasync:1:after", false}, {iotest.EngineUring, "dsync", false},
+		{iotest.EnginePsync, "fdatasync:1", false},
+	} {
+		var notices []string
+		cmp := &Comparison{o: Options{Engine: c.engine, Patterns: []pattern.Spec{spec(t, "write:4k:1 sync="+c.sync)},
+			Notice: func(s string) { notices = append(notices, s) }}}
+		cmp.noticeLinkedSyncs()
+		if got := len(notices) == 1 && strings.Contains(notices[0], "sync="+c.sync+":after"); got != c.want || !c.want && len(notices) > 0 {
+			t.Errorf("%s %s: notices %q", c.engine, c.sync, notices)
 		}
 	}
 }

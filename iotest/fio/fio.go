@@ -536,7 +536,8 @@ func fioPattern(opts map[string]string) (results.Pattern, string) {
 }
 
 // fioSync adds the job's durable writes: sync=dsync (O_DSYNC) is dsync,
-// fdatasync=N and fsync=N a sync after every N-th write. fio syncs only a
+// fdatasync=N and fsync=N a sync after every N-th write, issued once the
+// write has completed (fdatasync:N:after, fsync:N:after). fio syncs only a
 // job that writes; O_SYNC (sync=1, sync=sync) and more than one of them
 // at once are no pattern's.
 func fioSync(p results.Pattern, opts map[string]string) (results.Pattern, string) {
@@ -556,7 +557,8 @@ func fioSync(p results.Pattern, opts map[string]string) (results.Pattern, string
 		if n, err := strconv.Atoi(v); err != nil || n < 0 {
 			return results.Pattern{}, fmt.Sprintf("%s=%s is not a count of writes", k, v)
 		}
-		modes, given = append(modes, k+":"+v), append(given, k+"="+v)
+		// fio issues the sync once the write has completed: the :after form.
+		modes, given = append(modes, k+":"+v+":"+pattern.SyncAfter), append(given, k+"="+v)
 	}
 	if len(modes) == 0 || !p.Writes() {
 		return p, ""
@@ -568,7 +570,7 @@ func fioSync(p results.Pattern, opts map[string]string) (results.Pattern, string
 	if err != nil {
 		return results.Pattern{}, given[0] + ": " + err.Error()
 	}
-	if pattern.SyncOf(q).Linked() && q.QueueDepth > 1 {
+	if pattern.SyncOf(q).OwnSyncs() && q.QueueDepth > 1 {
 		return results.Pattern{}, fmt.Sprintf("%s with iodepth=%d: iomatrix syncs after a stream's one write in flight (iodepth=1)", given[0], q.QueueDepth)
 	}
 	return q, ""
@@ -856,7 +858,7 @@ func fioSumDir(dirs []*fioDir, bs uint64) results.DirStats {
 // as fio counts only those) and their latency; nil for a pattern without
 // syncs of its own.
 func fioSyncs(p results.Pattern, entries []*fioJob) *results.SyncStats {
-	if !pattern.SyncOf(p).Linked() {
+	if !pattern.SyncOf(p).OwnSyncs() {
 		return nil
 	}
 	s := &results.SyncStats{}

@@ -537,7 +537,7 @@ func TestImportFioMapping(t *testing.T) {
 		{"rate limited", "randread.json", setOpt("rate_iops", "500"), results.Pattern{}, "rate"},
 		{"fdatasync on reads", "randread.json", setOpt("fdatasync", "1"), results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 16, Jobs: 1}, ""},
 		{"fdatasync at QD16", "randwrite.json", setOpt("fdatasync", "1"), results.Pattern{}, "fdatasync=1 with iodepth=8: iomatrix syncs after a stream's one write in flight (iodepth=1)"},
-		{"fsync", "seqwrite.json", func(m map[string]any) { setOpt("fsync", "8")(m); setOpt("iodepth", "1")(m) }, results.Pattern{Access: results.Sequential, BlockSize: 1 << 20, QueueDepth: 1, Jobs: 1, Sync: "fsync:8"}, ""},
+		{"fsync", "seqwrite.json", func(m map[string]any) { setOpt("fsync", "8")(m); setOpt("iodepth", "1")(m) }, results.Pattern{Access: results.Sequential, BlockSize: 1 << 20, QueueDepth: 1, Jobs: 1, Sync: "fsync:8:after"}, ""},
 		{"O_DSYNC", "randwrite.json", setOpt("sync", "dsync"), results.Pattern{Access: results.Random, BlockSize: 4096, QueueDepth: 8, Jobs: 1, Sync: "dsync"}, ""},
 		{"O_SYNC", "randwrite.json", setOpt("sync", "1"), results.Pattern{}, "sync=1: O_SYNC writes are not supported"},
 		{"two modes", "randwrite.json", func(m map[string]any) { setOpt("sync", "dsync")(m); setOpt("fdatasync", "1")(m) }, results.Pattern{}, "sync=dsync with fdatasync=1: a pattern has one durable-write mode"},

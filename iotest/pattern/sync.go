@@ -20,6 +20,10 @@ const (
 	// sync of the file that the write waits for.
 	SyncFdatasync = "fdatasync"
 	SyncFsync     = "fsync"
+	// SyncAfter, the third part of fdatasync:N:after and fsync:N:after:
+	// the ring issues the sync once the write has completed, rather than
+	// linked after it in the same submission.
+	SyncAfter = "after"
 )
 
 // Sync is a parsed durable-write mode.
@@ -29,13 +33,24 @@ type Sync struct {
 	// Every is N of fdatasync:N and fsync:N: a sync after every N-th
 	// write; 0 otherwise.
 	Every int
+	// After (fdatasync:N:after, fsync:N:after): on a ring, the sync is
+	// issued once its write has completed, as a database calls fdatasync
+	// once its write has returned, and as fio issues it; otherwise it is
+	// linked after the write and submitted with it. psync always calls
+	// it after the write.
+	After bool
 }
 
 // ParseSync reads a durable-write mode: none, dsync, fdatasync:N or
-// fsync:N (N ≥ 1; a bare fdatasync or fsync is N = 1). The error says
-// what is wrong, without naming the field.
+// fsync:N (N ≥ 1; a bare fdatasync or fsync is N = 1), the last two
+// optionally followed by :after. The error says what is wrong, without
+// naming the field.
 func ParseSync(s string) (Sync, error) {
 	kind, n, hasN := strings.Cut(strings.ToLower(strings.TrimSpace(s)), ":")
+	n, when, hasWhen := strings.Cut(n, ":")
+	if hasWhen && when != SyncAfter || hasWhen && kind != SyncFdatasync && kind != SyncFsync {
+		return Sync{}, fmt.Errorf("%q is not one of none, dsync, fdatasync:N[:after], fsync:N[:after]", s)
+	}
 	switch kind {
 	case "", SyncNone, SyncDsync:
 		if hasN {
@@ -57,9 +72,9 @@ func ParseSync(s string) (Sync, error) {
 		if err != nil || every < 1 {
 			return Sync{}, fmt.Errorf("%q: N of %s:N must be a whole number, 1 or more", s, kind)
 		}
-		return Sync{Kind: kind, Every: every}, nil
+		return Sync{Kind: kind, Every: every, After: hasWhen}, nil
 	}
-	return Sync{}, fmt.Errorf("%q is not one of none, dsync, fdatasync:N, fsync:N", s)
+	return Sync{}, fmt.Errorf("%q is not one of none, dsync, fdatasync:N[:after], fsync:N[:after]", s)
 }
 
 // SyncOf is a pattern's durable-write mode, parsed; a pattern Validate
@@ -73,7 +88,7 @@ func SyncOf(p results.Pattern) Sync {
 }
 
 // Canonical is the mode as a pattern keeps it: "" for none, "dsync",
-// "fdatasync:N", "fsync:N".
+// "fdatasync:N", "fsync:N", with ":after" when After.
 func (s Sync) Canonical() string {
 	switch s.Kind {
 	case SyncNone, "":
@@ -81,12 +96,16 @@ func (s Sync) Canonical() string {
 	case SyncDsync:
 		return SyncDsync
 	}
-	return s.Kind + ":" + strconv.Itoa(s.Every)
+	c := s.Kind + ":" + strconv.Itoa(s.Every)
+	if s.After {
+		c += ":" + SyncAfter
+	}
+	return c
 }
 
-// Linked tells whether the mode issues syncs of its own (fdatasync:N,
+// OwnSyncs tells whether the mode issues syncs of its own (fdatasync:N,
 // fsync:N), as opposed to flagging each write (dsync) or none.
-func (s Sync) Linked() bool { return s.Every > 0 }
+func (s Sync) OwnSyncs() bool { return s.Every > 0 }
 
 // WithSync is p with the durable-write mode s (ParseSync's syntax) in
 // canonical form, unchecked against the rest of p (Validate).
@@ -116,7 +135,7 @@ func validateSync(p results.Pattern) error {
 	if !p.Writes() {
 		return Fieldf("sync", "%s makes writes durable: the pattern only reads", s.Canonical())
 	}
-	if s.Linked() && p.QueueDepth > 1 {
+	if s.OwnSyncs() && p.QueueDepth > 1 {
 		return Mention("sync", func(n fault.Namer) string {
 			return fmt.Sprintf("%s needs %s 1: a sync waits for the write it follows, and a stream with more in flight would sync "+
 				"writes it has not finished (use dsync, or more jobs)", s.Canonical(), n("queue_depth"))
