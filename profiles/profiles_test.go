@@ -95,7 +95,7 @@ func describe(p *Profile) string {
 }
 
 func TestBuiltinsGolden(t *testing.T) {
-	counts := map[string]int{"full": 137, "quick": 14, "cdm": 8, "cdm-nvme": 8, "jobs": 7, "iocost": 6, "commit": 12}
+	counts := map[string]int{"full": 137, "quick": 14, "cdm": 8, "cdm-nvme": 8, "jobs": 7, "iocost": 6, "commit": 18}
 	for _, name := range Names() {
 		p, err := Builtin(name)
 		if err != nil {

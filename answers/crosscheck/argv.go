@@ -132,6 +132,13 @@ func (c *Comparison) iomatrixArgv(ps pattern.Spec) []string {
 func (c *Comparison) fioFigures(ps pattern.Spec) func([]byte) (results.Total, error) {
 	want := ps.Pattern
 	_, want.QueueDepth, want.Jobs = c.fioShape(want)
+	if s := pattern.SyncOf(want); s.OwnSyncs() {
+		// fio's sync is always issued once its write completed (the
+		// :after form); the linked form is asked of fio as the nearest
+		// it has (see noticeLinkedSyncs).
+		s.After = true
+		want.Sync = s.Canonical()
+	}
 	return func(out []byte) (results.Total, error) {
 		doc, problems, err := fio.Import("fio's report", bytes.NewReader(out))
 		if err != nil {

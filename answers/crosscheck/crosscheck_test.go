@@ -294,6 +294,39 @@ func TestNoticeLinkedSyncs(t *testing.T) {
 	}
 }
 
+// fio's sync is issued after its write: its report of a linked sync's
+// pattern reads back as the :after form, and is taken as what fio was
+// asked (the nearest it has); any other difference is still refused.
+func TestFioFiguresOfALinkedSync(t *testing.T) {
+	data, _ := fioFixture(t, "seqwrite.json")
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	opts := doc["jobs"].([]any)[0].(map[string]any)["job options"].(map[string]any)
+	opts["iodepth"], opts["fdatasync"] = "1", "2"
+	out, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		engine, pattern string
+		ok              bool
+	}{
+		{iotest.EngineUring, "write:1m:1 sync=fdatasync:2", true},
+		{iotest.EngineUring, "write:1m:1 sync=fdatasync:2:after", true},
+		{iotest.EnginePsync, "write:1m:1 sync=fdatasync:2", true},
+		{iotest.EngineUring, "write:1m:1 sync=fsync:2", false},
+		{iotest.EngineUring, "write:1m:1 sync=fdatasync:3:after", false},
+	} {
+		cmp := &Comparison{o: Options{Engine: c.engine}}
+		_, err := cmp.fioFigures(spec(t, c.pattern))(out)
+		if (err == nil) != c.ok {
+			t.Errorf("%s %s: %v, want ok %v", c.engine, c.pattern, err, c.ok)
+		}
+	}
+}
+
 func TestMedian(t *testing.T) {
 	for _, c := range []struct {
 		in   []float64
