@@ -1,0 +1,311 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/iomatrix/iomatrix/internal/testenv"
+	"github.com/iomatrix/iomatrix/profiles"
+	"github.com/iomatrix/iomatrix/results"
+)
+
+// The seek device's service times: a request that starts where the
+// previous one ended, and any other. Long beside the path's own cost per
+// request (tens of µs: the loop worker, the FUSE round trip), so that
+// the device, not the CPU, sets each run's IOPS.
+const (
+	seekSeq  = 2 * time.Millisecond
+	seekRand = 8 * time.Millisecond
+)
+
+// seekRun is one run on the seek device: a tool's IOPS and own CPU (% of
+// one), the machine's CPUs busy meanwhile (% of all), the requests the
+// block layer completed and merged (/sys/block/DEV/stat), and what the
+// device served.
+type seekRun struct {
+	iops, cpu, machine float64
+	requests, merged   uint64
+	counts             testenv.SeekCounts
+}
+
+func (r seekRun) String() string {
+	return fmt.Sprintf("%.0f IOPS, CPU %.0f %% of one, machine %.0f %% busy; block layer: %d requests, %d merges; device: %v",
+		r.iops, r.cpu, r.machine, r.requests, r.merged, r.counts)
+}
+
+// measureSeek resets the device and returns what ends the run: it fills
+// r with what the machine, the block layer and the device saw since.
+func measureSeek(t *testing.T, dev string, disk *testenv.SeekDisk) (end func(r *seekRun)) {
+	t.Helper()
+	disk.Reset()
+	stat := func() (requests, merged uint64) {
+		b, err := os.ReadFile(filepath.Join("/sys/block", filepath.Base(dev), "stat"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := strings.Fields(string(b))
+		for _, i := range []int{0, 4} { // reads, writes: completed, merged
+			n, _ := strconv.ParseUint(f[i], 10, 64)
+			m, _ := strconv.ParseUint(f[i+1], 10, 64)
+			requests, merged = requests+n, merged+m
+		}
+		return requests, merged
+	}
+	busy := machineBusy(t)
+	r0, m0 := stat()
+	return func(r *seekRun) {
+		r.machine, r.counts = busy(), disk.Counts()
+		r1, m1 := stat()
+		r.requests, r.merged = r1-r0, m1-m0
+	}
+}
+
+// iocostCells writes the built-in iocost profile's cells that run with
+// request merging off (its 4K cells) as profile files of one cell each,
+// named by direction and access ("read-sequential"). Each file parsed
+// back must give the built-in's pattern and nomerges: those cells and no
+// others. Their QoS loads are left out: they run after the closed-loop
+// figure this test compares.
+func iocostCells(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	prof, err := profiles.Builtin("iocost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, n := range prof.Nomerges {
+		p := n.Shape
+		data := fmt.Sprintf("name: iocost-cell\npatterns:\n  - {access: %s, block_size: %d, read_pct: %d, queue_depth: %d, nomerges: %d}\n",
+			p.Access, p.BlockSize, p.ReadPct, p.QueueDepth, n.Value)
+		back, err := profiles.Parse("cell.yaml", []byte(data))
+		if err != nil || len(back.Patterns) != 1 || back.Patterns[0] != p || len(back.Nomerges) != 1 || back.Nomerges[0].Value != n.Value {
+			t.Fatalf("the iocost profile's cell %s is not what %q says (%v)", p.Name(), data, err)
+		}
+		direction := map[int]string{100: "read", 0: "write"}[p.ReadPct]
+		name := direction + "-" + string(p.Access)
+		files[name] = filepath.Join(dir, name+".yaml")
+		if err := os.WriteFile(files[name], []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(files) != 4 {
+		t.Fatalf("the iocost profile's cells with merging off: %v, want sequential and random of each direction", slices.Sorted(maps.Keys(files)))
+	}
+	return files
+}
+
+// machineBusy returns a function that tells the share of the machine's
+// CPU time that was busy since machineBusy was called, in %.
+func machineBusy(t *testing.T) func() float64 {
+	t.Helper()
+	read := func() (busy, total float64) {
+		b, err := os.ReadFile("/proc/stat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		line, _, _ := strings.Cut(string(b), "\n")
+		for i, f := range strings.Fields(line)[1:] {
+			v, _ := strconv.ParseFloat(f, 64)
+			total += v
+			if i != 3 && i != 4 { // idle, iowait
+				busy += v
+			}
+		}
+		return busy, total
+	}
+	b0, t0 := read()
+	return func() float64 {
+		b1, t1 := read()
+		return 100 * (b1 - b0) / max(t1-t0, 1)
+	}
+}
+
+// queueAs sets the disk queue q's elevator and nomerges, and returns
+// what puts them back.
+func queueAs(t *testing.T, q, elevator, nomerges string) (restore func()) {
+	t.Helper()
+	sched, nm := filepath.Join(q, "scheduler"), filepath.Join(q, "nomerges")
+	_, was, _ := strings.Cut(attrValue(t, sched), "[")
+	was, _, _ = strings.Cut(was, "]")
+	wasNM := attrValue(t, nm)
+	setAttr(t, sched, elevator)
+	setAttr(t, nm, nomerges)
+	return func() {
+		setAttr(t, sched, was)
+		setAttr(t, nm, wasNM)
+	}
+}
+
+// seekFio is the kernel's procedure's fio run (tools/cgroup/iocost_coef_gen.py,
+// its exact arguments) of rw on dev, with the queue as it sets it:
+// elevator none, nomerges=1; put back after.
+func seekFio(t *testing.T, fio, dev, rw string, disk *testenv.SeekDisk, runtime time.Duration) seekRun {
+	t.Helper()
+	defer queueAs(t, filepath.Join("/sys/block", filepath.Base(dev), "queue"), "none", "1")()
+	out := filepath.Join(t.TempDir(), "fio.json")
+	end := measureSeek(t, dev, disk)
+	cmd := exec.Command(fio, "--direct=1", "--ioengine=io_uring", "--name=coef", "--filename="+dev,
+		"--runtime="+strconv.FormatFloat(runtime.Seconds(), 'f', -1, 64), "--readwrite="+rw, "--iodepth=64",
+		"--blocksize=4096", "--eta=never", "--output-format", "json", "--output="+out, "--time_based", "--numjobs=1")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("fio %s: %v\n%s", rw, err, b)
+	}
+	var r seekRun
+	end(&r)
+	var doc struct {
+		Jobs []struct {
+			Read struct {
+				BW float64 `json:"bw_bytes"`
+			} `json:"read"`
+			Write struct {
+				BW float64 `json:"bw_bytes"`
+			} `json:"write"`
+			UsrCPU float64 `json:"usr_cpu"`
+			SysCPU float64 `json:"sys_cpu"`
+		} `json:"jobs"`
+	}
+	b, err := os.ReadFile(out)
+	if err == nil {
+		err = json.Unmarshal(b, &doc)
+	}
+	if err != nil || len(doc.Jobs) != 1 {
+		t.Fatalf("fio %s's output: %v\n%s", rw, err, b)
+	}
+	j := doc.Jobs[0]
+	r.iops, r.cpu = (j.Read.BW+j.Write.BW)/4096, j.UsrCPU+j.SysCPU
+	return r
+}
+
+// seekSweep runs one iocost cell (a profile file of iocostCells) with
+// iomatrix sweep on dev: the queue's nomerges is the sweep's to set. The
+// cell must record the nomerges it ran with.
+func seekSweep(t *testing.T, dev, profile string, disk *testenv.SeekDisk, runtime, ramp time.Duration) seekRun {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "sweep.json")
+	end := measureSeek(t, dev, disk)
+	r := runIomatrix(t, iomatrixCmd(t, "sweep", dev, "--profile", profile, "--allow-destructive",
+		"--runtime", runtime.String(), "--ramp", ramp.String(), "-o", out, "--format", "json"))
+	var run seekRun
+	end(&run)
+	if r.code != 0 {
+		t.Fatalf("sweep %s: exit %d: %s", filepath.Base(profile), r.code, r.stderr)
+	}
+	doc, err := results.ReadDocumentFile(out)
+	if err != nil || len(doc.Results) != 1 {
+		t.Fatalf("sweep %s: %v", filepath.Base(profile), err)
+	}
+	res := doc.Results[0]
+	if res.Nomerges == nil || res.Nomerges.Value != 2 {
+		t.Errorf("sweep %s: ran with nomerges %+v, want the profile's 2", filepath.Base(profile), res.Nomerges)
+	}
+	run.iops, run.cpu = res.Total.IOPS, res.CPU.UserPct+res.CPU.SysPct
+	return run
+}
+
+// checkServed holds a run's device counts to what it asked for: one
+// request at a time, 4 KiB each, in its direction only, and at least 99 %
+// of them sequential (or random) as the run was.
+func checkServed(t *testing.T, name string, write, sequential bool, c testenv.SeekCounts) {
+	t.Helper()
+	seq, rand, other := c.SeqReads, c.RandReads, c.SeqWrites+c.RandWrites
+	if write {
+		seq, rand, other = c.SeqWrites, c.RandWrites, c.SeqReads+c.RandReads
+	}
+	asked, odd := seq, rand
+	if !sequential {
+		asked, odd = rand, seq
+	}
+	switch {
+	case c.MaxHeld != 1:
+		t.Errorf("%s: the device held %d requests at once: the loop device did not hand it one at a time", name, c.MaxHeld)
+	case c.Requests() == 0 || c.Bytes != 4096*c.Requests():
+		t.Errorf("%s: the device served %d requests of %d bytes: not 4 KiB each (merged or split on the way)", name, c.Requests(), c.Bytes)
+	case other != 0:
+		t.Errorf("%s: the device served %d requests of the other direction", name, other)
+	case odd > asked/100:
+		t.Errorf("%s: the device served %d requests as asked and %d not (sequential: %v): reordered on the way", name, asked, odd, sequential)
+	}
+}
+
+// seekEnv is the test's runtime per cell and its iterations, 1 s and 1
+// unless IOMATRIX_SEEK_RUNTIME and IOMATRIX_SEEK_ITERATIONS say more.
+func seekEnv(t *testing.T) (runtime time.Duration, iterations int) {
+	t.Helper()
+	runtime, iterations = time.Second, 1
+	var err error
+	if s := os.Getenv("IOMATRIX_SEEK_RUNTIME"); s != "" {
+		runtime, err = time.ParseDuration(s)
+	}
+	if s := os.Getenv("IOMATRIX_SEEK_ITERATIONS"); s != "" && err == nil {
+		iterations, err = strconv.Atoi(s)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runtime, iterations
+}
+
+// The iocost profile's 4K cells beside the kernel's procedure, on a
+// device whose speed is its own: one head, which serves a request that
+// starts where the previous one ended in seekSeq and any other in
+// seekRand, one at a time (testenv.SeekDisk). Per iteration and
+// direction, interleaved: the procedure's fio runs, sequential and
+// random, then iomatrix sweep's cells of the built-in profile. The
+// sequential-to-random IOPS ratio of each direction (medians over the
+// iterations) agrees within 20 % with the procedure's, and the device
+// served every run as asked: one request at a time, 4 KiB each,
+// sequential (or random) as the run was. docs/iocost.md has the figures.
+func TestIocostSeekRatio(t *testing.T) {
+	fio := testenv.Command(t, "fio")
+	disk := testenv.NewSeekDisk(1<<30, seekSeq, seekRand)
+	dev := testenv.WritableFUSELoop(t, disk)
+	cells := iocostCells(t, t.TempDir())
+	runtime, iterations := seekEnv(t)
+	t.Logf("%s: sequential %v, random %v (ratio %.2f); %v per cell, %d iterations", dev, seekSeq, seekRand, float64(seekRand)/float64(seekSeq), runtime, iterations)
+	ratios := map[string][2][]float64{} // direction: fio's, iomatrix's
+	for i := range iterations {
+		for _, dir := range []string{"read", "write"} {
+			write := dir == "write"
+			runs := map[string]seekRun{
+				"fio " + dir:          seekFio(t, fio, dev, dir, disk, runtime),
+				"fio rand" + dir:      seekFio(t, fio, dev, "rand"+dir, disk, runtime),
+				"iomatrix " + dir:     seekSweep(t, dev, cells[dir+"-sequential"], disk, runtime, runtime/5),
+				"iomatrix rand" + dir: seekSweep(t, dev, cells[dir+"-random"], disk, runtime, runtime/5),
+			}
+			for _, name := range slices.Sorted(maps.Keys(runs)) {
+				t.Logf("%d %s: %v", i+1, name, runs[name])
+				checkServed(t, name, write, !strings.Contains(name, "rand"), runs[name].counts)
+			}
+			r := ratios[dir]
+			r[0] = append(r[0], runs["fio "+dir].iops/runs["fio rand"+dir].iops)
+			r[1] = append(r[1], runs["iomatrix "+dir].iops/runs["iomatrix rand"+dir].iops)
+			ratios[dir] = r
+			t.Logf("%d %s: seq/rand fio %.3f, iomatrix %.3f", i+1, dir, r[0][i], r[1][i])
+		}
+	}
+	for _, dir := range []string{"read", "write"} {
+		fioRatio, iomRatio := median(ratios[dir][0]), median(ratios[dir][1])
+		t.Logf("%s: median seq/rand: procedure %.3f, iomatrix %.3f: iomatrix/procedure %.3f", dir, fioRatio, iomRatio, iomRatio/fioRatio)
+		if math.Abs(iomRatio/fioRatio-1) > 0.2 {
+			t.Errorf("%s: iomatrix's sequential-to-random ratio %.3f is not within 20 %% of the procedure's %.3f", dir, iomRatio, fioRatio)
+		}
+	}
+}
+
+func median(v []float64) float64 {
+	s := slices.Sorted(slices.Values(v))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
