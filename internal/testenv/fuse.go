@@ -54,11 +54,24 @@ func FUSELoop(t testing.TB, file fs.InodeEmbedder) (dev string) {
 // WritableFUSELoop is FUSELoop attached read-write, for a file that also
 // implements fs.NodeWriter (SeekDisk). The loop device is attached
 // without direct I/O (stated, whatever losetup's default): its worker
-// then hands the file one request at a time, in dispatch order, each
-// page of it a read or write of its own, and waits for it.
+// then hands the file one request at a time, in dispatch order, and
+// waits for it. The test holds a BSD lock on the device while it runs:
+// udev, which probes a device after a writer closes it, puts off its
+// probe of a locked one until it is unlocked (systemd's block device
+// locking), so that no read of its own reaches the file between runs.
 func WritableFUSELoop(t testing.TB, file fs.InodeEmbedder) (dev string) {
 	t.Helper()
-	return fuseLoop(t, file, "--direct-io=off")
+	dev = fuseLoop(t, file, "--direct-io=off")
+	f, err := os.Open(dev)
+	if err == nil {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+	}
+	if err != nil {
+		t.Fatalf("lock %s: %v", dev, err)
+	}
+	// Registered after the loop device's: released before it detaches.
+	t.Cleanup(func() { _ = f.Close() })
+	return dev
 }
 
 func fuseLoop(t testing.TB, file fs.InodeEmbedder, losetupArgs ...string) (dev string) {
