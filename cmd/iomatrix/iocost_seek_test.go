@@ -29,18 +29,18 @@ const (
 )
 
 // seekRun is one run on the seek device: a tool's IOPS and own CPU (% of
-// one), the machine's CPUs busy meanwhile (% of all), the requests the
+// one), the machine's CPUs busy and stolen meanwhile (% of all), the requests the
 // block layer completed and merged (/sys/block/DEV/stat), and what the
 // device served.
 type seekRun struct {
-	iops, cpu, machine float64
-	requests, merged   uint64
-	counts             testenv.SeekCounts
+	iops, cpu, machine, stolen float64
+	requests, merged           uint64
+	counts                     testenv.SeekCounts
 }
 
 func (r seekRun) String() string {
-	return fmt.Sprintf("%.0f IOPS, CPU %.0f %% of one, machine %.0f %% busy; block layer: %d requests, %d merges; device: %v",
-		r.iops, r.cpu, r.machine, r.requests, r.merged, r.counts)
+	return fmt.Sprintf("%.0f IOPS, CPU %.0f %% of one, machine %.0f %% busy, %.0f %% stolen; block layer: %d requests, %d merges; device: %v",
+		r.iops, r.cpu, r.machine, r.stolen, r.requests, r.merged, r.counts)
 }
 
 // measureSeek resets the device and returns what ends the run: it fills
@@ -64,7 +64,8 @@ func measureSeek(t *testing.T, dev string, disk *testenv.SeekDisk) (end func(r *
 	busy := machineBusy(t)
 	r0, m0 := stat()
 	return func(r *seekRun) {
-		r.machine, r.counts = busy(), disk.Counts()
+		r.machine, r.stolen = busy()
+		r.counts = disk.Counts()
 		r1, m1 := stat()
 		r.requests, r.merged = r1-r0, m1-m0
 	}
@@ -105,10 +106,11 @@ func iocostCells(t *testing.T, dir string) map[string]string {
 }
 
 // machineBusy returns a function that tells the share of the machine's
-// CPU time that was busy since machineBusy was called, in %.
-func machineBusy(t *testing.T) func() float64 {
+// CPU time since machineBusy was called that was busy, and that was
+// stolen (by the host of a virtual machine: its CPUs did not run), in %.
+func machineBusy(t *testing.T) func() (busy, stolen float64) {
 	t.Helper()
-	read := func() (busy, total float64) {
+	read := func() (busy, steal, total float64) {
 		b, err := os.ReadFile("/proc/stat")
 		if err != nil {
 			t.Fatal(err)
@@ -117,16 +119,20 @@ func machineBusy(t *testing.T) func() float64 {
 		for i, f := range strings.Fields(line)[1:] {
 			v, _ := strconv.ParseFloat(f, 64)
 			total += v
-			if i != 3 && i != 4 { // idle, iowait
+			switch i {
+			case 3, 4: // idle, iowait
+			case 7:
+				steal += v
+			default:
 				busy += v
 			}
 		}
-		return busy, total
+		return busy, steal, total
 	}
-	b0, t0 := read()
-	return func() float64 {
-		b1, t1 := read()
-		return 100 * (b1 - b0) / max(t1-t0, 1)
+	b0, s0, t0 := read()
+	return func() (busy, stolen float64) {
+		b1, s1, t1 := read()
+		return 100 * (b1 - b0) / max(t1-t0, 1), 100 * (s1 - s0) / max(t1-t0, 1)
 	}
 }
 
