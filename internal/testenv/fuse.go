@@ -48,6 +48,34 @@ func (d *DiskFile) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.Attr
 // /dev/fuse and losetup.
 func FUSELoop(t testing.TB, file fs.InodeEmbedder) (dev string) {
 	t.Helper()
+	return fuseLoop(t, file, "-r")
+}
+
+// WritableFUSELoop is FUSELoop attached read-write, for a file that also
+// implements fs.NodeWriter (SeekDisk). The loop device is attached
+// without direct I/O (stated, whatever losetup's default): its worker
+// then hands the file one request at a time, in dispatch order, and
+// waits for it. The test holds a BSD lock on the device while it runs:
+// udev, which probes a device after a writer closes it, puts off its
+// probe of a locked one until it is unlocked (systemd's block device
+// locking), so that no read of its own reaches the file between runs.
+func WritableFUSELoop(t testing.TB, file fs.InodeEmbedder) (dev string) {
+	t.Helper()
+	dev = fuseLoop(t, file, "--direct-io=off")
+	f, err := os.Open(dev)
+	if err == nil {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+	}
+	if err != nil {
+		t.Fatalf("lock %s: %v", dev, err)
+	}
+	// Registered after the loop device's: released before it detaches.
+	t.Cleanup(func() { _ = f.Close() })
+	return dev
+}
+
+func fuseLoop(t testing.TB, file fs.InodeEmbedder, losetupArgs ...string) (dev string) {
+	t.Helper()
 	Root(t)
 	_, err := os.Stat("/dev/fuse")
 	Require(t, err == nil, "no /dev/fuse")
@@ -68,7 +96,8 @@ func FUSELoop(t testing.TB, file fs.InodeEmbedder) (dev string) {
 			t.Logf("unmount FUSE at %s: %v", mnt, err)
 		}
 	})
-	out, err := exec.Command(losetup, "-f", "--show", "-r", filepath.Join(mnt, "disk.img")).CombinedOutput()
+	args := append([]string{"-f", "--show"}, losetupArgs...)
+	out, err := exec.Command(losetup, append(args, filepath.Join(mnt, "disk.img"))...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("losetup: %v %s", err, out)
 	}
@@ -107,25 +136,7 @@ func NewDelayDisk(size int64, delay time.Duration, keep int) *DelayDisk {
 }
 
 func (d *DelayDisk) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	start := time.Now()
-	delay := time.Duration(d.delay.Load())
-	deadline := start.Add(delay)
-	spin := d.Spin
-	if spin == 0 {
-		spin = 300 * time.Microsecond
-	}
-	if delay > spin {
-		// The thread sleeps in the kernel (an hrtimer): the runtime's
-		// timers wake a goroutine up to a millisecond late (measured
-		// here: time.Sleep(700µs) 390µs late at the median, nanosleep
-		// 74µs).
-		ts := unix.NsecToTimespec(int64(delay - spin))
-		for unix.Nanosleep(&ts, &ts) == unix.EINTR {
-		}
-	}
-	for time.Now().Before(deadline) {
-	}
-	served := time.Since(start)
+	served := hold(time.Now(), time.Duration(d.delay.Load()), d.Spin)
 	if i := d.next.Add(1) - 1; i < int64(len(d.served)) {
 		d.served[i] = int64(served)
 	}
@@ -149,4 +160,30 @@ func (d *DelayDisk) Reads() int64 { return d.reads.Load() }
 // many as were kept), in nanoseconds.
 func (d *DelayDisk) Served() []int64 {
 	return d.served[:min(d.reads.Load(), int64(len(d.served)))]
+}
+
+// defaultSpin is how long before its deadline a device stops sleeping
+// and spins, unless told otherwise.
+const defaultSpin = 300 * time.Microsecond
+
+// hold returns delay after start, and how long after start it returned:
+// it sleeps in the kernel until spin (0: defaultSpin) before the
+// deadline and spins the rest on the clock.
+func hold(start time.Time, delay, spin time.Duration) (served time.Duration) {
+	if spin == 0 {
+		spin = defaultSpin
+	}
+	if delay > spin {
+		// The thread sleeps in the kernel (an hrtimer): the runtime's
+		// timers wake a goroutine up to a millisecond late (measured
+		// here: time.Sleep(700µs) 390µs late at the median, nanosleep
+		// 74µs).
+		ts := unix.NsecToTimespec(int64(delay - spin))
+		for unix.Nanosleep(&ts, &ts) == unix.EINTR {
+		}
+	}
+	deadline := start.Add(delay)
+	for time.Now().Before(deadline) {
+	}
+	return time.Since(start)
 }
