@@ -19,9 +19,9 @@ import (
 //     taken one it polls again every 20 µs for a millisecond or more:
 //     about one more context switch per I/O. Measured on 2 CPUs, 4K
 //     sequential writes with fdatasync:1 on ext4 over a loop device:
-//     2.9-3.1 context switches and 40-43 µs of CPU per I/O, against
-//     fio's 2.0 and 27-33 µs, and 7-30 % fewer IOPS than fio; yielding
-//     every 5 ms, 2.1-2.2 and 20-28 µs, and fio's IOPS;
+//     2.9-3.2 context switches and 40-45 µs of CPU per I/O, against
+//     fio's 2.0 and 27-38 µs, and 0.65-1.01x fio's IOPS; yielding
+//     every 4 ms, 2.2 and 24-25 µs, and 0.98-1.13x fio's IOPS;
 //   - in the ring's raw wait (see enter), it signals the thread: the
 //     wait ends early, and the goroutine is preempted at its next call,
 //     wherever that is, between a completion and its reap as well.
