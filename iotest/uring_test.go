@@ -129,6 +129,11 @@ func TestKernelCancelledIOIsReissued(t *testing.T) {
 		cancels int // times the kernel cancels the I/O
 	}{{"done-once-reissued", 2}, {"failed-past-the-limit", maxReissues + 1}} {
 		t.Run(c.name, func(t *testing.T) {
+			// A subtest runs in a goroutine of its own: locked too, or
+			// the runtime may move it to another thread between two
+			// submissions, which the single-issuer ring refuses (EEXIST).
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
 			// Slot 0 alone is used, in a ring with room for the failing
 			// request and the wait's timer besides.
 			const qd = 4
