@@ -235,13 +235,16 @@ func (s *ringStream) closedLoop() error {
 				}
 				continue
 			}
+			// The yield comes before the replacements are handed over:
+			// at QD1 nothing is in flight meanwhile, so a late hand-off
+			// delays no completion's reaping (see yieldEvery).
+			if s.w.yieldDue(now) {
+				s.w.yield()
+			}
 			if s.r.pending > 0 {
 				if err := s.handOver(); err != nil {
 					return err
 				}
-			}
-			if err := s.breathe(now); err != nil {
-				return err
 			}
 			s.r.waitFor = batch
 			if err := s.submit(); err != nil {

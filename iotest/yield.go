@@ -30,8 +30,12 @@ import (
 // back (two wake-ups). Once per yieldEvery, below the monitor's 10 ms,
 // the monitor never finds a goroutine to preempt, and the hand-off
 // happens where it costs no measured time: psync's between two I/Os,
-// before the next one's start is read; the ring's once its requests are
-// handed over and it is about to sleep, while the device works.
+// before the next one's start is read; a closed loop's ring's when it is
+// about to sleep, before it hands over its replacements (at QD1 nothing
+// is in flight then, so a hand-off the machine makes late delays no
+// completion's reaping; their start is read when they are handed over);
+// an open loop's once its requests are handed over, since their latency
+// runs from when they were due.
 const yieldEvery = 4 * time.Millisecond
 
 // yieldDue tells whether the stream should yield at now.
@@ -43,10 +47,11 @@ func (w *worker) yield() {
 	w.yieldedAt = nanotime()
 }
 
-// breathe yields when it is due at now, about to sleep: what the ring
-// has prepared is handed over first, so the device works meanwhile, and
-// a completion posted during the yield ends the wait that follows at
-// once.
+// breathe yields when it is due at now, about to sleep in an open loop,
+// or in a closed loop whose wait ended with nothing to reap: what the
+// ring has prepared is handed over first (an open-loop I/O's latency
+// runs from when it was due, so it is not held back), and a completion
+// posted during the yield ends the wait that follows at once.
 func (s *ringStream) breathe(now int64) error {
 	if !s.w.yieldDue(now) {
 		return nil
