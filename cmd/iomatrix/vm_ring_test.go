@@ -15,8 +15,9 @@ import (
 // real one: only the mechanics are checked):
 //   - --poll runs at QD1 and QD32, and its completions are polled: the
 //     evidence is the drive's interrupts (/proc/interrupts, the nvme0q*
-//     lines), which a run without --poll raises by about one per I/O and
-//     a polled run does not raise (poll queues have no interrupt);
+//     lines), which a run without --poll raises (by one per I/O at QD1,
+//     by fewer at QD32, where one interrupt may reap several) and a
+//     polled run does not raise (poll queues have no interrupt);
 //   - --sqpoll runs, alone and with --poll, its kernel thread's CPU in the
 //     cell;
 //   - the engine's allocation test, polled, run inside the guest;
@@ -57,10 +58,22 @@ IOMATRIX_POLL_DEVICE=/dev/nvme0n1 /bin/iotest.test -test.run 'TestNoAllocationPe
 	for _, qd := range []string{"qd1", "qd32"} {
 		plain, poll := irqsAndIOs(t, said(qd+" irqs")), irqsAndIOs(t, said(qd+" poll irqs"))
 		t.Logf("%s: %d interrupts for %d I/Os with interrupts, %d for %d polled", qd, plain[0], plain[1], poll[0], poll[1])
-		// Interrupts may be coalesced, so "about one per I/O" is at
-		// least a tenth; the polled run's few are the drive's other
-		// queues' (none should move while it runs).
-		if plain[1] == 0 || poll[1] == 0 || plain[0] < plain[1]/10 || poll[0] > poll[1]/100 {
+		// One interrupt reaps every completion posted by the time its
+		// handler runs, so how many an interrupt covers depends on how
+		// soon the guest's CPU gets to it, not on the engine: about one
+		// per I/O at QD1 (one in flight), 0.55-0.8 at QD32 in a guest
+		// with the host to itself, and 0.08 (2,034 for 24,969) in a CI
+		// run whose guest was starved by the tests beside it (its QD1
+		// polled run did 533 I/Os where one alone does about 30,000).
+		// So an interrupted run shows at least one per hundred I/Os, and
+		// at QD1 (one per I/O, starved or not) at least one per two; the
+		// polled run's few are the drive's other queues' (none should
+		// move while it runs).
+		least := plain[1] / 100
+		if qd == "qd1" {
+			least = plain[1] / 2
+		}
+		if plain[1] == 0 || poll[1] == 0 || plain[0] < least || poll[0] > poll[1]/100 {
 			t.Errorf("%s: %v without --poll, %v with: the polled run's completions were not polled", qd, plain, poll)
 		}
 	}
