@@ -38,21 +38,6 @@ func (f truthFigures) String() string {
 		f.p50, f.p99, f.served50, f.sv99, f.reads, f.ios, f.stolen)
 }
 
-// stealTime is the machine's steal time so far: how long, over all its
-// CPUs, the hypervisor kept a CPU that had work from running it
-// (/proc/stat, in USER_HZ ticks of 10 ms).
-func stealTime(t *testing.T) time.Duration {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var user, nice, system, idle, iowait, irq, softirq, steal int64
-	if _, err := fmt.Sscanf(string(b), "cpu %d %d %d %d %d %d %d %d", &user, &nice, &system, &idle, &iowait, &irq, &softirq, &steal); err != nil {
-		t.Fatalf("/proc/stat: %v", err)
-	}
-	return time.Duration(steal) * 10 * time.Millisecond
-}
-
 // stealBound is the most steal a run may have for its p99 to be judged:
 // a quarter of a percent of the run. Each stolen stretch delays the I/O
 // in flight by up to its length (measured here: 0.7-1.5 % of I/Os 0.5-20
@@ -80,14 +65,14 @@ func truthRun(t *testing.T, tg *target.Target, disk *testenv.DelayDisk, delay, r
 	disk.Reset(delay)
 	var log bytes.Buffer
 	p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 1, Jobs: 1}
-	steal := stealTime(t)
+	steal := testenv.MachineTimes(t).Steal
 	r, err := Run(context.Background(), tg, p, Options{Runtime: runtime, Seed: 7, Engine: EngineUring, LatLog: LatLog{Completion: &log}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := truthFigures{p50: float64(r.Read.LatNS.P50) / 1e3, p99: float64(r.Read.LatNS.P99) / 1e3,
 		served50: servedPercentile(disk, 50), sv99: servedPercentile(disk, 99),
-		reads: disk.Reads(), ios: int64(r.Completed.Reads), stolen: stealTime(t) - steal}
+		reads: disk.Reads(), ios: int64(r.Completed.Reads), stolen: testenv.MachineTimes(t).Steal - steal}
 	if f.reads != f.ios {
 		t.Errorf("D=%v: the device answered %d reads for iomatrix's %d: a read did not reach it (a cache), or one was not counted", delay, f.reads, f.ios)
 	}
@@ -107,7 +92,7 @@ func truthRun(t *testing.T, tg *target.Target, disk *testenv.DelayDisk, delay, r
 func truthFio(t *testing.T, fio, dev string, disk *testenv.DelayDisk, delay, runtime time.Duration) truthFigures {
 	t.Helper()
 	disk.Reset(delay)
-	steal := stealTime(t)
+	steal := testenv.MachineTimes(t).Steal
 	out, err := exec.Command(fio, "--name=truth", "--filename="+dev, "--readonly", "--rw=randread", "--bs=4k", "--direct=1",
 		"--ioengine=io_uring", "--iodepth=1", "--size=64m", "--time_based", "--ramp_time=0.2",
 		"--runtime="+strconv.FormatFloat(runtime.Seconds(), 'f', -1, 64), "--randrepeat=0", "--output-format=json").Output()
@@ -129,7 +114,7 @@ func truthFio(t *testing.T, fio, dev string, disk *testenv.DelayDisk, delay, run
 	}
 	rd := doc.Jobs[0].Read
 	return truthFigures{p50: rd.Clat.Percentile["50.000000"] / 1e3, p99: rd.Clat.Percentile["99.000000"] / 1e3,
-		served50: servedPercentile(disk, 50), sv99: servedPercentile(disk, 99), reads: disk.Reads(), ios: rd.IOs, stolen: stealTime(t) - steal}
+		served50: servedPercentile(disk, 50), sv99: servedPercentile(disk, 99), reads: disk.Reads(), ios: rd.IOs, stolen: testenv.MachineTimes(t).Steal - steal}
 }
 
 // quietWake is the latest a thread's wake-up may be at p99 for the

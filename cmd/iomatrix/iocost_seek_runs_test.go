@@ -63,33 +63,17 @@ func measureSeek(t *testing.T, dev string, disk *testenv.SeekDisk) (end func(r *
 }
 
 // machineBusy returns a function that tells the share of the machine's
-// CPU time since machineBusy was called that was busy, and that was
-// stolen (by the host of a virtual machine: its CPUs did not run), in %.
+// CPU time since machineBusy was called that was busy, steal aside, and
+// that was stolen (by the host of a virtual machine: its CPUs did not
+// run), in %.
 func machineBusy(t *testing.T) func() (busy, stolen float64) {
 	t.Helper()
-	read := func() (busy, steal, total float64) {
-		b, err := os.ReadFile("/proc/stat")
-		if err != nil {
-			t.Fatal(err)
-		}
-		line, _, _ := strings.Cut(string(b), "\n")
-		for i, f := range strings.Fields(line)[1:] {
-			v, _ := strconv.ParseFloat(f, 64)
-			total += v
-			switch i {
-			case 3, 4: // idle, iowait
-			case 7:
-				steal += v
-			default:
-				busy += v
-			}
-		}
-		return busy, steal, total
-	}
-	b0, s0, t0 := read()
+	m0 := testenv.MachineTimes(t)
 	return func() (busy, stolen float64) {
-		b1, s1, t1 := read()
-		return 100 * (b1 - b0) / max(t1-t0, 1), 100 * (s1 - s0) / max(t1-t0, 1)
+		m1 := testenv.MachineTimes(t)
+		total := float64(max(m1.Total()-m0.Total(), 1))
+		steal := float64(m1.Steal - m0.Steal)
+		return 100 * (float64(m1.Busy-m0.Busy) - steal) / total, 100 * steal / total
 	}
 }
 

@@ -383,6 +383,9 @@ func TestParseMachineBusy(t *testing.T) {
 	if d, err := ParseMachineBusy([]byte(stat)); err != nil || d != 2*time.Second {
 		t.Errorf("busy %v, %v; want 200 ticks", d, err)
 	}
+	if m, err := ParseMachineTimes([]byte(stat)); err != nil || m != (MachineTimes{Busy: 2 * time.Second, Steal: 400 * time.Millisecond, Idle: 50900 * time.Millisecond}) || m.Total() != 52900*time.Millisecond {
+		t.Errorf("times %+v, %v; want busy 200, steal 40, idle 5,090 ticks", m, err)
+	}
 	// An older kernel's eight fields.
 	if d, err := ParseMachineBusy([]byte("cpu 1 1 1 9 9 1 1 1\n")); err != nil || d != 60*time.Millisecond {
 		t.Errorf("eight fields: %v, %v", d, err)

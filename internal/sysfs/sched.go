@@ -17,40 +17,67 @@ func ParseRunDelay(data []byte) (time.Duration, error) {
 	return schedstatField(data, 1, "run delay")
 }
 
-// ParseMachineBusy is the CPU time the machine's CPUs have spent busy, in
-// a /proc/stat file (proc(5)): its first line's user, nice, system, irq,
-// softirq and steal times summed (guest time is part of user and nice;
-// idle and iowait are not busy), in clock ticks of 10 ms (USER_HZ is
-// 100). Steal is time the hypervisor gave this machine's CPUs to others:
-// busy for whoever waited for them. It allocates nothing but its error.
-func ParseMachineBusy(data []byte) (time.Duration, error) {
+// MachineTimes is how the machine's CPUs have spent their time so far,
+// summed over them: /proc/stat's first line (proc(5)).
+type MachineTimes struct {
+	// Busy is user, nice, system, irq, softirq and steal time (guest time
+	// is part of user and nice). Steal is time the hypervisor gave this
+	// machine's CPUs to others: busy for whoever waited for them.
+	Busy time.Duration
+	// Steal is the steal time alone, part of Busy.
+	Steal time.Duration
+	// Idle is idle and iowait time.
+	Idle time.Duration
+}
+
+// Total is all the CPUs' time so far, busy or idle.
+func (m MachineTimes) Total() time.Duration { return m.Busy + m.Idle }
+
+// ParseMachineTimes reads a /proc/stat file's first line, whose times are
+// clock ticks of 10 ms (USER_HZ is 100). It allocates nothing but its
+// error.
+func ParseMachineTimes(data []byte) (MachineTimes, error) {
 	if i := bytes.IndexByte(data, '\n'); i >= 0 {
 		data = data[:i]
 	}
-	var busy int64
+	var busy, steal, idle int64
 	n := 0
 	for f := range fieldsOf(data) {
 		if n == 0 {
 			if string(f) != "cpu" {
-				return 0, fmt.Errorf("stat: first line starts with %q, want cpu", f)
+				return MachineTimes{}, fmt.Errorf("stat: first line starts with %q, want cpu", f)
 			}
 			n++
 			continue
 		}
 		ticks, ok := parseCount(f)
 		if !ok {
-			return 0, fmt.Errorf("stat: cpu field %d %q is not a count of ticks", n, f)
+			return MachineTimes{}, fmt.Errorf("stat: cpu field %d %q is not a count of ticks", n, f)
 		}
 		switch n {
-		case 1, 2, 3, 6, 7, 8: // user nice system (idle iowait) irq softirq steal
+		case 1, 2, 3, 6, 7: // user nice system irq softirq
 			busy += ticks
+		case 8: // steal
+			busy += ticks
+			steal += ticks
+		case 4, 5: // idle iowait
+			idle += ticks
 		}
 		n++
 	}
 	if n < 9 {
-		return 0, fmt.Errorf("stat: the cpu line has %d times, want at least 8", max(n-1, 0))
+		return MachineTimes{}, fmt.Errorf("stat: the cpu line has %d times, want at least 8", max(n-1, 0))
 	}
-	return time.Duration(busy) * 10 * time.Millisecond, nil
+	tick := 10 * time.Millisecond
+	return MachineTimes{Busy: time.Duration(busy) * tick, Steal: time.Duration(steal) * tick, Idle: time.Duration(idle) * tick}, nil
+}
+
+// ParseMachineBusy is the CPU time the machine's CPUs have spent busy, in
+// a /proc/stat file: MachineTimes.Busy. It allocates nothing but its
+// error.
+func ParseMachineBusy(data []byte) (time.Duration, error) {
+	m, err := ParseMachineTimes(data)
+	return m.Busy, err
 }
 
 // ParseChildren parses a task's children file (/proc/PID/task/TID/children):
