@@ -99,8 +99,18 @@ func TestCapVerifyStarvedCPU(t *testing.T) {
 		t.Logf("%s (%s): %.0f IOPS, CPU wait %.1f %% of the window: %s (exit %d) %q", name, took, cell.MeasuredIOPS, cell.CPUWaitPct, v.Verdict, r.code, cell.Reasons)
 		return r, v
 	}
-	if r, v := verify("quiet", false); r.code != exitOK || v.Verdict != "ok" {
-		t.Errorf("with CPUs quiet: %s, exit %d; want ok, 0", v.Verdict, r.code)
+	// The baseline wants quiet CPUs, which a machine the rest of the
+	// suite (or anything else) loads does not always give: a run that
+	// waited for a CPU is then rightly inconclusive, and is run again.
+	for attempt := 1; ; attempt++ {
+		r, v := verify("quiet", false, "--force")
+		if r.code == exitOK && v.Verdict == "ok" {
+			break
+		}
+		if attempt < 3 && v.Verdict == "inconclusive" && v.Cells[0].Starved {
+			continue
+		}
+		t.Fatalf("with CPUs quiet: %s, exit %d; want ok, 0", v.Verdict, r.code)
 	}
 	baseline := capverify.BaselineOut(filepath.Join(dir, "quiet.json"))
 	for attempt := 1; attempt <= 3; attempt++ {
