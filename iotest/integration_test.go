@@ -246,7 +246,7 @@ func TestNoAllocationPerIO(t *testing.T) {
 	mixed, _ = pattern.WithDistribution(mixed, "zipf:1.2")
 	replayAllocs(t, tg)
 	for _, eng := range append(engines(t), "uring-polling", "uring-batched", "uring-mix", "psync-mix", "uring-rate", "uring-sqpoll",
-		"uring-latlog", "psync-latlog", "uring-rate-latlog", "uring-compress", "psync-compress", "uring-dedupe", "psync-dedupe", "uring-dsync", "psync-dsync", "uring-fdatasync", "psync-fdatasync", "uring-rate-fdatasync", "uring-fdatasync-after") {
+		"uring-latlog", "psync-latlog", "uring-rate-latlog", "uring-compress", "psync-compress", "uring-dedupe", "psync-dedupe", "uring-dsync", "psync-dsync", "uring-fdatasync", "psync-fdatasync", "uring-rate-fdatasync", "uring-fdatasync-after", "uring-rate-profile") {
 		// A fixed number of I/Os, not a fixed time: a slow moment of the
 		// disk must not leave too few I/Os to tell.
 		o := Options{Runtime: time.Minute, MaxIOs: 10000, Seed: 3, Engine: eng}
@@ -303,6 +303,12 @@ func TestNoAllocationPerIO(t *testing.T) {
 			// schedule drawn in place.
 			o.Engine, p = EngineUring, mixed
 			p.Rate = results.Rate{IOPS: 40000}
+			alwaysPoll = false
+		case "uring-rate-profile":
+			// An open loop whose rates follow a profile of 1 ms steps:
+			// each arrival found from the step cursor, in place.
+			o.Engine, p.Rate = EngineUring, results.Rate{ReadIOPS: 25000, WriteIOPS: 15000}
+			o.Profile = &RateProfile{StepNS: 1e6, Reads: []float64{40000, 10000, 0, 50000}, Writes: []float64{0, 30000, 30000, 0}}
 			alwaysPoll = false
 		case "uring-latlog", "psync-latlog":
 			// Every I/O a record in a preallocated buffer, written as a

@@ -26,6 +26,9 @@ type Options struct {
 	// LatLog, when it has a writer, receives the latency of every I/O of
 	// the window (see LatLog).
 	LatLog LatLog
+	// Profile, when set, shapes an open-loop pattern's rates over time
+	// (see RateProfile).
+	Profile *RateProfile
 
 	// Progress, when set, is called about once a second from a goroutine
 	// of the run with the I/Os completed so far in the current phase.

@@ -36,6 +36,13 @@ type arrivals struct {
 	off     bool    // no arrivals at all (a direction without a rate)
 	k       uint64  // arrivals taken
 	next    float64 // the next one's intended start
+	// prof, when set, shapes the rate over time (RateProfile): lam is the
+	// profile's cumulative arrivals at the next one, cycle and step the
+	// profile's cursor there.
+	prof  *rateSteps
+	lam   float64
+	cycle int64
+	step  int
 }
 
 func newArrivals(iops float64, poisson bool, seed, stream uint64) arrivals {
@@ -50,11 +57,29 @@ func newArrivals(iops float64, poisson bool, seed, stream uint64) arrivals {
 	return a
 }
 
+// newProfiledArrivals is a stream of arrivals whose rate follows steps
+// (nil: no arrivals at all).
+func newProfiledArrivals(steps *rateSteps, poisson bool, seed, stream uint64) arrivals {
+	a := arrivals{poisson: poisson, off: steps == nil, prof: steps}
+	a.rng.Seed(seed^0xa7717a15, stream*0x9e3779b97f4a7c15+1)
+	if !a.off {
+		if poisson {
+			a.lam = a.unitGap()
+		}
+		a.next = steps.at(a.lam, &a.cycle, &a.step)
+	}
+	return a
+}
+
 // gap draws the wait in ns before the next poisson arrival: exponential
-// with the mean 1/rate (inverse transform of a uniform draw).
-func (a *arrivals) gap() float64 {
+// with the mean 1/rate.
+func (a *arrivals) gap() float64 { return a.unitGap() * 1e9 / a.rate }
+
+// unitGap draws an exponential wait of mean 1 (inverse transform of a
+// uniform draw).
+func (a *arrivals) unitGap() float64 {
 	u := float64(a.rng.Uint64()>>11) * 0x1p-53 // [0, 1)
-	return -math.Log1p(-u) * 1e9 / a.rate
+	return -math.Log1p(-u)
 }
 
 // take moves past the next arrival. Uniform arrivals come at 0, 1, 2, …
@@ -62,6 +87,15 @@ func (a *arrivals) gap() float64 {
 // run does not drift; a window of whole periods holds exactly its share.
 func (a *arrivals) take() {
 	a.k++
+	if a.prof != nil {
+		if a.poisson {
+			a.lam += a.unitGap()
+		} else {
+			a.lam = float64(a.k)
+		}
+		a.next = a.prof.at(a.lam, &a.cycle, &a.step)
+		return
+	}
 	if a.poisson {
 		a.next += a.gap()
 	} else {
@@ -82,11 +116,18 @@ type schedule struct {
 	replay []replayIO
 }
 
-// newSchedule is job's share of rate, seeded apart from the offsets.
-func newSchedule(rate results.Rate, jobs, job int, seed uint64) schedule {
+// newSchedule is job's share of rate, seeded apart from the offsets,
+// shaped over time by prof when it is set (a pattern with a rate per
+// direction: RateProfile.Check).
+func newSchedule(rate results.Rate, jobs, job int, seed uint64, prof *RateProfile) schedule {
 	poisson := rate.Arrival != results.ArrivalUniform
 	stream := uint64(job) << 8
 	s := schedule{perDir: rate.PerDirection()}
+	if prof != nil && s.perDir {
+		s.dir[0] = newProfiledArrivals(newRateSteps(prof.StepNS, prof.Reads, jobs), poisson, seed, stream)
+		s.dir[1] = newProfiledArrivals(newRateSteps(prof.StepNS, prof.Writes, jobs), poisson, seed, stream|1)
+		return s
+	}
 	if s.perDir {
 		s.dir[0] = newArrivals(rate.ReadIOPS/float64(jobs), poisson, seed, stream)
 		s.dir[1] = newArrivals(rate.WriteIOPS/float64(jobs), poisson, seed, stream|1)
@@ -475,7 +516,7 @@ func Sustained(backlogAtEnd, scheduled uint64, jobs int) bool {
 }
 
 // openResult adds an open-loop run's figures to its result.
-func openResult(res *results.Result, p results.Pattern, s *stats) {
+func openResult(res *results.Result, p results.Pattern, s *stats, prof *RateProfile) {
 	o := s.open
 	if o == nil {
 		return
@@ -512,5 +553,8 @@ func openResult(res *results.Result, p results.Pattern, s *stats) {
 		MaxBacklog:      o.maxBacklog,
 		BacklogAtEnd:    o.backlogAtEnd,
 		BacklogAgeNS:    o.backlogAge,
+	}
+	if prof != nil {
+		res.Rate.ProfileSteps, res.Rate.ProfileStepNS = len(prof.Reads), prof.StepNS
 	}
 }

@@ -27,7 +27,7 @@ import (
 func TestPoissonSchedule(t *testing.T) {
 	const rate, n = 20000.0, 100000
 	for _, jobs := range []int{1, 4} {
-		s := newSchedule(results.Rate{IOPS: rate}, jobs, jobs-1, 7)
+		s := newSchedule(results.Rate{IOPS: rate}, jobs, jobs-1, 7, nil)
 		perJob := rate / float64(jobs)
 		gaps := make([]float64, n)
 		last := int64(0)
@@ -51,7 +51,7 @@ func TestPoissonSchedule(t *testing.T) {
 			t.Errorf("jobs %d: KS distance %.5f of the gaps from Exp(%g/s) above the 1 %% critical value %.5f", jobs, d, perJob, crit)
 		}
 		// Counts in windows of 100 expected arrivals.
-		s = newSchedule(results.Rate{IOPS: rate}, jobs, 0, 11)
+		s = newSchedule(results.Rate{IOPS: rate}, jobs, 0, 11, nil)
 		window := int64(100 * 1e9 / perJob)
 		const windows = 1000
 		counts := make([]float64, windows)
@@ -81,7 +81,7 @@ func TestPoissonSchedule(t *testing.T) {
 // Uniform arrivals come exactly every 1/rate, without drift, and a rate
 // per direction interleaves both directions at their own rates.
 func TestUniformSchedule(t *testing.T) {
-	s := newSchedule(results.Rate{IOPS: 3000, Arrival: results.ArrivalUniform}, 1, 0, 1)
+	s := newSchedule(results.Rate{IOPS: 3000, Arrival: results.ArrivalUniform}, 1, 0, 1, nil)
 	for i := 0; i < 3_000_000; i++ {
 		at, _ := s.due()
 		if want := int64(float64(i) * 1e9 / 3000); at != want {
@@ -89,7 +89,7 @@ func TestUniformSchedule(t *testing.T) {
 		}
 		s.take()
 	}
-	s = newSchedule(results.Rate{ReadIOPS: 3000, WriteIOPS: 1000, Arrival: results.ArrivalUniform}, 1, 0, 1)
+	s = newSchedule(results.Rate{ReadIOPS: 3000, WriteIOPS: 1000, Arrival: results.ArrivalUniform}, 1, 0, 1, nil)
 	var reads, writes int
 	for {
 		at, write := s.due()
@@ -116,7 +116,7 @@ func simulateOpen(rate results.Rate, qd int, window int64, complete func(at int6
 	clk := newTestClock(0, window)
 	st := newStats(int(window/1e9) + 1)
 	st.open = new(openStats)
-	sc := newSchedule(rate, 1, 0, 1)
+	sc := newSchedule(rate, 1, 0, 1, nil)
 	first := sc
 	busy := make([]slot, 0, qd) // in flight, with their completion in start's place
 	now := int64(0)

@@ -136,6 +136,11 @@ func checkRun(t *target.Target, p results.Pattern, o Options) (engine string, er
 	if err := CheckSync(p, o); err != nil {
 		return "", err
 	}
+	if o.Profile != nil {
+		if err := o.Profile.Check(p); err != nil {
+			return "", fmt.Errorf("%s: %w", p.Name(), err)
+		}
+	}
 	if o.Ring.Poll {
 		if err := t.CheckPoll(); err != nil {
 			return "", err
@@ -266,7 +271,7 @@ func (r *run) makeStreams() error {
 			if r.replay != nil {
 				w.sched, w.st.open = &schedule{replay: r.replay.ios}, new(openStats)
 			} else if p.Rate.Open() {
-				sc := newSchedule(p.Rate, p.Jobs, j, o.Seed)
+				sc := newSchedule(p.Rate, p.Jobs, j, o.Seed, o.Profile)
 				w.sched, w.st.open = &sc, new(openStats)
 			}
 			r.workers = append(r.workers, w)
@@ -555,7 +560,7 @@ func (r *run) result(ctx context.Context) (results.Result, error) {
 	}
 	res.Buffers = r.buffers()
 	r.judgeWindow(&res)
-	openResult(&res, r.p, total)
+	openResult(&res, r.p, total, r.o.Profile)
 	if r.replay != nil {
 		replayResult(&res, r.replay, total)
 	}

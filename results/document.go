@@ -434,6 +434,11 @@ type RateStats struct {
 	// whose capacity fell during the run is told from a stream that
 	// could not keep up.
 	MaxAfterIOPS float64 `json:"max_after_iops,omitempty"`
+	// ProfileSteps and ProfileStepNS, when the schedule followed a rate
+	// profile (a rehearsal of an observed timeline), are its steps and
+	// their length; TargetIOPS is then the profile's mean.
+	ProfileSteps  int   `json:"profile_steps,omitempty"`
+	ProfileStepNS int64 `json:"profile_step_ns,omitempty"`
 }
 
 // CPU is the process's CPU use over the measured window, in percent of one

@@ -55,6 +55,8 @@ type childRequest struct {
 	Seed    uint64           `json:"seed,omitempty"`
 	Engine  string           `json:"engine,omitempty"`
 	Ring    iotest.RingMode  `json:"ring,omitzero"`
+	// Profile, when set, shapes the pattern's rates over time.
+	Profile *iotest.RateProfile `json:"profile,omitempty"`
 	// StartAt, when set, is the moment the pattern starts: several
 	// children given the same one start their windows together.
 	StartAt time.Time `json:"start_at,omitzero"`
@@ -134,7 +136,7 @@ func serveChild(ctx context.Context, sys sysfs.FS, in io.Reader, out io.Writer) 
 			}
 			send(childReply{Ready: ready})
 		case req.Pattern != nil:
-			o := iotest.Options{Runtime: req.Runtime, Auto: req.Auto, Ramp: req.Ramp, Seed: req.Seed, Engine: req.Engine, Ring: req.Ring}
+			o := iotest.Options{Runtime: req.Runtime, Auto: req.Auto, Ramp: req.Ramp, Seed: req.Seed, Engine: req.Engine, Ring: req.Ring, Profile: req.Profile}
 			o.Progress = func(p iotest.Progress) { send(childReply{Progress: &p}) }
 			// An interrupted wait ends the child below, as an interrupted run does.
 			_ = sleepCtx(ctx, time.Until(req.StartAt))
@@ -265,7 +267,7 @@ func (w *childRunner) runAt(ctx context.Context, at time.Time, p results.Pattern
 			return "a latency log is written by an uncapped run: not with " + n("cap") + " or " + n("cgroup")
 		})
 	}
-	req := childRequest{Pattern: &p, Runtime: o.Runtime, Auto: o.Auto, Ramp: o.Ramp, Seed: o.Seed, Engine: o.Engine, Ring: o.Ring, StartAt: at}
+	req := childRequest{Pattern: &p, Runtime: o.Runtime, Auto: o.Auto, Ramp: o.Ramp, Seed: o.Seed, Engine: o.Engine, Ring: o.Ring, Profile: o.Profile, StartAt: at}
 	if err := json.NewEncoder(w.in).Encode(req); err != nil {
 		return results.Result{}, fmt.Errorf("child: %w", err)
 	}
