@@ -48,6 +48,32 @@ type RehearsedSystem struct {
 	Fits          bool    `json:"fits"`
 	// Why says what does not hold, when the system does not fit.
 	Why string `json:"why,omitempty"`
+	// Replayed is the observed shape the system replayed (a version 2
+	// workload file); nil for flat rates.
+	Replayed *ReplayedShape `json:"replayed,omitempty"`
+}
+
+// ReplayedShape is what a rehearsal replayed of a system's observed
+// shape: each part absent when the workload file did not give it.
+type ReplayedShape struct {
+	// Timeline names the observation and series replayed: Steps of
+	// StepNS each (the observed step divided by Speed), the observed
+	// moments FromMS to ToMS since the observation's start, at mean
+	// rates MeanReadIOPS and MeanWriteIOPS (the headroom added);
+	// MissingSteps of them had no reading and replayed the step
+	// before's rate.
+	Timeline      string  `json:"timeline,omitempty"`
+	Steps         int     `json:"steps,omitempty"`
+	StepNS        int64   `json:"step_ns,omitempty"`
+	Speed         float64 `json:"speed,omitempty"`
+	FromMS        int64   `json:"from_ms,omitempty"`
+	ToMS          int64   `json:"to_ms,omitempty"`
+	MissingSteps  int     `json:"missing_steps,omitempty"`
+	MeanReadIOPS  float64 `json:"mean_read_iops,omitempty"`
+	MeanWriteIOPS float64 `json:"mean_write_iops,omitempty"`
+	// BSSplit is the block-size mix, Sync the durable writes' form.
+	BSSplit string `json:"bssplit,omitempty"`
+	Sync    string `json:"sync,omitempty"`
 }
 
 // RehearsedBound is one latency bound against the response time.

@@ -21,6 +21,9 @@ type Need struct {
 	BlockSize   int64
 	Concurrency int // 0: not given
 	Bounds      []report.Bound
+	// Shape is how a system of a version 2 workload file makes its I/O;
+	// nil otherwise.
+	Shape *Shape
 }
 
 // Total is the need's IOPS.

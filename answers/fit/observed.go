@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -91,12 +92,17 @@ func (s Statistic) of(sum *results.SeriesSummary, f string) float64 {
 }
 
 // ObservedWorkload writes the workload file `fit --workload` reads from
-// an observation: each system's reads and writes per second at the
-// statistic, raised by headroomPct, its dominant block size (the size
-// class with the most I/Os in its busiest hour) and its concurrency (its
-// share of its devices' queue then, rounded up). Systems that did no I/O
-// are left out, and said so. source names the observation's file.
-func ObservedWorkload(o *results.Observation, st Statistic, headroomPct float64, source string) ([]byte, error) {
+// an observation, in version 2: each system's reads and writes per
+// second at the statistic, raised by headroomPct, its dominant block size
+// (the size class with the most I/Os in its busiest hour) and its
+// concurrency (its share of its devices' queue then, rounded up); and
+// its shape: its read share and size mix in that hour, its durable
+// writes per second at the statistic (its database's, or unknown), and
+// where its timeline is in the observation. Systems that did no I/O are
+// left out, and said so. source names the observation's file and out
+// the workload file's, which the timeline's path is made relative to
+// when both are on the same path tree.
+func ObservedWorkload(o *results.Observation, st Statistic, headroomPct float64, source, out string) ([]byte, error) {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# A workload observed by iomatrix observe: %s\n", source)
 	fmt.Fprintf(&b, "# host %s, from %s to %s.\n", o.Host.Hostname, o.StartedAt, orRunning(o))
@@ -108,14 +114,18 @@ func ObservedWorkload(o *results.Observation, st Statistic, headroomPct float64,
 	}
 	b.WriteString("# block_size: the size class with the most I/Os in the system's busiest hour (from each interval's average size).\n")
 	b.WriteString("# concurrency: the system's share of its devices' time-averaged queue (aqu-sz) in that hour, rounded up.\n")
+	b.WriteString("# read_share and bssplit (reads,writes, % of each direction's I/Os by size): that hour's.\n")
+	b.WriteString("# durable_writes: the flushes per second a commit waits on, from the system's database at the same statistic (headroom added), or unknown.\n")
+	b.WriteString("# timeline: the system's series in the observation (a relative path is from this file's directory), which a rehearsal replays.\n")
 	b.WriteString("# Figures are the cgroup's (bios at submission) where the system has one, else its database's.\n")
 	b.WriteString("# Add latency bounds where the systems need them, e.g. latency: \"p99<5ms\".\n")
-	b.WriteString("systems:\n")
+	fmt.Fprintf(&b, "version: %d\nheadroom_pct: %s\nsystems:\n", WorkloadV2, num(headroomPct))
+	obsPath := relativeTo(source, out)
 	var n int
 	for _, sys := range o.Systems {
-		s, from := sys.IO, "cgroup "+sys.Cgroup
+		s, from, series := sys.IO, "cgroup "+sys.Cgroup, SeriesIO
 		if s == nil || s.Summary == nil {
-			s, from = sys.Database, "database"
+			s, from, series = sys.Database, "database", SeriesDatabase
 		}
 		if s == nil || s.Summary == nil {
 			fmt.Fprintf(&b, "  # %s: never read\n", sys.Name)
@@ -128,23 +138,96 @@ func ObservedWorkload(o *results.Observation, st Statistic, headroomPct float64,
 			fmt.Fprintf(&b, "  # %s: no I/O at that statistic (%s)\n", sys.Name, from)
 			continue
 		}
-		bs := dominantSize(sum)
-		line := fmt.Sprintf("  - {name: %s, reads: %s, writes: %s, block_size: %s",
-			strconv.Quote(sys.Name), num(reads), num(writes), units.FormatSize(bs))
-		if c := math.Ceil(sys.Concurrency); c >= 1 {
-			line += fmt.Sprintf(", concurrency: %d", int(c))
-		}
 		fmt.Fprintf(&b, "  # %s: %s; mean %.0f r/s %.0f w/s", sys.Name, from, sum.Mean["reads"], sum.Mean["writes"])
 		if h := sum.BusiestHour; h != nil {
 			fmt.Fprintf(&b, "; busiest hour %s–%s %.0f r/s %.0f w/s, %.0f %% reads", clock(h.Start), clock(h.End), h.Mean["reads"], h.Mean["writes"], 100*h.ReadShare)
 		}
-		b.WriteString("\n" + line + "}\n")
+		b.WriteString("\n")
+		fmt.Fprintf(&b, "  - name: %s\n    reads: %s\n    writes: %s\n    block_size: %s\n",
+			strconv.Quote(sys.Name), num(reads), num(writes), units.FormatSize(dominantSize(sum)))
+		if c := math.Ceil(sys.Concurrency); c >= 1 {
+			fmt.Fprintf(&b, "    concurrency: %d\n", int(c))
+		}
+		fmt.Fprintf(&b, "    read_share: %s\n", num(readShare(sum, reads, writes)))
+		if mix := sizeMixSplit(busiestMix(sum)); mix != "" {
+			fmt.Fprintf(&b, "    bssplit: %s\n", strconv.Quote(mix))
+		}
+		if d, ok := durableWrites(sys.Database, st); ok {
+			d = math.Ceil(d * k)
+			if d > writes {
+				// A sync follows writes; more syncs than writes (a
+				// database's fsyncs of files the cgroup's counts miss)
+				// cannot be rehearsed.
+				fmt.Fprintf(&b, "    # durable_writes: %s observed, more than the writes: held to them\n", num(d))
+				d = writes
+			}
+			fmt.Fprintf(&b, "    durable_writes: %s\n", num(d))
+		} else {
+			fmt.Fprintf(&b, "    durable_writes: %s\n", unknown)
+		}
+		fmt.Fprintf(&b, "    timeline: {observation: %s, system: %s, series: %s}\n", strconv.Quote(obsPath), strconv.Quote(sys.Name), series)
 		n++
 	}
 	if n == 0 {
 		return nil, fmt.Errorf("%s: no system did any I/O: no workload to write", source)
 	}
 	return b.Bytes(), nil
+}
+
+// readShare is the busiest hour's read share, or the rates' own where
+// the summary has no busiest hour; held to what the rates allow (no
+// reads when reads is 0, all reads when writes is).
+func readShare(sum *results.SeriesSummary, reads, writes float64) float64 {
+	share := reads / (reads + writes)
+	if h := sum.BusiestHour; h != nil && h.Mean["reads"]+h.Mean["writes"] > 0 {
+		share = h.ReadShare
+	}
+	switch {
+	case reads == 0:
+		return 0
+	case writes == 0:
+		return 1
+	}
+	return math.Round(share*1000) / 1000
+}
+
+// busiestMix is the busiest hour's size mix, or the whole observation's.
+func busiestMix(sum *results.SeriesSummary) []results.SizeClass {
+	if h := sum.BusiestHour; h != nil && len(h.SizeMix) > 0 {
+		return h.SizeMix
+	}
+	return sum.SizeMix
+}
+
+// durableWrites is a database's durable writes per second at the
+// statistic: its "durable_writes" figure, or for a MySQL series of an
+// observation that predates that figure its "fsyncs" (the same
+// counter).
+func durableWrites(db *results.ObservedSeries, st Statistic) (float64, bool) {
+	if db == nil || db.Summary == nil {
+		return 0, false
+	}
+	if _, ok := db.Summary.Mean["durable_writes"]; ok {
+		return st.of(db.Summary, "durable_writes"), true
+	}
+	if _, ok := db.Summary.Mean["fsyncs"]; ok && db.Kind == "mysql" {
+		return st.of(db.Summary, "fsyncs"), true
+	}
+	return 0, false
+}
+
+// relativeTo is path as seen from the directory of the file from, where
+// both are relative or both absolute (the workload file may then move
+// with the observation); path itself otherwise.
+func relativeTo(path, from string) string {
+	if from == "" || filepath.IsAbs(path) != filepath.IsAbs(from) {
+		return path
+	}
+	rel, err := filepath.Rel(filepath.Dir(from), path)
+	if err != nil {
+		return path
+	}
+	return rel
 }
 
 func orRunning(o *results.Observation) string {

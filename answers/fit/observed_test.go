@@ -51,7 +51,7 @@ func TestObservedWorkload(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		data, err := ObservedWorkload(observedFixture(), st, c.headroom, "obs.json")
+		data, err := ObservedWorkload(observedFixture(), st, c.headroom, "obs.json", "systems.yaml")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +81,7 @@ func TestObservedWorkload(t *testing.T) {
 	}
 	idle := observedFixture()
 	idle.Systems = idle.Systems[2:]
-	if _, err := ObservedWorkload(idle, Statistic{Kind: "mean"}, 0, "obs.json"); err == nil {
+	if _, err := ObservedWorkload(idle, Statistic{Kind: "mean"}, 0, "obs.json", "systems.yaml"); err == nil {
 		t.Error("a workload of systems without I/O written")
 	}
 }
@@ -95,6 +95,89 @@ func TestParseStatistic(t *testing.T) {
 	for _, s := range []string{"", "p42", "mean-second", "busiest-hour-second", "P95"} {
 		if _, err := ParseStatistic(s); err == nil {
 			t.Errorf("%q accepted", s)
+		}
+	}
+}
+
+// The version 2 file carries each system's shape: its busiest hour's
+// read share and size mix, its database's durable writes at the
+// statistic (unknown without a database), and where its timeline is,
+// relative to the workload file's directory.
+func TestObservedWorkloadShape(t *testing.T) {
+	o := observedFixture()
+	o.Systems[1].Database.Kind = "postgres"
+	o.Systems[1].Database.Summary.Mean["durable_writes"] = 20
+	o.Systems[1].Database.Summary.PerMinute["durable_writes"] = results.Spread3{P50: 20, P95: 40, P99: 50, Max: 60}
+	st, err := ParseStatistic("p95")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := ObservedWorkload(o, st, 30, "runs/obs.json", "runs/w/systems.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := ParseWorkload("runs/w/systems.yaml", data)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, data)
+	}
+	if w.Version != WorkloadV2 || w.HeadroomPct != 30 || len(w.Systems) != 2 {
+		t.Fatalf("version %d, %d systems\n%s", w.Version, len(w.Systems), data)
+	}
+	erp, remote := w.Systems[0].Shape, w.Systems[1].Shape
+	if erp == nil || remote == nil {
+		t.Fatalf("no shape\n%s", data)
+	}
+	// erp's busiest hour: reads 10 at 8k and 900 at 16k, writes 300 at 16k.
+	if erp.ReadShare != 0.769 || erp.SizeMix != "8k/1:16k/99,16k/100" || erp.DurableKnown {
+		t.Errorf("erp's shape %+v\n%s", *erp, data)
+	}
+	if erp.Timeline == nil || *erp.Timeline != (TimelineRef{Observation: "../obs.json", System: "erp", Series: SeriesIO}) ||
+		erp.Timeline.Resolve("runs/w/systems.yaml") != "runs/obs.json" {
+		t.Errorf("erp's timeline %+v", erp.Timeline)
+	}
+	// remote: its database's p95 of 40 durable writes a minute, +30 %.
+	if !remote.DurableKnown || remote.DurableWrites != 52 || remote.Timeline.Series != SeriesDatabase || remote.SizeMix != "" {
+		t.Errorf("remote's shape %+v\n%s", *remote, data)
+	}
+	ser, err := remote.Timeline.Find(o)
+	if err != nil || ser != o.Systems[1].Database {
+		t.Errorf("remote's timeline found %v, %v", ser, err)
+	}
+	if _, err := (TimelineRef{System: "nobody", Series: SeriesIO}).Find(o); err == nil {
+		t.Error("a system the observation lacks found")
+	}
+	// A MySQL series of an observation that predates durable_writes: its
+	// fsyncs.
+	o = observedFixture()
+	o.Systems[1].Database.Kind = "mysql"
+	o.Systems[1].Database.Summary.Mean["fsyncs"] = 5
+	o.Systems[1].Database.Summary.PerMinute["fsyncs"] = results.Spread3{P95: 9}
+	data, err = ObservedWorkload(o, st, 0, "/abs/obs.json", "systems.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, err = ParseWorkload("systems.yaml", data); err != nil || !w.Systems[1].Shape.DurableKnown || w.Systems[1].Shape.DurableWrites != 9 ||
+		w.Systems[1].Shape.Timeline.Observation != "/abs/obs.json" {
+		t.Errorf("mysql's fsyncs: %+v, %v\n%s", w.Systems[1].Shape, err, data)
+	}
+}
+
+// The observed size mix in whole percent per direction, summing to 100.
+func TestSizeMixSplit(t *testing.T) {
+	for _, c := range []struct {
+		mix  []results.SizeClass
+		want string
+	}{
+		{nil, ""},
+		{[]results.SizeClass{{Bytes: 4096, Reads: 1}}, "4k/100,4k/100"},
+		{[]results.SizeClass{{Bytes: 4096, Writes: 3}, {Bytes: 16384, Writes: 1}}, "4k/75:16k/25,4k/75:16k/25"},
+		{[]results.SizeClass{{Bytes: 4096, Reads: 1, Writes: 2}, {Bytes: 8192, Reads: 1}, {Bytes: 65536, Reads: 1, Writes: 1}}, "4k/33:8k/33:64k/34,4k/67:64k/33"},
+		{[]results.SizeClass{{Bytes: 4096, Reads: 1000}, {Bytes: 1 << 20, Reads: 4}}, "4k/100,4k/100"},
+		{[]results.SizeClass{{Bytes: 256, Reads: 1}}, "512b/100,512b/100"},
+	} {
+		got := sizeMixSplit(c.mix)
+		if got != c.want {
+			t.Errorf("%v: %q, want %q", c.mix, got, c.want)
 		}
 	}
 }

@@ -21,16 +21,47 @@ import (
 
 // Workload is several systems to consolidate on one volume.
 type Workload struct {
-	Systems []Need
+	// Version is the file's: WorkloadV1 or WorkloadV2 (whose systems
+	// have a Shape).
+	Version int
+	// HeadroomPct is the headroom (in %) the file's rates were raised by
+	// when observe wrote it (version 2); a rehearsal raises the observed
+	// timelines it replays by as much.
+	HeadroomPct float64
+	Systems     []Need
 }
 
-// workloadFile is the YAML form:
+// workloadFile is the YAML form, version 1:
 //
 //	systems:
 //	  - {name: erp, reads: 4000, writes: 1000, block_size: 8k, concurrency: 16, latency: "p99<2ms"}
+//
+// and version 2, which observe writes, with each system's shape (Shape):
+//
+//	version: 2
+//	systems:
+//	  - name: erp
+//	    reads: 4000
+//	    writes: 1000
+//	    block_size: 8k
+//	    concurrency: 16
+//	    read_share: 0.78
+//	    bssplit: 8k/90:16k/10,8k/70:128k/30
+//	    durable_writes: 120
+//	    timeline: {observation: obs.json, system: erp, series: io}
 type workloadFile struct {
-	Systems []workloadSystem `yaml:"systems"`
+	Version int `yaml:"version"`
+	// HeadroomPct (version 2) is the headroom observe added to the
+	// rates, which a rehearsal adds to the timelines it replays.
+	HeadroomPct *float64         `yaml:"headroom_pct"`
+	Systems     []workloadSystem `yaml:"systems"`
 }
+
+// The workload file's versions: 1 (no version field) and 2.
+const (
+	WorkloadV1 = 1
+	WorkloadV2 = 2
+)
 
 // workloadSystem is a system of a workload file, each field its own
 // type: a number is a number, the block size a size, the latency a list
@@ -44,6 +75,8 @@ type workloadSystem struct {
 	// YAML decoder would cut 1.5 to 1 in an int in silence.
 	Concurrency float64 `yaml:"concurrency"`
 	Latency     string  `yaml:"latency"`
+	// The version 2 fields.
+	workloadShape `yaml:",inline"`
 }
 
 // ReadWorkload reads the workload file at path (ParseWorkload). Its
@@ -97,11 +130,24 @@ func ParseWorkload(file string, data []byte) (Workload, error) {
 	if err := dec.Decode(&wf); err != nil && !errors.Is(err, io.EOF) {
 		return Workload{}, yamlError(file, err)
 	}
+	version := max(wf.Version, WorkloadV1)
+	if wf.Version != 0 && wf.Version != WorkloadV1 && wf.Version != WorkloadV2 {
+		return Workload{}, fmt.Errorf("%s: version %d: this iomatrix reads versions 1 and 2", file, wf.Version)
+	}
 	if len(wf.Systems) == 0 {
 		return Workload{}, fmt.Errorf("%s: no systems (systems: [{name, reads, writes, block_size, concurrency, latency}])", file)
 	}
 	lines := systemLines(root)
-	var w Workload
+	w := Workload{Version: version}
+	if h := wf.HeadroomPct; h != nil {
+		if version == WorkloadV1 {
+			return Workload{}, fmt.Errorf("%s: headroom_pct is a version 2 field: begin the file with \"version: 2\"", file)
+		}
+		if !(*h >= 0 && *h <= 1000) {
+			return Workload{}, fmt.Errorf("%s: headroom_pct=%v: not a percentage from 0 to 1000", file, *h)
+		}
+		w.HeadroomPct = *h
+	}
 	names := map[string]bool{}
 	for i, s := range wf.Systems {
 		at := fmt.Sprintf("%s:%d: system %d", file, lines[i], i+1)
@@ -115,6 +161,14 @@ func ParseWorkload(file string, data []byte) (Workload, error) {
 		n, err := s.need()
 		if err != nil {
 			return Workload{}, fmt.Errorf("%s (%s): %w", at, s.Name, err)
+		}
+		switch {
+		case version == WorkloadV1 && s.present():
+			return Workload{}, fmt.Errorf("%s (%s): %s is a version 2 field: begin the file with \"version: 2\"", at, s.Name, s.field())
+		case version == WorkloadV2:
+			if n.Shape, err = s.shape(n); err != nil {
+				return Workload{}, fmt.Errorf("%s (%s): %w", at, s.Name, err)
+			}
 		}
 		w.Systems = append(w.Systems, n)
 	}
@@ -187,7 +241,7 @@ func yamlError(file string, err error) error {
 	switch {
 	case strings.HasPrefix(rest, "field "):
 		name, _, _ := strings.Cut(strings.TrimPrefix(rest, "field "), " ")
-		rest = fmt.Sprintf("unknown field %s (name, reads, writes, block_size, concurrency, latency)", name)
+		rest = fmt.Sprintf("unknown field %s (name, reads, writes, block_size, concurrency, latency; in version 2 also read_share, bssplit, durable_writes, timeline)", name)
 	case strings.HasPrefix(rest, "cannot unmarshal !!str `"):
 		v, _, _ := strings.Cut(strings.TrimPrefix(rest, "cannot unmarshal !!str `"), "`")
 		rest = fmt.Sprintf("%q is not a number", v)

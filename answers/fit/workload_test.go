@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -156,6 +157,76 @@ func TestParseNeedRefuses(t *testing.T) {
 		var ne *NeedError
 		if !errors.As(err, &ne) || !strings.HasPrefix(err.Error(), c.says) {
 			t.Errorf("%s: %v, want a NeedError saying %q", c.need, err, c.says)
+		}
+	}
+}
+
+// A version 2 file: each system's shape read and checked; the same rates
+// make the same need as in version 1, so fit's verdict is the same. A
+// version 2 field in a version 1 file, an unknown version and a shape at
+// odds with the rates are refused, naming the file, line and field.
+func TestWorkloadVersion2(t *testing.T) {
+	v1 := "systems:\n  - {name: a, reads: 100, writes: 50, block_size: 8k, concurrency: 4, latency: \"p99<5ms\"}\n"
+	v2 := `version: 2
+systems:
+  - name: a
+    reads: 100
+    writes: 50
+    block_size: 8k
+    concurrency: 4
+    latency: "p99<5ms"
+    read_share: 0.6
+    bssplit: 8k/90:64k/10,8k/100
+    durable_writes: 12.5
+    timeline: {observation: obs.json, system: a, series: io}
+`
+	w1, err := ParseWorkload("w1.yaml", []byte(v1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2, err := ParseWorkload("w2.yaml", []byte(v2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w1.Version != WorkloadV1 || w2.Version != WorkloadV2 || w1.Systems[0].Shape != nil {
+		t.Errorf("versions %d and %d, v1 shape %+v", w1.Version, w2.Version, w1.Systems[0].Shape)
+	}
+	sh := w2.Systems[0].Shape
+	want := Shape{ReadShare: 0.6, SizeMix: "8k/90:64k/10,8k/100", DurableWrites: 12.5, DurableKnown: true,
+		Timeline: &TimelineRef{Observation: "obs.json", System: "a", Series: SeriesIO}}
+	if sh == nil || sh.ReadShare != want.ReadShare || sh.SizeMix != want.SizeMix || sh.DurableWrites != want.DurableWrites ||
+		!sh.DurableKnown || *sh.Timeline != *want.Timeline {
+		t.Errorf("shape %+v, want %+v", sh, want)
+	}
+	n1, n2 := w1.Systems[0], w2.Systems[0]
+	n2.Shape = nil
+	if !reflect.DeepEqual(n1, n2) || !reflect.DeepEqual(w1.Sum(), w2.Sum()) {
+		t.Errorf("the same rates differ: %+v and %+v", n1, n2)
+	}
+	// Unknown durable writes, and no shape fields at all, are a shape too.
+	w, err := ParseWorkload("w.yaml", []byte("version: 2\nsystems:\n  - {name: a, reads: 10, block_size: 4k, durable_writes: unknown}\n"))
+	if err != nil || w.Systems[0].Shape == nil || w.Systems[0].Shape.DurableKnown || w.Systems[0].Shape.ReadShare != 1 {
+		t.Errorf("unknown durable writes: %+v, %v", w.Systems, err)
+	}
+	for _, c := range []struct{ file, want string }{
+		{"systems:\n  - {name: a, reads: 10, block_size: 4k, bssplit: 4k/100}\n",
+			`w.yaml:2: system 1 (a): bssplit is a version 2 field: begin the file with "version: 2"`},
+		{"version: 3\nsystems:\n  - {name: a, reads: 10, block_size: 4k}\n", "w.yaml: version 3: this iomatrix reads versions 1 and 2"},
+		{"headroom_pct: 10\nsystems:\n  - {name: a, reads: 10, block_size: 4k}\n", `w.yaml: headroom_pct is a version 2 field`},
+		{"version: 2\nheadroom_pct: -1\nsystems:\n  - {name: a, reads: 10, block_size: 4k}\n", `w.yaml: headroom_pct=-1: not a percentage from 0 to 1000`},
+		{"version: 2\nsystems:\n  - {name: a, reads: 10, writes: 5, block_size: 4k, read_share: 1.5}\n", "read_share=1.5: not a share from 0 to 1"},
+		{"version: 2\nsystems:\n  - {name: a, writes: 5, block_size: 4k, read_share: 0.5}\n", "read_share=0.5: reads is 0"},
+		{"version: 2\nsystems:\n  - {name: a, reads: 5, block_size: 4k, read_share: 0.5}\n", "read_share=0.5: writes is 0"},
+		{"version: 2\nsystems:\n  - {name: a, reads: 5, block_size: 4k, bssplit: 4k/50}\n", "bssplit=4k/50: "},
+		{"version: 2\nsystems:\n  - {name: a, reads: 5, block_size: 4k, bssplit: 1000/100}\n", "bssplit=1000/100: a size that is not a multiple of 512 bytes"},
+		{"version: 2\nsystems:\n  - {name: a, reads: 5, writes: 5, block_size: 4k, durable_writes: 6}\n", "durable_writes=6: not a rate from 0 to the system's writes"},
+		{"version: 2\nsystems:\n  - {name: a, reads: 5, writes: 5, block_size: 4k, durable_writes: lots}\n", `durable_writes: "lots" is neither a rate per second nor "unknown"`},
+		{"version: 2\nsystems:\n  - {name: a, reads: 5, block_size: 4k, timeline: {observation: o.json, system: a}}\n", "timeline: needs observation (a file), system (its name there) and series (io or database)"},
+		{"version: 2\nsystems:\n  - {name: a, reads: 5, block_size: 4k, shape: x}\n", "unknown field shape (name, reads, writes, block_size, concurrency, latency; in version 2 also read_share, bssplit, durable_writes, timeline)"},
+	} {
+		_, err := ParseWorkload("w.yaml", []byte(c.file))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v; want %q", c.file, err, c.want)
 		}
 	}
 }

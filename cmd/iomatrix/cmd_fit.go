@@ -23,6 +23,8 @@ type fitOptions struct {
 	WithCaps, Force, AllowDestructive  bool
 	Runtime, Ramp                      time.Duration
 	Seed                               uint64
+	Flat                               bool
+	Speed                              float64
 }
 
 func (o *fitOptions) AddFlags(f *pflag.FlagSet) {
@@ -40,6 +42,8 @@ func (o *fitOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.Size, "size", "", "with --rehearse: size of a file target, as for sweep (default: a new file gets 16GiB, an existing one keeps its size)")
 	f.BoolVar(&o.Force, "force", false, "with --rehearse: lay out an existing file that iomatrix did not create, destroying its contents")
 	f.BoolVar(&o.AllowDestructive, "allow-destructive", false, "with --rehearse: let systems that write do so on a block device, destroying its data")
+	f.BoolVar(&o.Flat, "flat", false, "with --rehearse: run a version 2 workload's systems at their flat rates and block size, without their observed timeline, size mix and durable writes")
+	f.Float64Var(&o.Speed, "speed", 1, "with --rehearse: replay the observed timelines this many times faster (10: an hour in six minutes), at the observed rates")
 	forceFlag(f, "--out file")
 }
 
@@ -92,7 +96,7 @@ func (o *fitOptions) check(f *pflag.FlagSet) error {
 	case o.Target != "" && o.Need != "":
 		return usagef("--rehearse: rehearses a workload file's systems: give --workload FILE, not --need")
 	}
-	for _, name := range []string{"with-caps", "runtime", "ramp", "arrival", "out", "seed", "engine", "size", "force", "allow-destructive"} {
+	for _, name := range []string{"with-caps", "runtime", "ramp", "arrival", "out", "seed", "engine", "size", "force", "allow-destructive", "flat", "speed"} {
 		if o.Target == "" && f.Changed(name) {
 			return usagef("--%s: only applies with --rehearse TARGET", name)
 		}
@@ -112,17 +116,31 @@ func (o *fitOptions) rehearse(ctx context.Context, g *globalOptions, f *pflag.Fl
 	if err != nil {
 		return fit.Answer{}, nil, err
 	}
+	if f.Changed("speed") && (o.Flat || work.Version < fit.WorkloadV2) {
+		return fit.Answer{}, nil, usagef("--speed: replays observed timelines, which only a version 2 workload file without --flat has")
+	}
 	line := newLiveLine(g)
 	defer line.Done()
+	obs := &rehearse.ObservationSeries{WorkloadFile: o.Workload}
 	c, err := rehearse.Plan(rehearse.Request{Sys: g.sys, Target: o.Target, Size: size, Force: o.Force, AllowDestructive: o.AllowDestructive,
 		Workload: work, WorkloadFile: o.Workload, LookupFile: lookup, Lookup: v, LookupDoc: doc, Arrival: o.Arrival, WithCaps: o.WithCaps, Out: o.Out,
 		Options: iotest.Options{Runtime: o.Runtime, Ramp: o.Ramp, Seed: o.Seed, Engine: engine}, DefaultWindow: !f.Changed("runtime"), RandomSeed: !f.Changed("seed"),
+		Shape:  rehearse.ShapeOptions{Flat: o.Flat, Speed: o.Speed, Series: obs.Find},
 		Notice: func(s string) { line.Done(); g.notice(s) }, Layout: line.Layout, ChildStderr: unwrapped(g.stderr)})
 	if err != nil {
 		return fit.Answer{}, nil, rehearseError(engine, err)
 	}
-	if o.Out == "" { // Plan named the file: held to the output rule as --out is (checkFiles)
-		if err := g.files.withOutput("--out", c.Out, "").check(); err != nil {
+	// Plan named the file, and read the timelines' observations: held to
+	// the output rule as --out is (checkFiles).
+	files := g.files
+	if o.Out == "" {
+		files = files.withOutput("--out", c.Out, "")
+	}
+	for _, path := range obs.Files {
+		files = files.withInput("--workload's timeline", path)
+	}
+	if o.Out == "" || len(obs.Files) > 0 {
+		if err := files.check(); err != nil {
 			return fit.Answer{}, nil, err
 		}
 	}

@@ -145,7 +145,7 @@ func observeFrom(g *globalOptions, o *observeOptions, stat fit.Statistic, headro
 }
 
 func writeObservedWorkload(g *globalOptions, doc *results.Observation, stat fit.Statistic, headroom float64, source, path string) error {
-	data, err := fit.ObservedWorkload(doc, stat, headroom, source)
+	data, err := fit.ObservedWorkload(doc, stat, headroom, source, path)
 	if err != nil {
 		return err
 	}

@@ -78,6 +78,13 @@ func (s fileSet) withOutput(name, path, hint string) fileSet {
 	return s
 }
 
+// withInput is s and one input more, named by name: a file the command
+// reads that no flag names (a file another input refers to).
+func (s fileSet) withInput(name, path string) fileSet {
+	s.files = append(s.files[:len(s.files):len(s.files)], namedFile{name: name, path: path, use: readUse})
+	return s
+}
+
 // check holds s to the rule: the first breach, worded for the user.
 func (s fileSet) check() error {
 	if err := s.distinct(); err != nil {

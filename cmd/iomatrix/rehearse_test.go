@@ -121,3 +121,105 @@ func TestFitRehearseOverCapacity(t *testing.T) {
 		t.Errorf("stdout:\n%s", r.stdout)
 	}
 }
+
+// A version 2 workload's systems replay their observed shapes: each its
+// timeline from the observation the file names (its I/Os per second
+// following it), its size mix and its durable writes; the document and
+// the notices say what was replayed, and --flat keeps the rates flat.
+func TestFitRehearseShape(t *testing.T) {
+	loop := testenv.RAMDisk(t, 512<<20)
+	lookup := lookupDoc(t, 60000)
+	dir := t.TempDir()
+	// An observation of two systems, eight seconds: erp's reads step
+	// from 400/s to 1,600/s at 4 s with 200 writes/s; web reads 300/s.
+	obs := results.NewObservation(results.ObserveSettings{IntervalNS: 1e9}, "2026-12-01T00:00:00Z")
+	series := func(reads, writes []uint64) *results.ObservedSeries {
+		tl := results.Timeline{StepNS: 1e9, Counters: map[string][]uint64{"rios": reads, "wios": writes}}
+		for i := range reads {
+			tl.EndMS, tl.ElapsedUS = append(tl.EndMS, int64(i+1)*1000), append(tl.ElapsedUS, 1e6)
+		}
+		return &results.ObservedSeries{Kind: "cgroup", Seconds: tl}
+	}
+	obs.Systems = []results.ObservedSystem{
+		{Name: "erp", Cgroup: "/erp", IO: series([]uint64{400, 400, 400, 400, 1600, 1600, 1600, 1600}, []uint64{200, 200, 200, 200, 200, 200, 200, 200})},
+		{Name: "web", Cgroup: "/web", IO: series([]uint64{300, 300, 300, 300, 300, 300, 300, 300}, []uint64{0, 0, 0, 0, 0, 0, 0, 0})},
+	}
+	data, err := results.EncodeObservation(obs)
+	testenv.Must(t, err)
+	testenv.Must(t, results.WriteBytesAtomic(filepath.Join(dir, "obs.json"), data))
+	work := filepath.Join(dir, "systems.yaml")
+	testenv.Must(t, os.WriteFile(work, []byte(`version: 2
+headroom_pct: 0
+systems:
+  - {name: erp, reads: 1600, writes: 200, block_size: 4k, concurrency: 8, read_share: 0.8, bssplit: "4k/50:16k/50,16k/100", durable_writes: 50,
+     timeline: {observation: obs.json, system: erp, series: io}}
+  - {name: web, reads: 300, block_size: 4k, concurrency: 4, timeline: {observation: obs.json, system: web, series: io}}
+`), 0o644))
+	out := filepath.Join(t.TempDir(), "rehearsal.json")
+	r := runInProcess("fit", lookup, "--workload", work, "--rehearse", loop, "--allow-destructive", "--speed", "2",
+		"--ramp", "0", "-o", out)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	doc, err := results.ReadDocumentFile(out)
+	testenv.Must(t, err)
+	reh := doc.Rehearsal
+	if reh == nil || len(reh.Systems) != 2 {
+		t.Fatalf("rehearsal %+v", reh)
+	}
+	erp, web := reh.Systems[0], reh.Systems[1]
+	// Eight observed seconds at speed 2: steps of 500 ms, four seconds,
+	// and the window (at least 10 s) replays them two and a half times.
+	if x := erp.Replayed; x == nil || x.Steps != 8 || x.StepNS != 5e8 || x.MeanReadIOPS != 1000 || x.MeanWriteIOPS != 200 ||
+		x.BSSplit != "4k/50:16k/50,16k/100" || x.Sync != "fdatasync:4:after" || !strings.HasSuffix(x.Timeline, "obs.json: erp io") {
+		t.Errorf("erp replayed %+v", erp.Replayed)
+	}
+	if web.Replayed == nil || web.Replayed.Steps != 8 || web.Replayed.MeanReadIOPS != 300 {
+		t.Errorf("web replayed %+v", web.Replayed)
+	}
+	res := doc.Results[0]
+	if res.Rate == nil || res.Rate.ProfileSteps != 8 || !erp.Sustained || math.Abs(erp.DeviationPct) > 1 || res.Pattern.Sync != "fdatasync:4:after" ||
+		res.Pattern.BSSplit == "" {
+		t.Errorf("erp: %+v, rate %+v, pattern %+v", erp, res.Rate, res.Pattern)
+	}
+	// The schedule: the 10 s window holds two cycles of the profile
+	// (4,800 I/Os each) and the first half of a third (1,200).
+	if sched := res.Rate.ScheduledIOPS; math.Abs(sched-1080) > 11 {
+		t.Errorf("erp's schedule %.1f IOPS, want 1,080", sched)
+	}
+	if !strings.Contains(r.stderr, "replaying erp: timeline") || !strings.Contains(r.stderr, "bssplit 4k/50:16k/50,16k/100; sync fdatasync:4:after") {
+		t.Errorf("notices:\n%s", r.stderr)
+	}
+	// --flat: the file's rates, no profile.
+	out2 := filepath.Join(t.TempDir(), "flat.json")
+	r = runInProcess("fit", lookup, "--workload", work, "--rehearse", loop, "--allow-destructive", "--flat", "--runtime", "2s", "--ramp", "0", "-o", out2)
+	if r.code != 0 {
+		t.Fatalf("--flat: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	doc, err = results.ReadDocumentFile(out2)
+	testenv.Must(t, err)
+	if s := doc.Rehearsal.Systems[0]; s.Replayed != nil || doc.Results[0].Rate.ProfileSteps != 0 || doc.Results[0].Rate.TargetIOPS != 1800 {
+		t.Errorf("--flat: %+v, rate %+v", s, doc.Results[0].Rate)
+	}
+	// Refused before any I/O: --speed without a timeline to replay, an
+	// observation that is not there, --out naming the observation.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--flat", "--speed", "2"}, "iomatrix: --speed: replays observed timelines"},
+		{[]string{"--speed", "0"}, "iomatrix: --speed: 0 is not a speed"},
+		{[]string{"-o", filepath.Join(dir, "obs.json"), "--force"}, "is also --workload's timeline (an input)"},
+	} {
+		args := append([]string{"fit", lookup, "--workload", work, "--rehearse", loop, "--allow-destructive"}, c.args...)
+		r := runInProcess(args...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) || strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 {
+			t.Errorf("%v: exit %d\n%s", c.args, r.code, r.stderr)
+		}
+	}
+	testenv.Must(t, os.Rename(filepath.Join(dir, "obs.json"), filepath.Join(dir, "moved.json")))
+	r = runInProcess("fit", lookup, "--workload", work, "--rehearse", loop, "--allow-destructive", "-o", filepath.Join(t.TempDir(), "x.json"))
+	if r.code != 2 || !strings.Contains(r.stderr, "--workload "+work+": system erp: timeline:") {
+		t.Errorf("a missing observation: exit %d\n%s", r.code, r.stderr)
+	}
+}

@@ -49,7 +49,11 @@ type Request struct {
 	// resolves the engine, and aligns the window to the kernel's
 	// throttle under caps.
 	Options iotest.Options
-	// DefaultWindow sets Options.Runtime to Window's; RandomSeed draws
+	// Shape is how the systems' observed shapes are replayed (a version
+	// 2 workload file).
+	Shape ShapeOptions
+	// DefaultWindow sets Options.Runtime to Window's (or to the
+	// timelines' length, within MinWindow and MaxWindow); RandomSeed draws
 	// Options.Seed at random (recorded in the document).
 	DefaultWindow, RandomSeed bool
 	// Out is the results file; "" names one in the current directory
@@ -71,9 +75,10 @@ type Config struct {
 	Request
 	// TargetPlan is the target's plan, which Run lays out and opens.
 	TargetPlan *target.Plan
-	// Patterns are the systems' streams (Patterns), in the workload's
-	// order.
+	// Patterns are the systems' streams (Patterns, shaped), in the
+	// workload's order, and Shaped their shapes as replayed.
 	Patterns []results.Pattern
+	Shaped   []Shaped
 	// Caps, when set, are the systems' cgroups (session.PlanStreamCaps),
 	// in the workload's order; nil runs every system uncapped.
 	Caps []*session.CapPlan
@@ -89,8 +94,31 @@ type Config struct {
 func Plan(r Request) (*Config, error) {
 	c := &Config{Request: r, Patterns: Patterns(r.Workload, r.Arrival)}
 	o := &c.Options
+	shaped, err := shapeSystems(r.Workload, c.Patterns, r.Shape)
+	if err != nil {
+		if pattern.IsField(err, "speed") {
+			return nil, err
+		}
+		return nil, workloadError(r.WorkloadFile, "", err)
+	}
+	c.Shaped = shaped
+	var longest time.Duration
+	for i, sh := range shaped {
+		c.Patterns[i] = sh.Pattern
+		if sh.Profile != nil {
+			if err := sh.Profile.Check(sh.Pattern); err != nil {
+				return nil, workloadError(r.WorkloadFile, r.Workload.Systems[i].Name, err)
+			}
+			longest = max(longest, sh.Profile.Duration())
+		}
+	}
 	if r.DefaultWindow {
 		o.Runtime = Window(r.Workload)
+		if longest > 0 {
+			// The timelines whole, within the window's bounds, and at
+			// least what the bounds need.
+			o.Runtime = max(o.Runtime, min(longest.Round(time.Second), MaxWindow))
+		}
 	}
 	if r.RandomSeed {
 		o.Seed = rand.Uint64() >> 11 // fits a JSON number exactly
@@ -99,7 +127,6 @@ func Plan(r Request) (*Config, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	var err error
 	c.TargetPlan, _, err = session.Prepare(session.Request{Sys: r.Sys, Target: r.Target, Size: r.Size, Patterns: c.Patterns, Force: r.Force,
 		AllowDestructive: r.AllowDestructive, Options: o, Notice: r.Notice})
 	if errors.As(err, new(*pattern.FieldError)) && !isRunSetting(err) {
@@ -117,6 +144,16 @@ func Plan(r Request) (*Config, error) {
 		c.Out = fmt.Sprintf("iomatrix-rehearsal-%s.json", time.Now().Format("20060102-150405"))
 	}
 	return c, nil
+}
+
+// workloadError is bad input of the workload file at path, said after
+// the option's name as a fault in the file is (fit.ReadWorkload), of its
+// system when one is named.
+func workloadError(path, system string, err error) error {
+	if system != "" {
+		err = fmt.Errorf("system %s: %w", system, err)
+	}
+	return fault.Mentions("", func(n fault.Namer) string { return n("workload") + " " + path + ": " + err.Error() })
 }
 
 // isRunSetting tells whether err is the fault of a setting of the run

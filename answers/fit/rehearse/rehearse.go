@@ -142,6 +142,11 @@ func rehearse(ctx context.Context, c *Config, sess *session.Session) (*results.D
 	}
 	c.Notice(fmt.Sprintf("rehearsing %d systems at once on %s for %s after %s ramp (%s arrivals); results: %s",
 		len(c.Workload.Systems), c.Target, c.Options.Runtime, c.Options.Ramp, c.Arrival, c.Out))
+	for i, sh := range c.Shaped {
+		if sh.Replayed != nil {
+			c.Notice("replaying " + describe(c.Workload.Systems[i].Name, sh.Replayed))
+		}
+	}
 	doc := sess.NewDocument("rehearsal", c.Options)
 	reh := &results.Rehearsal{Workload: c.WorkloadFile, Lookup: c.LookupFile, LookupFits: c.Lookup.Fits, LookupWhy: c.Lookup.Why, WithCaps: c.Caps != nil}
 	doc.Rehearsal = reh
@@ -153,6 +158,9 @@ func rehearse(ctx context.Context, c *Config, sess *session.Session) (*results.D
 		o := c.Options
 		o.Seed += uint64(i) // each system its own offsets
 		o.Progress = nil
+		if i < len(c.Shaped) {
+			o.Profile = c.Shaped[i].Profile
+		}
 		streams[i] = session.Stream{Pattern: p, Options: o}
 		if c.Caps != nil {
 			streams[i].Cap = c.Caps[i]
@@ -169,6 +177,9 @@ func rehearse(ctx context.Context, c *Config, sess *session.Session) (*results.D
 		doc.Results = append(doc.Results, r)
 		sys := Judge(s, r)
 		sys.Cap = out[i].Cap
+		if i < len(c.Shaped) {
+			sys.Replayed = c.Shaped[i].Replayed
+		}
 		reh.Systems = append(reh.Systems, sys)
 		reh.Fits = reh.Fits && sys.Fits
 	}

@@ -1,0 +1,107 @@
+package rehearse
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/iomatrix/iomatrix/answers/fit"
+	"github.com/iomatrix/iomatrix/iotest/pattern"
+	"github.com/iomatrix/iomatrix/results"
+)
+
+// timeline is a series whose intervals of a second end at the offsets
+// ends (ms), with the reads and writes of each.
+func timeline(ends []int64, reads, writes []uint64) *results.ObservedSeries {
+	el := make([]int64, len(ends))
+	for i := range el {
+		el[i] = 1e6
+	}
+	return &results.ObservedSeries{Kind: "cgroup", Seconds: results.Timeline{StepNS: 1e9, EndMS: ends, ElapsedUS: el,
+		Counters: map[string][]uint64{"rios": reads, "wios": writes}}}
+}
+
+// A version 2 system replays its shape: its size mix, an fdatasync
+// after every writes/durable_writes writes, and its timeline on the grid
+// every system shares (the latest start to the earliest end), raised by
+// the headroom, its steps shortened by the speed, a step without a
+// reading at the rate before; a version 1 file, or Flat, stays flat.
+func TestShapeSystems(t *testing.T) {
+	w := workload(t, `version: 2
+headroom_pct: 50
+systems:
+  - {name: a, reads: 100, writes: 40, block_size: 16k, read_share: 0.7, bssplit: "8k/50:16k/50,16k/100", durable_writes: 10,
+     timeline: {observation: obs.json, system: a, series: io}}
+  - {name: b, reads: 50, block_size: 4k, timeline: {observation: obs.json, system: b, series: io}}
+  - {name: c, reads: 10, writes: 10, block_size: 4k, durable_writes: unknown}
+`)
+	series := map[string]*results.ObservedSeries{
+		// a from 0 to 5 s, its fourth second unread; b from 1 s to 6 s.
+		"a": timeline([]int64{1000, 2000, 3000, 5000}, []uint64{10, 20, 30, 50}, []uint64{4, 0, 8, 2}),
+		"b": timeline([]int64{2000, 3000, 4000, 5000, 6000}, []uint64{1, 2, 3, 4, 5}, []uint64{0, 0, 0, 0, 0}),
+	}
+	find := func(ref fit.TimelineRef) (*results.ObservedSeries, error) {
+		if s, ok := series[ref.System]; ok {
+			return s, nil
+		}
+		return nil, errors.New("none")
+	}
+	flat := Patterns(w, results.ArrivalUniform)
+	sh, err := shapeSystems(w, flat, ShapeOptions{Speed: 2, Series: find})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b, c := sh[0], sh[1], sh[2]
+	// The shared grid: 1 s to 5 s, four steps of 500 ms at speed 2.
+	if a.Profile == nil || a.Profile.StepNS != 5e8 || len(a.Profile.Reads) != 4 {
+		t.Fatalf("a's profile %+v", a.Profile)
+	}
+	wantR, wantW := []float64{30, 45, 45, 75}, []float64{0, 12, 12, 3} // ×1.5; the 4th second's step holds the 3rd's rate
+	for i := range wantR {
+		if a.Profile.Reads[i] != wantR[i] || a.Profile.Writes[i] != wantW[i] {
+			t.Errorf("a's step %d: %v r/s %v w/s, want %v %v", i, a.Profile.Reads[i], a.Profile.Writes[i], wantR[i], wantW[i])
+		}
+	}
+	if r := a.Replayed; r == nil || r.Steps != 4 || r.MissingSteps != 1 || r.FromMS != 1000 || r.ToMS != 5000 || r.Speed != 2 ||
+		r.MeanReadIOPS != 48.8 || r.MeanWriteIOPS != 6.8 || r.Sync != "fdatasync:4:after" || r.BSSplit != "8k/50:16k/50,16k/100" {
+		t.Errorf("a replayed %+v", a.Replayed)
+	}
+	if p := a.Pattern; p.Rate.ReadIOPS != 48.75 || p.Rate.WriteIOPS != 6.75 || p.ReadPct != 88 || p.BlockSize != 16384 || p.Sync != "fdatasync:4:after" {
+		t.Errorf("a's pattern %+v", p)
+	}
+	if err := a.Profile.Check(a.Pattern); err != nil {
+		t.Errorf("a's profile against its pattern: %v", err)
+	}
+	if b.Profile == nil || b.Profile.Reads[0] != 1.5 || b.Profile.Reads[3] != 6 || b.Pattern.ReadPct != 100 || b.Pattern.Rate.WriteIOPS != 0 {
+		t.Errorf("b: %+v %+v", b.Profile, b.Pattern)
+	}
+	if c.Profile != nil || c.Pattern.Sync != "" || c.Replayed == nil || describe("c", c.Replayed) != "c: no shape beyond its rates" {
+		t.Errorf("c: %+v %+v", c.Profile, c.Pattern)
+	}
+	if d := describe("a", a.Replayed); !strings.Contains(d, "4 steps of 500ms") || !strings.Contains(d, "1 steps unobserved") {
+		t.Errorf("a described %q", d)
+	}
+	// Flat, and version 1: the flat patterns.
+	for _, o := range []ShapeOptions{{Flat: true, Speed: 1, Series: find}} {
+		sh, err := shapeSystems(w, flat, o)
+		if err != nil || sh[0].Profile != nil || sh[0].Pattern != flat[0] || sh[0].Replayed != nil {
+			t.Errorf("flat: %+v, %v", sh[0], err)
+		}
+	}
+	v1 := workload(t, "systems:\n  - {name: a, reads: 100, block_size: 4k}\n")
+	if sh, err := shapeSystems(v1, Patterns(v1, results.ArrivalUniform), ShapeOptions{Speed: 1}); err != nil || sh[0].Replayed != nil {
+		t.Errorf("version 1: %+v, %v", sh, err)
+	}
+	// Refused: a speed out of range, or one that makes steps under a
+	// millisecond; a timeline that cannot be found.
+	if _, err := shapeSystems(w, flat, ShapeOptions{Speed: 0, Series: find}); !pattern.IsField(err, "speed") {
+		t.Errorf("speed 0: %v", err)
+	}
+	if _, err := shapeSystems(w, flat, ShapeOptions{Speed: 1000, Series: find}); err != nil {
+		t.Errorf("speed 1000 (1 ms steps): %v", err)
+	}
+	delete(series, "b")
+	if _, err := shapeSystems(w, flat, ShapeOptions{Speed: 1, Series: find}); err == nil || !strings.Contains(err.Error(), "system b: timeline: none") {
+		t.Errorf("a missing timeline: %v", err)
+	}
+}
