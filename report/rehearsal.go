@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
@@ -41,8 +43,33 @@ func writeRehearsal(w io.Writer, doc *results.Document, r tw.Renderer, titlePref
 			fmt.Fprintf(bw, "%s: %s\n", sys.Name, sys.Why)
 		}
 	}
+	for _, sys := range reh.Systems {
+		if line := replayedLine(sys.Replayed); line != "" {
+			fmt.Fprintf(bw, "%s replayed %s\n", sys.Name, line)
+		}
+	}
 	fmt.Fprintf(bw, "\n%s\n", RehearsalVerdict(reh))
 	return bw.Flush()
+}
+
+// replayedLine says what a system replayed of its observed shape; ""
+// for flat rates.
+func replayedLine(r *results.ReplayedShape) string {
+	if r == nil {
+		return ""
+	}
+	var parts []string
+	if r.Timeline != "" {
+		parts = append(parts, fmt.Sprintf("its timeline (%s, %d steps of %s at speed %s)", r.Timeline, r.Steps,
+			time.Duration(r.StepNS), strconv.FormatFloat(r.Speed, 'f', -1, 64)))
+	}
+	if r.BSSplit != "" {
+		parts = append(parts, "its size mix "+r.BSSplit)
+	}
+	if r.Sync != "" {
+		parts = append(parts, "its durable writes as "+r.Sync)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // RehearsalVerdict is the rehearsal's verdict in a line, beside the
