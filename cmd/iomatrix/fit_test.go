@@ -32,6 +32,10 @@ func TestFitGolden(t *testing.T) {
 		{"double.txt", []string{fleetDir + "node-a.json", "--need", "read=3000,write=3000,bs=4k,qd=1,p99<5ms"}, 1},
 		{"workload.txt", []string{fleetDir + "node-a.json", "--workload", "testdata/fit/systems.yaml"}, 0},
 		{"workload.json", []string{fleetDir + "node-a.json", "--workload", "testdata/fit/systems.yaml", "--format", "json"}, 0},
+		// A version 2 file of the same rates: the same verdict, the same
+		// golden files (written from version 1 before version 2 was).
+		{"workload.txt", []string{fleetDir + "node-a.json", "--workload", "testdata/fit/systems-v2.yaml"}, 0},
+		{"workload.json", []string{fleetDir + "node-a.json", "--workload", "testdata/fit/systems-v2.yaml", "--format", "json"}, 0},
 		{"fleet.txt", []string{fleet, "--need", "read=1500,write=1500,bs=4k,qd=1,p99<5ms"}, 0},
 		{"no-qd.txt", []string{fleetDir + "node-a.json", "--need", "read=1000,bs=16k"}, 0},
 	} {
