@@ -131,8 +131,9 @@ type hostState struct {
 	none string
 }
 
-// hostPressureSource names the host's pressure in events.
-const hostPressureSource = "/proc/pressure/io"
+// hostPressureSource names the host's pressure in events, as
+// "system/kind" names a database.
+const hostPressureSource = "host/pressure"
 
 type systemState struct {
 	name, cgroupPath string
