@@ -61,11 +61,17 @@ func writeObservationHTML(w io.Writer, o *results.Observation) error {
 			}
 		}
 		if p.Pressure != nil {
-			svg, err := stallSVG(axis, o)
-			if err != nil {
-				return err
+			for _, c := range []struct {
+				title string
+				pick  func(*results.ObservedSeries) results.Timeline
+			}{{"stall on I/O, % of each minute", func(s *results.ObservedSeries) results.Timeline { return s.Minutes }},
+				{fmt.Sprintf("stall on I/O, %% of each %s", time.Duration(o.Settings.IntervalNS)), func(s *results.ObservedSeries) results.Timeline { return s.Seconds }}} {
+				svg, err := stallSVG(c.title, axis, o, c.pick)
+				if err != nil {
+					return err
+				}
+				s.Charts = append(s.Charts, svg)
 			}
-			s.Charts = append(s.Charts, svg)
 		}
 		for i, t := range p.Tables {
 			if i == len(p.Tables)-1 {
@@ -241,10 +247,10 @@ func ioTimelineSVG(title string, a timeAxis, t results.Timeline, h *results.Busi
 	return inlineSVG(p)
 }
 
-// stallSVG draws the stall shares minute by minute: the host's some and
-// full, and each system's some where its cgroup keeps its own.
-func stallSVG(a timeAxis, o *results.Observation) (template.HTML, error) {
-	title := "stall on I/O, % of each minute"
+// stallSVG draws the stall shares over the timelines pick chooses (the
+// minutes, or the last window's intervals): the host's some and full,
+// and each system's some where its cgroup keeps its own.
+func stallSVG(title string, a timeAxis, o *results.Observation, pick func(*results.ObservedSeries) results.Timeline) (template.HTML, error) {
 	type line struct {
 		label string
 		t     results.Timeline
@@ -255,17 +261,17 @@ func stallSVG(a timeAxis, o *results.Observation) (template.HTML, error) {
 		for _, f := range stallFigures {
 			if _, ok := h.Minutes.Counters[f.counter]; ok {
 				label, _ := figureLabel(f.figure)
-				lines = append(lines, line{"host " + strings.TrimSuffix(label, " %"), h.Minutes, f.counter})
+				lines = append(lines, line{"host " + strings.TrimSuffix(label, " %"), pick(h), f.counter})
 			}
 		}
 	}
 	for _, sys := range o.Systems {
 		if sys.IO != nil && sys.Pressure == results.PressureCgroup {
-			lines = append(lines, line{sys.Name + " stall some", sys.IO.Minutes, results.CounterStallSome})
+			lines = append(lines, line{sys.Name + " stall some", pick(sys.IO), results.CounterStallSome})
 		}
 	}
 	if len(lines) == 0 || lines[0].t.Len() == 0 {
-		return template.HTML(fmt.Sprintf("<p>%s: no minutes to chart</p>", template.HTMLEscapeString(title))), nil
+		return template.HTML(fmt.Sprintf("<p>%s: nothing to chart</p>", template.HTMLEscapeString(title))), nil
 	}
 	p := timePlot(title, "% of the time stalled", a)
 	for k, l := range lines {
