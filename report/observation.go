@@ -283,9 +283,11 @@ type obsPart struct {
 	Tables []obsTable
 	// Notes follow the tables: what their figures mean.
 	Notes []string
-	// Device and System are what a part is about, for the charts.
-	Device *results.ObservedSeries
-	System *results.ObservedSystem
+	// Device, System and Pressure are what a part is about, for the
+	// charts.
+	Device   *results.ObservedSeries
+	System   *results.ObservedSystem
+	Pressure *results.ObservedSeries
 }
 
 // obsTable is one table: a header, rows of strings (the first column
@@ -374,10 +376,14 @@ func observedMS(o *results.Observation) int64 {
 }
 
 // each calls f with every series of o and the name it goes by: a
-// device's, a system's (its cgroup), "system/kind" for a database.
+// device's, the host's pressure's ("host"), a system's (its cgroup),
+// "system/kind" for a database.
 func each(o *results.Observation, f func(name string, s *results.ObservedSeries)) {
 	for i := range o.Devices {
 		f(o.Devices[i].Name, &o.Devices[i])
+	}
+	if o.HostPressure != nil {
+		f(o.HostPressure.Name, o.HostPressure)
 	}
 	for _, sys := range o.Systems {
 		if sys.IO != nil {
@@ -492,7 +498,16 @@ func devicePart(d *results.ObservedSeries) obsPart {
 	if d.Device != "" {
 		title += " (" + d.Device + ")"
 	}
-	return obsPart{Title: title, Tables: []obsTable{t}, Device: d}
+	tables := []obsTable{t}
+	if s := d.Summary; s != nil && flushes {
+		if _, ok := s.Mean["flushes"]; ok {
+			// How often the device was asked to make its cache durable:
+			// the spread tells a steady fsync load from bursts.
+			tables = append(tables, obsTable{Title: d.Name + ": flushes", Header: spreadHeader,
+				Rows: [][]string{spreadRow("f/s", "flushes", s, 1)}, Notes: []string{spreadNote}})
+		}
+	}
+	return obsPart{Title: title, Tables: tables, Device: d}
 }
 
 // whenBusiest says when a busiest hour was, by the clock and since the
@@ -551,10 +566,25 @@ func precisionNote(s *results.SeriesSummary) []string {
 }
 
 // figureOrder is the order of a summary's figures: every series' five,
-// then a database's own.
-var figureOrder = []string{"reads", "writes", "ios", "rkb", "wkb", "fsyncs", "dblwr_writes", "log_kb"}
+// a device's flushes, the stall shares, then a database's own.
+var figureOrder = []string{"reads", "writes", "ios", "rkb", "wkb", "flushes",
+	results.FigureStallSome, results.FigureStallFull, "fsyncs", "dblwr_writes", "log_kb"}
 
-var figureLabels = map[string]string{"reads": "r/s", "writes": "w/s", "ios": "IOPS", "rkb": "rkB/s", "wkb": "wkB/s"}
+var figureLabels = map[string]string{"reads": "r/s", "writes": "w/s", "ios": "IOPS", "rkb": "rkB/s", "wkb": "wkB/s",
+	"flushes": "f/s", results.FigureStallSome: "stall some %", results.FigureStallFull: "stall full %"}
+
+// stallFigures are the stall shares and the counters they are made of:
+// µs of stall over the µs elapsed, in percent.
+var stallFigures = []struct{ figure, counter string }{
+	{results.FigureStallSome, results.CounterStallSome},
+	{results.FigureStallFull, results.CounterStallFull},
+}
+
+// stallShare is a stall counter's share of a span's time, in percent
+// (at most 100, as observe holds it); NaN over no time.
+func (s span) stallShare(c string) float64 {
+	return min(100, s.rate(c)/1e4)
+}
 
 // figureLabel names a figure in a table's row, with the divisor that
 // turns its rate into the label's unit.
@@ -614,10 +644,18 @@ func spreadTable(title string, s *results.ObservedSeries) obsTable {
 	t.Header = []string{"", "mean"}
 	whole := spanOf(s.Minutes, 0, s.Minutes.Len())
 	c := countersOf(s.Kind)
-	t.Rows = [][]string{{"r/s", num(whole.rate(c.reads))}, {"w/s", num(whole.rate(c.writes))},
-		{"IOPS", num(whole.rate(c.reads) + whole.rate(c.writes))},
-		{"rkB/s", num(whole.rate(c.readBytes) / 1024)}, {"wkB/s", num(whole.rate(c.writeBytes) / 1024)}}
-	if s.Kind != "cgroup" && s.Kind != "device" {
+	if s.Kind != results.KindPressure {
+		t.Rows = [][]string{{"r/s", num(whole.rate(c.reads))}, {"w/s", num(whole.rate(c.writes))},
+			{"IOPS", num(whole.rate(c.reads) + whole.rate(c.writes))},
+			{"rkB/s", num(whole.rate(c.readBytes) / 1024)}, {"wkB/s", num(whole.rate(c.writeBytes) / 1024)}}
+	}
+	for _, f := range stallFigures {
+		if _, ok := s.Minutes.Counters[f.counter]; ok {
+			label, _ := figureLabel(f.figure)
+			t.Rows = append(t.Rows, []string{label, num(whole.stallShare(f.counter))})
+		}
+	}
+	if s.Kind != "cgroup" && s.Kind != "device" && s.Kind != results.KindPressure {
 		// A database's counters beyond its reads and writes.
 		var extra []string
 		for n := range s.Minutes.Counters {
@@ -688,8 +726,46 @@ func cgroupTable(o *results.Observation, sys *results.ObservedSystem) obsTable {
 	if sys.Concurrency > 0 {
 		t.Notes = append(t.Notes, fmt.Sprintf("I/Os in flight at the busiest hour: %s (its share of its devices' aqu-sz)", num(sys.Concurrency)))
 	}
+	if note := systemStallNote(o, sys); note != "" {
+		t.Notes = append(t.Notes, note)
+	}
 	t.Notes = append(t.Notes, perDeviceNotes(o, sys)...)
 	return t
+}
+
+// systemStallNote says where a system's stall is told: "" for a
+// document older than stall figures, which says nothing of them.
+func systemStallNote(o *results.Observation, sys *results.ObservedSystem) string {
+	switch sys.Pressure {
+	case results.PressureCgroup:
+		return "stall: its cgroup's io.pressure, the share of time (in percent, not per second) in which some (all) of its tasks waited on I/O"
+	case results.PressureHost:
+		why := "its cgroup keeps no io.pressure"
+		if o.Accounting.CgroupVersion == 1 {
+			why = "cgroup v1 keeps no pressure per cgroup"
+		}
+		return "stall: " + why + "; the host's pressure stands for it (host pressure, above)"
+	case results.PressureNone:
+		return "stall: not known (neither its cgroup nor the host keeps pressure)"
+	}
+	return ""
+}
+
+// hostPressurePart is the host's stall on I/O, /proc/pressure/io.
+func hostPressurePart(p *results.ObservedSeries) obsPart {
+	t := spreadTable("", p)
+	t.Notes = append([]string{"each figure a share of wall time, in percent: the mean over the observation, " +
+		"the mean of the hour with the most stall (some), and the spread of each minute's and each interval's share"}, t.Notes...)
+	if s := p.Summary; s != nil && s.BusiestHour != nil && !s.BusiestHour.Whole {
+		t.Notes = append(t.Notes, "the hour with the most stall: "+whenBusiest(s.BusiestHour))
+	}
+	return obsPart{Title: "host pressure (/proc/pressure/io)", Tables: []obsTable{t}, Pressure: p,
+		Notes: []string{
+			"stall some: the share of time in which at least one non-idle task of the host waited on I/O; " +
+				"stall full: in which all of them did at once, the time the whole host lost to I/O",
+			"it is time, not I/Os: a device that answers slowly, or a cap that holds a system back, shows here " +
+				"however few its I/Os; a system's own share, where its cgroup keeps one, is under the system",
+		}}
 }
 
 // perDeviceNotes are a system's totals on each device, in the order of
@@ -768,6 +844,9 @@ func observationParts(o *results.Observation) []obsPart {
 	}
 	if n := len(parts); n > 0 {
 		parts[n-1].Notes = iostatNotes
+	}
+	if o.HostPressure != nil {
+		parts = append(parts, hostPressurePart(o.HostPressure))
 	}
 	for i := range o.Systems {
 		parts = append(parts, systemPart(o, &o.Systems[i]))
@@ -848,9 +927,12 @@ func writeObservationTables(w io.Writer, o *results.Observation, md bool) error 
 }
 
 // observationCSVHeader is the CSV's columns: a row per interval (and per
-// minute) per series; the device columns are empty for other series.
+// minute) per series; the device columns are empty for other series,
+// the I/O columns for the host's pressure, and the stall columns for a
+// series without stall times.
 var observationCSVHeader = []string{"series", "kind", "resolution", "end", "elapsed_s",
-	"reads_per_s", "writes_per_s", "rkb_per_s", "wkb_per_s", "r_await", "w_await", "aqu_sz", "util_pct"}
+	"reads_per_s", "writes_per_s", "rkb_per_s", "wkb_per_s", "r_await", "w_await", "aqu_sz", "util_pct",
+	"flushes_per_s", "stall_some_pct", "stall_full_pct"}
 
 // writeObservationCSV writes each series' minutes (resolution "minute")
 // then its intervals ("interval"), a row each: plain numbers, times in
@@ -878,13 +960,24 @@ func writeObservationCSV(w io.Writer, o *results.Observation) error {
 				sp := spanOf(res.t, i, i+1)
 				row := []string{name, s.Kind, res.name,
 					start.Add(time.Duration(res.t.EndMS[i]) * time.Millisecond).Format(time.RFC3339Nano),
-					ftoa(float64(sp.us) / 1e6),
-					cell(sp.rate(c.reads)), cell(sp.rate(c.writes)), cell(sp.rate(c.readBytes) / 1024), cell(sp.rate(c.writeBytes) / 1024)}
-				if s.Kind == "device" {
-					f := iostatOf(sp)
-					row = append(row, cell(f.ReadAwait), cell(f.WriteAwait), cell(f.AquSz), cell(f.UtilPct))
+					ftoa(float64(sp.us) / 1e6)}
+				if s.Kind != results.KindPressure {
+					row = append(row, cell(sp.rate(c.reads)), cell(sp.rate(c.writes)), cell(sp.rate(c.readBytes)/1024), cell(sp.rate(c.writeBytes)/1024))
 				} else {
 					row = append(row, "", "", "", "")
+				}
+				if s.Kind == "device" {
+					f := iostatOf(sp)
+					row = append(row, cell(f.ReadAwait), cell(f.WriteAwait), cell(f.AquSz), cell(f.UtilPct), cell(f.Flushes))
+				} else {
+					row = append(row, "", "", "", "", "")
+				}
+				for _, f := range stallFigures {
+					if _, ok := res.t.Counters[f.counter]; ok {
+						row = append(row, cell(sp.stallShare(f.counter)))
+					} else {
+						row = append(row, "")
+					}
 				}
 				cw.Write(row)
 			}

@@ -361,7 +361,7 @@ func TestObservationCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(rows[0], observationCSVHeader) || len(rows[0]) != 13 {
+	if !slices.Equal(rows[0], observationCSVHeader) || len(rows[0]) != 16 {
 		t.Fatalf("header %q", rows[0])
 	}
 	want := 1
@@ -381,8 +381,9 @@ func TestObservationCSV(t *testing.T) {
 		}
 	}
 	// vda's last second, by hand: 600 reads of 4 KiB with 300 ms of
-	// ticks, 200 writes of 16 KiB with 400 ms, 500 ms busy, 700 ms queued.
-	if w := []string{"vda", "device", "interval", "2024-05-01T10:00:00Z", "1", "600", "200", "2400", "3200", "0.5", "2", "0.7", "50"}; !slices.Equal(last, w) {
+	// ticks, 200 writes of 16 KiB with 400 ms, 500 ms busy, 700 ms queued,
+	// 5 flushes; no stall times.
+	if w := []string{"vda", "device", "interval", "2024-05-01T10:00:00Z", "1", "600", "200", "2400", "3200", "0.5", "2", "0.7", "50", "5", "", ""}; !slices.Equal(last, w) {
 		t.Errorf("vda's last interval %q, want %q", last, w)
 	}
 	for _, k := range []string{"vda device minute", "sdb device interval", "erp cgroup minute", "erp/mysql mysql interval", "batch cgroup interval"} {

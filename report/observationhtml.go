@@ -60,6 +60,19 @@ func writeObservationHTML(w io.Writer, o *results.Observation) error {
 				s.Charts = append(s.Charts, svg)
 			}
 		}
+		if p.Pressure != nil {
+			for _, c := range []struct {
+				title string
+				pick  func(*results.ObservedSeries) results.Timeline
+			}{{"stall on I/O, % of each minute", func(s *results.ObservedSeries) results.Timeline { return s.Minutes }},
+				{fmt.Sprintf("stall on I/O, %% of each %s", time.Duration(o.Settings.IntervalNS)), func(s *results.ObservedSeries) results.Timeline { return s.Seconds }}} {
+				svg, err := stallSVG(c.title, axis, o, c.pick)
+				if err != nil {
+					return err
+				}
+				s.Charts = append(s.Charts, svg)
+			}
+		}
 		for i, t := range p.Tables {
 			if i == len(p.Tables)-1 {
 				// Under the last table, as the text has them.
@@ -143,6 +156,35 @@ func rateAt(t results.Timeline, c string, i int) float64 {
 	return t.Rate(c, i)
 }
 
+// timePlot is a chart over the observation's time, its legend at the
+// top.
+func timePlot(title, yLabel string, a timeAxis) *plot.Plot {
+	p := newPlot()
+	p.Title.Text = title
+	p.Y.Label.Text = yLabel
+	p.Legend.Top = true
+	a.apply(p)
+	return p
+}
+
+// addLines draws the pieces of one series' line (rateLines) a point wide
+// in one style, the first of them in the legend under label.
+func addLines(p *plot.Plot, label string, lines []plotter.XYs, style func(*plotter.Line)) error {
+	for i, pts := range lines {
+		line, err := plotter.NewLine(pts)
+		if err != nil {
+			return err
+		}
+		line.Width = vg.Points(1)
+		style(line)
+		p.Add(line)
+		if i == 0 {
+			p.Legend.Add(label, line)
+		}
+	}
+	return nil
+}
+
 // busiestBand is the shade behind a chart that marks the busiest hour.
 var busiestBand = color.RGBA{R: 255, G: 230, B: 160, A: 255}
 
@@ -153,11 +195,7 @@ func ioTimelineSVG(title string, a timeAxis, t results.Timeline, h *results.Busi
 	if t.Len() == 0 {
 		return template.HTML(fmt.Sprintf("<p>%s: no intervals to chart</p>", template.HTMLEscapeString(title))), nil
 	}
-	p := newPlot()
-	p.Title.Text = title
-	p.Y.Label.Text = "I/Os per second"
-	p.Legend.Top = true
-	a.apply(p)
+	p := timePlot(title, "I/Os per second", a)
 	top := 0.0
 	type series struct {
 		label  string
@@ -199,21 +237,51 @@ func ioTimelineSVG(title string, a timeAxis, t results.Timeline, h *results.Busi
 		}
 	}
 	for _, s := range all {
-		for i, pts := range s.lines {
-			line, err := plotter.NewLine(pts)
-			if err != nil {
-				return "", fmt.Errorf("chart %s: %w", title, err)
-			}
-			line.Color = s.colour
-			line.Width = vg.Points(1)
-			p.Add(line)
-			if i == 0 {
-				p.Legend.Add(s.label, line)
-			}
+		if err := addLines(p, s.label, s.lines, func(l *plotter.Line) { l.Color = s.colour }); err != nil {
+			return "", fmt.Errorf("chart %s: %w", title, err)
 		}
 	}
 	p.Y.Min, p.Y.Max = 0, top
 	p.Y.Tick.Marker = rateTicks{}
+	p.Add(plotter.NewGrid())
+	return inlineSVG(p)
+}
+
+// stallSVG draws the stall shares over the timelines pick chooses (the
+// minutes, or the last window's intervals): the host's some and full,
+// and each system's some where its cgroup keeps its own.
+func stallSVG(title string, a timeAxis, o *results.Observation, pick func(*results.ObservedSeries) results.Timeline) (template.HTML, error) {
+	type line struct {
+		label string
+		t     results.Timeline
+		c     string
+	}
+	var lines []line
+	if h := o.HostPressure; h != nil {
+		for _, f := range stallFigures {
+			if _, ok := h.Minutes.Counters[f.counter]; ok {
+				label, _ := figureLabel(f.figure)
+				lines = append(lines, line{"host " + strings.TrimSuffix(label, " %"), pick(h), f.counter})
+			}
+		}
+	}
+	for _, sys := range o.Systems {
+		if sys.IO != nil && sys.Pressure == results.PressureCgroup {
+			lines = append(lines, line{sys.Name + " stall some", pick(sys.IO), results.CounterStallSome})
+		}
+	}
+	if len(lines) == 0 || lines[0].t.Len() == 0 {
+		return template.HTML(fmt.Sprintf("<p>%s: nothing to chart</p>", template.HTMLEscapeString(title))), nil
+	}
+	p := timePlot(title, "% of the time stalled", a)
+	for k, l := range lines {
+		share := func(i int) float64 { return min(100, rateAt(l.t, l.c, i)/1e4) }
+		style := func(pl *plotter.Line) { pl.Color, pl.Dashes = plotutil.Color(k), plotutil.Dashes(k) }
+		if err := addLines(p, l.label, rateLines(a, l.t, share), style); err != nil {
+			return "", fmt.Errorf("chart %s: %w", title, err)
+		}
+	}
+	p.Y.Min, p.Y.Max = 0, 100*legendRoom
 	p.Add(plotter.NewGrid())
 	return inlineSVG(p)
 }
@@ -252,11 +320,7 @@ func systemsSection(a timeAxis, o *results.Observation) (*htmlSection, error) {
 		}
 	}
 	title := "systems' I/Os per second, stacked"
-	p := newPlot()
-	p.Title.Text = title
-	p.Y.Label.Text = "I/Os per second"
-	p.Legend.Top = true
-	a.apply(p)
+	p := timePlot(title, "I/Os per second", a)
 	// The tallest first: each lower band is drawn over it.
 	lines := make([]*plotter.Line, len(systems))
 	for k := len(systems) - 1; k >= 0; k-- {

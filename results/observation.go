@@ -36,6 +36,13 @@ type Observation struct {
 	Accounting Accounting       `json:"accounting"`
 	Devices    []ObservedSeries `json:"devices"`
 	Systems    []ObservedSystem `json:"systems"`
+	// HostPressure is the whole host's I/O pressure, /proc/pressure/io,
+	// observed wherever the kernel keeps it (absent: it keeps none, or
+	// the document is older than the field): a series of kind
+	// KindPressure whose counters are the stall times and whose figures
+	// are the stall shares (FigureStallSome, FigureStallFull). On cgroup
+	// v1 it is the only pressure there is.
+	HostPressure *ObservedSeries `json:"host_pressure,omitempty"`
 	// Events are what happened to the sources: a device or cgroup that
 	// appeared or went, a counter that was reset or wrapped, a source
 	// that failed to read. Each one explains a gap or a fresh baseline.
@@ -105,12 +112,39 @@ const (
 	EventError    = "error"    // a source failed to read (Detail says why)
 )
 
+// KindPressure is the kind of the host's pressure series.
+const KindPressure = "pressure"
+
+// The stall counters (a series' timelines and totals), in µs: how long
+// some, and all, of the source's non-idle tasks were stalled on I/O
+// (the pressure files' total=, the kernel's PSI); and the figures made
+// of them (a summary's), the share of each interval's time so stalled,
+// in percent of wall time. A source without pressure has neither, never
+// zeros.
+const (
+	CounterStallSome = "stall_some_us"
+	CounterStallFull = "stall_full_us"
+	FigureStallSome  = "stall_some_pct"
+	FigureStallFull  = "stall_full_pct"
+)
+
+// Where a system's stall figures come from (ObservedSystem.Pressure).
+const (
+	// PressureCgroup: its cgroup's own io.pressure, in its IO series.
+	PressureCgroup = "cgroup"
+	// PressureHost: its cgroup keeps none (cgroup v1, PSI disabled for
+	// it) and the host's stands for it (Observation.HostPressure).
+	PressureHost = "host"
+	// PressureNone: neither its cgroup nor the host keeps any.
+	PressureNone = "none"
+)
+
 // ObservedSeries is one source's figures: a device's counters, or a
-// system's cgroup or database counters.
+// system's cgroup or database counters, or the host's pressure.
 type ObservedSeries struct {
 	Name string `json:"name"`
-	// Device is MAJ:MIN for a device; Kind "device", "cgroup" or
-	// "mysql".
+	// Device is MAJ:MIN for a device; Kind "device", "cgroup",
+	// "mysql" or KindPressure.
 	Device string `json:"device,omitempty"`
 	Kind   string `json:"kind"`
 	// Seconds holds the last SecondsWindowNS of intervals at full
@@ -155,6 +189,10 @@ type ObservedSystem struct {
 	// Concurrency is the system's share of its devices' time-averaged
 	// queue (aqu-sz) at its busiest hour: the I/Os it kept in flight.
 	Concurrency float64 `json:"concurrency,omitempty"`
+	// Pressure says where the system's stall on I/O is told:
+	// PressureCgroup, PressureHost or PressureNone (empty in a document
+	// older than the field).
+	Pressure string `json:"pressure,omitempty"`
 }
 
 // DeviceTotals is a system's I/O on one device over the observation.
@@ -229,14 +267,20 @@ type SeriesSummary struct {
 	Intervals  int   `json:"intervals"`
 	Minutes    int   `json:"minutes"`
 	// Figures are by name: "reads" and "writes" (I/Os per second),
-	// "ios" (both), "rkb" and "wkb" (KiB per second); a database's
-	// are its data reads and writes under those names, and "fsyncs",
-	// "dblwr_writes" (per second) and "log_kb" (KiB per second).
+	// "ios" (both), "rkb" and "wkb" (KiB per second); a device's also
+	// "flushes" (per second); a database's are its data reads and
+	// writes under those names, and "fsyncs", "dblwr_writes" (per
+	// second) and "log_kb" (KiB per second). A series with stall times
+	// (a v2 cgroup's, the host's pressure) has FigureStallSome and
+	// FigureStallFull: percentages, whose mean is over time and whose
+	// spreads are each interval's (minute's) share; the host's pressure
+	// has those alone.
 	Mean      map[string]float64 `json:"mean"`
 	PerSecond map[string]Spread3 `json:"per_second"`
 	PerMinute map[string]Spread3 `json:"per_minute"`
 	// BusiestHour is the 60 consecutive minutes with the highest mean
-	// I/O rate (the whole observation when it is shorter).
+	// I/O rate (the whole observation when it is shorter); the host's
+	// pressure's, those with the most stall (some).
 	BusiestHour *BusiestHour `json:"busiest_hour,omitempty"`
 	// SizeMix is the whole observation's I/Os by size class.
 	SizeMix []SizeClass `json:"size_mix,omitempty"`
@@ -477,6 +521,7 @@ func EncodeObservation(o *Observation) ([]byte, error) {
 		add(o.Systems[i].IO)
 		add(o.Systems[i].Database)
 	}
+	add(o.HostPressure)
 	for i, t := range tls {
 		t.slot = i + 1
 	}

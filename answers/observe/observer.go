@@ -1,7 +1,8 @@
 // Package observe samples what running systems demand of their block
 // devices, with no I/O of its own: /proc/diskstats for the devices (the
 // figures iostat prints, by its formulas), each system's cgroup
-// counters, and optionally a database's own view of its I/O. It keeps
+// counters (with its stall on I/O where its cgroup keeps pressure), the
+// host's pressure, and optionally a database's own view of its I/O. It keeps
 // per-interval timelines for a bounded window and per-minute ones for the
 // whole observation, summarizes them (mean, percentiles, the busiest
 // hour) and saves the document atomically as it goes. Options are the
@@ -93,6 +94,7 @@ type Observer struct {
 	devList []sysfs.DevNum // in order of first sight
 	systems []*systemState
 	byName  map[string]*systemState
+	host    hostState
 	events  []results.ObserveEvent
 	// realClock stamps each reading with the time it was read (see
 	// readAt); off in tests that script the time.
@@ -120,11 +122,25 @@ type deviceState struct {
 	haveLatest bool
 }
 
+// hostState is the host's I/O pressure, /proc/pressure/io.
+type hostState struct {
+	tr   tracker
+	s    *series // nil until read: the kernel keeps none, or not yet
+	gone bool
+	// none is why the host has no pressure, once a read told.
+	none string
+}
+
+// hostPressureSource names the host's pressure in events, as
+// "system/kind" names a database.
+const hostPressureSource = "host/pressure"
+
 type systemState struct {
 	name, cgroupPath string
 	reader           *cgroupReader
 	lines            map[sysfs.DevNum]*tracker
-	known            bool // the cgroup was read at least once
+	stallTr          tracker // its io.pressure, where its series keeps it
+	known            bool    // the cgroup was read at least once
 	gone             bool
 	io               *series
 	perDevice        map[sysfs.DevNum]*results.DeviceTotals
@@ -341,6 +357,7 @@ func (o *Observer) sample(ctx context.Context, at time.Duration) error {
 		return fmt.Errorf("read diskstats: %w", err)
 	}
 	o.sampleDevices(at0, spread, stats, names)
+	o.sampleHostPressure(at)
 	if o.cfg.Ctrl.Version == 1 {
 		o.sampleV1Root()
 	}
@@ -525,18 +542,77 @@ func (o *Observer) addInterval(s *series, at time.Duration, d []uint64) {
 	s.add(endMS, elapsed.Microseconds(), d)
 }
 
+// sampleHostPressure reads the host's I/O pressure. A host without it
+// (PSI disabled at boot, a kernel before 4.20) has no such series, and
+// says why once; one that had it and can no longer be read is gone.
+func (o *Observer) sampleHostPressure(at time.Duration) {
+	h := &o.host
+	var p sysfs.Pressure
+	at, spread, err := o.timed(at, func() (err error) {
+		p, err = o.cfg.FS.IOPressure()
+		return err
+	})
+	if err != nil {
+		switch {
+		case h.s != nil && !h.gone:
+			h.gone = true
+			h.tr.gone()
+			o.event(at, hostPressureSource, results.EventGone, err.Error())
+		case h.s == nil && h.none == "":
+			h.none = err.Error()
+			if !errors.Is(err, sysfs.ErrNoPressure) {
+				o.event(at, hostPressureSource, results.EventError, err.Error())
+			}
+		}
+		return
+	}
+	if h.s == nil {
+		l := hostStallLayout
+		if !p.HasFull {
+			l = hostSomeStallLayout
+		}
+		h.s = newSeries("host", results.KindPressure, "", l, o.cfg.Window, o.start)
+		h.none = ""
+	}
+	if h.gone {
+		h.gone = false
+		o.event(at, hostPressureSource, results.EventAppeared, "read again")
+	}
+	h.s.spread = max(h.s.spread, spread)
+	o.record(at, hostPressureSource, &h.tr, h.s, "host", stallCounters(p, hasFull(h.s.layout)), false, nil)
+}
+
+// hasFull tells whether a layout keeps the full stall.
+func hasFull(l *layout) bool { return l.index(results.CounterStallFull) >= 0 }
+
 func (o *Observer) sampleCgroup(at time.Duration, st *systemState) {
 	var m map[sysfs.DevNum]cgroup.Counters
 	var id string
+	var psi sysfs.Pressure
+	var psiErr error
 	at, spread, err := o.timed(at, func() (err error) {
 		m, id, err = st.reader.read()
+		if err == nil {
+			psi, psiErr = st.reader.pressure()
+		}
 		return err
 	})
+	lostStall := false
+	if err == nil && psiErr != nil && st.io != nil && st.io.layout.stall >= 0 {
+		// The system's series keeps its stall in every interval or in
+		// none: an interval without it is a gap in the whole series,
+		// never a stall of zero. The cgroup's io.pressure goes with the
+		// cgroup, or when its cgroup.pressure is set to 0.
+		err, lostStall = fmt.Errorf("io.pressure: %w", psiErr), true
+	}
 	if err != nil {
 		if !st.gone && st.known {
 			st.gone = true
 			why := err.Error()
-			if errors.Is(err, os.ErrNotExist) {
+			switch {
+			case lostStall && errors.Is(err, os.ErrNotExist) && st.reader.exists():
+				why = "its io.pressure went (PSI disabled for the cgroup: cgroup.pressure 0): its stall, kept until now, can no longer be read"
+			case errors.Is(err, os.ErrNotExist):
 				why = "the cgroup was removed"
 			}
 			o.event(at, st.name, results.EventGone, why)
@@ -548,8 +624,18 @@ func (o *Observer) sampleCgroup(at time.Duration, st *systemState) {
 		return
 	}
 	if st.io == nil {
-		st.io = newSeries(st.name, "cgroup", "", cgroupLayout, o.cfg.Window, o.start)
+		l := cgroupLayout
+		switch {
+		case psiErr == nil && psi.HasFull:
+			l = cgroupStallLayout
+		case psiErr == nil:
+			l = cgroupSomeStallLayout
+		case !errors.Is(psiErr, sysfs.ErrNoPressure):
+			o.event(at, st.name, results.EventError, "io.pressure: "+psiErr.Error()+": its stall is not observed")
+		}
+		st.io = newSeries(st.name, "cgroup", "", l, o.cfg.Window, o.start)
 	}
+	stall := st.io.layout.stall >= 0
 	st.io.spread = max(st.io.spread, spread)
 	if st.gone {
 		st.gone = false
@@ -564,10 +650,14 @@ func (o *Observer) sampleCgroup(at time.Duration, st *systemState) {
 			tr.next(id, cgroupCounters(c), false)
 			st.lines[dev] = tr
 		}
+		st.stallTr = tracker{}
+		if stall {
+			st.stallTr.next(id, stallCounters(psi, hasFull(st.io.layout)), false)
+		}
 		st.io.lastAt = at
 		return
 	}
-	sum := make([]uint64, len(cgroupLayout.counters))
+	sum := make([]uint64, len(st.io.layout.counters))
 	for dev, c := range m {
 		tr, ok := st.lines[dev]
 		if !ok {
@@ -596,6 +686,14 @@ func (o *Observer) sampleCgroup(at time.Duration, st *systemState) {
 		for i, v := range step.delta {
 			sum[i] += v
 		}
+	}
+	if stall {
+		// The cgroup's, whatever the devices: a task waits on I/O of any.
+		step := st.stallTr.next(id, stallCounters(psi, hasFull(st.io.layout)), false)
+		if step.event != "" {
+			o.event(at, st.name, step.event, "io.pressure: "+step.why)
+		}
+		copy(sum[st.io.layout.stall:], step.delta)
 	}
 	o.addInterval(st.io, at, sum)
 }
@@ -754,10 +852,50 @@ func (o *Observer) build() *results.Observation {
 		if sys.IO != nil {
 			sys.Concurrency = o.concurrency(st, sys.IO.Summary)
 		}
+		sys.Pressure = o.pressureOf(st)
 		doc.Systems = append(doc.Systems, sys)
+	}
+	doc.HostPressure = nil
+	if o.host.s != nil {
+		doc.HostPressure = o.host.s.result(o.cfg.Interval)
 	}
 	doc.Events = slices.Clone(o.events)
 	return doc
+}
+
+// pressureOf says where a system's stall is told: its cgroup's own
+// io.pressure, or else the host's where there is one.
+func (o *Observer) pressureOf(st *systemState) string {
+	switch {
+	case st.io != nil && st.io.layout.stall >= 0:
+		return results.PressureCgroup
+	case o.host.s != nil:
+		return results.PressureHost
+	}
+	return results.PressureNone
+}
+
+// pressureNotes state what the stall shares are and whose they are.
+func (o *Observer) pressureNotes() []string {
+	if o.host.s == nil && o.host.none != "" {
+		return []string{fmt.Sprintf("This host keeps no pressure stall information (%s): no stall shares are observed, neither the host's nor the systems'.", o.host.none)}
+	}
+	notes := []string{"Stall shares (stall_some_pct, stall_full_pct) are the kernel's pressure stall information (PSI): the share of wall time in which at least one (some) or all (full) of the non-idle tasks waited on I/O. They measure time lost, not I/Os: a system that does few I/Os but waits long for each stalls more than one that does many quickly."}
+	var none []string
+	for _, st := range o.systems {
+		if st.io != nil && st.io.layout.stall < 0 {
+			none = append(none, st.name)
+		}
+	}
+	switch {
+	case o.cfg.Ctrl.Version == 1 && len(o.systems) > 0:
+		notes = append(notes, "Cgroup v1 keeps no pressure per cgroup: the host's (/proc/pressure/io) is the only one, and it stands for every system.")
+	case len(none) > 0 && o.host.s != nil:
+		notes = append(notes, fmt.Sprintf("No io.pressure for %s (PSI disabled for the cgroup): the stall there is told only by the host's.", strings.Join(none, ", ")))
+	case len(none) > 0:
+		notes = append(notes, fmt.Sprintf("No io.pressure for %s (PSI disabled for the cgroup): the stall there is not known.", strings.Join(none, ", ")))
+	}
+	return notes
 }
 
 // concurrency is a system's share of its devices' time-averaged queue
@@ -828,6 +966,7 @@ func (o *Observer) accounting(uncounted []string) results.Accounting {
 			a.Notes = append(a.Notes, fmt.Sprintf("This host accounts I/O in cgroup v2, but %s lack the memory controller: their buffered writeback is charged to the root cgroup, not to them.", strings.Join(root, ", ")))
 		}
 	}
+	a.Notes = append(a.Notes, o.pressureNotes()...)
 	if len(uncounted) > 0 {
 		a.Notes = append(a.Notes, fmt.Sprintf("No cgroup counted the I/O of %s: this kernel counts a device's I/O in v1 cgroups only once a throttle rule was set on the device, and none was. The systems' figures on it are missing, not zero; observe again with --v1-enable-counters.", strings.Join(uncounted, ", ")))
 	}

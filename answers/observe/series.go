@@ -58,36 +58,75 @@ type interval struct {
 // from.
 type layout struct {
 	counters []string
-	// Indices of the read and write I/O counts and bytes.
+	// Indices of the read and write I/O counts and bytes; -1 in a layout
+	// of stall times alone (the host's pressure), which has no I/Os.
 	rios, wios, rbytes, wbytes int
-	// extra figures (mean rates) beyond the five every series has.
+	// extra figures (mean rates) beyond the five every series of I/Os
+	// has.
 	extra []figure
 	// device: the counters for iostat's queue, utilization and waits.
 	device bool
-	figs   []figure // built once: figures()
+	// stall is the index of the some-stall time, in a layout that has
+	// one; -1 otherwise.
+	stall int
+	figs  []figure // built once: figures()
 }
 
 // figure is a named rate computed from an interval's counters.
 type figure struct {
 	name string
 	of   func(c []uint64) float64 // per interval, before dividing by time
+	// share: the figure is a share of the interval's time, in percent,
+	// which cannot exceed 100 (see rate).
+	share bool
 }
 
-// The figures every series has: I/Os per second by direction and both,
-// and KiB per second by direction.
+// rate is the figure over an interval (or a sum of them) secs long.
+// A share of time is held to 100 %: the kernel's clock and the
+// reading's stamp (the middle of its window, see Observer.timed) differ
+// by up to half a read's window at each end, which may put a little
+// more stall in an interval than it lasted.
+func (f figure) rate(c []uint64, secs float64) float64 {
+	r := f.of(c) / secs
+	if f.share {
+		r = min(r, 100)
+	}
+	return r
+}
+
+// The figures every series of I/Os has: I/Os per second by direction
+// and both, and KiB per second by direction.
 func (l *layout) figures() []figure {
 	if l.figs != nil {
 		return l.figs
 	}
-	f := []figure{
-		{"reads", func(c []uint64) float64 { return float64(c[l.rios]) }},
-		{"writes", func(c []uint64) float64 { return float64(c[l.wios]) }},
-		{"ios", func(c []uint64) float64 { return float64(c[l.rios] + c[l.wios]) }},
-		{"rkb", func(c []uint64) float64 { return float64(c[l.rbytes]) / 1024 }},
-		{"wkb", func(c []uint64) float64 { return float64(c[l.wbytes]) / 1024 }},
+	var f []figure
+	if l.io() {
+		f = []figure{
+			{name: "reads", of: func(c []uint64) float64 { return float64(c[l.rios]) }},
+			{name: "writes", of: func(c []uint64) float64 { return float64(c[l.wios]) }},
+			{name: "ios", of: func(c []uint64) float64 { return float64(c[l.rios] + c[l.wios]) }},
+			{name: "rkb", of: func(c []uint64) float64 { return float64(c[l.rbytes]) / 1024 }},
+			{name: "wkb", of: func(c []uint64) float64 { return float64(c[l.wbytes]) / 1024 }},
+		}
 	}
 	l.figs = append(f, l.extra...)
 	return l.figs
+}
+
+// io tells whether the layout counts I/Os.
+func (l *layout) io() bool { return l.rios >= 0 }
+
+// activity is what ranks an interval (or an hour) among others for the
+// busiest hour: its I/Os, or for a layout without them its stall time.
+func (l *layout) activity(c []uint64) uint64 {
+	if l.io() {
+		return c[l.rios] + c[l.wios]
+	}
+	if l.stall >= 0 {
+		return c[l.stall]
+	}
+	return 0
 }
 
 func (l *layout) index(name string) int {
@@ -96,25 +135,71 @@ func (l *layout) index(name string) int {
 
 func counterFigure(l *layout, name, counter string, scale float64) figure {
 	i := l.index(counter)
-	return figure{name, func(c []uint64) float64 { return float64(c[i]) * scale }}
+	return figure{name: name, of: func(c []uint64) float64 { return float64(c[i]) * scale }}
 }
 
-// The layouts of the three kinds of source. The device's counters are
+// The layouts of the kinds of source. The device's counters are
 // /proc/diskstats' (sectors turned into bytes); the cgroup's io.stat's
-// (v1's serviced files give the same six); the database's its own.
+// (v1's serviced files give the same six), and on v2 its io.pressure's
+// stall times where the kernel keeps them; the host's pressure
+// /proc/pressure/io's; the database's its own.
 var (
-	deviceLayout = newLayout([]string{"rios", "wios", "rbytes", "wbytes", "rmerges", "wmerges",
-		"rticks_ms", "wticks_ms", "io_ticks_ms", "queue_ms", "dios", "dbytes", "dticks_ms", "fios", "fticks_ms"},
-		"rios", "wios", "rbytes", "wbytes", true)
+	deviceLayout = newDeviceLayout()
 	cgroupLayout = newLayout([]string{"rios", "wios", "rbytes", "wbytes", "dios", "dbytes"},
 		"rios", "wios", "rbytes", "wbytes", false)
-	databaseLayout = newDatabaseLayout()
+	// A cgroup's io.pressure has both lines; one with some alone is
+	// read, never given a full stall of zero.
+	cgroupStallLayout     = withStall(cgroupLayout, true)
+	cgroupSomeStallLayout = withStall(cgroupLayout, false)
+	hostStallLayout       = withStall(nil, true)
+	hostSomeStallLayout   = withStall(nil, false)
+	databaseLayout        = newDatabaseLayout()
 )
 
 func newLayout(counters []string, r, w, rb, wb string, device bool) *layout {
-	l := &layout{counters: counters, device: device}
+	l := &layout{counters: counters, device: device, stall: -1}
 	l.rios, l.wios, l.rbytes, l.wbytes = l.index(r), l.index(w), l.index(rb), l.index(wb)
 	return l
+}
+
+// newDeviceLayout is diskstats' counters, with the flushes the device
+// was asked for per second (a durable write's cost to a device that
+// caches writes).
+func newDeviceLayout() *layout {
+	l := newLayout([]string{"rios", "wios", "rbytes", "wbytes", "rmerges", "wmerges",
+		"rticks_ms", "wticks_ms", "io_ticks_ms", "queue_ms", "dios", "dbytes", "dticks_ms", "fios", "fticks_ms"},
+		"rios", "wios", "rbytes", "wbytes", true)
+	l.extra = []figure{counterFigure(l, "flushes", "fios", 1)}
+	return l
+}
+
+// withStall is base's counters (none: the host's pressure alone)
+// followed by the stall times, with the stall figures after base's.
+func withStall(base *layout, full bool) *layout {
+	counters := []string{results.CounterStallSome}
+	if full {
+		counters = append(counters, results.CounterStallFull)
+	}
+	l := &layout{rios: -1, wios: -1, rbytes: -1, wbytes: -1}
+	if base != nil {
+		*l = layout{counters: base.counters, rios: base.rios, wios: base.wios, rbytes: base.rbytes, wbytes: base.wbytes,
+			device: base.device, extra: slices.Clone(base.extra)}
+	}
+	l.counters = append(slices.Clip(l.counters), counters...)
+	l.stall = l.index(results.CounterStallSome)
+	l.extra = append(l.extra, stallFigure(l, results.FigureStallSome, results.CounterStallSome))
+	if full {
+		l.extra = append(l.extra, stallFigure(l, results.FigureStallFull, results.CounterStallFull))
+	}
+	return l
+}
+
+// stallFigure is a stall time's share of the interval: µs over 1e4 are
+// the hundredths of a second, which over the interval's seconds are the
+// percentage of its time.
+func stallFigure(l *layout, name, counter string) figure {
+	i := l.index(counter)
+	return figure{name: name, of: func(c []uint64) float64 { return float64(c[i]) / 1e4 }, share: true}
 }
 
 func newDatabaseLayout() *layout {
@@ -159,7 +244,7 @@ func (s *series) add(endMS, elapsedUS int64, c []uint64) {
 	secs := float64(elapsedUS) / 1e6
 	if secs > 0 {
 		for i, f := range s.layout.figures() {
-			s.hist[i].add(f.of(c) / secs)
+			s.hist[i].add(f.rate(c, secs))
 		}
 	}
 	s.sizeMix.add(s.layout, c)
@@ -186,7 +271,7 @@ func (s *series) closeMinute() {
 	}
 	if s.cur.elapsedUS > 0 {
 		for i, f := range s.layout.figures() {
-			r := f.of(s.cur.c) / (float64(s.cur.elapsedUS) / 1e6)
+			r := f.rate(s.cur.c, float64(s.cur.elapsedUS)/1e6)
 			j, _ := slices.BinarySearch(s.sortedMinutes[i], r)
 			s.sortedMinutes[i] = slices.Insert(s.sortedMinutes[i], j, r)
 		}
@@ -200,7 +285,7 @@ func (s *series) closeMinute() {
 	if sum.elapsedUS == 0 {
 		return
 	}
-	rate := float64(sum.c[s.layout.rios]+sum.c[s.layout.wios]) / (float64(sum.elapsedUS) / 1e6)
+	rate := float64(s.layout.activity(sum.c)) / (float64(sum.elapsedUS) / 1e6)
 	if s.busiest != nil && rate <= s.bestIOs {
 		return
 	}
@@ -269,7 +354,7 @@ func (s *series) hour(sum interval, startMS, endMS int64, whole bool) *results.B
 		Start: s.at(startMS), End: s.at(endMS), StartMS: startMS, EndMS: endMS, Whole: whole,
 		Mean: s.means(sum),
 	}
-	if ios := sum.c[s.layout.rios] + sum.c[s.layout.wios]; ios > 0 {
+	if ios := s.layout.activity(sum.c); s.layout.io() && ios > 0 {
 		h.ReadShare = float64(sum.c[s.layout.rios]) / float64(ios)
 	}
 	var mix sizeMix
@@ -307,7 +392,7 @@ func (s *series) means(iv interval) map[string]float64 {
 	secs := float64(iv.elapsedUS) / 1e6
 	for _, f := range s.layout.figures() {
 		if secs > 0 {
-			m[f.name] = f.of(iv.c) / secs
+			m[f.name] = f.rate(iv.c, secs)
 		} else {
 			m[f.name] = 0
 		}
@@ -357,7 +442,7 @@ func (s *series) summary() *results.SeriesSummary {
 			v = s.sortedMinutes[i]
 		}
 		if open && s.cur.elapsedUS > 0 {
-			r := f.of(s.cur.c) / (float64(s.cur.elapsedUS) / 1e6)
+			r := f.rate(s.cur.c, float64(s.cur.elapsedUS)/1e6)
 			j, _ := slices.BinarySearch(v, r)
 			v = slices.Insert(slices.Clone(v), j, r)
 		}
@@ -402,7 +487,7 @@ func rates(ivs []interval, f figure) []float64 {
 	out := make([]float64, 0, len(ivs))
 	for _, iv := range ivs {
 		if iv.elapsedUS > 0 {
-			out = append(out, f.of(iv.c)/(float64(iv.elapsedUS)/1e6))
+			out = append(out, f.rate(iv.c, float64(iv.elapsedUS)/1e6))
 		}
 	}
 	return out
@@ -528,6 +613,9 @@ func sizeClass(bytes, ios uint64) int {
 }
 
 func (m *sizeMix) add(l *layout, c []uint64) {
+	if !l.io() {
+		return
+	}
 	if r := c[l.rios]; r > 0 {
 		m.reads[sizeClass(c[l.rbytes], r)] += r
 	}

@@ -327,6 +327,31 @@ func (r cgroupReader) v1(name string) (map[sysfs.DevNum]cgroup.V1Ops, error) {
 	return m, nil
 }
 
+// exists tells whether the cgroup's directory is there.
+func (r cgroupReader) exists() bool {
+	_, err := os.Stat(r.dir)
+	return err == nil
+}
+
+// pressure reads the cgroup's io.pressure: v2 keeps one per cgroup
+// (unless PSI is disabled, at boot or by its cgroup.pressure); v1 none.
+// Where there is none the error wraps sysfs.ErrNoPressure.
+func (r cgroupReader) pressure() (sysfs.Pressure, error) {
+	if r.ctrl.Version != 2 {
+		return sysfs.Pressure{}, fmt.Errorf("%w: cgroup v%d keeps no pressure per cgroup", sysfs.ErrNoPressure, r.ctrl.Version)
+	}
+	return sysfs.ReadPressure(filepath.Join(r.dir, "io.pressure"))
+}
+
+// stallCounters are a pressure reading as a layout's stall counters,
+// the some stall and, where the layout has it, the full one.
+func stallCounters(p sysfs.Pressure, full bool) []uint64 {
+	if full {
+		return []uint64{p.Some.TotalUS, p.Full.TotalUS}
+	}
+	return []uint64{p.Some.TotalUS}
+}
+
 func cgroupCounters(c cgroup.Counters) []uint64 {
 	return []uint64{c.ReadIOs, c.WriteIOs, c.ReadBytes, c.WriteBytes, c.DiscardIOs, c.DiscardBytes}
 }

@@ -9,8 +9,9 @@ import (
 )
 
 // BenchmarkWeekDocument builds the document of a week observed at 1 s:
-// 4 devices and 50 systems with a daily cycle and noise, then saves it
-// as observe does (encode, no disk). It reports the file's size and one
+// 4 devices and 50 systems with a daily cycle and noise, on cgroup v2
+// (each system's stall beside its I/O, and the host's pressure), then
+// saves it as observe does (encode, no disk). It reports the file's size and one
 // save's cost: `go test -run '^$' -bench WeekDocument -benchtime 1x
 // ./answers/observe`.
 func BenchmarkWeekDocument(b *testing.B) {
@@ -21,11 +22,13 @@ func BenchmarkWeekDocument(b *testing.B) {
 		all = append(all, newSeries("dev"+string(rune('a'+i)), "device", "254:0", deviceLayout, DefaultWindow, start))
 	}
 	for i := range 50 {
-		all = append(all, newSeries("sys"+string(rune('a'+i%26))+string(rune('a'+i/26)), "cgroup", "", cgroupLayout, DefaultWindow, start))
+		all = append(all, newSeries("sys"+string(rune('a'+i%26))+string(rune('a'+i/26)), "cgroup", "", cgroupStallLayout, DefaultWindow, start))
 	}
+	host := newSeries("host", results.KindPressure, "", hostStallLayout, DefaultWindow, start)
 	rng := rand.New(rand.NewPCG(1, 2))
 	dev := make([]uint64, len(deviceLayout.counters))
-	cg := make([]uint64, len(cgroupLayout.counters))
+	cg := make([]uint64, len(cgroupStallLayout.counters))
+	psi := make([]uint64, len(hostStallLayout.counters))
 	for sec := range week {
 		day := float64(sec%86400) / 86400
 		for _, s := range all {
@@ -43,9 +46,15 @@ func BenchmarkWeekDocument(b *testing.B) {
 				c[deviceLayout.index("io_ticks_ms")] = uint64(500 + rng.IntN(400))
 				c[deviceLayout.index("queue_ms")] = uint64(2000 + rng.IntN(4000))
 				c[deviceLayout.index("rticks_ms")] = uint64(level / 5)
+			} else {
+				c[s.layout.stall] = uint64(rng.IntN(200_000))
+				c[s.layout.stall+1] = c[s.layout.stall] / 3
 			}
 			s.add(int64(sec+1)*1000, 1e6, c)
 		}
+		psi[0] = uint64(100_000 + rng.IntN(400_000))
+		psi[1] = psi[0] / 3
+		host.add(int64(sec+1)*1000, 1e6, psi)
 	}
 	o := &Observer{cfg: Config{Interval: time.Second, Window: DefaultWindow}, start: start, devices: nil}
 	doc := results.NewObservation(o.settings(), start.Format(time.RFC3339))
@@ -56,8 +65,9 @@ func BenchmarkWeekDocument(b *testing.B) {
 			doc.Devices = append(doc.Devices, *s.result(time.Second))
 		}
 		for _, s := range all[4:] {
-			doc.Systems = append(doc.Systems, results.ObservedSystem{Name: s.name, IO: s.result(time.Second)})
+			doc.Systems = append(doc.Systems, results.ObservedSystem{Name: s.name, IO: s.result(time.Second), Pressure: results.PressureCgroup})
 		}
+		doc.HostPressure = host.result(time.Second)
 		data, err := encodeObservation(doc)
 		if err != nil {
 			b.Fatal(err)

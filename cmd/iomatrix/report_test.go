@@ -182,7 +182,7 @@ func TestReportObservation(t *testing.T) {
 	}{
 		{"text", "| whole observation (1m0s) | 600 | 0.00 | 2,400 |"},
 		{"markdown", "## iomatrix observation of db1"},
-		{"csv", "vda,device,interval,2024-05-01T08:01:00Z,1,600,0,2400,0,0.5,,0.7,50\n"},
+		{"csv", "vda,device,interval,2024-05-01T08:01:00Z,1,600,0,2400,0,0.5,,0.7,50,0,,\n"},
 		{"html", "<h2>device vda (254:0)</h2>"},
 		{"json", `"kind": "observation"`},
 	} {
