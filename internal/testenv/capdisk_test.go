@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -205,4 +206,38 @@ func parseFio(t *testing.T, out []byte) fioJob {
 		t.Fatalf("fio's output: %v, %d jobs\n%s", err, len(r.Jobs), tail(out, 2000))
 	}
 	return r.Jobs[0]
+}
+
+// MariaDB keeps its data on a CapacityDir and sysbench runs at a fixed
+// rate against it: at 50 transactions a second on 1000 IOPS it keeps up,
+// at 300 on 100 IOPS it falls behind, and the report says which.
+func TestSysbenchOnCapacityDisk(t *testing.T) {
+	disk, _, mnt := CapacityDir(t, CapacityOptions{Size: 1 << 30})
+	srv := MariaDB(t, MariaDBOptions{VolumeDir: mnt})
+	if !strings.HasPrefix(srv.DataDir(), mnt+"/") {
+		t.Fatalf("data directory %s is not on the volume %s", srv.DataDir(), mnt)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	opts := SysbenchOptions{Tables: 2, TableSize: 20000, Seconds: 1}
+	_ = Sysbench(ctx, t, srv, opts)() // creates the tables, at no limit
+	for _, run := range []struct {
+		iops, rate int
+		behind     bool
+	}{{1000, 50, false}, {100, 300, true}} {
+		disk.SetLimit(run.iops, 0)
+		disk.Reset()
+		opts.Seconds, opts.Rate = 4, run.rate
+		out := Sysbench(ctx, t, srv, opts)()
+		r, err := ParseSysbench(out)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		c := disk.Counts()
+		t.Logf("%d IOPS, %d/s offered: %.2f/s achieved, p%d %v, longest queue %d, behind %v; disk: %s",
+			run.iops, r.Rate, r.TPS, r.Percentile, r.LatencyPercentile, r.MaxQueue(), r.Behind(), c)
+		if r.Rate != run.rate || r.Percentile != 95 || r.Behind() != run.behind || c.Writes == 0 || c.Flushes == 0 {
+			t.Errorf("%d IOPS, %d/s: behind %v, want %v; the disk served %s\n%s", run.iops, run.rate, r.Behind(), run.behind, c, out)
+		}
+	}
 }
