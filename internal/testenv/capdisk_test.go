@@ -43,6 +43,16 @@ func TestCapacityDiskBucket(t *testing.T) {
 	if iops, burst := d.Limit(); iops != 0 || burst != 1 {
 		t.Errorf("Limit() = %d, %d, want 0, 1", iops, burst)
 	}
+	// A flush is free, unless it is a request.
+	for _, costs := range []bool{false, true} {
+		d, err := NewCapacityDisk(nil, CapacityOptions{IOPS: 100, Burst: 1, Size: 4096, FlushIsRequest: costs})
+		Must(t, err)
+		_ = d.Fsync(context.Background(), nil, 0)
+		now := time.Now()
+		if waits := d.turn(now).Sub(now) > 0; waits != costs || d.Counts().Flushes != 1 {
+			t.Errorf("FlushIsRequest %v: after a flush, the next request waits: %v; counts %s", costs, waits, d.Counts())
+		}
+	}
 	for _, bad := range []CapacityOptions{{Size: 4095}, {Size: 4096, MaxRequest: 2 << 20}, {Size: 4096, IOPS: -1}} {
 		if _, err := NewCapacityDisk(nil, bad); err == nil {
 			t.Errorf("%+v: no error", bad)
