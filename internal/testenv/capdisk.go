@@ -41,8 +41,10 @@ import (
 // its turn in arrival order when there is none. A request that has its
 // turn is served at once from the backing file (sparse, normally in
 // /dev/shm, so the data is kept in memory): the disk has no service time
-// of its own, only the limit, and a request waits up to a millisecond
-// longer than its turn for the runtime's timers.
+// of its own, only the limit (and FUSE's round trip, tens of
+// microseconds), and a request that waits for its turn waits a little
+// longer: the runtime's timers wake a sleeper up to about a millisecond
+// late. The schedule of turns does not drift with them.
 //
 // A flush (the loop device's flush request, which reaches the file as an
 // fsync) is counted and costs no token unless FlushIsRequest: a cloud

@@ -94,7 +94,7 @@ func (r SysbenchReport) MaxQueue() int {
 var ErrNoSysbenchReport = errors.New("no sysbench report")
 
 var (
-	sysbenchInterval = regexp.MustCompile(`^\[ *(\d+)s *\] thds: (\d+) tps: ([\d.]+) qps: ([\d.]+) .*lat \(ms,(\d+)%\): ([\d.]+) `)
+	sysbenchInterval = regexp.MustCompile(`^\[ *(\d+)s *\] thds: (\d+) tps: ([\d.]+) qps: ([\d.]+) (?:.*lat \(ms,(\d+)%\): ([\d.]+) )?`)
 	sysbenchQueue    = regexp.MustCompile(`^\[ *(\d+)s *\] queue length: (\d+), concurrency: (\d+)`)
 	sysbenchCount    = regexp.MustCompile(`^(transactions|queries|ignored errors|reconnects): +(\d+) +\(([\d.]+) per sec\.\)`)
 	sysbenchValue    = regexp.MustCompile(`^([a-z ]+|\d+th percentile): +([\d.]+)s?$`)
@@ -225,7 +225,11 @@ func parseSysbenchInterval(m []string) (SysbenchInterval, error) {
 	threads, err2 := strconv.Atoi(m[2])
 	tps, err3 := strconv.ParseFloat(m[3], 64)
 	qps, err4 := strconv.ParseFloat(m[4], 64)
-	lat, err5 := strconv.ParseFloat(m[6], 64)
+	var lat float64
+	var err5 error
+	if m[6] != "" { // without --percentile
+		lat, err5 = strconv.ParseFloat(m[6], 64)
+	}
 	return SysbenchInterval{At: time.Duration(at) * time.Second, Threads: threads, TPS: tps, QPS: qps,
 		LatencyPercentile: millis(lat)}, errors.Join(err1, err2, err3, err4, err5)
 }

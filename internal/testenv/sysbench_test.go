@@ -63,6 +63,10 @@ func TestParseSysbenchVariants(t *testing.T) {
 	if r, err := ParseSysbench(noPercentile); err != nil || r.Percentile != 0 || r.LatencyPercentile != 0 {
 		t.Errorf("no percentile: %+v, %v", r, err)
 	}
+	noLatency := regexp.MustCompile(`lat \(ms,95%\): [\d.]+ `).ReplaceAllString(sample, "")
+	if r, err := ParseSysbench(noLatency); err != nil || len(r.Intervals) != 5 || r.Intervals[4].Queue != 1357 || r.Intervals[4].LatencyPercentile != 0 {
+		t.Errorf("intervals without latency: %+v, %v", r, err)
+	}
 	full := "The event queue is full. This means the worker threads are unable to keep up with the specified event generation rate"
 	if r, err := ParseSysbench(strings.Replace(sample, "SQL statistics:", "FATAL: "+full+"\nSQL statistics:", 1)); err != nil || !r.QueueFull || !r.Behind() {
 		t.Errorf("queue full: %+v, %v", r, err)
