@@ -326,7 +326,9 @@ type SysbenchOptions struct {
 	// Rate is sysbench's --rate: transactions a second, arriving at
 	// random (a Poisson process) and queued until a thread is free; 0 is
 	// as fast as the threads go. ParseSysbench tells whether the
-	// threads kept up.
+	// threads kept up: at most Threads transactions run at once, so a
+	// rate needs threads enough for the rate times a transaction's
+	// latency.
 	Rate int
 }
 
