@@ -64,8 +64,7 @@ func TestCapacityDiskBucket(t *testing.T) {
 // disk serves with no limit on this project's 2-CPU machines (28,700
 // random 4 KiB reads a second at QD8, measured on 2026-12-03), so that
 // the limit binds and not the CPU. fio's figure runs about 0.6 % below
-// it, the disk's own count about 0.5 % above (its burst, and fio's
-// requests that the disk serves before fio's clock starts).
+// it (397.6 at 400 in each run here, from one process or two).
 const capIOPS = 400
 
 // A CapacityDisk of 400 IOPS serves 400 random 4 KiB reads a second to
