@@ -64,7 +64,8 @@ func TestCapacityDiskBucket(t *testing.T) {
 // disk serves with no limit on this project's 2-CPU machines (28,700
 // random 4 KiB reads a second at QD8, measured on 2026-12-03), so that
 // the limit binds and not the CPU. fio's figure runs about 0.6 % below
-// it (397.6 at 400 in each run here, from one process or two).
+// it: 397.6 from one process in each run here, 395.5 to 398.5 in
+// total from two.
 const capIOPS = 400
 
 // A CapacityDisk of 400 IOPS serves 400 random 4 KiB reads a second to
