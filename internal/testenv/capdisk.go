@@ -54,7 +54,6 @@ import (
 type CapacityDisk struct {
 	DiskFile
 	backing        *os.File
-	maxRequest     int
 	flushIsRequest bool
 
 	mu        sync.Mutex // guards the bucket
@@ -123,8 +122,7 @@ func NewCapacityDisk(backing *os.File, opts CapacityOptions) (*CapacityDisk, err
 	if err := opts.check(); err != nil {
 		return nil, err
 	}
-	d := &CapacityDisk{DiskFile: DiskFile{Size: opts.Size}, backing: backing,
-		maxRequest: opts.MaxRequest, flushIsRequest: opts.FlushIsRequest}
+	d := &CapacityDisk{DiskFile: DiskFile{Size: opts.Size}, backing: backing, flushIsRequest: opts.FlushIsRequest}
 	d.SetLimit(opts.IOPS, opts.Burst)
 	return d, nil
 }
