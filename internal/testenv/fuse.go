@@ -48,7 +48,7 @@ func (d *DiskFile) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.Attr
 // /dev/fuse and losetup.
 func FUSELoop(t testing.TB, file fs.InodeEmbedder) (dev string) {
 	t.Helper()
-	return fuseLoop(t, file, "-r")
+	return fuseLoop(t, file, fuse.MountOptions{}, "-r")
 }
 
 // WritableFUSELoop is FUSELoop attached read-write, for a file that also
@@ -61,7 +61,16 @@ func FUSELoop(t testing.TB, file fs.InodeEmbedder) (dev string) {
 // locking), so that no read of its own reaches the file between runs.
 func WritableFUSELoop(t testing.TB, file fs.InodeEmbedder) (dev string) {
 	t.Helper()
-	dev = fuseLoop(t, file, "--direct-io=off")
+	dev = fuseLoop(t, file, fuse.MountOptions{}, "--direct-io=off")
+	lockDevice(t, dev)
+	return dev
+}
+
+// lockDevice holds a BSD lock on dev until the test ends, which keeps
+// udev's probes off it (see WritableFUSELoop). Call it after the device
+// is attached: its cleanup then runs before the detach.
+func lockDevice(t testing.TB, dev string) {
+	t.Helper()
 	f, err := os.Open(dev)
 	if err == nil {
 		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
@@ -69,12 +78,13 @@ func WritableFUSELoop(t testing.TB, file fs.InodeEmbedder) (dev string) {
 	if err != nil {
 		t.Fatalf("lock %s: %v", dev, err)
 	}
-	// Registered after the loop device's: released before it detaches.
 	t.Cleanup(func() { _ = f.Close() })
-	return dev
 }
 
-func fuseLoop(t testing.TB, file fs.InodeEmbedder, losetupArgs ...string) (dev string) {
+// fuseLoop mounts a FUSE file system whose only file is file, with mount
+// (its DirectMount, AllowOther and FsName are set here), and attaches
+// that file as a loop device with losetupArgs.
+func fuseLoop(t testing.TB, file fs.InodeEmbedder, mount fuse.MountOptions, losetupArgs ...string) (dev string) {
 	t.Helper()
 	Root(t)
 	_, err := os.Stat("/dev/fuse")
@@ -82,8 +92,9 @@ func fuseLoop(t testing.TB, file fs.InodeEmbedder, losetupArgs ...string) (dev s
 	losetup := Command(t, "losetup")
 	mnt := t.TempDir()
 	root := &fs.Inode{}
+	mount.DirectMount, mount.AllowOther, mount.FsName = true, true, "iomatrix-test"
 	server, err := fs.Mount(mnt, root, &fs.Options{
-		MountOptions: fuse.MountOptions{DirectMount: true, AllowOther: true, FsName: "iomatrix-test"},
+		MountOptions: mount,
 		OnAdd: func(ctx context.Context) {
 			root.AddChild("disk.img", root.NewPersistentInode(ctx, file, fs.StableAttr{Mode: syscall.S_IFREG}), true)
 		},
@@ -93,7 +104,11 @@ func fuseLoop(t testing.TB, file fs.InodeEmbedder, losetupArgs ...string) (dev s
 	}
 	t.Cleanup(func() {
 		if err := server.Unmount(); err != nil {
-			t.Logf("unmount FUSE at %s: %v", mnt, err)
+			// A loop device still held (a test that failed with the
+			// device open) keeps the file busy: detached, the mount
+			// leaves the tree now and goes when the loop device lets
+			// go of the file, not with the machine's next reboot.
+			t.Logf("unmount FUSE at %s: %v; detached: %v", mnt, err, unix.Unmount(mnt, unix.MNT_DETACH))
 		}
 	})
 	args := append([]string{"-f", "--show"}, losetupArgs...)

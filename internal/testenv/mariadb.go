@@ -33,6 +33,12 @@ type MariaDBOptions struct {
 	// server runs in: it joins it before it executes, so that all of its
 	// I/O is the cgroup's.
 	CgroupProcs string
+	// VolumeDir, when set, is the directory (a volume's mount point,
+	// such as a CapacityDir's) in which the server keeps its data: the
+	// data directory is made there as mariadb, which must not exist
+	// yet. "" keeps it in the test's temp dir. The logs and the socket
+	// stay in the temp dir either way.
+	VolumeDir string
 	// ObserverPassword, when set, creates the user 'observer'@'localhost'
 	// with this password (no privileges beyond logging in, which is all
 	// that SHOW GLOBAL STATUS needs).
@@ -80,6 +86,9 @@ func MariaDB(t testing.TB, opts MariaDBOptions) *MariaDBServer {
 	}
 	dir := t.TempDir()
 	s := &MariaDBServer{opts: opts, server: server, dataDir: filepath.Join(dir, "data"), logDir: dir}
+	if opts.VolumeDir != "" {
+		s.dataDir = filepath.Join(opts.VolumeDir, "mariadb")
+	}
 	s.socket = filepath.Join(dir, "mariadbd.sock")
 	// A unix socket's path must fit sun_path (108 bytes); a long test
 	// name makes a long TempDir.
@@ -306,13 +315,21 @@ func (s *MariaDBServer) Uptime(t testing.TB) time.Duration {
 // SysbenchOptions shapes a sysbench load. The zero value is sysbench's
 // oltp_read_write over 4 tables of 100000 rows (about 100 MB with their
 // indexes: more than the default buffer pool, so the load reads from the
-// disk) from 2 threads with uniformly random rows, for 5 s.
+// disk) from 2 threads with uniformly random rows, for 5 s, as fast as
+// it goes.
 type SysbenchOptions struct {
 	Test      string // a sysbench test: "" is oltp_read_write
 	Tables    int
 	TableSize int
 	Threads   int
 	Seconds   int
+	// Rate is sysbench's --rate: transactions a second, arriving at
+	// random (a Poisson process) and queued until a thread is free; 0 is
+	// as fast as the threads go. ParseSysbench tells whether the
+	// threads kept up: at most Threads transactions run at once, so a
+	// rate needs threads enough for the rate times a transaction's
+	// latency.
+	Rate int
 }
 
 func (o *SysbenchOptions) defaults() {
@@ -342,7 +359,8 @@ func (o SysbenchOptions) args(s *MariaDBServer) []string {
 // creating its tables the first time (which takes about 15 s for the
 // default 4 tables of 100000 rows on this project's 2-CPU machines). The
 // load runs for opts.Seconds or until ctx is done; wait waits for it and
-// returns sysbench's report, failing the test if sysbench failed. A load
+// returns sysbench's report (ParseSysbench reads it), failing the test if
+// sysbench failed. A load
 // still running when the test ends is stopped. It needs the sysbench
 // package.
 func Sysbench(ctx context.Context, t testing.TB, s *MariaDBServer, opts SysbenchOptions) (wait func() string) {
@@ -361,7 +379,7 @@ func Sysbench(ctx context.Context, t testing.TB, s *MariaDBServer, opts Sysbench
 		s.sysbenchPrepared = true
 	}
 	args := append(opts.args(s), "--threads="+strconv.Itoa(opts.Threads), "--time="+strconv.Itoa(opts.Seconds),
-		"--rand-type=uniform", "--report-interval=0", "run")
+		"--rand-type=uniform", "--percentile=95", "--report-interval=1", "--rate="+strconv.Itoa(opts.Rate), "run")
 	cmd := exec.Command(sysbench, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
