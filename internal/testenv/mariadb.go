@@ -4,14 +4,11 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -55,10 +52,7 @@ type MariaDBServer struct {
 	socket  string
 	logDir  string
 	db      *sql.DB
-
-	cmd    *exec.Cmd
-	exited chan struct{}
-	err    error // of the process, once exited is closed
+	daemon
 
 	sysbenchPrepared bool
 }
@@ -86,6 +80,7 @@ func MariaDB(t testing.TB, opts MariaDBOptions) *MariaDBServer {
 	}
 	dir := t.TempDir()
 	s := &MariaDBServer{opts: opts, server: server, dataDir: filepath.Join(dir, "data"), logDir: dir}
+	s.daemon = daemon{name: "MariaDB", logTail: s.logTail}
 	if opts.VolumeDir != "" {
 		s.dataDir = filepath.Join(opts.VolumeDir, "mariadb")
 	}
@@ -159,9 +154,6 @@ func (s *MariaDBServer) args() []string {
 // start runs the server and waits until its socket answers.
 func (s *MariaDBServer) start(t testing.TB) {
 	t.Helper()
-	console, err := os.OpenFile(filepath.Join(s.logDir, "console.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	Must(t, err)
-	defer console.Close()
 	var cmd *exec.Cmd
 	if s.opts.CgroupProcs != "" {
 		// The shell joins the cgroup and becomes the server: no I/O of
@@ -170,19 +162,6 @@ func (s *MariaDBServer) start(t testing.TB) {
 	} else {
 		cmd = exec.Command(s.server, s.args()...)
 	}
-	cmd.Stdout, cmd.Stderr = console, console
-	// Its own process group, killed with the test binary: a server left
-	// running holds the CPUs and the disk the next tests measure.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", s.server, err)
-	}
-	s.cmd, s.exited, s.err = cmd, make(chan struct{}), nil
-	go func(exited chan struct{}) {
-		s.err = cmd.Wait()
-		close(exited)
-	}(s.exited)
-
 	if s.db == nil {
 		cfg := mysql.NewConfig()
 		cfg.User, cfg.Net, cfg.Addr = "root", "unix", s.socket
@@ -195,54 +174,12 @@ func (s *MariaDBServer) start(t testing.TB) {
 		s.db = sql.OpenDB(connector)
 		s.db.SetMaxOpenConns(1)
 	}
-	deadline := time.Now().Add(mariadbStartTimeout)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := s.db.PingContext(ctx)
-		cancel()
-		if err == nil {
-			return
-		}
-		select {
-		case <-s.exited:
-			t.Fatalf("MariaDB exited while starting (%v):\n%s", s.err, s.logTail())
-		default:
-		}
-		if time.Now().After(deadline) {
-			_ = s.stop() // the failure below is the news
-			t.Fatalf("MariaDB did not answer on %s within %v: %v\n%s", s.socket, mariadbStartTimeout, err, s.logTail())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	s.run(t, cmd, filepath.Join(s.logDir, "console.log"), s.db.PingContext, mariadbStartTimeout)
 }
 
 // stop shuts the server down cleanly (SIGTERM), killing it if it has not
 // exited after 30 s.
-func (s *MariaDBServer) stop() error {
-	if s.cmd == nil {
-		return nil
-	}
-	defer func() { s.cmd = nil }()
-	select {
-	case <-s.exited:
-		return fmt.Errorf("MariaDB had exited already (%v):\n%s", s.err, s.logTail())
-	default:
-	}
-	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		return err
-	}
-	select {
-	case <-s.exited:
-		if s.err != nil {
-			return fmt.Errorf("MariaDB's shutdown: %w\n%s", s.err, s.logTail())
-		}
-		return nil
-	case <-time.After(30 * time.Second):
-		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL) // its group; Wait below tells
-		<-s.exited
-		return fmt.Errorf("MariaDB did not shut down within 30 s and was killed:\n%s", s.logTail())
-	}
-}
+func (s *MariaDBServer) stop() error { return s.daemon.stop(syscall.SIGTERM) }
 
 func (s *MariaDBServer) logTail() string {
 	var b bytes.Buffer
@@ -291,11 +228,7 @@ func (s *MariaDBServer) Restart(t testing.TB) {
 // Exec runs statements as root, failing the test on an error.
 func (s *MariaDBServer) Exec(t testing.TB, query string, args ...any) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if _, err := s.db.ExecContext(ctx, query, args...); err != nil {
-		t.Fatalf("MariaDB: %s: %v", query, err)
-	}
+	execSQL(t, s.db, "MariaDB", query, args...)
 }
 
 // Uptime is the server's own uptime, to the second (its Uptime status),
@@ -383,37 +316,10 @@ func Sysbench(ctx context.Context, t testing.TB, s *MariaDBServer, opts Sysbench
 	cmd := exec.Command(sysbench, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start sysbench: %v", err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	stopped := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			_ = cmd.Process.Kill() // Wait reports what became of it
-		case <-stopped:
-		}
-	}()
-	var once sync.Once
-	var err error
-	finish := func() {
-		once.Do(func() {
-			err = <-done
-			close(stopped)
-		})
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill() // an ended process refuses the signal, which is fine
-		finish()
-	})
+	done := background(ctx, t, cmd)
 	return func() string {
 		t.Helper()
-		finish()
-		var exit *exec.ExitError
-		if err != nil && !(ctx.Err() != nil && errors.As(err, &exit)) {
+		if err := done(); err != nil {
 			t.Errorf("sysbench run: %v\n%s", err, tail(out.Bytes(), 3000))
 		}
 		return out.String()
