@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/iomatrix/iomatrix/internal/sysfs"
 )
 
 // DatabaseCounters names the counters a Database's Status reports, in the
@@ -134,6 +136,9 @@ func (s MySQLSpec) Redacted() string {
 
 var systemName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 
+// mysqlSyntax is how a MySQL source is written (ParseMySQLSpec).
+var mysqlSyntax = sourceSyntax{system: "mysql", what: "DSN", example: "a DSN such as monitor@tcp(db1:3306)/"}
+
 // ParseMySQLSpec reads a MySQL source as a user writes it,
 // [SYSTEM=]SOURCE; SYSTEM defaults to "mysql". SOURCE is env:VAR (the DSN
 // is in that environment variable), file:PATH (the DSN is the file's
@@ -143,44 +148,11 @@ var systemName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 // client does. getenv is os.LookupEnv in production. The errors wrap
 // ErrDatabaseSpec and never quote the DSN.
 func ParseMySQLSpec(arg string, getenv func(string) (string, bool)) (MySQLSpec, error) {
-	spec := MySQLSpec{System: "mysql"}
-	source := arg
-	// A DSN's parameters and password may hold '=' too, but never
-	// behind a prefix made of name characters only: such a prefix is
-	// the system.
-	if i := strings.IndexByte(arg, '='); i >= 0 && systemName.MatchString(arg[:i]) {
-		spec.System, source = arg[:i], arg[i+1:]
-	} else if i == 0 {
-		return MySQLSpec{}, fmt.Errorf("%w: empty system name before '='", ErrDatabaseSpec)
+	system, dsn, from, err := readSource(arg, mysqlSyntax, getenv)
+	if err != nil {
+		return MySQLSpec{}, err
 	}
-	var dsn string
-	switch {
-	case strings.HasPrefix(source, "env:"):
-		name := strings.TrimPrefix(source, "env:")
-		spec.source = source
-		v, ok := getenv(name)
-		if name == "" || !ok {
-			return MySQLSpec{}, fmt.Errorf("%w: %s: the environment variable %q is not set", ErrDatabaseSpec, source, name)
-		}
-		if dsn = strings.TrimSpace(v); dsn == "" {
-			return MySQLSpec{}, fmt.Errorf("%w: %s: the environment variable %q is empty", ErrDatabaseSpec, source, name)
-		}
-	case strings.HasPrefix(source, "file:"):
-		path := strings.TrimPrefix(source, "file:")
-		spec.source = source
-		var err error
-		if dsn, err = readDSNFile(path); err != nil {
-			return MySQLSpec{}, fmt.Errorf("%w: %s: %w", ErrDatabaseSpec, source, err)
-		}
-	default:
-		dsn = source
-		spec.source = commandLine
-		if strings.TrimSpace(dsn) == "" {
-			// The driver reads an empty DSN as the default user at
-			// 127.0.0.1:3306: a server nobody named.
-			return MySQLSpec{}, fmt.Errorf("%w: %q: no DSN after the system's name (give [SYSTEM=]env:VAR, [SYSTEM=]file:PATH or a DSN such as monitor@tcp(db1:3306)/)", ErrDatabaseSpec, arg)
-		}
-	}
+	spec := MySQLSpec{System: system, source: from}
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return MySQLSpec{}, fmt.Errorf("%w: %s: %s", ErrDatabaseSpec, spec.source, dsnProblem(err))
@@ -437,6 +409,9 @@ func (m *MySQL) serverPID(ctx context.Context) (int, error) {
 	return parsePIDFile(path, data)
 }
 
+// hostPID is ServerPID, for serverCgroup.
+func (m *MySQL) hostPID(ctx context.Context, _ sysfs.FS) (int, error) { return m.ServerPID(ctx) }
+
 // parsePIDFile reads a pid file's content and checks that the process
 // still runs: a stale file left by a crash names nobody, or somebody
 // else.
@@ -463,14 +438,23 @@ func (m *MySQL) Close() error {
 // says, the password's text never leaves the package. The sentinels stay
 // reachable with errors.Is.
 func (s MySQLSpec) scrub(err error) error {
-	if err == nil || s.cfg == nil || s.cfg.Passwd == "" {
+	if s.cfg == nil {
+		return err
+	}
+	return scrubSecret(err, s.cfg.Passwd)
+}
+
+// scrubSecret replaces the secret's text wherever err's message holds
+// it; err itself when it does not.
+func scrubSecret(err error, secret string) error {
+	if err == nil || secret == "" {
 		return err
 	}
 	msg := err.Error()
-	if !strings.Contains(msg, s.cfg.Passwd) {
+	if !strings.Contains(msg, secret) {
 		return err
 	}
-	return &scrubbedError{msg: strings.ReplaceAll(msg, s.cfg.Passwd, "***"), err: err}
+	return &scrubbedError{msg: strings.ReplaceAll(msg, secret, "***"), err: err}
 }
 
 type scrubbedError struct {

@@ -15,34 +15,68 @@ import (
 
 func openMySQL(t *testing.T, arg string, getenv func(string) (string, bool)) *MySQL {
 	t.Helper()
-	spec, err := ParseMySQLSpec(arg, getenv)
+	return openDB(t, arg, getenv, ParseMySQLSpec, OpenMySQL)
+}
+
+// openDB parses a source and opens its server, closed when the test
+// ends.
+func openDB[S any, D Database](t *testing.T, arg string, getenv func(string) (string, bool),
+	parse func(string, func(string) (string, bool)) (S, error), open func(context.Context, S) (D, error)) D {
+	t.Helper()
+	spec, err := parse(arg, getenv)
 	testenv.Must(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	m, err := OpenMySQL(ctx, spec)
+	db, err := open(ctx, spec)
 	testenv.Must(t, err)
 	t.Cleanup(func() {
-		if err := m.Close(); err != nil {
+		if err := db.Close(); err != nil {
 			t.Error(err)
 		}
 	})
-	return m
+	return db
 }
 
-func mysqlStatus(t *testing.T, m *MySQL) DBStatus {
+// refusesLogin opens a server with a wrong password (Wr0ngPa55): it must
+// be refused within 6 s, as unreachable, in a message that says each of
+// says and never the password.
+func refusesLogin(t *testing.T, open func(context.Context) (Database, error), says ...string) {
+	t.Helper()
+	start := time.Now()
+	db, err := open(context.Background())
+	if err == nil {
+		_ = db.Close()
+		t.Fatal("a wrong password logged in")
+	}
+	if d := time.Since(start); d > 6*time.Second {
+		t.Errorf("refusing the login took %v", d)
+	}
+	t.Log(err)
+	msg := err.Error()
+	if strings.Contains(msg, "Wr0ngPa55") || !errors.Is(err, ErrDatabaseUnreachable) {
+		t.Errorf("a wrong password: %v", err)
+	}
+	for _, s := range says {
+		if !strings.Contains(msg, s) {
+			t.Errorf("a wrong password: %v, not saying %q", err, s)
+		}
+	}
+}
+
+func dbStatus(t *testing.T, db Database) DBStatus {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, err := m.Status(ctx)
+	st, err := db.Status(ctx)
 	testenv.Must(t, err)
 	return st
 }
 
 // grew fails the test unless each named counter grew from a to b, and
-// every counter is at least where it was.
-func grew(t *testing.T, a, b DBStatus, names ...string) {
+// every one of counters is at least where it was.
+func grew(t *testing.T, counters []string, a, b DBStatus, names ...string) {
 	t.Helper()
-	for _, k := range DatabaseCounters {
+	for _, k := range counters {
 		if b.Counters[k] < a.Counters[k] {
 			t.Errorf("%s went back from %d to %d without a restart", k, a.Counters[k], b.Counters[k])
 		}
@@ -74,7 +108,7 @@ func TestMySQLServer(t *testing.T) {
 
 	var written DBStatus
 	t.Run("writes grow the counters", func(t *testing.T) {
-		before := mysqlStatus(t, m)
+		before := dbStatus(t, m)
 		srv.Exec(t, "CREATE DATABASE w")
 		srv.Exec(t, "CREATE TABLE w.t (id INT PRIMARY KEY AUTO_INCREMENT, pad CHAR(200)) ENGINE=InnoDB")
 		for i := 0; i < 20; i++ {
@@ -84,8 +118,8 @@ func TestMySQLServer(t *testing.T) {
 		// than when the page cleaner gets round to it.
 		srv.Exec(t, "FLUSH TABLES w.t FOR EXPORT")
 		srv.Exec(t, "UNLOCK TABLES")
-		written = mysqlStatus(t, m)
-		grew(t, before, written, "data_writes", "data_written", "data_fsyncs", "os_log_written")
+		written = dbStatus(t, m)
+		grew(t, DatabaseCounters, before, written, "data_writes", "data_written", "data_fsyncs", "os_log_written")
 		if written.UptimeS < before.UptimeS {
 			t.Errorf("uptime went back from %d to %d", before.UptimeS, written.UptimeS)
 		}
@@ -95,27 +129,13 @@ func TestMySQLServer(t *testing.T) {
 	t.Run("wrong password", func(t *testing.T) {
 		spec, err := ParseMySQLSpec("env:DSN", env("DSN", "observer:Wr0ngPa55@unix("+srv.Socket()+")/"))
 		testenv.Must(t, err)
-		start := time.Now()
-		wm, err := OpenMySQL(context.Background(), spec)
-		if err == nil {
-			_ = wm.Close()
-			t.Fatal("a wrong password logged in")
-		}
-		if d := time.Since(start); d > 6*time.Second {
-			t.Errorf("refusing the login took %v", d)
-		}
-		t.Log(err)
-		msg := err.Error()
-		if strings.Contains(msg, "Wr0ngPa55") || !errors.Is(err, ErrDatabaseUnreachable) ||
-			!strings.Contains(msg, "Access denied") || !strings.Contains(msg, "observer:***@unix(") {
-			t.Errorf("a wrong password: %v", err)
-		}
+		refusesLogin(t, func(ctx context.Context) (Database, error) { return OpenMySQL(ctx, spec) }, "Access denied", "observer:***@unix(")
 	})
 
 	t.Run("MYSQL_PWD", func(t *testing.T) {
 		// A user without privileges reads the counters too.
 		om := openMySQL(t, "observer@unix("+srv.Socket()+")/", env("MYSQL_PWD", "R1ghtPa55"))
-		if st := mysqlStatus(t, om); st.Counters["os_log_written"] < written.Counters["os_log_written"] {
+		if st := dbStatus(t, om); st.Counters["os_log_written"] < written.Counters["os_log_written"] {
 			t.Errorf("the observer reads %+v, root read %+v", st, written)
 		}
 	})
@@ -125,12 +145,12 @@ func TestMySQLServer(t *testing.T) {
 		// smaller whatever second the readings fall in.
 		var before DBStatus
 		testenv.Until(t, 5*time.Second, "an uptime of 2 s", func() bool {
-			before = mysqlStatus(t, m)
+			before = dbStatus(t, m)
 			return before.UptimeS >= 2
 		})
 		srv.Restart(t)
 		// The same MySQL connects again on its own.
-		after := mysqlStatus(t, m)
+		after := dbStatus(t, m)
 		if after.UptimeS >= before.UptimeS {
 			t.Errorf("uptime %d before the restart, %d after", before.UptimeS, after.UptimeS)
 		}
@@ -148,14 +168,7 @@ func TestMySQLServer(t *testing.T) {
 // A server started in a cgroup is there from its first I/O: observe
 // finds it through ServerPID and /proc/PID/cgroup.
 func TestMySQLServerInCgroup(t *testing.T) {
-	testenv.Root(t)
-	const blkio = "/sys/fs/cgroup/blkio"
-	_, err := os.Stat(filepath.Join(blkio, "cgroup.procs"))
-	testenv.Require(t, err == nil, "no cgroup v1 blkio hierarchy at "+blkio)
-	cg, err := os.MkdirTemp(blkio, "iomatrix-mysql-test-")
-	testenv.Must(t, err)
-	// Registered first, so it runs after the server's shutdown.
-	t.Cleanup(func() { testenv.RemoveCgroup(t, blkio, cg) })
+	cg := serverCgroup(t, "mysql")
 	srv := testenv.MariaDB(t, testenv.MariaDBOptions{CgroupProcs: filepath.Join(cg, "cgroup.procs")})
 	m := openMySQL(t, srv.DSN(), env())
 	pid, err := m.ServerPID(context.Background())
@@ -167,6 +180,21 @@ func TestMySQLServerInCgroup(t *testing.T) {
 	}
 }
 
+// serverCgroup is a v1 blkio cgroup of the test's own for a server,
+// removed when the test ends: register it before the server, whose
+// shutdown must come first.
+func serverCgroup(t *testing.T, name string) string {
+	t.Helper()
+	testenv.Root(t)
+	const blkio = "/sys/fs/cgroup/blkio"
+	_, err := os.Stat(filepath.Join(blkio, "cgroup.procs"))
+	testenv.Require(t, err == nil, "no cgroup v1 blkio hierarchy at "+blkio)
+	cg, err := os.MkdirTemp(blkio, "iomatrix-"+name+"-test-")
+	testenv.Must(t, err)
+	t.Cleanup(func() { testenv.RemoveCgroup(t, blkio, cg) })
+	return cg
+}
+
 // Under sysbench's read-write load on data larger than the buffer pool,
 // every counter moves: reads too, from the disk.
 func TestMySQLUnderSysbench(t *testing.T) {
@@ -175,12 +203,12 @@ func TestMySQLUnderSysbench(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	wait := testenv.Sysbench(ctx, t, srv, testenv.SysbenchOptions{Seconds: 3})
-	before := mysqlStatus(t, m)
+	before := dbStatus(t, m)
 	report := wait()
-	after := mysqlStatus(t, m)
+	after := dbStatus(t, m)
 	if !strings.Contains(report, "transactions:") {
 		t.Errorf("sysbench's report:\n%s", report)
 	}
-	grew(t, before, after, "data_reads", "data_read", "data_writes", "data_written", "data_fsyncs", "os_log_written")
+	grew(t, DatabaseCounters, before, after, "data_reads", "data_read", "data_writes", "data_written", "data_fsyncs", "os_log_written")
 	t.Logf("before %+v\nafter  %+v", before, after)
 }

@@ -80,16 +80,23 @@ func TestParseMySQLSpec(t *testing.T) {
 				t.Errorf("system %q user %q password %q addr %q, want %q %q %q %q",
 					spec.System, spec.cfg.User, spec.cfg.Passwd, spec.cfg.Addr, tc.system, tc.user, tc.password, tc.addr)
 			}
-			if got := spec.Redacted(); got != tc.redacted {
-				t.Errorf("Redacted() = %q, want %q", got, tc.redacted)
-			}
-			if want := tc.system + "=" + tc.redacted; spec.String() != want {
-				t.Errorf("String() = %q, want %q", spec.String(), want)
-			}
-			if s := fmt.Sprintf("%v %+v %s", spec, spec, spec); tc.password != "" && strings.Contains(s, tc.password) {
-				t.Errorf("formatting the spec shows the password: %s", s)
-			}
+			checkShown(t, spec, tc.system, tc.redacted, tc.password)
 		})
+	}
+}
+
+// checkShown checks how a spec shows: SYSTEM=REDACTED, never the
+// password, however formatted.
+func checkShown(t *testing.T, spec interface{ Redacted() string }, system, redacted, password string) {
+	t.Helper()
+	if got := spec.Redacted(); got != redacted {
+		t.Errorf("Redacted() = %q, want %q", got, redacted)
+	}
+	if want := system + "=" + redacted; fmt.Sprint(spec) != want {
+		t.Errorf("String() = %q, want %q", fmt.Sprint(spec), want)
+	}
+	if s := fmt.Sprintf("%v %+v %s", spec, spec, spec); password != "" && strings.Contains(s, password) {
+		t.Errorf("formatting the spec shows the password: %s", s)
 	}
 }
 
@@ -133,22 +140,29 @@ func TestParseMySQLSpecRefuses(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseMySQLSpec(tc.arg, env(tc.env...))
-			if err == nil {
-				t.Fatal("accepted")
-			}
-			if !errors.Is(err, ErrDatabaseSpec) {
-				t.Errorf("not an ErrDatabaseSpec: %v", err)
-			}
-			msg := err.Error()
-			if strings.Contains(msg, "Sekr1tPw") {
-				t.Errorf("the message quotes the secret: %s", msg)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(msg, w) {
-					t.Errorf("message %q lacks %q", msg, w)
-				}
-			}
+			checkSpecRefused(t, err, "Sekr1tPw", tc.want)
 		})
+	}
+}
+
+// checkSpecRefused checks a source's refusal: an ErrDatabaseSpec whose
+// message says each of want and never the secret.
+func checkSpecRefused(t *testing.T, err error, secret string, want []string) {
+	t.Helper()
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	if !errors.Is(err, ErrDatabaseSpec) {
+		t.Errorf("not an ErrDatabaseSpec: %v", err)
+	}
+	msg := err.Error()
+	if strings.Contains(msg, secret) {
+		t.Errorf("the message quotes the secret: %s", msg)
+	}
+	for _, w := range want {
+		if !strings.Contains(msg, w) {
+			t.Errorf("message %q lacks %q", msg, w)
+		}
 	}
 }
 

@@ -149,6 +149,7 @@ type systemState struct {
 	dbUptime         uint64
 	dbAt             time.Duration // when dbUptime was read
 	dbQueries        uint64
+	dbEpoch          string
 	dbGone           bool
 	dbSeries         *series
 	writeback        string
@@ -183,11 +184,14 @@ func New(cfg Config) (*Observer, error) {
 	}
 	for i := range cfg.Databases {
 		d := &cfg.Databases[i]
+		if _, ok := dbKinds[d.DB.Kind()]; !ok {
+			return nil, fmt.Errorf("database for system %s: unknown kind %q", d.System, d.DB.Kind())
+		}
 		st, ok := o.byName[d.System]
 		switch {
 		case !ok && d.Cgroup != "" && o.observer(d.Cgroup) != nil:
 			other := o.observer(d.Cgroup)
-			return nil, fault.AsInput(&sourceError{"mysql", d.System, fmt.Errorf(
+			return nil, fault.AsInput(&sourceError{d.DB.Kind(), d.System, fmt.Errorf(
 				"its server runs in cgroup %s, observed already as system %s (cgroup %s): give the two one name", d.Cgroup, other.name, other.cgroupPath)})
 		case !ok && d.Cgroup != "":
 			st = o.addCgroup(CgroupSpec{Path: d.Cgroup, Name: d.System})
@@ -513,7 +517,12 @@ func EnableV1Counters(ctrl cgroup.Controller, dev sysfs.DevNum, pid int) error {
 // record feeds one reading to a tracker and the interval it closes to a
 // series, with the tracker's events.
 func (o *Observer) record(at time.Duration, source string, tr *tracker, s *series, id string, c []uint64, restarted bool, scale []uint64) {
-	st := tr.next(id, c, restarted)
+	o.apply(at, source, s, tr.next(id, c, restarted), scale)
+}
+
+// apply records a tracker's step: its event, and the interval it closes
+// (counters scaled by scale, when given) unless it is a baseline.
+func (o *Observer) apply(at time.Duration, source string, s *series, st step, scale []uint64) {
 	if st.event != "" {
 		o.event(at, source, st.event, st.why)
 	}
@@ -699,7 +708,9 @@ func (o *Observer) sampleCgroup(at time.Duration, st *systemState) {
 }
 
 func (o *Observer) sampleDatabase(ctx context.Context, at time.Duration, st *systemState) {
-	rctx, cancel := context.WithTimeout(ctx, max(o.cfg.Interval, time.Second))
+	// Not cancelled with ctx: the last reading, taken after an
+	// interruption, is read too.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(o.cfg.Interval, time.Second))
 	defer cancel()
 	// A database is asked once: its answer's window is the network's.
 	status, err := st.db.DB.Status(rctx)
@@ -715,8 +726,9 @@ func (o *Observer) sampleDatabase(ctx context.Context, at time.Duration, st *sys
 		st.dbTr.gone()
 		return
 	}
+	kind := dbKinds[st.db.DB.Kind()]
 	if st.dbSeries == nil {
-		st.dbSeries = newSeries(st.name, st.db.DB.Kind(), "", databaseLayout, o.cfg.Window, o.start)
+		st.dbSeries = newSeries(st.name, st.db.DB.Kind(), "", kind.layout, o.cfg.Window, o.start)
 	}
 	if st.dbGone {
 		st.dbGone = false
@@ -725,14 +737,32 @@ func (o *Observer) sampleDatabase(ctx context.Context, at time.Duration, st *sys
 			o.event(at, source, results.EventReset, fmt.Sprintf("restarted while it did not answer (up %d s): its I/O from the restart to now is not in the timeline", status.UptimeS))
 		}
 	}
-	c := make([]uint64, len(DatabaseCounters))
-	for i, name := range DatabaseCounters {
+	c := make([]uint64, len(kind.layout.counters))
+	for i, name := range kind.layout.counters {
 		c[i] = status.Counters[name]
 	}
 	restarted := st.dbTr.present && st.restarted(at, status)
-	st.dbUptime, st.dbAt, st.dbQueries = status.UptimeS, at, status.Queries
-	o.record(at, source, &st.dbTr, st.dbSeries, "server", c, restarted, nil)
+	reset := st.dbTr.present && !restarted && status.Epoch != st.dbEpoch
+	st.dbUptime, st.dbAt, st.dbQueries, st.dbEpoch = status.UptimeS, at, status.Queries, status.Epoch
+	if !kind.resetIsBaseline {
+		o.record(at, source, &st.dbTr, st.dbSeries, "server", c, restarted, nil)
+		return
+	}
+	got := st.dbTr.next("server", c, false)
+	switch {
+	case restarted:
+		got = baseline(fmt.Sprintf("restarted (up %d s): its counters go on over a clean restart and start from zero after a crash, so the interval's I/O is not known; a fresh baseline", status.UptimeS))
+	case reset:
+		got = baseline("its statistics were reset, or it restarted: a fresh baseline")
+	case got.event == results.EventReset:
+		got = baseline(got.why + " (a statistics reset, or a database dropped): a fresh baseline")
+	}
+	o.apply(at, source, st.dbSeries, got, nil)
 }
+
+// baseline is a reset whose interval is not known: the reading is a
+// fresh baseline.
+func baseline(why string) step { return step{event: results.EventReset, why: why} }
 
 // restarted tells whether the server restarted since it was last read:
 // its statements counted fewer than then, or its uptime shorter than then
@@ -990,10 +1020,13 @@ func crossCheck(io, db *results.ObservedSeries) *results.CrossCheck {
 	if c.DBWriteIOPS > 0 {
 		c.WriteRatio = c.CgroupWriteIOPS / c.DBWriteIOPS
 	}
-	c.Notes = crossNotes(c, d)
+	if k, ok := dbKinds[db.Kind]; ok { // New took no other kind
+		c.Notes = k.notes(c, d)
+	}
 	return c
 }
 
+// crossNotes explain how InnoDB's counters differ from its cgroup's.
 func crossNotes(c *results.CrossCheck, d map[string]float64) []string {
 	notes := []string{
 		"Reads served from the buffer pool never reach either count; the database's data reads are the pages it asked the OS for.",

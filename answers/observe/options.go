@@ -25,9 +25,10 @@ type Options struct {
 	// names cgroups one by one, PATH[=NAME] (ParseCgroupSpec).
 	Cgroups string
 	Cgroup  []string
-	// MySQL are the database sources (OpenDatabases), whose servers'
-	// cgroups are read where the host has an I/O controller.
-	MySQL            []string
+	// MySQL and Postgres are the database sources (OpenDatabases),
+	// whose servers' cgroups are read where the host has an I/O
+	// controller.
+	MySQL, Postgres  []string
 	EnableV1Counters bool
 	// SysFS, ProcFS and CgroupFS are where sysfs, procfs and cgroupfs
 	// are mounted (a container observing its host: the host's, mounted
@@ -71,7 +72,7 @@ func (o Options) Config() (Config, error) {
 	} else if err := o.checkSomething(fs, cfg.Devices); err != nil {
 		return Config{}, err
 	}
-	if cfg.AutoCgroups || len(o.Cgroup) > 0 || len(o.MySQL) > 0 {
+	if cfg.AutoCgroups || len(o.Cgroup) > 0 || len(o.MySQL) > 0 || len(o.Postgres) > 0 {
 		ctrl, err := cgroup.Detect(fs, o.CgroupFS)
 		switch {
 		case err == nil:
@@ -129,7 +130,7 @@ func nested(a, b string) bool {
 // diskstats now (a virtual machine's disks without --all-devices, or a
 // sysfs that lists none of them).
 func (o Options) checkSomething(fs sysfs.FS, sel DeviceSelection) error {
-	if o.Cgroups != "" || len(o.Cgroup) > 0 || len(o.MySQL) > 0 {
+	if o.Cgroups != "" || len(o.Cgroup) > 0 || len(o.MySQL) > 0 || len(o.Postgres) > 0 {
 		return nil
 	}
 	_, names, err := fs.AllDiskStats()
@@ -143,8 +144,8 @@ func (o Options) checkSomething(fs sysfs.FS, sel DeviceSelection) error {
 		}
 	}
 	return fault.Mentions("", func(n fault.Namer) string {
-		return fmt.Sprintf("nothing to observe: none of the %d devices in diskstats is a disk this selection takes (name a DEVICE, or give %s, %s, %s or %s)",
-			len(names), n("all-devices"), n("cgroup"), n("cgroups"), n("mysql"))
+		return fmt.Sprintf("nothing to observe: none of the %d devices in diskstats is a disk this selection takes (name a DEVICE, or give %s, %s, %s, %s or %s)",
+			len(names), n("all-devices"), n("cgroup"), n("cgroups"), n("mysql"), n("postgres"))
 	})
 }
 

@@ -95,7 +95,7 @@ func TestOptionsNothingToObserve(t *testing.T) {
 	f := newFixture(t)
 	f.disk(7, 9, "loop9", 0, 0, 0, 0, 0)
 	_, err := f.options().Config()
-	want := "nothing to observe: none of the 1 devices in diskstats is a disk this selection takes (name a DEVICE, or give --all-devices, --cgroup, --cgroups or --mysql)"
+	want := "nothing to observe: none of the 1 devices in diskstats is a disk this selection takes (name a DEVICE, or give --all-devices, --cgroup, --cgroups, --mysql or --postgres)"
 	if !errors.As(err, new(*fault.InputError)) || asFlags(err) != want {
 		t.Errorf("%v, worded %q; want bad input worded %q", err, asFlags(err), want)
 	}
@@ -160,17 +160,17 @@ func TestNewRefusesCgroup(t *testing.T) {
 // not, and its error names the option and the system and keeps its cause.
 func TestOpenDatabasesRefused(t *testing.T) {
 	var cfg Config
-	err := cfg.OpenDatabases(context.Background(), []string{"erp=env:NO_SUCH_VAR"}, env())
+	err := cfg.OpenDatabases(context.Background(), []string{"erp=env:NO_SUCH_VAR"}, nil, env())
 	if want := `--mysql: bad database source: env:NO_SUCH_VAR`; !errors.As(err, new(*fault.InputError)) || !strings.HasPrefix(asFlags(err), want) {
 		t.Errorf("%v, worded %q; want bad input worded %q", err, asFlags(err), want)
 	}
 	// Refused before either is dialled, which would fail otherwise.
 	sock := filepath.Join(t.TempDir(), "none.sock")
-	err = cfg.OpenDatabases(context.Background(), []string{"erp=erp@unix(" + sock + ")/", "erp=erp@unix(" + sock + "2)/"}, env())
+	err = cfg.OpenDatabases(context.Background(), []string{"erp=erp@unix(" + sock + ")/", "erp=erp@unix(" + sock + "2)/"}, nil, env())
 	if want := `--mysql: bad database source: system erp given twice`; !errors.As(err, new(*fault.InputError)) || !strings.HasPrefix(asFlags(err), want) {
 		t.Errorf("%v, worded %q; want bad input worded %q", err, asFlags(err), want)
 	}
-	err = cfg.OpenDatabases(context.Background(), []string{"erp=erp@unix(" + sock + ")/"}, env())
+	err = cfg.OpenDatabases(context.Background(), []string{"erp=erp@unix(" + sock + ")/"}, nil, env())
 	want := "--mysql erp: mysql erp@unix(" + sock + ")/: database unreachable"
 	if errors.As(err, new(*fault.InputError)) || !errors.Is(err, ErrDatabaseUnreachable) || !strings.HasPrefix(asFlags(err), want) {
 		t.Errorf("%v, worded %q; want an error worded %q", err, asFlags(err), want)

@@ -208,6 +208,10 @@ func newDatabaseLayout() *layout {
 		counterFigure(l, "fsyncs", "data_fsyncs", 1),
 		counterFigure(l, "dblwr_writes", "dblwr_writes", 1),
 		counterFigure(l, "log_kb", "os_log_written", 1.0/1024),
+		// InnoDB's fsyncs: the redo log's at commit and the data files'
+		// after their writes, each a write that had to reach stable
+		// storage before the server went on.
+		counterFigure(l, "durable_writes", "data_fsyncs", 1),
 	}
 	return l
 }

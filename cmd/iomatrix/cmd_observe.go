@@ -36,6 +36,7 @@ func (o *observeOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.Cgroups, "cgroups", "", "auto: every leaf service, scope and container under system.slice, machine.slice, kubepods*, libpod_parent and docker, named by unit, container or pod; found again every 10s")
 	f.StringArrayVar(&o.Cgroup, "cgroup", nil, "observe this cgroup as a system: PATH[=NAME], PATH below the I/O controller's hierarchy (repeatable)")
 	f.StringArrayVar(&o.MySQL, "mysql", nil, "read a MySQL or MariaDB server's InnoDB counters for a system: [SYSTEM=]env:VAR, [SYSTEM=]file:PATH (mode 0600) or a DSN without password (the password from $MYSQL_PWD); repeatable")
+	f.StringArrayVar(&o.Postgres, "postgres", nil, "read a PostgreSQL (14 or later) server's statistics for a system: [SYSTEM=]env:VAR, [SYSTEM=]file:PATH (mode 0600) or a libpq connection string or URI without password (the password from $PGPASSWORD); repeatable")
 	f.StringVarP(&o.Out, "out", "o", "", "the observation's file, saved atomically (default: iomatrix-observe-TIMESTAMP.json)")
 	f.StringVar(&o.Workload, "workload", "", "write the `FILE` that fit --workload reads, from the observation when it ends (or from --from)")
 	f.StringVar(&o.Statistic, "statistic", fit.DefaultStatistic, "the workload's rates: p50, p95, p99 or max of the per-minute rates, the same of the per-second ones (p95-second…), mean, or busiest-hour")
@@ -52,7 +53,7 @@ func (o *observeOptions) AddFlags(f *pflag.FlagSet) {
 func newObserveCommand(g *globalOptions) *cobra.Command {
 	o := &observeOptions{}
 	cmd := &cobra.Command{
-		Use:     "observe [DEVICE...] [--cgroups auto] [--cgroup PATH=NAME...] [--mysql SYSTEM=SOURCE...] [--duration D]",
+		Use:     "observe [DEVICE...] [--cgroups auto] [--cgroup PATH=NAME...] [--mysql SYSTEM=SOURCE...] [--postgres SYSTEM=SOURCE...] [--duration D]",
 		Short:   "Record what running systems demand of their disks, per device and per cgroup, and write the workload fit judges",
 		Long:    longHelp("observe"),
 		Example: examples("observe"),
@@ -86,7 +87,7 @@ func runObserve(ctx context.Context, g *globalOptions, o *observeOptions) error 
 			return err
 		}
 	}
-	if err := cfg.OpenDatabases(ctx, o.MySQL, os.LookupEnv); err != nil {
+	if err := cfg.OpenDatabases(ctx, o.MySQL, o.Postgres, os.LookupEnv); err != nil {
 		return err
 	}
 	defer cfg.CloseDatabases()

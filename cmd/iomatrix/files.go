@@ -65,7 +65,7 @@ var commandFiles = map[string]fileRoles{
 	"compare":      {args: "BASE.json or NEW.json"},
 	"import":       {args: "FIO.json", outputs: []string{"out"}, once: []string{""}, onceWhats: "its jobs"},
 	"merge":        {args: "RESULTS.json", outputs: []string{"out"}, once: []string{""}, onceWhats: "its results"},
-	"observe":      {inputs: []string{"from", "mysql"}, outputs: []string{"workload", "out"}},
+	"observe":      {inputs: []string{"from", "mysql", "postgres"}, outputs: []string{"workload", "out"}},
 	"fit":          {args: "RESULTS.json", targetFlag: "rehearse", inputs: []string{"workload"}, outputs: []string{"out"}},
 	"iocost model": {args: "RESULTS.json", outputs: []string{"out"}, once: []string{""}, onceWhats: "its cells"},
 	"iocost apply": {inputs: []string{"from"}, updated: []string{"state"}, once: []string{"from"}, onceWhats: "its cells"},
@@ -157,15 +157,15 @@ func flagPaths(f *pflag.FlagSet, name string) []string {
 }
 
 // filePath is the file a flag's value names, "" when it names none: a
-// built-in profile's name, a MySQL source other than file:PATH.
+// built-in profile's name, a database source other than file:PATH.
 func filePath(flag, value string) string {
 	switch flag {
 	case "profile":
 		if !profiles.IsPath(value) {
 			return ""
 		}
-	case "mysql":
-		return observe.MySQLFile(value)
+	case "mysql", "postgres":
+		return observe.DatabaseFile(value)
 	}
 	return value
 }
