@@ -144,7 +144,7 @@ const (
 type ObservedSeries struct {
 	Name string `json:"name"`
 	// Device is MAJ:MIN for a device; Kind "device", "cgroup",
-	// "mysql" or KindPressure.
+	// KindPressure, or a database's: "mysql" or "postgres".
 	Device string `json:"device,omitempty"`
 	Kind   string `json:"kind"`
 	// Seconds holds the last SecondsWindowNS of intervals at full
@@ -182,8 +182,9 @@ type ObservedSystem struct {
 	// is the whole observation's totals by device.
 	IO        *ObservedSeries         `json:"io,omitempty"`
 	PerDevice map[string]DeviceTotals `json:"per_device,omitempty"`
-	// Database is the database's own counters (SHOW GLOBAL STATUS), and
-	// CrossCheck the two views compared where both exist.
+	// Database is the database's own counters (MySQL's SHOW GLOBAL
+	// STATUS, PostgreSQL's statistics views), and CrossCheck the two
+	// views compared where both exist.
 	Database   *ObservedSeries `json:"database,omitempty"`
 	CrossCheck *CrossCheck     `json:"cross_check,omitempty"`
 	// Concurrency is the system's share of its devices' time-averaged
@@ -268,10 +269,26 @@ type SeriesSummary struct {
 	Minutes    int   `json:"minutes"`
 	// Figures are by name: "reads" and "writes" (I/Os per second),
 	// "ios" (both), "rkb" and "wkb" (KiB per second); a device's also
-	// "flushes" (per second); a database's are its data reads and
-	// writes under those names, and "fsyncs", "dblwr_writes" (per
-	// second) and "log_kb" (KiB per second). A series with stall times
-	// (a v2 cgroup's, the host's pressure) has FigureStallSome and
+	// "flushes" (per second). A database's are its data reads and writes
+	// under those names, and per second:
+	//   - MySQL: "fsyncs", "dblwr_writes", "log_kb" (KiB), and
+	//     "durable_writes", the same as fsyncs (Innodb_data_fsyncs: the
+	//     redo log's flushes at commit and the data files' fsyncs).
+	//   - PostgreSQL: reads are the blocks it read from the OS (page-cache
+	//     hits among them), writes the data-file blocks written by the
+	//     checkpointer, the background writer and the backends
+	//     ("checkpoint_writes", "clean_writes", "backend_writes"), in KiB
+	//     by the block size; "hits" (shared_buffers), "commits",
+	//     "wal_writes", "wal_syncs", "wal_kb" (KiB), "wal_records", "fpi"
+	//     (full-page images), "backend_fsyncs", pg_stat_io's "io_reads",
+	//     "io_writes", "io_extends", "io_fsyncs" (16 on), and
+	//     "durable_writes": the WAL's flushes (wal_sync; wal_write under
+	//     wal_sync_method open_datasync or open_sync, whose writes are
+	//     durable themselves) plus the backends' own fsyncs.
+	// durable_writes are, in both, the writes that had to reach stable
+	// storage before the server went on: each a cache flush on a device
+	// with a volatile write cache. A series with stall times (a v2
+	// cgroup's, the host's pressure) has FigureStallSome and
 	// FigureStallFull: percentages, whose mean is over time and whose
 	// spreads are each interval's (minute's) share; the host's pressure
 	// has those alone.

@@ -717,3 +717,112 @@ func TestObserveMySQL(t *testing.T) {
 		}
 	}
 }
+
+// A real PostgreSQL in its own cgroup, under pgbench, observed through
+// its statistics alone: its cgroup is found from its server's pid, its
+// figures and the cross-check are in the document (durable_writes
+// among them), the server's restart is a reset, and the sources that
+// cannot be used end observe at once, never with the password in the
+// line.
+func TestObservePostgres(t *testing.T) {
+	g := blkioGroup(t, "postgres")
+	srv := testenv.Postgres(t, testenv.PostgresOptions{CgroupProcs: filepath.Join(g, "cgroup.procs"), ObserverPassword: "Corr3ctHorse"})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	testenv.PgbenchInit(ctx, t, srv, 5)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "obs.json")
+	obs := iomatrixCmdEnv(t, []string{"ERP_PG=" + srv.ObserverDSN(), "PGPASSWORD=Corr3ctHorse"}, "observe", "--postgres", "erp=env:ERP_PG",
+		"--v1-enable-counters", "--interval", "200ms", "--save-every", "200ms", "-o", out)
+	var stdout, stderr strings.Builder
+	obs.Stdout, obs.Stderr = &stdout, &stderr
+	testenv.Must(t, obs.Start())
+	waitBaseline(t, out)
+	testenv.Pgbench(ctx, t, srv, testenv.PgbenchOptions{Rate: 100, Duration: 2 * time.Second})()
+	srv.Exec(t, "CHECKPOINT")
+	waitObserved(t, out, "the load's WAL and checkpoint", func(doc *results.Observation) bool {
+		for _, s := range doc.Systems {
+			if s.Database != nil && s.Database.Totals["buffers_checkpoint"] > 0 && s.Database.Totals["wal_flushes"] > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	// Up for 2 s at least, and read so by observe: a restart is told by
+	// an uptime shorter than the last one plus the time since.
+	testenv.Until(t, 30*time.Second, "PostgreSQL up for 2 s", func() bool { return srv.Uptime(t) >= 2*time.Second })
+	waitSaves(t, out, 2)
+	srv.Restart(t)
+	waitObserved(t, out, "the restart", func(doc *results.Observation) bool {
+		for _, e := range doc.Events {
+			if e.Source == "erp/postgres" && e.Kind == results.EventReset {
+				return true
+			}
+		}
+		return false
+	})
+	testenv.Must(t, obs.Process.Signal(syscall.SIGINT))
+	if err := obs.Wait(); err != nil {
+		t.Fatalf("observe: %v\n%s", err, stderr.String())
+	}
+	if strings.Contains(stdout.String()+stderr.String(), "Corr3ctHorse") {
+		t.Errorf("the password is in the output")
+	}
+	doc := readObservation(t, out)
+	erp := systemOf(t, doc, "erp")
+	if erp.Cgroup != "/"+filepath.Base(g) || erp.Database == nil || erp.Database.Kind != "postgres" {
+		t.Fatalf("erp: cgroup %q (want /%s), database %+v", erp.Cgroup, filepath.Base(g), erp.Database)
+	}
+	if erp.Database.Summary.Mean["durable_writes"] <= 0 || erp.CrossCheck == nil || len(erp.CrossCheck.Notes) == 0 {
+		t.Errorf("durable_writes %v, cross-check %+v", erp.Database.Summary.Mean["durable_writes"], erp.CrossCheck)
+	}
+	for c, col := range erp.Database.Seconds.Counters {
+		for i, v := range col {
+			if v > 1<<40 {
+				t.Errorf("database %s interval %d: %d", c, i, v)
+			}
+		}
+	}
+	if !strings.Contains(stdout.String(), "erp/postgres") {
+		t.Errorf("the report does not show the database:\n%s", stdout.String())
+	}
+
+	sock := srv.Socket()
+	for _, c := range []struct {
+		source, env string
+		code        int
+		want        string
+	}{
+		{"erp=host=" + sock + " user=observer password=Sup3rSecret", "", exitUsage, "--postgres"},
+		{"erp=host=/nonexistent user=observer", "", exitFailure, "--postgres erp"},
+		{"erp=env:ERP_PG", "ERP_PG=host=" + sock + " user=observer dbname=postgres password=Wr0ngPa55", exitFailure, "--postgres erp"},
+		{"erp=env:ERP_PG", "ERP_PG=host=" + sock + " user=observer dbname=postgres", 0, ""}, // PGPASSWORD below
+	} {
+		out := filepath.Join(t.TempDir(), "o.json")
+		cmd := iomatrixCmd(t, "observe", "--postgres", c.source, "--duration", "200ms", "--interval", "100ms", "-o", out, "-q")
+		cmd.Env = append(cmd.Env, c.env, "PGPASSWORD=Corr3ctHorse")
+		if c.code != 0 {
+			cmd.Env = append(cmd.Env[:len(cmd.Env)-1], "PGPASSWORD=")
+		}
+		start := time.Now()
+		r := runIomatrix(t, cmd)
+		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+		for _, secret := range []string{"Sup3rSecret", "Wr0ngPa55", "Corr3ctHorse"} {
+			if strings.Contains(r.stderr+r.stdout, secret) {
+				t.Errorf("--postgres %s: the password is in the output: %q", c.source, r.stderr)
+			}
+		}
+		if c.code == 0 {
+			if r.code != 0 {
+				t.Errorf("--postgres %s with PGPASSWORD: exit %d: %s", c.source, r.code, r.stderr)
+			}
+			continue
+		}
+		if r.code != c.code || len(lines) != 1 || !strings.Contains(lines[0], c.want) || time.Since(start) > 10*time.Second {
+			t.Errorf("--postgres %s: exit %d after %s, stderr %q; want %d and one line with %q", c.source, r.code, time.Since(start), r.stderr, c.code, c.want)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("--postgres %s: a document was written", c.source)
+		}
+	}
+}

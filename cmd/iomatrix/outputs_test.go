@@ -98,7 +98,7 @@ func (r fileRoles) declared() []string {
 func TestCommandFilesDeclared(t *testing.T) {
 	root := newRootCommand(&globalOptions{stdout: io.Discard, stderr: io.Discard})
 	root.InitDefaultCompletionCmd()
-	fileFlags := []string{"out", "out-dir", "keep", "workload", "from", "baseline", "resume", "state", "profile", "rehearse", "kubeconfig", "mysql", "lat-log", "response-log"}
+	fileFlags := []string{"out", "out-dir", "keep", "workload", "from", "baseline", "resume", "state", "profile", "rehearse", "kubeconfig", "mysql", "postgres", "lat-log", "response-log"}
 	seen := map[string]bool{}
 	var visit func(*cobra.Command)
 	visit = func(c *cobra.Command) {
@@ -215,6 +215,8 @@ func TestOutputNeverReplacesInput(t *testing.T) {
 		{[]string{"observe", "-o", "Y.json", "--workload", "Y.json", "--duration", "1s"}, "--workload: Y.json is also --out (an output)"},
 		{[]string{"observe", "--from", "O.json", "--workload", "X"}, "--workload: X exists; give --force to replace it, or choose another file"},
 		{[]string{"observe", "--mysql", "db=file:M.dsn", "-o", "M.dsn", "--force", "--duration", "1s"}, "--out: M.dsn is also --mysql (an input)"},
+		{[]string{"observe", "--postgres", "db=file:M.dsn", "-o", "M.dsn", "--force", "--duration", "1s"}, "--out: M.dsn is also --postgres (an input)"},
+		{[]string{"observe", "--postgres", "file:M.dsn", "--workload", "M.dsn", "--force", "--duration", "1s"}, "--workload: M.dsn is also --postgres (an input)"},
 		{[]string{"observe", "--from", "O.json", "--workload", "fifo", "--force"}, "--workload: fifo is not a regular file"},
 		{fit("-o", "R.json"), "--out: R.json is also RESULTS.json (an input)"},
 		{fit("-o", "W.yaml"), "--out: W.yaml is also --workload (an input)"},

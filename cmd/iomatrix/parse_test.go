@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/iomatrix/iomatrix/internal/testenv"
@@ -33,6 +34,48 @@ func TestObserveRefusesBeforeSampling(t *testing.T) {
 		{[]string{"--mysql", "monitor@tcp(127.0.0.1:1)/", "--mysql", "monitor@tcp(127.0.0.1:2)/"}, "--mysql: bad database source: system mysql given twice"},
 	} {
 		checkRefused(t, runInProcess(append([]string{"observe", "-q", "--duration", "1s", "-o", out}, c.args...)...), c.says)
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Fatalf("%q: %s written", c.args, out)
+		}
+	}
+}
+
+// observe refuses a bad --postgres source as it does a bad --mysql one,
+// with exit status 2 and one line naming --postgres, before it dials a
+// server or writes a file, never showing a password: an empty
+// connection string (libpq would dial its defaults), a variable unset, a
+// file that others may read, a password on the command line, a system
+// given two servers (of one kind or two), a server older than 14 is
+// refused too, but only once dialled (TestPostgresServer).
+func TestObserveRefusesPostgresSources(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "o.json")
+	public := filepath.Join(dir, "pg.dsn")
+	testenv.Must(t, os.WriteFile(public, []byte("host=/nonexistent password=Sekr1tPw\n"), 0o644))
+	testenv.Must(t, os.Chmod(public, 0o644))
+	t.Setenv("IOMATRIX_TEST_UNSET_DSN", "") // restored after the test
+	testenv.Must(t, os.Unsetenv("IOMATRIX_TEST_UNSET_DSN"))
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--postgres", ""}, `--postgres: bad database source: "": no connection string after the system's name`},
+		{[]string{"--postgres", "erp="}, `--postgres: bad database source: "erp=": no connection string after the system's name`},
+		{[]string{"--postgres", "erp=env:IOMATRIX_TEST_UNSET_DSN"}, `--postgres: bad database source: env:IOMATRIX_TEST_UNSET_DSN: the environment variable "IOMATRIX_TEST_UNSET_DSN" is not set`},
+		{[]string{"--postgres", "erp=file:" + public}, "--postgres: bad database source: file:" + public + ": mode 0644 lets group or others read or write it"},
+		{[]string{"--postgres", "host=/nonexistent user=monitor password=Sekr1tPw"}, "--postgres: bad database source: the connection string on the command line holds a password"},
+		{[]string{"--postgres", "erp=postgres://monitor:Sekr1tPw@db1/erp"}, "--postgres: bad database source: the connection string on the command line holds a password"},
+		{[]string{"--postgres", "erp=host=db1 Sekr1tPw"}, "--postgres: bad database source: the command line: a key without '='"},
+		{[]string{"--postgres", "host=env:IOMATRIX_TEST_UNSET_DSN"}, `--postgres: bad database source: "host" is a connection keyword`},
+		{[]string{"--postgres", "erp=host=/nonexistent", "--postgres", "erp=host=/nonexistent2"}, "--postgres: bad database source: system erp given twice"},
+		{[]string{"--postgres", "host=/nonexistent", "--postgres", "host=/nonexistent2"}, "--postgres: bad database source: system postgres given twice"},
+		{[]string{"--mysql", "erp=monitor@tcp(127.0.0.1:1)/", "--postgres", "erp=host=/nonexistent"}, "--postgres: bad database source: system erp given twice, a MySQL server's too"},
+	} {
+		r := runInProcess(append([]string{"observe", "-q", "--duration", "1s", "-o", out}, c.args...)...)
+		checkRefused(t, r, c.says)
+		if strings.Contains(r.stdout+r.stderr, "Sekr1tPw") {
+			t.Errorf("%q: the password is in the output: %q", c.args, r.stderr)
+		}
 		if _, err := os.Stat(out); !os.IsNotExist(err) {
 			t.Fatalf("%q: %s written", c.args, out)
 		}

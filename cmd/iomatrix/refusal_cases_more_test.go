@@ -62,6 +62,7 @@ func observeCases() []refusal {
 		return on(needHost, kind, append([]string{"observe", "--from", "observation.json"}, args...)...).with("observation.json")
 	}
 	const dsn = "root@tcp(127.0.0.1:1)/"
+	const pgDSN = "host=127.0.0.1 port=1 user=postgres"
 	return []refusal{
 		from(kindOverInput, "--workload", "observation.json").naming("--workload", "observation.json"),
 		on(needHost, kindOverInput, "observe", "-o", "week.json", "--workload", "week.json", "--duration", "1s", "--interval", "100ms", "-q").
@@ -76,6 +77,11 @@ func observeCases() []refusal {
 		sample(kindAccepted, "--mysql", "erp=env:IOMATRIX_REFUSAL_UNSET").naming("--mysql"),
 		sample(kindTwice, "--cgroup", "/=a", "--cgroup", "/=b").naming("--cgroup"),
 		sample(kindTwice, "--mysql", "erp="+dsn, "--mysql", "erp="+dsn).naming("--mysql"),
+		sample(kindAccepted, "--postgres", "").naming("--postgres"),
+		sample(kindAccepted, "--postgres", "erp=").naming("--postgres"),
+		sample(kindAccepted, "--postgres", "erp=env:IOMATRIX_REFUSAL_UNSET").naming("--postgres"),
+		sample(kindTwice, "--postgres", "erp="+pgDSN, "--postgres", "erp="+pgDSN).naming("--postgres"),
+		sample(kindTwice, "--mysql", "erp="+dsn, "--postgres", "erp="+pgDSN).naming("--postgres"),
 		on(needDevice, kindTwice, "observe", "$DEVNAME", "$DEVNAME", "-o", "obs.json", "--duration", "1s", "--interval", "100ms", "-q").naming("$DEVNAME"),
 		on(needDevice, kindTwice, "observe", "$DEVNAME", "$DEVNUM", "-o", "obs.json", "--duration", "1s", "--interval", "100ms", "-q").naming("$DEVNAME", "$DEVNUM"),
 		sample(kindInjected, "--cgroup", "/=erp\nweb").naming("--cgroup"),
