@@ -677,43 +677,57 @@ func TestObserveMySQL(t *testing.T) {
 	}
 
 	sock := srv.Socket()
-	for _, c := range []struct {
-		source, env string
-		code        int
-		want        string
-	}{
+	checkSources(t, "mysql", "MYSQL_PWD", []sourceCase{
 		{"erp=root:Sup3rSecret@unix(" + sock + ")/", "", exitUsage, "--mysql"},
 		{"erp=env:IOMATRIX_TEST_NO_SUCH_VAR", "", exitUsage, "IOMATRIX_TEST_NO_SUCH_VAR"},
 		{"erp=file:/etc/passwd", "", exitUsage, "/etc/passwd"},
 		{"erp=root@unix(/nonexistent/mysqld.sock)/", "", exitFailure, "--mysql erp"},
 		{"erp=env:ERP_DSN", "ERP_DSN=observer:Wr0ngPa55@unix(" + sock + ")/", exitFailure, "--mysql erp"},
-		{"erp=env:ERP_DSN", "ERP_DSN=observer@unix(" + sock + ")/", 0, ""}, // MYSQL_PWD below
-	} {
+		{"erp=env:ERP_DSN", "ERP_DSN=observer@unix(" + sock + ")/", 0, ""}, // the password from pwVar
+	})
+}
+
+// sourceCase is a database source observe is given, with a variable of
+// its environment, and what observe must do: end with code and one line
+// saying want, or (code 0) observe.
+type sourceCase struct {
+	source, env string
+	code        int
+	want        string
+}
+
+// checkSources runs observe briefly on each source of the database flag:
+// one refused ends within 10 s, on one line, writing no document. The
+// observer's password, Corr3ctHorse, is in pwVar for the sources that
+// observe; no output ever shows it, nor Sup3rSecret or Wr0ngPa55.
+func checkSources(t *testing.T, flag, pwVar string, cases []sourceCase) {
+	t.Helper()
+	for _, c := range cases {
 		out := filepath.Join(t.TempDir(), "o.json")
-		cmd := iomatrixCmd(t, "observe", "--mysql", c.source, "--duration", "200ms", "--interval", "100ms", "-o", out, "-q")
-		cmd.Env = append(cmd.Env, c.env, "MYSQL_PWD=Corr3ctHorse")
+		cmd := iomatrixCmd(t, "observe", "--"+flag, c.source, "--duration", "200ms", "--interval", "100ms", "-o", out, "-q")
+		cmd.Env = append(cmd.Env, c.env, pwVar+"=Corr3ctHorse")
 		if c.code != 0 {
-			cmd.Env = append(cmd.Env[:len(cmd.Env)-1], "MYSQL_PWD=")
+			cmd.Env = append(cmd.Env[:len(cmd.Env)-1], pwVar+"=")
 		}
 		start := time.Now()
 		r := runIomatrix(t, cmd)
 		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
 		for _, secret := range []string{"Sup3rSecret", "Wr0ngPa55", "Corr3ctHorse"} {
 			if strings.Contains(r.stderr+r.stdout, secret) {
-				t.Errorf("--mysql %s: the password is in the output: %q", c.source, r.stderr)
+				t.Errorf("--%s %s: the password is in the output: %q", flag, c.source, r.stderr)
 			}
 		}
 		if c.code == 0 {
 			if r.code != 0 {
-				t.Errorf("--mysql %s with MYSQL_PWD: exit %d: %s", c.source, r.code, r.stderr)
+				t.Errorf("--%s %s with %s: exit %d: %s", flag, c.source, pwVar, r.code, r.stderr)
 			}
 			continue
 		}
 		if r.code != c.code || len(lines) != 1 || !strings.Contains(lines[0], c.want) || time.Since(start) > 10*time.Second {
-			t.Errorf("--mysql %s: exit %d after %s, stderr %q; want %d and one line with %q", c.source, r.code, time.Since(start), r.stderr, c.code, c.want)
+			t.Errorf("--%s %s: exit %d after %s, stderr %q; want %d and one line with %q", flag, c.source, r.code, time.Since(start), r.stderr, c.code, c.want)
 		}
 		if _, err := os.Stat(out); err == nil {
-			t.Errorf("--mysql %s: a document was written", c.source)
+			t.Errorf("--%s %s: a document was written", flag, c.source)
 		}
 	}
 }
@@ -788,41 +802,10 @@ func TestObservePostgres(t *testing.T) {
 	}
 
 	sock := srv.Socket()
-	for _, c := range []struct {
-		source, env string
-		code        int
-		want        string
-	}{
+	checkSources(t, "postgres", "PGPASSWORD", []sourceCase{
 		{"erp=host=" + sock + " user=observer password=Sup3rSecret", "", exitUsage, "--postgres"},
 		{"erp=host=/nonexistent user=observer", "", exitFailure, "--postgres erp"},
 		{"erp=env:ERP_PG", "ERP_PG=host=" + sock + " user=observer dbname=postgres password=Wr0ngPa55", exitFailure, "--postgres erp"},
-		{"erp=env:ERP_PG", "ERP_PG=host=" + sock + " user=observer dbname=postgres", 0, ""}, // PGPASSWORD below
-	} {
-		out := filepath.Join(t.TempDir(), "o.json")
-		cmd := iomatrixCmd(t, "observe", "--postgres", c.source, "--duration", "200ms", "--interval", "100ms", "-o", out, "-q")
-		cmd.Env = append(cmd.Env, c.env, "PGPASSWORD=Corr3ctHorse")
-		if c.code != 0 {
-			cmd.Env = append(cmd.Env[:len(cmd.Env)-1], "PGPASSWORD=")
-		}
-		start := time.Now()
-		r := runIomatrix(t, cmd)
-		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
-		for _, secret := range []string{"Sup3rSecret", "Wr0ngPa55", "Corr3ctHorse"} {
-			if strings.Contains(r.stderr+r.stdout, secret) {
-				t.Errorf("--postgres %s: the password is in the output: %q", c.source, r.stderr)
-			}
-		}
-		if c.code == 0 {
-			if r.code != 0 {
-				t.Errorf("--postgres %s with PGPASSWORD: exit %d: %s", c.source, r.code, r.stderr)
-			}
-			continue
-		}
-		if r.code != c.code || len(lines) != 1 || !strings.Contains(lines[0], c.want) || time.Since(start) > 10*time.Second {
-			t.Errorf("--postgres %s: exit %d after %s, stderr %q; want %d and one line with %q", c.source, r.code, time.Since(start), r.stderr, c.code, c.want)
-		}
-		if _, err := os.Stat(out); err == nil {
-			t.Errorf("--postgres %s: a document was written", c.source)
-		}
-	}
+		{"erp=env:ERP_PG", "ERP_PG=host=" + sock + " user=observer dbname=postgres", 0, ""}, // the password from pwVar
+	})
 }
