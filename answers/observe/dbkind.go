@@ -73,7 +73,7 @@ func postgresNotes(c *results.CrossCheck, d map[string]float64) []string {
 	}
 	notes = append(notes, fmt.Sprintf("Its data-file writes (%.0f blocks/s: checkpointer %.0f, background writer %.0f, backends %.0f) are buffered: they reach the device later, merged, through the kernel's writeback (charged to the root cgroup on v1, or on v2 without the memory controller) and at each checkpoint's fsync.",
 		c.DBWriteIOPS, d["checkpoint_writes"], d["clean_writes"], d["backend_writes"]))
-	notes = append(notes, fmt.Sprintf("The WAL is not among the data writes but is the cgroup's: %.0f KiB/s in %.1f writes/s, with %.1f durable writes/s (its flushes and the backends' own fsyncs), each also a cache flush on the device.",
+	notes = append(notes, fmt.Sprintf("The WAL is not among the data writes but is the cgroup's: %.0f KiB/s of records in %.1f writes/s, each writing again the page the last one left partly filled, and %.1f durable writes/s (its flushes and the backends' own fsyncs), each also a cache flush on the device and an empty write in the cgroup.",
 		d["wal_kb"], d["wal_writes"], d["durable_writes"]))
 	if d["fpi"] > 0 && d["wal_records"] > 0 {
 		notes = append(notes, fmt.Sprintf("%.1f full-page images/s (%.0f %% of the WAL's records): the first change of a page after each checkpoint writes the whole page into the WAL, which inflates its bytes while a checkpoint is recent.",
@@ -87,7 +87,7 @@ func postgresNotes(c *results.CrossCheck, d map[string]float64) []string {
 	case c.DBWriteIOPS > 0 && c.WriteRatio < 0.9:
 		notes = append(notes, fmt.Sprintf("The cgroup saw %.0f %% of PostgreSQL's data writes: the rest reached the device through writeback charged elsewhere, were merged, or are still in the page cache.", 100*c.WriteRatio))
 	case c.DBWriteIOPS > 0 && c.WriteRatio > 1.1:
-		notes = append(notes, fmt.Sprintf("The cgroup saw %.2f× PostgreSQL's data writes: the WAL's writes and flushes, relation extensions, the filesystem's journal and other processes of the cgroup count there and not among them.", c.WriteRatio))
+		notes = append(notes, fmt.Sprintf("The cgroup saw %.2f× PostgreSQL's data writes: the WAL's writes and flushes, new WAL segments filled with zeros before use, relation extensions and other processes of the cgroup count there and not among them.", c.WriteRatio))
 	case c.DBWriteIOPS == 0 && c.CgroupWriteIOPS > 0:
 		notes = append(notes, "PostgreSQL wrote no data-file block the whole time (a checkpoint writes most of them, every checkpoint_timeout): the cgroup's writes are the WAL's and the other processes'.")
 	}

@@ -424,7 +424,7 @@ func TestPostgresCrossCheck(t *testing.T) {
 	c := crossCheck(io, db)
 	notes := strings.Join(c.Notes, "\n")
 	for _, want := range []string{"shared_buffers (5000/s)", "page cache", "25 % of PostgreSQL's block reads", "300 blocks/s: checkpointer 250, background writer 30, backends 20",
-		"1200 KiB/s in 80.0 writes/s, with 75.0 durable writes/s", "12.0 full-page images/s (3 %", "3.00× PostgreSQL's data writes"} {
+		"1200 KiB/s of records in 80.0 writes/s", "75.0 durable writes/s", "12.0 full-page images/s (3 %", "3.00× PostgreSQL's data writes"} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes lack %q:\n%s", want, notes)
 		}
