@@ -160,16 +160,35 @@ func (p *Postgres) settings(ctx context.Context) error {
 	if err != nil {
 		return p.spec.scrub(fmt.Errorf("postgres %s: %w: %w", p.spec.Redacted(), ErrDatabaseUnreachable, err))
 	}
-	if version < pgMinVersion {
-		return fmt.Errorf("postgres %s: %w: the server is PostgreSQL %d.%d, older than 14, which brought pg_stat_wal: its WAL's writes and flushes are not counted",
-			p.spec.Redacted(), ErrDatabaseUnsupported, version/10000, version/100%100)
-	}
-	if blockSize <= 0 {
-		return fmt.Errorf("postgres %s: %w: block_size is %d", p.spec.Redacted(), ErrDatabaseUnsupported, blockSize)
+	if err := pgUnsupported(version, blockSize); err != nil {
+		return fmt.Errorf("postgres %s: %w", p.spec.Redacted(), err)
 	}
 	p.version, p.blockSize, p.syncMethod = version, uint64(blockSize), method
 	p.query = postgresStatusQuery(version)
 	return nil
+}
+
+// pgUnsupported says why observe cannot read a server of that version
+// (server_version_num) and block size, wrapping ErrDatabaseUnsupported;
+// nil when it can.
+func pgUnsupported(version, blockSize int) error {
+	if version < pgMinVersion {
+		return fmt.Errorf("%w: the server is PostgreSQL %s, older than 14, which brought pg_stat_wal: its WAL's writes and flushes would not be counted",
+			ErrDatabaseUnsupported, pgVersionName(version))
+	}
+	if blockSize <= 0 {
+		return fmt.Errorf("%w: block_size is %d", ErrDatabaseUnsupported, blockSize)
+	}
+	return nil
+}
+
+// pgVersionName is server_version_num as PostgreSQL names the release:
+// 150018 is 15.18, 90624 is 9.6.24.
+func pgVersionName(v int) string {
+	if v >= 100000 {
+		return fmt.Sprintf("%d.%d", v/10000, v%10000)
+	}
+	return fmt.Sprintf("%d.%d.%d", v/10000, v/100%100, v%100)
 }
 
 // Kind is "postgres".

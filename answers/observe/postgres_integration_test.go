@@ -3,6 +3,7 @@ package observe
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/iomatrix/iomatrix/cgroup"
+	"github.com/iomatrix/iomatrix/internal/fault"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/internal/testenv"
 	"github.com/iomatrix/iomatrix/results"
@@ -79,6 +81,32 @@ func TestPostgresServer(t *testing.T) {
 		spec, err := ParsePostgresSpec("env:PGDSN", env("PGDSN", srv.ObserverDSN()+" password=Wr0ngPa55"))
 		testenv.Must(t, err)
 		refusesLogin(t, func(ctx context.Context) (Database, error) { return OpenPostgres(ctx, spec) }, "password authentication failed", "user=observer")
+	})
+
+	t.Run("older than 14", func(t *testing.T) {
+		// A role whose search_path finds a current_setting that says 13.11
+		// before pg_catalog's.
+		srv.Exec(t, "CREATE SCHEMA old13")
+		srv.Exec(t, "GRANT USAGE ON SCHEMA old13 TO PUBLIC")
+		srv.Exec(t, `CREATE FUNCTION old13.current_setting(name text) RETURNS text LANGUAGE sql
+			AS $$ SELECT CASE WHEN name = 'server_version_num' THEN '130011' ELSE pg_catalog.current_setting(name) END $$`)
+		srv.Exec(t, "CREATE ROLE old LOGIN PASSWORD 'R1ghtPa55'")
+		srv.Exec(t, "ALTER ROLE old SET search_path = old13, pg_catalog")
+		spec, err := ParsePostgresSpec("host="+srv.Socket()+" user=old dbname=postgres", env("PGPASSWORD", "R1ghtPa55"))
+		testenv.Must(t, err)
+		op, err := OpenPostgres(context.Background(), spec)
+		if err == nil {
+			_ = op.Close()
+			t.Fatal("a server that says 13.11 was opened")
+		}
+		if !errors.Is(err, ErrDatabaseUnsupported) || !strings.Contains(err.Error(), "PostgreSQL 13.11, older than 14") {
+			t.Errorf("13.11: %v", err)
+		}
+		var cfg Config
+		err = cfg.OpenDatabases(context.Background(), nil, []string{"old=host=" + srv.Socket() + " user=old dbname=postgres"}, env("PGPASSWORD", "R1ghtPa55"))
+		if want := "--postgres old: postgres host="; !errors.As(err, new(*fault.InputError)) || !strings.HasPrefix(asFlags(err), want) {
+			t.Errorf("%v, worded %q; want bad input worded %q...", err, asFlags(err), want)
+		}
 	})
 
 	t.Run("statistics reset", func(t *testing.T) {

@@ -239,6 +239,28 @@ func TestPostgresStatusQuery(t *testing.T) {
 	}
 }
 
+// Servers older than 14 are refused, saying which they are and why.
+func TestPostgresUnsupported(t *testing.T) {
+	for _, tc := range []struct {
+		version, blockSize int
+		want               string
+	}{
+		{130011, 8192, "PostgreSQL 13.11, older than 14, which brought pg_stat_wal"},
+		{90624, 8192, "PostgreSQL 9.6.24, older than 14"},
+		{150018, 0, "block_size is 0"},
+	} {
+		err := pgUnsupported(tc.version, tc.blockSize)
+		if !errors.Is(err, ErrDatabaseUnsupported) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%d, %d: %v, want %q", tc.version, tc.blockSize, err, tc.want)
+		}
+	}
+	for _, v := range []int{140000, 150018, 180001} {
+		if err := pgUnsupported(v, 8192); err != nil {
+			t.Errorf("%d refused: %v", v, err)
+		}
+	}
+}
+
 // pgRow is a status row as the server returns it: every column the
 // query names, counters numbered from 100, the stats_reset times NULL.
 func pgRow(set map[string]*string, drop ...string) map[string]sql.NullString {

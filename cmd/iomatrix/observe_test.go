@@ -735,7 +735,8 @@ func checkSources(t *testing.T, flag, pwVar string, cases []sourceCase) {
 // A real PostgreSQL in its own cgroup, under pgbench, observed through
 // its statistics alone: its cgroup is found from its server's pid, its
 // figures and the cross-check are in the document (durable_writes
-// among them), the server's restart is a reset, and the sources that
+// among them), the server's restart and a statistics reset are resets
+// (fresh baselines, no absurd interval), and the sources that
 // cannot be used end observe at once, never with the password in the
 // line.
 func TestObservePostgres(t *testing.T) {
@@ -774,6 +775,17 @@ func TestObservePostgres(t *testing.T) {
 			}
 		}
 		return false
+	})
+	// A statistics reset is another.
+	srv.Exec(t, "SELECT pg_stat_reset_shared('wal')")
+	waitObserved(t, out, "the statistics reset", func(doc *results.Observation) bool {
+		n := 0
+		for _, e := range doc.Events {
+			if e.Source == "erp/postgres" && e.Kind == results.EventReset {
+				n++
+			}
+		}
+		return n >= 2
 	})
 	testenv.Must(t, obs.Process.Signal(syscall.SIGINT))
 	if err := obs.Wait(); err != nil {
