@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -748,7 +749,7 @@ func TestObservePostgres(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "obs.json")
 	obs := iomatrixCmdEnv(t, []string{"ERP_PG=" + srv.ObserverDSN(), "PGPASSWORD=Corr3ctHorse"}, "observe", "--postgres", "erp=env:ERP_PG",
-		"--v1-enable-counters", "--interval", "200ms", "--save-every", "200ms", "-o", out)
+		"--v1-enable-counters", "--interval", "200ms", "--save-every", "200ms", "-o", out, "--workload", filepath.Join(dir, "systems.yaml"))
 	var stdout, stderr strings.Builder
 	obs.Stdout, obs.Stderr = &stdout, &stderr
 	testenv.Must(t, obs.Start())
@@ -808,6 +809,12 @@ func TestObservePostgres(t *testing.T) {
 				t.Errorf("database %s interval %d: %d", c, i, v)
 			}
 		}
+	}
+	// fit's workload file takes the database's durable writes.
+	wl, err := os.ReadFile(filepath.Join(dir, "systems.yaml"))
+	testenv.Must(t, err)
+	if !regexp.MustCompile(`(?m)^    durable_writes: [1-9][0-9]*$`).Match(wl) {
+		t.Errorf("the workload file lacks the durable writes:\n%s", wl)
 	}
 	if !strings.Contains(stdout.String(), "erp/postgres") {
 		t.Errorf("the report does not show the database:\n%s", stdout.String())
