@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lib/pq"
+	"github.com/lib/pq/pqerror"
 
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 )
@@ -29,7 +30,8 @@ import (
 //   - blks_read, blks_hit (pg_stat_database, summed over its rows, the
 //     shared objects' included): blocks read from the OS, page-cache
 //     hits among them, and blocks found in shared_buffers.
-//   - xact_commit, xact_rollback (pg_stat_database): transactions.
+//   - xact_commit, xact_rollback (pg_stat_database): transactions,
+//     observe's own reading, one an interval, among the commits.
 //   - buffers_checkpoint, buffers_clean, buffers_backend: data-file
 //     blocks written by the checkpointer (pg_stat_bgwriter; from 17 on
 //     pg_stat_checkpointer.buffers_written), the background writer
@@ -203,9 +205,18 @@ func (p *Postgres) Version() int { return p.version }
 
 // Status reads the counters, the uptime and the statistics' reset
 // times. A server that went away between two readings is an error
-// wrapping ErrDatabaseUnreachable; the next call connects again.
+// wrapping ErrDatabaseUnreachable; the next call connects again. A
+// server that no longer has a view or a column the statement reads (it
+// came back as another major release) has its settings read again and
+// the statement chosen anew.
 func (p *Postgres) Status(ctx context.Context) (DBStatus, error) {
 	values, err := p.statusRow(ctx)
+	if pq.As(err, pqerror.UndefinedColumn, pqerror.UndefinedTable, pqerror.UndefinedFunction) != nil {
+		if err = p.settings(ctx); err != nil {
+			return DBStatus{}, err
+		}
+		values, err = p.statusRow(ctx)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return DBStatus{}, p.spec.scrub(fmt.Errorf("postgres %s: statistics: %w", p.spec.Redacted(), err))
@@ -227,6 +238,11 @@ func (p *Postgres) statusRow(ctx context.Context) (map[string]sql.NullString, er
 		return nil, err
 	}
 	defer func() { _ = rows.Close() }() // rows.Err below reports a failed read
+	return oneRow(rows)
+}
+
+// oneRow reads the first row of rows, column by column, by name.
+func oneRow(rows *sql.Rows) (map[string]sql.NullString, error) {
 	cols, err := rows.Columns()
 	if err != nil {
 		return nil, err
