@@ -27,7 +27,7 @@ func openPostgres(t *testing.T, arg string, getenv func(string) (string, bool)) 
 // One private server for the cases that only read it, in order: the
 // restart comes last.
 func TestPostgresServer(t *testing.T) {
-	srv := testenv.Postgres(t, testenv.PostgresOptions{ObserverPassword: "R1ghtPa55"})
+	srv := testenv.PostgreSQL(t, testenv.PostgreSQLOptions{ObserverPassword: "R1ghtPa55"})
 	// The role without privileges reads every counter, its password
 	// from PGPASSWORD.
 	p := openPostgres(t, srv.ObserverDSN(), env("PGPASSWORD", "R1ghtPa55"))
@@ -193,7 +193,7 @@ func viewsOf(major int) map[string]string {
 // here), against stand-ins of that version's views with rows of known
 // values, and its row parses to the sums it should.
 func TestPostgresStatusQueryOfEveryVersion(t *testing.T) {
-	srv := testenv.Postgres(t, testenv.PostgresOptions{})
+	srv := testenv.PostgreSQL(t, testenv.PostgreSQLOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	connector, err := pq.NewConnector(srv.DSN())
@@ -280,7 +280,7 @@ func TestPostgresStatusQueryOfEveryVersion(t *testing.T) {
 // counters move, the cross-check says how they differ.
 func TestObservePostgresUnderPgbench(t *testing.T) {
 	cg := serverCgroup(t, "pg")
-	srv := testenv.Postgres(t, testenv.PostgresOptions{CgroupProcs: filepath.Join(cg, "cgroup.procs"), ObserverPassword: "Obs3rvePw",
+	srv := testenv.PostgreSQL(t, testenv.PostgreSQLOptions{CgroupProcs: filepath.Join(cg, "cgroup.procs"), ObserverPassword: "Obs3rvePw",
 		Settings: []string{"checkpoint_timeout=30s"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

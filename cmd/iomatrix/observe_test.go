@@ -742,7 +742,7 @@ func checkSources(t *testing.T, flag, pwVar string, cases []sourceCase) {
 // line.
 func TestObservePostgres(t *testing.T) {
 	g := blkioGroup(t, "postgres")
-	srv := testenv.Postgres(t, testenv.PostgresOptions{CgroupProcs: filepath.Join(g, "cgroup.procs"), ObserverPassword: "Corr3ctHorse"})
+	srv := testenv.PostgreSQL(t, testenv.PostgreSQLOptions{CgroupProcs: filepath.Join(g, "cgroup.procs"), ObserverPassword: "Corr3ctHorse"})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	testenv.PgbenchInit(ctx, t, srv, 5)

@@ -21,8 +21,8 @@ import (
 	"github.com/lib/pq"
 )
 
-// PostgresOptions shapes a private PostgreSQL server.
-type PostgresOptions struct {
+// PostgreSQLOptions shapes a private PostgreSQL server.
+type PostgreSQLOptions struct {
 	// SharedBuffers is shared_buffers; "" is 16MB, small enough that a
 	// pgbench database of scale 10 (160 MB) is read from and written to
 	// the files rather than kept in memory.
@@ -41,12 +41,12 @@ type PostgresOptions struct {
 	ObserverPassword string
 }
 
-// PostgresServer is a PostgreSQL server of the test's own: its data
+// PostgreSQLServer is a PostgreSQL server of the test's own: its data
 // directory and socket are the test's, it listens on no TCP port, runs
 // as the system user postgres (it refuses root), and is shut down when
 // the test ends.
-type PostgresServer struct {
-	opts    PostgresOptions
+type PostgreSQLServer struct {
+	opts    PostgreSQLOptions
 	bin     string // the server's bin directory
 	dir     string // data, socket and logs below it
 	dataDir string
@@ -58,14 +58,14 @@ type PostgresServer struct {
 	pgbenchScale int
 }
 
-// postgresStartTimeout bounds a start: a fresh cluster starts in about
+// postgresqlStartTimeout bounds a start: a fresh cluster starts in about
 // a second here, a machine loaded by the rest of the suite takes longer.
-const postgresStartTimeout = 60 * time.Second
+const postgresqlStartTimeout = 60 * time.Second
 
-// PostgresBin is the bin directory of the newest PostgreSQL server
+// PostgreSQLBin is the bin directory of the newest PostgreSQL server
 // installed (Debian's /usr/lib/postgresql/VERSION/bin), "" when there is
 // none.
-func PostgresBin() string {
+func PostgreSQLBin() string {
 	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin") // a malformed pattern is none of ours
 	best, bestVersion := "", -1
 	for _, d := range dirs {
@@ -77,13 +77,13 @@ func PostgresBin() string {
 	return best
 }
 
-// Postgres creates a cluster (initdb) in a directory of the test's own
+// PostgreSQL creates a cluster (initdb) in a directory of the test's own
 // and starts a server on it, as the system user postgres and without
 // TCP. It needs root and the postgresql package.
-func Postgres(t testing.TB, opts PostgresOptions) *PostgresServer {
+func PostgreSQL(t testing.TB, opts PostgreSQLOptions) *PostgreSQLServer {
 	t.Helper()
 	Root(t)
-	bin := PostgresBin()
+	bin := PostgreSQLBin()
 	Require(t, bin != "", "no PostgreSQL server in /usr/lib/postgresql/*/bin (Debian package postgresql)")
 	u, err := user.Lookup("postgres")
 	Require(t, err == nil, "no system user postgres (Debian package postgresql creates it)")
@@ -91,9 +91,9 @@ func Postgres(t testing.TB, opts PostgresOptions) *PostgresServer {
 		opts.SharedBuffers = "16MB"
 	}
 	if strings.ContainsAny(opts.ObserverPassword, `'\`) {
-		t.Fatalf("testenv.Postgres: the observer's password %q holds a quote or a backslash", opts.ObserverPassword)
+		t.Fatalf("testenv.PostgreSQL: the observer's password %q holds a quote or a backslash", opts.ObserverPassword)
 	}
-	s := &PostgresServer{opts: opts, bin: bin}
+	s := &PostgreSQLServer{opts: opts, bin: bin}
 	s.daemon = daemon{name: "PostgreSQL", logTail: s.logTail}
 	s.uid, _ = strconv.Atoi(u.Uid)
 	s.gid, _ = strconv.Atoi(u.Gid)
@@ -135,7 +135,7 @@ func Postgres(t testing.TB, opts PostgresOptions) *PostgresServer {
 }
 
 // asPostgres is a command run as the system user postgres.
-func (s *PostgresServer) asPostgres(name string, args ...string) *exec.Cmd {
+func (s *PostgreSQLServer) asPostgres(name string, args ...string) *exec.Cmd {
 	cmd := exec.Command(name, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(s.uid), Gid: uint32(s.gid)}, Pdeathsig: syscall.SIGKILL}
 	cmd.Dir = s.dir
@@ -143,7 +143,7 @@ func (s *PostgresServer) asPostgres(name string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-func (s *PostgresServer) args() []string {
+func (s *PostgreSQLServer) args() []string {
 	args := []string{"-D", s.dataDir,
 		"-c", "listen_addresses=",
 		"-c", "unix_socket_directories=" + s.dir,
@@ -157,7 +157,7 @@ func (s *PostgresServer) args() []string {
 }
 
 // start runs the server and waits until its socket answers.
-func (s *PostgresServer) start(t testing.TB) {
+func (s *PostgreSQLServer) start(t testing.TB) {
 	t.Helper()
 	server := filepath.Join(s.bin, "postgres")
 	var cmd *exec.Cmd
@@ -181,47 +181,47 @@ func (s *PostgresServer) start(t testing.TB) {
 		s.db = sql.OpenDB(connector)
 		s.db.SetMaxOpenConns(1)
 	}
-	s.run(t, cmd, filepath.Join(s.dir, "console.log"), s.db.PingContext, postgresStartTimeout)
+	s.run(t, cmd, filepath.Join(s.dir, "console.log"), s.db.PingContext, postgresqlStartTimeout)
 }
 
 // stop shuts the server down cleanly and fast (SIGINT: the clients are
 // disconnected, the statistics kept for the next start), killing it if
 // it has not exited after 30 s.
-func (s *PostgresServer) stop() error { return s.daemon.stop(syscall.SIGINT) }
+func (s *PostgreSQLServer) stop() error { return s.daemon.stop(syscall.SIGINT) }
 
-func (s *PostgresServer) logTail() string {
+func (s *PostgreSQLServer) logTail() string {
 	data, _ := os.ReadFile(filepath.Join(s.dir, "console.log")) // a missing log has nothing to say
 	return string(tail(data, 3000))
 }
 
 // Socket is the directory of the server's unix socket (libpq's host).
-func (s *PostgresServer) Socket() string { return s.dir }
+func (s *PostgreSQLServer) Socket() string { return s.dir }
 
 // PID is the postmaster's process id.
-func (s *PostgresServer) PID() int { return s.cmd.Process.Pid }
+func (s *PostgreSQLServer) PID() int { return s.cmd.Process.Pid }
 
 // DataDir is the server's data directory.
-func (s *PostgresServer) DataDir() string { return s.dataDir }
+func (s *PostgreSQLServer) DataDir() string { return s.dataDir }
 
 // Bin is the directory of the server's programs.
-func (s *PostgresServer) Bin() string { return s.bin }
+func (s *PostgreSQLServer) Bin() string { return s.bin }
 
 // DSN connects as the superuser postgres over the socket, without a
 // password.
-func (s *PostgresServer) DSN() string {
+func (s *PostgreSQLServer) DSN() string {
 	return "host=" + s.dir + " port=5432 user=postgres dbname=postgres sslmode=disable"
 }
 
 // ObserverDSN connects as the role observer (ObserverPassword), without
 // its password.
-func (s *PostgresServer) ObserverDSN() string {
+func (s *PostgreSQLServer) ObserverDSN() string {
 	return "host=" + s.dir + " port=5432 user=observer dbname=postgres sslmode=disable"
 }
 
 // Restart shuts the server down cleanly and starts it again on the same
 // data directory: its uptime starts again, its process id changes, and
 // its statistics go on from where they were.
-func (s *PostgresServer) Restart(t testing.TB) {
+func (s *PostgreSQLServer) Restart(t testing.TB) {
 	t.Helper()
 	if err := s.stop(); err != nil {
 		t.Fatal(err)
@@ -230,13 +230,13 @@ func (s *PostgresServer) Restart(t testing.TB) {
 }
 
 // Exec runs a statement as postgres, failing the test on an error.
-func (s *PostgresServer) Exec(t testing.TB, query string, args ...any) {
+func (s *PostgreSQLServer) Exec(t testing.TB, query string, args ...any) {
 	t.Helper()
 	execSQL(t, s.db, "PostgreSQL", query, args...)
 }
 
 // QueryInt reads one integer as postgres, failing the test on an error.
-func (s *PostgresServer) QueryInt(t testing.TB, query string, args ...any) int64 {
+func (s *PostgreSQLServer) QueryInt(t testing.TB, query string, args ...any) int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -249,7 +249,7 @@ func (s *PostgresServer) QueryInt(t testing.TB, query string, args ...any) int64
 
 // Uptime is the server's own uptime, to the millisecond, failing the
 // test on an error.
-func (s *PostgresServer) Uptime(t testing.TB) time.Duration {
+func (s *PostgreSQLServer) Uptime(t testing.TB) time.Duration {
 	t.Helper()
 	ms := s.QueryInt(t, "SELECT (extract(epoch FROM now() - pg_postmaster_start_time()) * 1000)::bigint")
 	return time.Duration(ms) * time.Millisecond
@@ -258,7 +258,7 @@ func (s *PostgresServer) Uptime(t testing.TB) time.Duration {
 // PgbenchInit creates pgbench's tables at scale (100,000 accounts, about
 // 16 MB, per unit; 0 is 10), once per server and scale. It takes about
 // 10 s at scale 10 on this project's 2-CPU machines.
-func PgbenchInit(ctx context.Context, t testing.TB, s *PostgresServer, scale int) {
+func PgbenchInit(ctx context.Context, t testing.TB, s *PostgreSQLServer, scale int) {
 	t.Helper()
 	if scale == 0 {
 		scale = 10
@@ -330,7 +330,7 @@ type PgbenchResult struct {
 // wait waits for it and returns pgbench's figures, failing the test if
 // pgbench failed or its report cannot be read. A load still running when
 // the test ends is stopped.
-func Pgbench(ctx context.Context, t testing.TB, s *PostgresServer, opts PgbenchOptions) (wait func() PgbenchResult) {
+func Pgbench(ctx context.Context, t testing.TB, s *PostgreSQLServer, opts PgbenchOptions) (wait func() PgbenchResult) {
 	t.Helper()
 	if s.pgbenchScale == 0 {
 		t.Fatal("testenv.Pgbench: call PgbenchInit first")
