@@ -298,3 +298,25 @@ func TestSysbenchOnCapacityDisk(t *testing.T) {
 		}
 	}
 }
+
+// pgbench at a fixed rate on PostgreSQL whose data is on a capacity
+// disk: the server (run as postgres) reaches its data directory on the
+// volume below the test's root-only temp dir, its writes and the WAL's
+// flushes are the disk's, and pgbench keeps its rate at no limit.
+func TestPgbenchOnCapacityDisk(t *testing.T) {
+	disk, _, mnt := CapacityDir(t, CapacityOptions{Size: 1 << 30})
+	srv := PostgreSQL(t, PostgreSQLOptions{VolumeDir: mnt})
+	if !strings.HasPrefix(srv.DataDir(), mnt+"/") {
+		t.Fatalf("data directory %s is not on the volume %s", srv.DataDir(), mnt)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	PgbenchInit(ctx, t, srv, 1)
+	disk.Reset()
+	r := Pgbench(ctx, t, srv, PgbenchOptions{Clients: 2, Rate: 50, Duration: 3 * time.Second})()
+	c := disk.Counts()
+	t.Logf("50/s offered: %.2f/s achieved, p95 %v; disk: %s", r.TPS, r.P95, c)
+	if r.Transactions < 120 || r.TPS < 45 || c.Writes == 0 || c.Flushes < int64(r.Transactions)/2 {
+		t.Errorf("pgbench %+v; the disk served %s", r, c)
+	}
+}

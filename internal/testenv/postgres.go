@@ -34,6 +34,11 @@ type PostgreSQLOptions struct {
 	// server runs in: it joins it before it executes, so that all of its
 	// I/O is the cgroup's.
 	CgroupProcs string
+	// VolumeDir, when set, is the directory (a volume's mount point,
+	// such as a CapacityDir's) in which the server keeps its data: the
+	// data directory is made there as postgresql, which must not exist
+	// yet. "" keeps it beside the socket in /tmp.
+	VolumeDir string
 	// ObserverPassword, when set, creates the role observer with this
 	// password (LOGIN and nothing more: the statistics views are for
 	// every role), which logs in over the socket with it (scram-sha-256);
@@ -106,6 +111,14 @@ func PostgreSQL(t testing.TB, opts PostgreSQLOptions) *PostgreSQLServer {
 	Must(t, os.Chmod(s.dir, 0o755))
 	Must(t, os.Chown(s.dir, s.uid, s.gid))
 	s.dataDir = filepath.Join(s.dir, "data")
+	if opts.VolumeDir != "" {
+		// initdb makes the data directory as postgres, in a volume root
+		// owns: made here, and handed over.
+		s.dataDir = filepath.Join(opts.VolumeDir, "postgresql")
+		Must(t, os.Mkdir(s.dataDir, 0o700))
+		Must(t, os.Chown(s.dataDir, s.uid, s.gid))
+		traversable(t, opts.VolumeDir)
+	}
 
 	initdb := s.asPostgres(filepath.Join(bin, "initdb"), "-D", s.dataDir, "-U", "postgres", "-A", "trust",
 		"-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions")
@@ -448,4 +461,17 @@ func percentile(v []time.Duration, p float64) time.Duration {
 	slices.Sort(s)
 	i := int(math.Ceil(p/100*float64(len(s)))) - 1
 	return s[max(0, min(i, len(s)-1))]
+}
+
+// traversable lets every user pass through dir and the directories above
+// it that lie in the temp dir (a test's t.TempDir is root's alone), so
+// that a server run as another user reaches its data there.
+func traversable(t testing.TB, dir string) {
+	t.Helper()
+	tmp := filepath.Clean(os.TempDir()) + string(filepath.Separator)
+	for d := filepath.Clean(dir); strings.HasPrefix(d, tmp); d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		Must(t, err)
+		Must(t, os.Chmod(d, fi.Mode().Perm()|0o011))
+	}
 }
