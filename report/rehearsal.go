@@ -44,7 +44,7 @@ func writeRehearsal(w io.Writer, doc *results.Document, r tw.Renderer, titlePref
 		}
 	}
 	for _, sys := range reh.Systems {
-		if line := replayedLine(sys.Replayed); line != "" {
+		if line := ReplayedLine(sys.Replayed); line != "" {
 			fmt.Fprintf(bw, "%s replayed %s\n", sys.Name, line)
 		}
 	}
@@ -52,9 +52,9 @@ func writeRehearsal(w io.Writer, doc *results.Document, r tw.Renderer, titlePref
 	return bw.Flush()
 }
 
-// replayedLine says what a system replayed of its observed shape; ""
+// ReplayedLine says what a system replayed of its observed shape; ""
 // for flat rates.
-func replayedLine(r *results.ReplayedShape) string {
+func ReplayedLine(r *results.ReplayedShape) string {
 	if r == nil {
 		return ""
 	}

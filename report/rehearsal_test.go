@@ -71,10 +71,10 @@ func TestRehearsalText(t *testing.T) {
 func TestRehearsalReplayedLine(t *testing.T) {
 	r := &results.ReplayedShape{Timeline: "obs.json: erp io", Steps: 8, StepNS: 5e8, Speed: 2, BSSplit: "4k/50:16k/50,16k/100", Sync: "fdatasync:4:after"}
 	want := "its timeline (obs.json: erp io, 8 steps of 500ms at speed 2), its size mix 4k/50:16k/50,16k/100, its durable writes as fdatasync:4:after"
-	if got := replayedLine(r); got != want {
+	if got := ReplayedLine(r); got != want {
 		t.Errorf("%q\nwant %q", got, want)
 	}
-	if replayedLine(nil) != "" || replayedLine(&results.ReplayedShape{}) != "" {
+	if ReplayedLine(nil) != "" || ReplayedLine(&results.ReplayedShape{}) != "" {
 		t.Error("a flat system described")
 	}
 }

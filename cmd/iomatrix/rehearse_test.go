@@ -187,7 +187,7 @@ systems:
 	if sched := res.Rate.ScheduledIOPS; math.Abs(sched-1080) > 11 {
 		t.Errorf("erp's schedule %.1f IOPS, want 1,080", sched)
 	}
-	if !strings.Contains(r.stderr, "replaying erp: timeline") || !strings.Contains(r.stderr, "bssplit 4k/50:16k/50,16k/100; sync fdatasync:4:after") {
+	if !strings.Contains(r.stderr, "replaying erp: its timeline (") || !strings.Contains(r.stderr, "its size mix 4k/50:16k/50,16k/100, its durable writes as fdatasync:4:after") {
 		t.Errorf("notices:\n%s", r.stderr)
 	}
 	// --flat: the file's rates, no profile.

@@ -3,12 +3,12 @@ package rehearse
 import (
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/iomatrix/iomatrix/answers/fit"
 	"github.com/iomatrix/iomatrix/iotest"
 	"github.com/iomatrix/iomatrix/iotest/pattern"
+	"github.com/iomatrix/iomatrix/report"
 	"github.com/iomatrix/iomatrix/results"
 )
 
@@ -215,27 +215,22 @@ func profiles(w fit.Workload, timelines []*results.Timeline, out []Shaped, speed
 
 func round1(v float64) float64 { return math.Round(v*10) / 10 }
 
-// describe says in a line what the rehearsal replays of a system.
+// describe says in a line what the rehearsal replays of a system: the
+// report's words (report.ReplayedLine), and of its timeline the moments
+// observed, its mean rates and the steps without a reading.
 func describe(name string, r *results.ReplayedShape) string {
-	var parts []string
-	if r.Timeline != "" {
-		parts = append(parts, fmt.Sprintf("timeline %s (%d steps of %s, observed %s–%s, mean %s r/s %s w/s)", r.Timeline, r.Steps,
-			time.Duration(r.StepNS), time.Duration(r.FromMS)*time.Millisecond, time.Duration(r.ToMS)*time.Millisecond,
-			results.FormatRate(r.MeanReadIOPS), results.FormatRate(r.MeanWriteIOPS)))
-		if r.MissingSteps > 0 {
-			parts = append(parts, fmt.Sprintf("%d steps unobserved, each replayed at the step before's rate", r.MissingSteps))
-		}
-	}
-	if r.BSSplit != "" {
-		parts = append(parts, "bssplit "+r.BSSplit)
-	}
-	if r.Sync != "" {
-		parts = append(parts, "sync "+r.Sync)
-	}
-	if len(parts) == 0 {
+	line := report.ReplayedLine(r)
+	if line == "" {
 		return name + ": no shape beyond its rates"
 	}
-	return name + ": " + strings.Join(parts, "; ")
+	if r.Timeline != "" {
+		line += fmt.Sprintf("; its timeline observed %s–%s, mean %s r/s %s w/s", time.Duration(r.FromMS)*time.Millisecond,
+			time.Duration(r.ToMS)*time.Millisecond, results.FormatRate(r.MeanReadIOPS), results.FormatRate(r.MeanWriteIOPS))
+		if r.MissingSteps > 0 {
+			line += fmt.Sprintf(", %d steps unobserved, each replayed at the step before's rate", r.MissingSteps)
+		}
+	}
+	return name + ": " + line
 }
 
 // ObservationSeries finds a timeline's series in its observation, read
