@@ -204,27 +204,41 @@ func TestCapVerifyFails(t *testing.T) {
 	if r.code == 3 {
 		return
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || r.code != 1 || v.Verdict != "fail" || v.Failed != 3 {
+	// A cell starved on each try is judged so; every other cell fails.
+	err := json.Unmarshal([]byte(r.stdout), &v)
+	starved := 0
+	for _, cell := range v.Cells {
+		if cell.Starved && cell.Inconclusive {
+			starved++
+		}
+	}
+	if err != nil || r.code != 1 || v.Verdict != "fail" || v.Failed+starved != 3 || v.Failed == 0 {
 		t.Errorf("wrong expectation: exit %d, %v\n%s", r.code, err, r.stdout)
 	}
 	for _, cell := range v.Cells {
+		if cell.Starved && cell.Inconclusive {
+			continue
+		}
 		if cell.OK || cell.Binding || len(cell.Reasons) == 0 || !strings.Contains(cell.Reasons[0], "below the expected") {
 			t.Errorf("wrong expectation: cell %+v", cell)
 		}
 	}
 }
 
-// unlessStarved runs a cap verify whose cells must fail, again while its
-// verdict is inconclusive only because other work held the CPUs long
-// enough to explain the shortfall (docs/caps.md, "CPU wait"): what the
-// verdict asks the user to do. Three times starved, on a machine loaded
-// by other tests or by a neighbour, is the rule's answer, logged; any
-// other inconclusive verdict is returned to be judged a failure.
+// unlessStarved runs a cap verify whose cells must fail, again while any
+// of its cells could not be judged only because other work held the CPUs
+// long enough to explain the shortfall (docs/caps.md, "CPU wait"): what
+// the verdict asks the user to do. Such a cell leaves the verdict
+// inconclusive (exit 3) when the others pass, and a FAIL (exit 1) with
+// one cell fewer judged when another fails. Three times starved, on a
+// machine loaded by other tests or by a neighbour, is the rule's answer,
+// logged; any other inconclusive verdict is returned to be judged a
+// failure.
 func unlessStarved(t *testing.T, run func() cmdResult) cmdResult {
 	t.Helper()
 	for try := 1; ; try++ {
 		r := run()
-		starved := r.code == 3 && strings.Contains(r.stdout, "the run waited for a CPU long enough to explain the shortfall") &&
+		starved := (r.code == 3 || r.code == 1) && strings.Contains(r.stdout, "the run waited for a CPU long enough to explain the shortfall") &&
 			!strings.Contains(r.stdout, "another process loaded the device")
 		if !starved {
 			return r
