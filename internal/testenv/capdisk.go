@@ -16,6 +16,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
+	"github.com/iomatrix/iomatrix/internal/hist"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 )
 
@@ -56,16 +57,38 @@ type CapacityDisk struct {
 	backing        *os.File
 	flushIsRequest bool
 
-	mu        sync.Mutex // guards the bucket
-	interval  time.Duration
-	tolerance time.Duration // (burst-1) * interval
-	tat       time.Time     // the theoretical arrival time of the next request
-	burst     int
+	own    *CapacityBucket
+	bucket atomic.Pointer[CapacityBucket] // own, or one shared with other disks (UseBucket)
 
 	held, maxHeld                  atomic.Int64
 	reads, writes, flushes         atomic.Int64
 	readBytes, writeBytes, discard atomic.Int64
 	waited, wait, largest          atomic.Int64 // wait: ns
+
+	latMu   sync.Mutex
+	latency hist.Histogram // of reads and writes, from arrival to served
+}
+
+// CapacityBucket is the limit a CapacityDisk serves under: a token bucket
+// of a rate and a burst (see CapacityDisk). Each disk has its own; disks
+// that share one (UseBucket) are one volume's capacity, whichever of
+// them a request arrives on: two loop devices that draw on one bucket
+// are two systems' devices on one cloud volume, each with its own
+// counts, and the volume's limit on them together.
+type CapacityBucket struct {
+	mu        sync.Mutex
+	interval  time.Duration
+	tolerance time.Duration // (burst-1) * interval
+	tat       time.Time     // the theoretical arrival time of the next request
+	burst     int
+}
+
+// NewCapacityBucket is a bucket of iops requests a second (0: no limit)
+// holding burst tokens (0: iops/100, at least 1).
+func NewCapacityBucket(iops, burst int) *CapacityBucket {
+	b := &CapacityBucket{}
+	b.SetLimit(iops, burst)
+	return b
 }
 
 var (
@@ -122,35 +145,60 @@ func NewCapacityDisk(backing *os.File, opts CapacityOptions) (*CapacityDisk, err
 	if err := opts.check(); err != nil {
 		return nil, err
 	}
-	d := &CapacityDisk{DiskFile: DiskFile{Size: opts.Size}, backing: backing, flushIsRequest: opts.FlushIsRequest}
-	d.SetLimit(opts.IOPS, opts.Burst)
+	d := &CapacityDisk{DiskFile: DiskFile{Size: opts.Size}, backing: backing, flushIsRequest: opts.FlushIsRequest,
+		own: NewCapacityBucket(opts.IOPS, opts.Burst)}
+	d.bucket.Store(d.own)
 	return d, nil
 }
 
 // SetLimit sets the rate (0: no limit) and the burst (0: IOPS/100, at
-// least 1) of the requests that arrive from now on; those already
+// least 1) of the requests that arrive from now on, on the bucket the
+// disk serves under (shared or not); those already waiting keep their
+// turns.
+func (d *CapacityDisk) SetLimit(iops, burst int) { d.Bucket().SetLimit(iops, burst) }
+
+// Limit is the rate (0: none) and burst of the bucket the disk serves
+// under.
+func (d *CapacityDisk) Limit() (iops, burst int) { return d.Bucket().Limit() }
+
+// Bucket is the bucket the disk serves under: its own, or the one it
+// shares.
+func (d *CapacityDisk) Bucket() *CapacityBucket { return d.bucket.Load() }
+
+// UseBucket makes the disk serve the requests that arrive from now on
+// under b, shared with the other disks that use it; nil puts it back
+// under its own, as its own was left.
+func (d *CapacityDisk) UseBucket(b *CapacityBucket) {
+	if b == nil {
+		b = d.own
+	}
+	d.bucket.Store(b)
+}
+
+// SetLimit sets the bucket's rate (0: no limit) and burst (0: IOPS/100,
+// at least 1) for the requests that arrive from now on; those already
 // waiting keep their turns.
-func (d *CapacityDisk) SetLimit(iops, burst int) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+func (b *CapacityBucket) SetLimit(iops, burst int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if burst <= 0 {
 		burst = max(iops/100, 1)
 	}
-	d.interval, d.burst = 0, burst
+	b.interval, b.burst = 0, burst
 	if iops > 0 {
-		d.interval = time.Second / time.Duration(iops)
+		b.interval = time.Second / time.Duration(iops)
 	}
-	d.tolerance = time.Duration(burst-1) * d.interval
+	b.tolerance = time.Duration(burst-1) * b.interval
 }
 
-// Limit is the disk's rate (0: none) and burst.
-func (d *CapacityDisk) Limit() (iops, burst int) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.interval > 0 {
-		iops = int(time.Second / d.interval)
+// Limit is the bucket's rate (0: none) and burst.
+func (b *CapacityBucket) Limit() (iops, burst int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.interval > 0 {
+		iops = int(time.Second / b.interval)
 	}
-	return iops, d.burst
+	return iops, b.burst
 }
 
 // turn is when a request that arrives at now may be served. The bucket
@@ -158,17 +206,17 @@ func (d *CapacityDisk) Limit() (iops, burst int) {
 // generic cell rate algorithm): a request may go tolerance before it,
 // and each moves it on by one interval. Turns are handed out under the
 // lock, so they follow the arrival order.
-func (d *CapacityDisk) turn(now time.Time) time.Time {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.interval == 0 {
+func (b *CapacityBucket) turn(now time.Time) time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.interval == 0 {
 		return now
 	}
-	if d.tat.Before(now) {
-		d.tat = now
+	if b.tat.Before(now) {
+		b.tat = now
 	}
-	at := d.tat.Add(-d.tolerance)
-	d.tat = d.tat.Add(d.interval)
+	at := b.tat.Add(-b.tolerance)
+	b.tat = b.tat.Add(b.interval)
 	if at.Before(now) {
 		return now
 	}
@@ -178,7 +226,7 @@ func (d *CapacityDisk) turn(now time.Time) time.Time {
 // admit holds a request until its turn.
 func (d *CapacityDisk) admit(ctx context.Context) {
 	now := time.Now()
-	at := d.turn(now)
+	at := d.Bucket().turn(now)
 	if wait := at.Sub(now); wait > 0 {
 		d.waited.Add(1)
 		d.wait.Add(int64(wait))
@@ -202,6 +250,28 @@ func (d *CapacityDisk) enter() (leave func()) {
 	return func() { d.held.Add(-1) }
 }
 
+// served records the latency of a read or a write that arrived at
+// start: its wait for its turn and its service, the volume's own latency
+// as a cloud provider's metrics give it (a wait in the kernel before the
+// request reached the volume, a cgroup's throttle, is not in it).
+func (d *CapacityDisk) served(start time.Time) {
+	took := time.Since(start)
+	d.latMu.Lock()
+	d.latency.Record(int64(took))
+	d.latMu.Unlock()
+}
+
+// Latency is the histogram of the latencies of the reads and writes
+// served since the last Reset, from their arrival at the disk to their
+// end (a copy).
+func (d *CapacityDisk) Latency() *hist.Histogram {
+	var h hist.Histogram
+	d.latMu.Lock()
+	h.Merge(&d.latency)
+	d.latMu.Unlock()
+	return &h
+}
+
 func (d *CapacityDisk) sized(n int) {
 	for m := d.largest.Load(); int64(n) > m && !d.largest.CompareAndSwap(m, int64(n)); m = d.largest.Load() {
 	}
@@ -222,6 +292,7 @@ func (d *CapacityDisk) Open(ctx context.Context, flags uint32) (fs.FileHandle, u
 
 func (d *CapacityDisk) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	defer d.enter()()
+	defer d.served(time.Now())
 	d.admit(ctx)
 	n := max(min(off+int64(len(dest)), d.Size)-off, 0)
 	got, err := d.backing.ReadAt(dest[:n], off)
@@ -236,6 +307,7 @@ func (d *CapacityDisk) Read(ctx context.Context, fh fs.FileHandle, dest []byte, 
 
 func (d *CapacityDisk) Write(ctx context.Context, fh fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
 	defer d.enter()()
+	defer d.served(time.Now())
 	d.admit(ctx)
 	n := max(min(off+int64(len(data)), d.Size)-off, 0)
 	if _, err := d.backing.WriteAt(data[:n], off); err != nil {
@@ -315,6 +387,9 @@ func (d *CapacityDisk) Reset() {
 		&d.discard, &d.waited, &d.wait, &d.maxHeld, &d.largest} {
 		c.Store(0)
 	}
+	d.latMu.Lock()
+	d.latency = hist.Histogram{}
+	d.latMu.Unlock()
 }
 
 // CapacityLoop makes a CapacityDisk over a sparse backing file and

@@ -25,19 +25,19 @@ func TestCapacityDiskBucket(t *testing.T) {
 	// An idle disk serves its burst at once, then one request every
 	// 10 ms, in arrival order.
 	for i, want := range []time.Duration{0, 0, 0, 10, 20, 30} {
-		if got := d.turn(now).Sub(now); got != want*time.Millisecond {
+		if got := d.Bucket().turn(now).Sub(now); got != want*time.Millisecond {
 			t.Errorf("request %d at once: turn %v later, want %v", i, got, want*time.Millisecond)
 		}
 	}
 	// After an idle spell as long as the burst, the bucket is full again.
 	later := now.Add(60 * time.Millisecond)
 	for i, want := range []time.Duration{0, 0, 0, 10} {
-		if got := d.turn(later).Sub(later); got != want*time.Millisecond {
+		if got := d.Bucket().turn(later).Sub(later); got != want*time.Millisecond {
 			t.Errorf("request %d after idling: turn %v later, want %v", i, got, want*time.Millisecond)
 		}
 	}
 	d.SetLimit(0, 0)
-	if got := d.turn(later); !got.Equal(later) {
+	if got := d.Bucket().turn(later); !got.Equal(later) {
 		t.Errorf("no limit: turn %v later", got.Sub(later))
 	}
 	if iops, burst := d.Limit(); iops != 0 || burst != 1 {
@@ -49,9 +49,31 @@ func TestCapacityDiskBucket(t *testing.T) {
 		Must(t, err)
 		_ = d.Fsync(context.Background(), nil, 0)
 		now := time.Now()
-		if waits := d.turn(now).Sub(now) > 0; waits != costs || d.Counts().Flushes != 1 {
+		if waits := d.Bucket().turn(now).Sub(now) > 0; waits != costs || d.Counts().Flushes != 1 {
 			t.Errorf("FlushIsRequest %v: after a flush, the next request waits: %v; counts %s", costs, waits, d.Counts())
 		}
+	}
+	// Two disks on one bucket share its rate: a request on either takes
+	// the next turn; back on their own buckets, each has its own again.
+	a, err := NewCapacityDisk(nil, CapacityOptions{IOPS: 1000, Size: 4096})
+	Must(t, err)
+	b, err := NewCapacityDisk(nil, CapacityOptions{IOPS: 1000, Size: 4096})
+	Must(t, err)
+	shared := NewCapacityBucket(100, 1)
+	a.UseBucket(shared)
+	b.UseBucket(shared)
+	for i, want := range []time.Duration{0, 10, 20, 30} {
+		d := []*CapacityDisk{a, b}[i%2]
+		if got := d.Bucket().turn(now).Sub(now); got != want*time.Millisecond {
+			t.Errorf("shared bucket, request %d: turn %v later, want %v", i, got, want*time.Millisecond)
+		}
+	}
+	if iops, _ := b.Limit(); iops != 100 {
+		t.Errorf("b on the shared bucket: limit %d, want 100", iops)
+	}
+	a.UseBucket(nil)
+	if iops, burst := a.Limit(); iops != 1000 || burst != 10 || a.Bucket().turn(now) != now {
+		t.Errorf("a on its own bucket again: %d IOPS, burst %d", iops, burst)
 	}
 	for _, bad := range []CapacityOptions{{Size: 4095}, {Size: 4096, MaxRequest: 2 << 20}, {Size: 4096, IOPS: -1}} {
 		if _, err := NewCapacityDisk(nil, bad); err == nil {
