@@ -221,7 +221,14 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	}
 	code, msg := exitCode(err), nameTyped(message(flagError(err)), typedSpellings(args))
 	if se, ok := context.Cause(ctx).(signalError); ok && ctx.Err() != nil {
-		code, msg = 128+int(se.sig.(syscall.Signal)), se.Error()
+		// The signal's status; an error of its own (a file the command
+		// still wrote after it) is said beside it, never hidden by it.
+		if errors.Is(err, context.Canceled) || errors.As(err, new(signalError)) {
+			msg = se.Error()
+		} else {
+			msg = se.Error() + "; then: " + msg
+		}
+		code = 128 + int(se.sig.(syscall.Signal))
 	}
 	if f := cmd.Flags().Lookup("format"); f != nil && f.Value.String() == "json" {
 		// Machine output stays machine-readable, errors included.
