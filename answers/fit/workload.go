@@ -298,21 +298,37 @@ func (w Workload) Sum() Need {
 }
 
 // Share is one system's part of the measured capacity: caps that give
-// each system its need scaled by the headroom, rounded down, so that the
-// caps add up to no more than the cell measured.
+// each system its need and an equal part of the room left, rounded down,
+// so that the caps add up to no more than the cell measured.
 type Share struct {
 	System    string
 	ReadIOPS  uint64
 	WriteIOPS uint64
 }
 
-// Shares splits the verdict's IOPS among the systems in proportion to
-// their needs.
+// Shares splits the verdict's IOPS among the systems: each direction of
+// each system its need, and the room left over (the verdict's IOPS beyond
+// the sum of the needs) in equal parts among all the systems'
+// directions. Equal, not in proportion to the needs: a direction a
+// system was seen to barely use would otherwise be held to a sliver of
+// it, and one whose reads the page cache served while it was observed
+// (a database's working set in memory) reads from the disk when the
+// cache has gone cold, at the rate its queries need, not the rate
+// observed. A verdict below the sum (no room) gives each its need
+// scaled down.
 func (w Workload) Shares(v Verdict) []Share {
-	k := v.IOPS / w.Sum().Total()
+	sum := w.Sum().Total()
+	room := v.IOPS - sum
 	out := make([]Share, len(w.Systems))
 	for i, s := range w.Systems {
-		out[i] = Share{System: s.Name, ReadIOPS: capOf(s.ReadIOPS * k), WriteIOPS: capOf(s.WriteIOPS * k)}
+		r, wr := s.ReadIOPS, s.WriteIOPS
+		if room >= 0 {
+			part := room / float64(2*len(w.Systems))
+			r, wr = r+part, wr+part
+		} else if sum > 0 {
+			r, wr = r*v.IOPS/sum, wr*v.IOPS/sum
+		}
+		out[i] = Share{System: s.Name, ReadIOPS: capOf(r), WriteIOPS: capOf(wr)}
 	}
 	return out
 }

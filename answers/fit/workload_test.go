@@ -34,8 +34,14 @@ func TestWorkloadSumAndShares(t *testing.T) {
 	for _, sh := range shares {
 		total += float64(sh.ReadIOPS + sh.WriteIOPS)
 	}
-	if shares[0].ReadIOPS != 200 || shares[0].WriteIOPS != 100 || shares[1].ReadIOPS != 600 || shares[1].WriteIOPS != 1 || total > 901 {
+	// 450 I/Os a second of room, 112.5 to each of the four directions.
+	if shares[0].ReadIOPS != 212 || shares[0].WriteIOPS != 162 || shares[1].ReadIOPS != 412 || shares[1].WriteIOPS != 112 || total > 900 {
 		t.Errorf("shares %+v", shares)
+	}
+	// No room: each its need, scaled down.
+	shares = w.Shares(Verdict{IOPS: 225})
+	if shares[0].ReadIOPS != 50 || shares[0].WriteIOPS != 25 || shares[1].ReadIOPS != 150 || shares[1].WriteIOPS != 1 {
+		t.Errorf("shares without room %+v", shares)
 	}
 }
 

@@ -31,13 +31,14 @@ func TestAnswerCapsOnTheMeasuredDevice(t *testing.T) {
 	if len(a.Systems) != 2 {
 		t.Fatalf("systems %+v", a.Systems)
 	}
-	// 80 % reads: the 50 % row, 1,000 IOPS for 500 needed: twice each need.
+	// 80 % reads: the 50 % row, 1,000 IOPS for 500 needed: each direction
+	// its need and a quarter of the 500 left.
 	s := a.Systems[0]
-	if s.Cap != "riops=600,wiops=200" || s.IOMax != "8:16 rbps=max wbps=max riops=600 wiops=200" ||
-		!slices.Equal(s.Blkio, []string{"blkio.throttle.read_iops_device: 8:16 600", "blkio.throttle.write_iops_device: 8:16 200"}) {
+	if s.Cap != "riops=425,wiops=225" || s.IOMax != "8:16 rbps=max wbps=max riops=425 wiops=225" ||
+		!slices.Equal(s.Blkio, []string{"blkio.throttle.read_iops_device: 8:16 425", "blkio.throttle.write_iops_device: 8:16 225"}) {
 		t.Errorf("system a: %+v", s)
 	}
-	if a.Systems[1].Cap != "riops=200,wiops=1" {
+	if a.Systems[1].Cap != "riops=225,wiops=125" {
 		t.Errorf("system b: %+v", a.Systems[1])
 	}
 	var text bytes.Buffer
@@ -45,7 +46,7 @@ func TestAnswerCapsOnTheMeasuredDevice(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"FITS: 400 reads + 100 writes = 500 IOPS (80 % reads) at 4k\n", "of member x (the fleet's worst)",
-		"headroom: +100.0 %\n", "\nsystems:\n  a: 300 reads/s, 100 writes/s\n    --cap riops=600,wiops=200\n    io.max: 8:16 "} {
+		"headroom: +100.0 %\n", "\nsystems:\n  a: 300 reads/s, 100 writes/s\n    --cap riops=425,wiops=225\n    io.max: 8:16 "} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, text.String())
 		}

@@ -67,12 +67,12 @@ func TestWindow(t *testing.T) {
 	}
 }
 
-// The caps are sizing's shares, a direction a system does not use held
-// to 1.
+// The caps are sizing's shares: each direction its need and a quarter
+// of the 500 IOPS of room, a direction a system does not use included.
 func TestLimits(t *testing.T) {
 	w := workload(t, "systems:\n  - {name: a, reads: 300, writes: 100, block_size: 4k}\n  - {name: b, reads: 100, block_size: 4k}\n")
 	ls := Limits(w, fit.Verdict{IOPS: 1000, Fits: true})
-	if ls[0].ReadIOPS != 600 || ls[0].WriteIOPS != 200 || ls[1].ReadIOPS != 200 || ls[1].WriteIOPS != 1 {
+	if ls[0].ReadIOPS != 425 || ls[0].WriteIOPS != 225 || ls[1].ReadIOPS != 225 || ls[1].WriteIOPS != 125 {
 		t.Errorf("limits %+v", ls)
 	}
 }
