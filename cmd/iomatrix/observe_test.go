@@ -23,25 +23,10 @@ import (
 	"github.com/iomatrix/iomatrix/results"
 )
 
-// blkioGroup makes a v1 blkio cgroup for a test, removed when it ends
-// (after the processes in it are gone).
+// blkioGroup makes a v1 blkio cgroup for a test (testenv.BlkioGroup).
 func blkioGroup(t *testing.T, name string) string {
 	t.Helper()
-	testenv.Root(t)
-	base := "/sys/fs/cgroup/blkio"
-	_, err := os.Stat(filepath.Join(base, "blkio.throttle.io_serviced"))
-	testenv.Require(t, err == nil, "no v1 blkio hierarchy at "+base)
-	dir := filepath.Join(base, fmt.Sprintf("iomatrix-test-%s-%d", name, os.Getpid()))
-	testenv.Must(t, os.Mkdir(dir, 0o755))
-	t.Cleanup(func() {
-		// Removed once the last process in it has exited.
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if !testenv.Poll(ctx, func() bool { err := os.Remove(dir); return err == nil || os.IsNotExist(err) }) {
-			t.Errorf("cgroup %s left behind", dir)
-		}
-	})
-	return dir
+	return testenv.BlkioGroup(t, name)
 }
 
 // inCgroup runs iomatrix (or, with bin set, another program) as a

@@ -8,6 +8,8 @@
 package testenv
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -269,6 +271,28 @@ func LockCgroupV2(t testing.TB) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { lock.Close() }) // releases the lock
+}
+
+// BlkioGroup makes a v1 blkio cgroup for a test, named after name and the
+// test process, and removes it when the test ends (once the processes in
+// it are gone, waiting up to 10 s for them). It needs root and the v1
+// blkio hierarchy at /sys/fs/cgroup/blkio.
+func BlkioGroup(t testing.TB, name string) string {
+	t.Helper()
+	Root(t)
+	base := "/sys/fs/cgroup/blkio"
+	_, err := os.Stat(filepath.Join(base, "blkio.throttle.io_serviced"))
+	Require(t, err == nil, "no v1 blkio hierarchy at "+base)
+	dir := filepath.Join(base, fmt.Sprintf("iomatrix-test-%s-%d", name, os.Getpid()))
+	Must(t, os.Mkdir(dir, 0o755))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if !Poll(ctx, func() bool { err := os.Remove(dir); return err == nil || os.IsNotExist(err) }) {
+			t.Errorf("cgroup %s left behind", dir)
+		}
+	})
+	return dir
 }
 
 // RemoveCgroup removes a cgroup directory tree made by a test, moving any
