@@ -81,6 +81,10 @@ func RehearsalVerdict(reh *results.Rehearsal) string {
 		}
 		return "DOES NOT FIT"
 	}
+	if reh.Inconclusive {
+		return fmt.Sprintf("rehearsal: INCONCLUSIVE: a system that did not fit waited for a CPU long enough to explain it (the lookup says %s; run again on idle CPUs)",
+			word(reh.LookupFits))
+	}
 	if reh.Fits == reh.LookupFits {
 		return fmt.Sprintf("rehearsal: %s (the lookup agrees)", word(reh.Fits))
 	}

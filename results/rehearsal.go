@@ -16,8 +16,12 @@ type Rehearsal struct {
 	// of the lookup's cell (RehearsedSystem.Cap).
 	WithCaps bool `json:"with_caps"`
 	// Fits is the rehearsal's verdict: every system fits.
-	Fits    bool              `json:"fits"`
-	Systems []RehearsedSystem `json:"systems"`
+	Fits bool `json:"fits"`
+	// Inconclusive: it does not fit only by systems whose run waited for
+	// a CPU long enough to explain it (RehearsedSystem.Inconclusive):
+	// neither FITS nor not.
+	Inconclusive bool              `json:"inconclusive,omitempty"`
+	Systems      []RehearsedSystem `json:"systems"`
 }
 
 // RehearsedSystem is one system of a rehearsal: what it needs, what it
@@ -46,6 +50,12 @@ type RehearsedSystem struct {
 	// not: the figure a reader looks for first.
 	ResponseP99US float64 `json:"response_p99_us"`
 	Fits          bool    `json:"fits"`
+	// Inconclusive: the system does not fit, but its I/O waited for a
+	// CPU, while others held them, for CPUWaitPct of the window (the
+	// result's CPUWait): a busy machine, not the volume, may have held
+	// it back. Neither fits nor not.
+	Inconclusive bool    `json:"inconclusive,omitempty"`
+	CPUWaitPct   float64 `json:"cpu_wait_pct,omitempty"`
 	// Why says what does not hold, when the system does not fit.
 	Why string `json:"why,omitempty"`
 	// Replayed is the observed shape the system replayed (a version 2

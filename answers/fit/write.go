@@ -2,6 +2,7 @@ package fit
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -114,13 +115,25 @@ func (a Answer) Failure() error {
 		}
 		return nil
 	}
+	if a.Rehearsal.Inconclusive {
+		for _, sys := range a.Rehearsal.Systems {
+			if !sys.Fits {
+				return fmt.Errorf("%w: %s: %s", ErrInconclusive, sys.Name, sys.Why)
+			}
+		}
+	}
 	for _, sys := range a.Rehearsal.Systems {
-		if !sys.Fits {
+		if !sys.Fits && !sys.Inconclusive {
 			return fmt.Errorf("does not fit, by the rehearsal: %s: %s", sys.Name, sys.Why)
 		}
 	}
 	return nil
 }
+
+// ErrInconclusive is Failure's error for a rehearsal that neither fits
+// nor fails: a system did not fit while its run waited for a CPU long
+// enough to explain it, and no other system failed.
+var ErrInconclusive = errors.New("inconclusive, by the rehearsal")
 
 // Write renders the answer as format asks: "json" is the answer as one
 // document (WriteJSON); "text" is WriteText, then the rehearsal's

@@ -81,6 +81,9 @@ func runFit(ctx context.Context, g *globalOptions, o *fitOptions, f *pflag.FlagS
 		return err
 	}
 	if err := a.Failure(); err != nil {
+		if errors.Is(err, fit.ErrInconclusive) {
+			return &commandError{Code: exitInconclusive, Err: err}
+		}
 		return &commandError{Code: exitFailure, Err: err}
 	}
 	return nil

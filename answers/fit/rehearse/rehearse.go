@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/iomatrix/iomatrix/answers/capverify"
 	"github.com/iomatrix/iomatrix/answers/fit"
 	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/units"
@@ -170,7 +171,7 @@ func rehearse(ctx context.Context, c *Config, sess *session.Session) (*results.D
 	if err != nil {
 		return nil, err
 	}
-	reh.Fits = true
+	reh.Fits, reh.Inconclusive = true, true
 	for i, s := range c.Workload.Systems {
 		r := out[i].Result
 		r.Name = s.Name
@@ -182,7 +183,9 @@ func rehearse(ctx context.Context, c *Config, sess *session.Session) (*results.D
 		}
 		reh.Systems = append(reh.Systems, sys)
 		reh.Fits = reh.Fits && sys.Fits
+		reh.Inconclusive = reh.Inconclusive && (sys.Fits || sys.Inconclusive)
 	}
+	reh.Inconclusive = reh.Inconclusive && !reh.Fits
 	doc.FinishedAt = time.Now().UTC().Format(time.RFC3339)
 	if err := results.WriteFileAtomic(c.Out, doc); err != nil {
 		return nil, err
@@ -235,6 +238,17 @@ func Judge(s fit.Need, r results.Result) results.RehearsedSystem {
 		sys.Latency = append(sys.Latency, c)
 	}
 	sys.Fits = len(why) == 0
+	if w := r.CPUWait; w != nil && w.Pct > 0 {
+		sys.CPUWaitPct = w.Pct
+		// The cap verdict's rule (capverify.QuietCPUWait): below it, an
+		// idle machine's own wakeups; above it, a response time or a
+		// rate the CPUs may have set as well as the volume.
+		if !sys.Fits && w.Pct >= 100*capverify.QuietCPUWait {
+			sys.Inconclusive = true
+			why = append([]string{fmt.Sprintf("its I/O waited for a CPU %s of the window, others holding them: a busy machine, not the volume, may have held it back (run again on idle CPUs)",
+				units.FormatPercent(w.Pct))}, why...)
+		}
+	}
 	sys.Why = strings.Join(why, "; ")
 	return sys
 }

@@ -122,6 +122,29 @@ func TestJudge(t *testing.T) {
 			}
 		})
 	}
+	// A system that does not fit while its I/O waited for a CPU, others
+	// holding them, for 5 % of the window or more is inconclusive: the
+	// CPUs may have held it back. Below that, or when it fits, the wait is
+	// only recorded.
+	starved := func(r results.Result, pct float64) results.Result {
+		r.CPUWait = &results.CPUWait{Pct: pct}
+		return r
+	}
+	for _, tc := range []struct {
+		res                results.Result
+		fits, inconclusive bool
+	}{
+		{starved(rated(5000, 5000, true, 200_000, 2500), 12), false, true},
+		{starved(rated(5000, 3000, false, 200_000, 1500), 5), false, true},
+		{starved(rated(5000, 5000, true, 200_000, 2500), 4.9), false, false},
+		{starved(rated(5000, 4990, true, 200_000, 1500), 30), true, false},
+	} {
+		s := Judge(erp, tc.res)
+		if s.Fits != tc.fits || s.Inconclusive != tc.inconclusive || s.CPUWaitPct != tc.res.CPUWait.Pct ||
+			tc.inconclusive != strings.HasPrefix(s.Why, "its I/O waited for a CPU") {
+			t.Errorf("CPU wait %v %%: fits %v, inconclusive %v, why %q", tc.res.CPUWait.Pct, s.Fits, s.Inconclusive, s.Why)
+		}
+	}
 }
 
 // Plan touches nothing and decides what was left open: the window from
