@@ -94,8 +94,13 @@ func (s Statistic) of(sum *results.SeriesSummary, f string) float64 {
 // ObservedWorkload writes the workload file `fit --workload` reads from
 // an observation, in version 2: each system's reads and writes per
 // second at the statistic, raised by headroomPct, its dominant block size
-// (the size class with the most I/Os in its busiest hour) and its
-// concurrency (its share of its devices' queue then, rounded up); and
+// (the size class with the most I/Os in its busiest hour), its share of
+// its devices' queue then as a comment, not as its concurrency (what a
+// database had in flight on a fast device understates what it has on a
+// slow one: a consolidation of MariaDB and PostgreSQL rehearsed each at
+// its observed 1 in flight gave PostgreSQL 250 of a 600-IOPS volume's
+// I/Os a second where it got 134 for real, MariaDB's many threads and
+// page cleaner queueing more); and
 // its shape: its read share and size mix in that hour, its durable
 // writes per second at the statistic (its database's, or unknown), and
 // where its timeline is in the observation. Systems that did no I/O are
@@ -113,7 +118,9 @@ func ObservedWorkload(o *results.Observation, st Statistic, headroomPct float64,
 		b.WriteString("# headroom: none (add some with --headroom, or judge with fit's own margin).\n")
 	}
 	b.WriteString("# block_size: the size class with the most I/Os in the system's busiest hour (from each interval's average size).\n")
-	b.WriteString("# concurrency: the system's share of its devices' time-averaged queue (aqu-sz) in that hour, rounded up.\n")
+	b.WriteString("# concurrency is left out: a system's share of its devices' time-averaged queue (aqu-sz), given in a comment,\n")
+	b.WriteString("# is what it had in flight on the observed devices; on a slower one a database has more (Little's law), up to\n")
+	b.WriteString("# its threads' and its asynchronous writers' own bounds. Set one where you know that bound.\n")
 	b.WriteString("# read_share and bssplit (reads,writes, % of each direction's I/Os by size): that hour's.\n")
 	b.WriteString("# durable_writes: the flushes per second a commit waits on, from the system's database at the same statistic (headroom added), or unknown.\n")
 	b.WriteString("# timeline: the system's series in the observation (a relative path is from this file's directory), which a rehearsal replays.\n")
@@ -145,8 +152,8 @@ func ObservedWorkload(o *results.Observation, st Statistic, headroomPct float64,
 		b.WriteString("\n")
 		fmt.Fprintf(&b, "  - name: %s\n    reads: %s\n    writes: %s\n    block_size: %s\n",
 			strconv.Quote(sys.Name), num(reads), num(writes), units.FormatSize(dominantSize(sum)))
-		if c := math.Ceil(sys.Concurrency); c >= 1 {
-			fmt.Fprintf(&b, "    concurrency: %d\n", int(c))
+		if sys.Concurrency > 0 {
+			fmt.Fprintf(&b, "    # in flight, observed: %s on average (aqu-sz share)\n", num(math.Round(sys.Concurrency*100)/100))
 		}
 		fmt.Fprintf(&b, "    read_share: %s\n", num(readShare(sum, reads, writes)))
 		if mix := sizeMixSplit(busiestMix(sum)); mix != "" {
