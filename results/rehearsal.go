@@ -52,8 +52,9 @@ type RehearsedSystem struct {
 	Fits          bool    `json:"fits"`
 	// Inconclusive: the system does not fit, but its I/O waited for a
 	// CPU, while others held them, for CPUWaitPct of the window (the
-	// result's CPUWait): a busy machine, not the volume, may have held
-	// it back. Neither fits nor not.
+	// result's CPUWait), long enough to explain its shortfall and its
+	// response time, and the lookup's cells fit: a busy machine, not the
+	// volume, may have held it back. Neither fits nor not.
 	Inconclusive bool    `json:"inconclusive,omitempty"`
 	CPUWaitPct   float64 `json:"cpu_wait_pct,omitempty"`
 	// Why says what does not hold, when the system does not fit.

@@ -177,6 +177,14 @@ func rehearse(ctx context.Context, c *Config, sess *session.Session) (*results.D
 		r.Name = s.Name
 		doc.Results = append(doc.Results, r)
 		sys := Judge(s, r)
+		if sys.Inconclusive && !c.Lookup.Fits {
+			// The measured cells do not carry the sum either: the two
+			// measurements agree, whatever the CPUs did to this one
+			// (the wait is summed over every thread that may serve the
+			// target, and on a busy machine it can explain any rate).
+			sys.Inconclusive = false
+			sys.Why = strings.TrimPrefix(sys.Why, starvedWhy(sys.CPUWaitPct)+"; ")
+		}
 		sys.Cap = out[i].Cap
 		if i < len(c.Shaped) {
 			sys.Replayed = c.Shaped[i].Replayed
@@ -201,28 +209,42 @@ func Judge(s fit.Need, r results.Result) results.RehearsedSystem {
 	sys := results.RehearsedSystem{Name: s.Name, Result: r.Name, ReadIOPS: s.ReadIOPS, WriteIOPS: s.WriteIOPS,
 		BlockSize: s.BlockSize, Concurrency: s.Concurrency, AchievedIOPS: r.Total.IOPS}
 	var why []string
+	// What the CPUs cannot explain: a failure of another kind, a rate
+	// further below its schedule than its wait for a CPU accounts for,
+	// a response time longer than the bound by more than the whole wait.
+	var unexplained bool
+	var wait time.Duration // the window's I/O may have lost to others' use of the CPUs
+	if w := r.CPUWait; w != nil {
+		wait = time.Duration(w.Pct / 100 * float64(r.DurationNS))
+	}
 	if r.Error != nil {
 		why = append(why, "its stream failed: "+r.Error.Error())
+		unexplained = true
 	}
 	if rs := r.Rate; rs == nil {
 		why = append(why, "its result has no schedule (not an open-loop run)")
+		unexplained = true
 	} else {
 		sys.AchievedIOPS, sys.ScheduledIOPS, sys.Sustained = rs.AchievedIOPS, rs.ScheduledIOPS, rs.Sustained
 		if rs.ScheduledIOPS > 0 {
 			sys.DeviationPct = 100 * (rs.AchievedIOPS/rs.ScheduledIOPS - 1)
 		}
+		short := capverify.UnstarvedIOPS(rs.AchievedIOPS, time.Duration(r.DurationNS), wait) < rs.ScheduledIOPS*(1-RateTolerance)
 		switch {
 		case !rs.Sustained:
 			why = append(why, fmt.Sprintf("rate not sustained: %s IOPS achieved of %s scheduled, a backlog of up to %s I/Os",
 				units.Thousands(rs.AchievedIOPS, 0), units.Thousands(rs.ScheduledIOPS, 0), units.Thousands(float64(rs.MaxBacklog), 0)))
+			unexplained = unexplained || short
 		case math.Abs(sys.DeviationPct) > 100*RateTolerance:
 			why = append(why, fmt.Sprintf("rate %s IOPS, %+.2f %% from its schedule's %s", units.Thousands(rs.AchievedIOPS, 0),
 				sys.DeviationPct, units.Thousands(rs.ScheduledIOPS, 0)))
+			unexplained = unexplained || short || sys.DeviationPct > 0
 		}
 	}
 	resp, ok := response(r)
 	if !ok {
 		why = append(why, "its result has no response time")
+		unexplained = true
 	} else {
 		sys.ResponseP99US, _ = report.LatP99.Measure(resp)
 	}
@@ -233,6 +255,8 @@ func Judge(s fit.Need, r results.Result) results.RehearsedSystem {
 			c.US, c.Holds = check.Value, check.Holds
 			if fails != "" {
 				why = append(why, fails)
+				over := time.Duration(check.Value*float64(time.Microsecond)) - b.Max
+				unexplained = unexplained || check.Flags != 0 || over > wait
 			}
 		}
 		sys.Latency = append(sys.Latency, c)
@@ -242,15 +266,21 @@ func Judge(s fit.Need, r results.Result) results.RehearsedSystem {
 		sys.CPUWaitPct = w.Pct
 		// The cap verdict's rule (capverify.QuietCPUWait): below it, an
 		// idle machine's own wakeups; above it, a response time or a
-		// rate the CPUs may have set as well as the volume.
-		if !sys.Fits && w.Pct >= 100*capverify.QuietCPUWait {
+		// rate the CPUs may have set as well as the volume, where the
+		// wait is long enough to explain every failure.
+		if !sys.Fits && !unexplained && w.Pct >= 100*capverify.QuietCPUWait {
 			sys.Inconclusive = true
-			why = append([]string{fmt.Sprintf("its I/O waited for a CPU %s of the window, others holding them: a busy machine, not the volume, may have held it back (run again on idle CPUs)",
-				units.FormatPercent(w.Pct))}, why...)
+			why = append([]string{starvedWhy(w.Pct)}, why...)
 		}
 	}
 	sys.Why = strings.Join(why, "; ")
 	return sys
+}
+
+// starvedWhy is the reason an inconclusive system gives first.
+func starvedWhy(pct float64) string {
+	return fmt.Sprintf("its I/O waited for a CPU %s of the window, others holding them: a busy machine, not the volume, may have held it back (run again on idle CPUs)",
+		units.FormatPercent(pct))
 }
 
 // response is r with its response times in the place of its latency, so

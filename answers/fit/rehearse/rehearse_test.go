@@ -123,11 +123,13 @@ func TestJudge(t *testing.T) {
 		})
 	}
 	// A system that does not fit while its I/O waited for a CPU, others
-	// holding them, for 5 % of the window or more is inconclusive: the
-	// CPUs may have held it back. Below that, or when it fits, the wait is
-	// only recorded.
+	// holding them, for 5 % of the window or more, long enough to explain
+	// every failure, is inconclusive: the CPUs may have held it back.
+	// Below that, or when it fits, the wait is only recorded. In a window
+	// of 10 s: 45 % is 4.5 s, and 3,000 I/Os a second in 5.5 s are 5,455
+	// in the whole window; 5 % is 0.5 s, 3,158 a second.
 	starved := func(r results.Result, pct float64) results.Result {
-		r.CPUWait = &results.CPUWait{Pct: pct}
+		r.CPUWait, r.DurationNS = &results.CPUWait{Pct: pct}, int64(10*time.Second)
 		return r
 	}
 	for _, tc := range []struct {
@@ -135,7 +137,10 @@ func TestJudge(t *testing.T) {
 		fits, inconclusive bool
 	}{
 		{starved(rated(5000, 5000, true, 200_000, 2500), 12), false, true},
-		{starved(rated(5000, 3000, false, 200_000, 1500), 5), false, true},
+		{starved(rated(5000, 3000, false, 200_000, 1500), 45), false, true},
+		{starved(rated(5000, 3000, false, 200_000, 1500), 5), false, false},      // the wait explains 3,158 a second
+		{starved(rated(5000, 5000, true, 200_000, 1_500_000), 12), false, false}, // 1.5 s over the bound, 1.2 s of wait
+		{starved(rated(5000, 5000, true, 500, 1500), 50), false, false},          // too few I/Os: not the CPU's
 		{starved(rated(5000, 5000, true, 200_000, 2500), 4.9), false, false},
 		{starved(rated(5000, 4990, true, 200_000, 1500), 30), true, false},
 	} {
