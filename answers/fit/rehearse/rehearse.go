@@ -204,7 +204,10 @@ func rehearse(ctx context.Context, c *Config, sess *session.Session) (*results.D
 // Judge is the verdict on one system from its result: it fits when its
 // stream kept to its schedule (sustained, and its achieved rate within
 // RateTolerance of the schedule's own) and its response time holds
-// every bound on enough I/Os to prove it.
+// every bound on enough I/Os to prove it. One that does not fit is
+// inconclusive when its I/O waited for a CPU, others holding them, for
+// capverify.QuietCPUWait of the window or more, and long enough to
+// explain each failure (Run then keeps that only where the lookup fits).
 func Judge(s fit.Need, r results.Result) results.RehearsedSystem {
 	sys := results.RehearsedSystem{Name: s.Name, Result: r.Name, ReadIOPS: s.ReadIOPS, WriteIOPS: s.WriteIOPS,
 		BlockSize: s.BlockSize, Concurrency: s.Concurrency, AchievedIOPS: r.Total.IOPS}
