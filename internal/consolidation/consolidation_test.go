@@ -359,26 +359,30 @@ func runLoads(ctx context.Context, t *testing.T, bin, dir, name string, env []st
 // phase measured while they take the CPUs measures them.
 func waitQuiet(t *testing.T) {
 	t.Helper()
-	start, quiet := time.Now(), 0
-	for time.Since(start) < 3*time.Minute {
-		before := testenv.MachineTimes(t)
-		// sleep: a second of the machine's CPU time is the sample; the wait is the measurement.
-		time.Sleep(time.Second)
-		after := testenv.MachineTimes(t)
-		busy := float64(after.Busy-before.Busy) / float64(max(after.Total()-before.Total(), 1))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	start := time.Now()
+	last, lastAt, quiet := testenv.MachineTimes(t), start, 0
+	idle := testenv.Poll(ctx, func() bool {
+		if time.Since(lastAt) < time.Second {
+			return false // a second of the machine's CPU time is one sample
+		}
+		now := testenv.MachineTimes(t)
+		busy := float64(now.Busy-last.Busy) / float64(max(now.Total()-last.Total(), 1))
+		last, lastAt = now, time.Now()
 		if busy < 1.0/3 {
 			quiet++
 		} else {
 			quiet = 0
 		}
-		if quiet == 3 {
-			if waited := time.Since(start); waited > 4*time.Second {
-				t.Logf("waited %v for idle CPUs", waited.Round(time.Second))
-			}
-			return
-		}
+		return quiet == 3
+	})
+	switch waited := time.Since(start).Round(time.Second); {
+	case !idle:
+		t.Logf("the CPUs were not idle for three seconds in three minutes: measuring anyway")
+	case waited > 4*time.Second:
+		t.Logf("waited %v for idle CPUs", waited)
 	}
-	t.Logf("the CPUs were not idle for three seconds in three minutes: measuring anyway")
 }
 
 func run(t *testing.T, bin string, env []string, args ...string) string {
