@@ -170,7 +170,12 @@ iomatrix isolate $D --size 1g --victim randread:4k:4 --aggressor randread:16k:32
 		}
 		v, _ := capVerdict(t, r, exitFailure)
 		c := v.Cells[0]
-		if c.OK || c.Inconclusive || c.RateOK || !c.CountersOK || c.MeasuredIOPS < 2*capN ||
+		// How far above the cap the window lands depends on when the
+		// guest's shell saw the count and raised the limit: 7,975 IOPS
+		// here on an idle host, 594 in CI with the host's two CPUs
+		// shared with the database tests, the raise then landing near
+		// the window's end. Any rate beyond the tolerance is the raise's.
+		if c.OK || c.Inconclusive || c.RateOK || !c.CountersOK || c.MeasuredIOPS <= capN*(1+c.TolerancePct/100) ||
 			!anyContains(c.Reasons, "the cap model expects 500") {
 			t.Errorf("a cap raised to max during the window: %+v", c)
 		}
