@@ -62,7 +62,7 @@ type worker struct {
 	// stream's writes since its last sync (see syncDue), and iov is
 	// psync's iovec for a dsync write (see pwriteDsync).
 	sync      pattern.Sync
-	sinceSync int
+	sinceSync float64
 	iov       unix.Iovec
 	// yieldedAt is when the stream last yielded its P (see yieldEvery).
 	yieldedAt int64

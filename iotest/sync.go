@@ -106,7 +106,9 @@ func (s *syncStats) result() *results.SyncStats {
 }
 
 // syncDue counts a write of the stream and tells whether a sync follows
-// it: every sync.Every-th write, with fdatasync:N or fsync:N.
+// it: every sync.Every-th write, with fdatasync:N or fsync:N; on average
+// when N is not whole, the writes since the last sync keeping what is
+// left of them once N is taken.
 func (w *worker) syncDue() bool {
 	if w.sync.Every == 0 {
 		return false
@@ -115,7 +117,7 @@ func (w *worker) syncDue() bool {
 	if w.sinceSync < w.sync.Every {
 		return false
 	}
-	w.sinceSync = 0
+	w.sinceSync -= w.sync.Every
 	w.st.sync.submitted++
 	return true
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -145,7 +146,7 @@ func TestDurableWritesFlushTheDisk(t *testing.T) {
 	dev := testenv.RAMDisk(t, 64<<20)
 	fua, _ := os.ReadFile(filepath.Join("/sys/block", filepath.Base(dev), "queue/fua"))
 	for _, eng := range engines(t) {
-		for _, sync := range []string{"fdatasync:1", "fdatasync:1:after", "fsync:4", "dsync"} {
+		for _, sync := range []string{"fdatasync:1", "fdatasync:1:after", "fsync:4", "fdatasync:1.5:after", "dsync"} {
 			tg := openPlan(t, dev, target.Options{Writes: true, AllowDestructive: true})
 			p := results.Pattern{Access: results.Sequential, BlockSize: 4096, QueueDepth: 1, Jobs: 1, Sync: sync}
 			r, err := Run(context.Background(), tg, p, Options{Runtime: time.Minute, MaxIOs: 2000, Seed: 1, Engine: eng})
@@ -165,13 +166,43 @@ func TestDurableWritesFlushTheDisk(t *testing.T) {
 				}
 				continue
 			}
-			want := r.Completed.Writes / uint64(every)
-			if s := r.Syncs; s == nil || s.Submitted != want || s.Completed != want || s.Failed != 0 || s.LatNS.Count != writes/uint64(every) {
+			want := uint64(float64(r.Completed.Writes) / every)
+			if s := r.Syncs; s == nil || s.Submitted != want || s.Completed != want || s.Failed != 0 || s.LatNS.Count != uint64(float64(writes)/every) {
 				t.Errorf("%s %s: syncs %+v, want %d", eng, sync, r.Syncs, want)
 			}
-			if r.Device.Flushes < writes/uint64(every) {
-				t.Errorf("%s %s: %d flushes for %d syncs", eng, sync, r.Device.Flushes, writes/uint64(every))
+			if r.Device.Flushes < uint64(float64(writes)/every) {
+				t.Errorf("%s %s: %d flushes for %d syncs", eng, sync, r.Device.Flushes, uint64(float64(writes)/every))
 			}
 		}
+	}
+}
+
+// A sync follows every N-th write, on average when N is not whole: at
+// 1.5, the 2nd and 3rd of every three writes; at 3, every third.
+func TestSyncDue(t *testing.T) {
+	for _, c := range []struct {
+		every float64
+		want  string
+	}{{1, "ssssss"}, {1.5, "-ss-ss"}, {3, "--s--s"}, {2.5, "--s-s-"}} {
+		w := &worker{st: newStats(1), sync: pattern.Sync{Kind: pattern.SyncFdatasync, Every: c.every}}
+		var got []byte
+		for range 6 {
+			if w.syncDue() {
+				got = append(got, 's')
+			} else {
+				got = append(got, '-')
+			}
+		}
+		if string(got) != c.want || w.st.sync.submitted != uint64(strings.Count(c.want, "s")) {
+			t.Errorf("every %v: %s, %d submitted, want %s", c.every, got, w.st.sync.submitted, c.want)
+		}
+	}
+	// 1,000 writes at 1.46: 684 syncs (1,000 / 1.46 = 684.9).
+	w := &worker{st: newStats(1), sync: pattern.Sync{Kind: pattern.SyncFdatasync, Every: 1.46}}
+	for range 1000 {
+		w.syncDue()
+	}
+	if w.st.sync.submitted != 684 {
+		t.Errorf("1,000 writes at 1.46: %d syncs", w.st.sync.submitted)
 	}
 }

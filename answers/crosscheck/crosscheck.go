@@ -167,6 +167,11 @@ func (o Options) Validate() error {
 	if len(o.Patterns) == 0 {
 		return fault.Input("pattern", "no pattern to compare")
 	}
+	for _, ps := range o.Patterns {
+		if s := pattern.SyncOf(ps.Pattern); s.OwnSyncs() && !s.Whole() {
+			return fault.Input("pattern", "%s: sync=%s syncs after a number of writes that is not whole, and fio's fdatasync=N and fsync=N take a whole N: the two tools would differ", ps.Spec, ps.Pattern.Sync)
+		}
+	}
 	if err := checkFioExtra(o.FioExtra); err != nil {
 		return err
 	}

@@ -78,6 +78,8 @@ func TestValidate(t *testing.T) {
 		{"runtime finer than fio's", func(o *Options) { o.Runtime = time.Second + 1 }, "runtime", "1.000000001s is not a whole number of milliseconds, the finest time fio takes"},
 		{"engine auto", func(o *Options) { o.Engine = iotest.EngineAuto }, "engine", `"auto" is not one of uring, psync`},
 		{"no pattern", func(o *Options) { o.Patterns = nil }, "pattern", "no pattern to compare"},
+		{"a sync fio cannot issue", func(o *Options) { o.Patterns = []pattern.Spec{spec(t, "write:4k:1 sync=fdatasync:1.5:after")} }, "pattern",
+			`write:4k:1 sync=fdatasync:1.5:after: sync=fdatasync:1.5:after syncs after a number of writes that is not whole, and fio's fdatasync=N and fsync=N take a whole N: the two tools would differ`},
 		{"not a fio option", func(o *Options) { o.FioExtra = []string{"--nonvectored=1", "jobfile.fio"} }, "fio-extra", `"jobfile.fio" is not a fio option (--name or --name=value)`},
 		{"a bare --", func(o *Options) { o.FioExtra = []string{"--"} }, "fio-extra", `"--" is not a fio option (--name or --name=value)`},
 		{"fio's size", func(o *Options) { o.FioExtra = []string{"--size=4g"} }, "fio-extra", "--size=4g is set by the size option"},

@@ -35,7 +35,7 @@ func (o *runOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.Distribution, "random-distribution", "uniform", "offsets of random I/O: uniform, zipf:THETA, pareto:H or normal:DEV% (fio's syntax, optional :CENTER)")
 	f.StringVar(&o.Rate, "rate", "", "open loop: start I/Os on a schedule at this rate in IOPS (5000), per direction (riops=3000,wiops=1000) or as a share of the pattern's closed-loop maximum, measured first (80%); --qd is then the most in flight")
 	f.StringVar(&o.Sync, "sync", "none", "durable writes, as a commit's: none, dsync (each write waits to be durable: RWF_DSYNC), "+
-		"fdatasync:N or fsync:N (a sync after every N-th write, its wait counted in that write's latency; --qd 1; "+
+		"fdatasync:N or fsync:N (a sync after every N-th write, on average when N has decimals (1.5: two syncs in three writes), its wait counted in that write's latency; --qd 1; "+
 		"on uring linked to the write, or with :after issued once the write completed, as a database and fio do)")
 	f.StringVar(&o.Arrival, "arrival", results.ArrivalPoisson, "with --rate: poisson (random, independent arrivals) or uniform (evenly spaced)")
 	f.IntVar(&o.Compress, "compress", 0, "written data compresses by this percentage (0-100): each 512-byte chunk is random, then zeros, as fio's buffer_compress_percentage")

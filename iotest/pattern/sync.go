@@ -2,6 +2,7 @@ package pattern
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -17,7 +18,10 @@ const (
 	// O_DSYNC of one write).
 	SyncDsync = "dsync"
 	// SyncFdatasync and SyncFsync: after every N-th write of a stream, a
-	// sync of the file that the write waits for.
+	// sync of the file that the write waits for. N need not be whole: a
+	// database's observed syncs are seldom a whole number of writes apart
+	// (1.5: a sync after every other write and after every third, in
+	// turn, two syncs in three writes).
 	SyncFdatasync = "fdatasync"
 	SyncFsync     = "fsync"
 	// SyncAfter, the third part of fdatasync:N:after and fsync:N:after:
@@ -31,8 +35,10 @@ type Sync struct {
 	// Kind is SyncNone, SyncDsync, SyncFdatasync or SyncFsync.
 	Kind string
 	// Every is N of fdatasync:N and fsync:N: a sync after every N-th
-	// write; 0 otherwise.
-	Every int
+	// write, on average when N is not whole (a write is followed by one
+	// once the writes since the last sync reach N, and N is taken from
+	// them); 0 otherwise.
+	Every float64
 	// After (fdatasync:N:after, fsync:N:after): on a ring, the sync is
 	// issued once its write has completed, as a database calls fdatasync
 	// once its write has returned, and as fio issues it; otherwise it is
@@ -42,7 +48,8 @@ type Sync struct {
 }
 
 // ParseSync reads a durable-write mode: none, dsync, fdatasync:N or
-// fsync:N (N ≥ 1; a bare fdatasync or fsync is N = 1), the last two
+// fsync:N (N ≥ 1, whole or with up to two decimals; a bare fdatasync or
+// fsync is N = 1), the last two
 // optionally followed by :after. The error says what is wrong, without
 // naming the field.
 func ParseSync(s string) (Sync, error) {
@@ -68,9 +75,9 @@ func ParseSync(s string) (Sync, error) {
 		if !hasN {
 			return Sync{Kind: kind, Every: 1}, nil
 		}
-		every, err := strconv.Atoi(n)
-		if err != nil || every < 1 {
-			return Sync{}, fmt.Errorf("%q: N of %s:N must be a whole number, 1 or more", s, kind)
+		every, err := strconv.ParseFloat(n, 64)
+		if err != nil || !(every >= 1 && every <= maxSyncEvery) || math.Round(every*100) != every*100 || strings.ContainsAny(n, "eE") {
+			return Sync{}, fmt.Errorf("%q: N of %s:N must be a number of writes from 1 to %d, with at most two decimals (1.5: two syncs in three writes)", s, kind, maxSyncEvery)
 		}
 		return Sync{Kind: kind, Every: every, After: hasWhen}, nil
 	}
@@ -96,7 +103,7 @@ func (s Sync) Canonical() string {
 	case SyncDsync:
 		return SyncDsync
 	}
-	c := s.Kind + ":" + strconv.Itoa(s.Every)
+	c := s.Kind + ":" + strconv.FormatFloat(s.Every, 'f', -1, 64)
 	if s.After {
 		c += ":" + SyncAfter
 	}
@@ -106,6 +113,14 @@ func (s Sync) Canonical() string {
 // OwnSyncs tells whether the mode issues syncs of its own (fdatasync:N,
 // fsync:N), as opposed to flagging each write (dsync) or none.
 func (s Sync) OwnSyncs() bool { return s.Every > 0 }
+
+// Whole tells whether N is a whole number of writes (fio's fdatasync=N
+// and fsync=N take no other).
+func (s Sync) Whole() bool { return s.Every == math.Trunc(s.Every) }
+
+// maxSyncEvery bounds N: a sync after more writes than this is no
+// database's durable write.
+const maxSyncEvery = 1 << 20
 
 // WithSync is p with the durable-write mode s (ParseSync's syntax) in
 // canonical form, unchecked against the rest of p (Validate).

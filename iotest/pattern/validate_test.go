@@ -79,6 +79,7 @@ func TestValidateSync(t *testing.T) {
 		ok   bool
 	}{
 		{"", 0, 8, true}, {"dsync", 0, 32, true}, {"dsync", 99, 1, true}, {"fdatasync:1", 0, 1, true}, {"fsync:16", 50, 1, true}, {"fdatasync:1:after", 0, 1, true},
+		{"fdatasync:1.46:after", 0, 1, true}, {"fsync:2.5", 0, 1, true}, {"fdatasync:1.50", 0, 1, false}, {"fdatasync:0.5", 0, 1, false},
 		{"dsync", 100, 1, false}, {"fdatasync:1", 0, 2, false}, {"fdatasync", 0, 1, false}, {"fsync:01", 0, 1, false}, {"none", 0, 1, false},
 		{"fdatasync:1:after", 0, 4, false}, {"fdatasync:1:AFTER", 0, 1, false}, {"fdatasync:1:linked", 0, 1, false}, {"dsync:1:after", 0, 1, false},
 	} {
@@ -88,7 +89,8 @@ func TestValidateSync(t *testing.T) {
 			t.Errorf("%q r%d qd%d: %v, want ok %v", c.sync, c.read, c.qd, err, c.ok)
 		}
 	}
-	names := map[string]string{"dsync": "seq-write-4k-qd1-dsync", "fdatasync:1": "seq-write-4k-qd1-fdatasync1", "fsync:8": "seq-write-4k-qd1-fsync8", "fdatasync:1:after": "seq-write-4k-qd1-fdatasync1after"}
+	names := map[string]string{"dsync": "seq-write-4k-qd1-dsync", "fdatasync:1": "seq-write-4k-qd1-fdatasync1", "fsync:8": "seq-write-4k-qd1-fsync8", "fdatasync:1:after": "seq-write-4k-qd1-fdatasync1after",
+		"fdatasync:1.46:after": "seq-write-4k-qd1-fdatasync1.46after"}
 	for sync, name := range names {
 		p := w
 		p.Sync = sync
