@@ -67,7 +67,11 @@ func ReplayedLine(r *results.ReplayedShape) string {
 		parts = append(parts, "its size mix "+r.BSSplit)
 	}
 	if r.Sync != "" {
-		parts = append(parts, "its durable writes as "+r.Sync)
+		line := "its durable writes as " + r.Sync
+		if r.FlushIOPS > 0 {
+			line += fmt.Sprintf(" (%s of its writes a second their flushes, not data writes)", results.FormatRate(r.FlushIOPS))
+		}
+		parts = append(parts, line)
 	}
 	return strings.Join(parts, ", ")
 }

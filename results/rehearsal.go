@@ -85,6 +85,10 @@ type ReplayedShape struct {
 	// BSSplit is the block-size mix, Sync the durable writes' form.
 	BSSplit string `json:"bssplit,omitempty"`
 	Sync    string `json:"sync,omitempty"`
+	// FlushIOPS is how many of the workload's writes a second were
+	// replayed as the syncs' cache flushes, not as data writes (0: none,
+	// the writes replayed whole).
+	FlushIOPS float64 `json:"flush_iops,omitempty"`
 }
 
 // RehearsedBound is one latency bound against the response time.

@@ -123,6 +123,8 @@ func ObservedWorkload(o *results.Observation, st Statistic, headroomPct float64,
 	b.WriteString("# its threads' and its asynchronous writers' own bounds. Set one where you know that bound.\n")
 	b.WriteString("# read_share and bssplit (reads,writes, % of each direction's I/Os by size): that hour's.\n")
 	b.WriteString("# durable_writes: the flushes per second a commit waits on, from the system's database at the same statistic (headroom added), or unknown.\n")
+	b.WriteString("# Each flush is among the writes, as the kernel counts it (an empty write, against a cap's write budget too): a rehearsal\n")
+	b.WriteString("# writes the rest as data and issues the flushes as its syncs.\n")
 	b.WriteString("# timeline: the system's series in the observation (a relative path is from this file's directory), which a rehearsal replays.\n")
 	b.WriteString("# Figures are the cgroup's (bios at submission) where the system has one, else its database's.\n")
 	b.WriteString("# Add latency bounds where the systems need them, e.g. latency: \"p99<5ms\".\n")
@@ -141,6 +143,13 @@ func ObservedWorkload(o *results.Observation, st Statistic, headroomPct float64,
 		sum := s.Summary
 		k := 1 + headroomPct/100
 		reads, writes := math.Ceil(st.of(sum, "reads")*k), math.Ceil(st.of(sum, "writes")*k)
+		d, durable := durableWrites(sys.Database, st)
+		d = math.Ceil(d * k)
+		if durable && series == SeriesDatabase {
+			// A database's writes leave out its flushes, which the
+			// kernel counts as writes (the cgroup's figures hold them).
+			writes += d
+		}
 		if reads+writes == 0 {
 			fmt.Fprintf(&b, "  # %s: no I/O at that statistic (%s)\n", sys.Name, from)
 			continue
@@ -159,8 +168,7 @@ func ObservedWorkload(o *results.Observation, st Statistic, headroomPct float64,
 		if mix := sizeMixSplit(busiestMix(sum)); mix != "" {
 			fmt.Fprintf(&b, "    bssplit: %s\n", strconv.Quote(mix))
 		}
-		if d, ok := durableWrites(sys.Database, st); ok {
-			d = math.Ceil(d * k)
+		if durable {
 			if d > writes {
 				// A sync follows writes; more syncs than writes (a
 				// database's fsyncs of files the cgroup's counts miss)

@@ -137,9 +137,14 @@ func TestObservedWorkloadShape(t *testing.T) {
 		erp.Timeline.Resolve("runs/w/systems.yaml") != "runs/obs.json" {
 		t.Errorf("erp's timeline %+v", erp.Timeline)
 	}
-	// remote: its database's p95 of 40 durable writes a minute, +30 %.
+	// remote: its database's p95 of 40 durable writes a minute, +30 %,
+	// and among its writes, which its database's counters leave out: 100
+	// a second and 52 flushes.
 	if !remote.DurableKnown || remote.DurableWrites != 52 || remote.Timeline.Series != SeriesDatabase || remote.SizeMix != "" {
 		t.Errorf("remote's shape %+v\n%s", *remote, data)
+	}
+	if r := w.Systems[1]; r.WriteIOPS != 130+52 || r.ReadIOPS != 260 {
+		t.Errorf("remote: %v reads and %v writes a second\n%s", r.ReadIOPS, r.WriteIOPS, data)
 	}
 	ser, err := remote.Timeline.Find(o)
 	if err != nil || ser != o.Systems[1].Database {

@@ -3,6 +3,7 @@ package rehearse
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/iomatrix/iomatrix/answers/fit"
@@ -15,9 +16,17 @@ import (
 // A system of a version 2 workload file has a shape (fit.Shape), which a
 // rehearsal replays unless told to keep to flat rates:
 //   - its size mix: the pattern's block-size mix;
-//   - its durable writes: an fdatasync after every N writes, N the writes
-//     per durable write, rounded; the sync is queued once the write
-//     completes, as a database calls fdatasync after its log's write;
+//   - its durable writes: an fdatasync after every N data writes, N the
+//     data writes per durable write to two decimals; the sync is queued once the
+//     write completes, as a database calls fdatasync after its log's
+//     write. The workload's writes count each durable write's cache
+//     flush, an empty write to the kernel (the cgroup's counters and a
+//     cap's budget count it so), so that the data writes are the writes
+//     less the durable writes, and the flushes the syncs' own: replaying
+//     the writes whole as data and syncing besides would issue each
+//     flush twice, once as a data write that takes the volume's time.
+//     Where the durable writes are not fewer than the writes, the writes
+//     are replayed whole, a sync after each;
 //   - its timeline: each direction's observed rate, step by step, raised
 //     by the file's headroom, the steps shortened by the speed (an hour
 //     at speed 10 replays in six minutes at the observed rates), every
@@ -65,6 +74,12 @@ func shapeSystems(w fit.Workload, flat []results.Pattern, o ShapeOptions) ([]Sha
 		return nil, pattern.Fieldf("speed", "%v is not a speed from %v to %v (1: as observed, 10: ten times faster)", o.Speed, MinSpeed, MaxSpeed)
 	}
 	timelines := make([]*results.Timeline, len(flat))
+	// dataShare is the share of each system's writes replayed as data
+	// writes, the rest being its syncs' flushes.
+	dataShare := make([]float64, len(flat))
+	for i := range dataShare {
+		dataShare[i] = 1
+	}
 	for i, s := range w.Systems {
 		sh := s.Shape
 		if sh == nil {
@@ -80,8 +95,16 @@ func shapeSystems(w fit.Workload, flat []results.Pattern, o ShapeOptions) ([]Sha
 			rec.BSSplit = p.BSSplit
 		}
 		if sh.DurableKnown && sh.DurableWrites > 0 && s.WriteIOPS > 0 {
-			n := max(1, int(math.Round(s.WriteIOPS/sh.DurableWrites)))
-			p.Sync = fmt.Sprintf("fdatasync:%d:after", n)
+			data := s.WriteIOPS
+			if sh.DurableWrites < s.WriteIOPS {
+				data = s.WriteIOPS - sh.DurableWrites
+				dataShare[i] = data / s.WriteIOPS
+				rec.FlushIOPS = round1(sh.DurableWrites)
+				p.Rate.WriteIOPS = data
+				p.ReadPct = shareOf(p.Rate.ReadIOPS, data)
+			}
+			n := max(1, math.Round(100*data/sh.DurableWrites)/100)
+			p.Sync = "fdatasync:" + strconv.FormatFloat(n, 'f', -1, 64) + ":after"
 			rec.Sync = p.Sync
 		}
 		if t := sh.Timeline; t != nil && o.Series != nil {
@@ -106,7 +129,7 @@ func shapeSystems(w fit.Workload, flat []results.Pattern, o ShapeOptions) ([]Sha
 		}
 		out[i].Pattern, out[i].Replayed = p, rec
 	}
-	if err := profiles(w, timelines, out, o.Speed); err != nil {
+	if err := profiles(w, timelines, dataShare, out, o.Speed); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -116,8 +139,10 @@ func shapeSystems(w fit.Workload, flat []results.Pattern, o ShapeOptions) ([]Sha
 // the coarsest timeline, from the latest first interval's start to the
 // earliest last interval's end, so that every system replays the same
 // moments. A step no interval of a timeline ended in (the source could
-// not be read then) keeps the rate of the step before it.
-func profiles(w fit.Workload, timelines []*results.Timeline, out []Shaped, speed float64) error {
+// not be read then) keeps the rate of the step before it. Each system's
+// writes are scaled by its dataShare: the share of them that are data,
+// not its syncs' flushes.
+func profiles(w fit.Workload, timelines []*results.Timeline, dataShare []float64, out []Shaped, speed float64) error {
 	var step, from, to int64 // ms
 	first := true
 	for _, tl := range timelines {
@@ -175,7 +200,7 @@ func profiles(w fit.Workload, timelines []*results.Timeline, out []Shaped, speed
 				}
 				continue
 			}
-			reads[j], writes[j] = k*rSum[j]/sec[j], k*wSum[j]/sec[j]
+			reads[j], writes[j] = k*rSum[j]/sec[j], k*dataShare[i]*wSum[j]/sec[j]
 		}
 		stepNS := int64(float64(step) * 1e6 / speed)
 		prof := &iotest.RateProfile{StepNS: stepNS, Reads: reads, Writes: writes}
@@ -196,7 +221,7 @@ func profiles(w fit.Workload, timelines []*results.Timeline, out []Shaped, speed
 		case r == 0:
 			p.ReadPct = 0
 		default:
-			p.ReadPct = min(max(int(math.Round(100*r/(r+wr))), 1), 99)
+			p.ReadPct = shareOf(r, wr)
 		}
 		if p.BSSplit != "" {
 			bs, err := pattern.ParseBSSplit(p.BSSplit)
@@ -209,11 +234,26 @@ func profiles(w fit.Workload, timelines []*results.Timeline, out []Shaped, speed
 		rec.Steps, rec.StepNS, rec.Speed, rec.MissingSteps = int(steps), stepNS, speed, missing
 		rec.FromMS, rec.ToMS = from, from+steps*step
 		rec.MeanReadIOPS, rec.MeanWriteIOPS = round1(r), round1(wr)
+		if sh := dataShare[i]; sh < 1 {
+			rec.FlushIOPS = round1(wr * (1 - sh) / sh)
+		}
 	}
 	return nil
 }
 
 func round1(v float64) float64 { return math.Round(v*10) / 10 }
+
+// shareOf is the read share of r reads and w writes a second as a
+// pattern's whole percent: 0 or 100 only when one of them is 0.
+func shareOf(r, w float64) int {
+	switch {
+	case w == 0:
+		return 100
+	case r == 0:
+		return 0
+	}
+	return min(max(int(math.Round(100*r/(r+w))), 1), 99)
+}
 
 // describe says in a line what the rehearsal replays of a system: the
 // report's words (report.ReplayedLine), and of its timeline the moments

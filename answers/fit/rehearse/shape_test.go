@@ -21,8 +21,10 @@ func timeline(ends []int64, reads, writes []uint64) *results.ObservedSeries {
 		Counters: map[string][]uint64{"rios": reads, "wios": writes}}}
 }
 
-// A version 2 system replays its shape: its size mix, an fdatasync
-// after every writes/durable_writes writes, and its timeline on the grid
+// A version 2 system replays its shape: its size mix, its durable writes
+// as syncs (the writes less the durable writes as data, the rest the
+// syncs' flushes, an fdatasync after every data writes/durable_writes),
+// and its timeline on the grid
 // every system shares (the latest start to the earliest end), raised by
 // the headroom, its steps shortened by the speed, a step without a
 // reading at the rate before; a version 1 file, or Flat, stays flat.
@@ -34,6 +36,8 @@ systems:
      timeline: {observation: obs.json, system: a, series: io}}
   - {name: b, reads: 50, block_size: 4k, timeline: {observation: obs.json, system: b, series: io}}
   - {name: c, reads: 10, writes: 10, block_size: 4k, durable_writes: unknown}
+  - {name: d, reads: 10, writes: 10, block_size: 4k, durable_writes: 10}
+  - {name: e, reads: 10, writes: 35, block_size: 4k, durable_writes: 10}
 `)
 	series := map[string]*results.ObservedSeries{
 		// a from 0 to 5 s, its fourth second unread; b from 1 s to 6 s.
@@ -56,17 +60,19 @@ systems:
 	if a.Profile == nil || a.Profile.StepNS != 5e8 || len(a.Profile.Reads) != 4 {
 		t.Fatalf("a's profile %+v", a.Profile)
 	}
-	wantR, wantW := []float64{30, 45, 45, 75}, []float64{0, 12, 12, 3} // ×1.5; the 4th second's step holds the 3rd's rate
+	// ×1.5, the writes ×0.75 (30 of 40 are data, 10 the flushes of its
+	// 10 durable writes); the 4th second's step holds the 3rd's rate.
+	wantR, wantW := []float64{30, 45, 45, 75}, []float64{0, 9, 9, 2.25}
 	for i := range wantR {
 		if a.Profile.Reads[i] != wantR[i] || a.Profile.Writes[i] != wantW[i] {
 			t.Errorf("a's step %d: %v r/s %v w/s, want %v %v", i, a.Profile.Reads[i], a.Profile.Writes[i], wantR[i], wantW[i])
 		}
 	}
 	if r := a.Replayed; r == nil || r.Steps != 4 || r.MissingSteps != 1 || r.FromMS != 1000 || r.ToMS != 5000 || r.Speed != 2 ||
-		r.MeanReadIOPS != 48.8 || r.MeanWriteIOPS != 6.8 || r.Sync != "fdatasync:4:after" || r.BSSplit != "8k/50:16k/50,16k/100" {
+		r.MeanReadIOPS != 48.8 || r.MeanWriteIOPS != 5.1 || r.FlushIOPS != 1.7 || r.Sync != "fdatasync:3:after" || r.BSSplit != "8k/50:16k/50,16k/100" {
 		t.Errorf("a replayed %+v", a.Replayed)
 	}
-	if p := a.Pattern; p.Rate.ReadIOPS != 48.75 || p.Rate.WriteIOPS != 6.75 || p.ReadPct != 88 || p.BlockSize != 16384 || p.Sync != "fdatasync:4:after" {
+	if p := a.Pattern; p.Rate.ReadIOPS != 48.75 || p.Rate.WriteIOPS != 5.0625 || p.ReadPct != 91 || p.BlockSize != 16384 || p.Sync != "fdatasync:3:after" {
 		t.Errorf("a's pattern %+v", p)
 	}
 	if err := a.Profile.Check(a.Pattern); err != nil {
@@ -78,7 +84,18 @@ systems:
 	if c.Profile != nil || c.Pattern.Sync != "" || c.Replayed == nil || describe("c", c.Replayed) != "c: no shape beyond its rates" {
 		t.Errorf("c: %+v %+v", c.Profile, c.Pattern)
 	}
-	if d := describe("a", a.Replayed); !strings.Contains(d, "4 steps of 500ms") || !strings.Contains(d, "1 steps unobserved") {
+	// As many durable writes as writes: the writes replayed whole, a
+	// sync after each.
+	if d := sh[3]; d.Pattern.Sync != "fdatasync:1:after" || d.Pattern.Rate.WriteIOPS != 10 || d.Pattern.ReadPct != 50 || d.Replayed.FlushIOPS != 0 {
+		t.Errorf("d: %+v %+v", d.Pattern, d.Replayed)
+	}
+	// Flat, with fewer durable writes than writes: 25 data writes, 10
+	// flushes, a sync after every 2.5 data writes.
+	if e := sh[4]; e.Pattern.Sync != "fdatasync:2.5:after" || e.Pattern.Rate.WriteIOPS != 25 || e.Pattern.ReadPct != 29 || e.Replayed.FlushIOPS != 10 {
+		t.Errorf("e: %+v %+v", e.Pattern, e.Replayed)
+	}
+	if d := describe("a", a.Replayed); !strings.Contains(d, "4 steps of 500ms") || !strings.Contains(d, "1 steps unobserved") ||
+		!strings.Contains(d, "fdatasync:3:after (1.7 of its writes a second their flushes, not data writes)") {
 		t.Errorf("a described %q", d)
 	}
 	// Flat, and version 1: the flat patterns.
