@@ -76,7 +76,8 @@ func ParseSync(s string) (Sync, error) {
 			return Sync{Kind: kind, Every: 1}, nil
 		}
 		every, err := strconv.ParseFloat(n, 64)
-		if err != nil || !(every >= 1 && every <= maxSyncEvery) || math.Round(every*100) != every*100 || strings.ContainsAny(n, "eE") {
+		_, decimals, _ := strings.Cut(n, ".")
+		if err != nil || !(every >= 1 && every <= maxSyncEvery) || len(decimals) > 2 || strings.ContainsAny(n, "eE") {
 			return Sync{}, fmt.Errorf("%q: N of %s:N must be a number of writes from 1 to %d, with at most two decimals (1.5: two syncs in three writes)", s, kind, maxSyncEvery)
 		}
 		return Sync{Kind: kind, Every: every, After: hasWhen}, nil

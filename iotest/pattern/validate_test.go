@@ -79,7 +79,7 @@ func TestValidateSync(t *testing.T) {
 		ok   bool
 	}{
 		{"", 0, 8, true}, {"dsync", 0, 32, true}, {"dsync", 99, 1, true}, {"fdatasync:1", 0, 1, true}, {"fsync:16", 50, 1, true}, {"fdatasync:1:after", 0, 1, true},
-		{"fdatasync:1.46:after", 0, 1, true}, {"fsync:2.5", 0, 1, true}, {"fdatasync:1.50", 0, 1, false}, {"fdatasync:0.5", 0, 1, false},
+		{"fdatasync:1.46:after", 0, 1, true}, {"fdatasync:4.14:after", 0, 1, true}, {"fsync:2.5", 0, 1, true}, {"fdatasync:1.50", 0, 1, false}, {"fdatasync:0.5", 0, 1, false},
 		{"dsync", 100, 1, false}, {"fdatasync:1", 0, 2, false}, {"fdatasync", 0, 1, false}, {"fsync:01", 0, 1, false}, {"none", 0, 1, false},
 		{"fdatasync:1:after", 0, 4, false}, {"fdatasync:1:AFTER", 0, 1, false}, {"fdatasync:1:linked", 0, 1, false}, {"dsync:1:after", 0, 1, false},
 	} {

@@ -105,6 +105,9 @@ func shapeSystems(w fit.Workload, flat []results.Pattern, o ShapeOptions) ([]Sha
 			}
 			n := max(1, math.Round(100*data/sh.DurableWrites)/100)
 			p.Sync = "fdatasync:" + strconv.FormatFloat(n, 'f', -1, 64) + ":after"
+			if _, err := pattern.ParseSync(p.Sync); err != nil {
+				return nil, fmt.Errorf("system %s: durable writes: %w", s.Name, err)
+			}
 			rec.Sync = p.Sync
 		}
 		if t := sh.Timeline; t != nil && o.Series != nil {

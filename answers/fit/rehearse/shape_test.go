@@ -38,6 +38,7 @@ systems:
   - {name: c, reads: 10, writes: 10, block_size: 4k, durable_writes: unknown}
   - {name: d, reads: 10, writes: 10, block_size: 4k, durable_writes: 10}
   - {name: e, reads: 10, writes: 35, block_size: 4k, durable_writes: 10}
+  - {name: f, reads: 10, writes: 51.4, block_size: 4k, durable_writes: 10}
 `)
 	series := map[string]*results.ObservedSeries{
 		// a from 0 to 5 s, its fourth second unread; b from 1 s to 6 s.
@@ -88,6 +89,11 @@ systems:
 	// sync after each.
 	if d := sh[3]; d.Pattern.Sync != "fdatasync:1:after" || d.Pattern.Rate.WriteIOPS != 10 || d.Pattern.ReadPct != 50 || d.Replayed.FlushIOPS != 0 {
 		t.Errorf("d: %+v %+v", d.Pattern, d.Replayed)
+	}
+	// 4.14 data writes per durable write: 413.99999999999994 hundredths
+	// hundredths, still two decimals.
+	if f := sh[5]; f.Pattern.Sync != "fdatasync:4.14:after" {
+		t.Errorf("f: %+v", f.Pattern)
 	}
 	// Flat, with fewer durable writes than writes: 25 data writes, 10
 	// flushes, a sync after every 2.5 data writes.
