@@ -190,6 +190,9 @@ type ObservedSystem struct {
 	// Concurrency is the system's share of its devices' time-averaged
 	// queue (aqu-sz) at its busiest hour: the I/Os it kept in flight.
 	Concurrency float64 `json:"concurrency,omitempty"`
+	// Sessions is the most client sessions its database had connected at
+	// a reading, the observer's own left out (0: not known).
+	Sessions int `json:"sessions,omitempty"`
 	// Pressure says where the system's stall on I/O is told:
 	// PressureCgroup, PressureHost or PressureNone (empty in a document
 	// older than the field).

@@ -118,9 +118,12 @@ func ObservedWorkload(o *results.Observation, st Statistic, headroomPct float64,
 		b.WriteString("# headroom: none (add some with --headroom, or judge with fit's own margin).\n")
 	}
 	b.WriteString("# block_size: the size class with the most I/Os in the system's busiest hour (from each interval's average size).\n")
-	b.WriteString("# concurrency is left out: a system's share of its devices' time-averaged queue (aqu-sz), given in a comment,\n")
-	b.WriteString("# is what it had in flight on the observed devices; on a slower one a database has more (Little's law), up to\n")
-	b.WriteString("# its threads' and its asynchronous writers' own bounds. Set one where you know that bound.\n")
+	b.WriteString("# concurrency: the most I/Os the system keeps in flight, from its database's sessions where they were read, which a\n")
+	b.WriteString("# rehearsal keeps to: one per session when the system reads from the volume (each waits on its own read), one for\n")
+	b.WriteString("# its log's flushes (one at a time), one for a background writer (more data writes than flushes). On a slow volume\n")
+	b.WriteString("# a database queues up to its bound, and its share of a shared volume follows it. Left out where no database was\n")
+	b.WriteString("# read: set one where you know it. A system's share of its devices' time-averaged queue (aqu-sz), in a comment,\n")
+	b.WriteString("# is what it had in flight on the observed devices, which on a fast one says little of the bound.\n")
 	b.WriteString("# read_share and bssplit (reads,writes, % of each direction's I/Os by size): that hour's.\n")
 	b.WriteString("# durable_writes: the flushes per second a commit waits on, from the system's database at the same statistic (headroom added), or unknown.\n")
 	b.WriteString("# Each flush is among the writes, as the kernel counts it (an empty write, against a cap's write budget too): a rehearsal\n")
@@ -161,6 +164,9 @@ func ObservedWorkload(o *results.Observation, st Statistic, headroomPct float64,
 		b.WriteString("\n")
 		fmt.Fprintf(&b, "  - name: %s\n    reads: %s\n    writes: %s\n    block_size: %s\n",
 			strconv.Quote(sys.Name), num(reads), num(writes), units.FormatSize(dominantSize(sum)))
+		if n, why := issuers(sys.Sessions, reads, writes, d, durable); n > 0 {
+			fmt.Fprintf(&b, "    concurrency: %d # %s\n", n, why)
+		}
 		if sys.Concurrency > 0 {
 			fmt.Fprintf(&b, "    # in flight, observed: %s on average (aqu-sz share)\n", num(math.Round(sys.Concurrency*100)/100))
 		}
@@ -187,6 +193,49 @@ func ObservedWorkload(o *results.Observation, st Statistic, headroomPct float64,
 		return nil, fmt.Errorf("%s: no system did any I/O: no workload to write", source)
 	}
 	return b.Bytes(), nil
+}
+
+// minReadShare is the read share from which a system's sessions count
+// in its bound: below it, few of its transactions wait on a read.
+const minReadShare = 0.05
+
+// issuers is a system's bound on I/Os in flight from its database's
+// sessions (0: not known), its reads, writes (its durable writes' flushes
+// among them) and durable writes a second, and why, in words: each
+// session waits on one read at a time, counted when the system reads
+// from the volume (a read share of minReadShare or more); the log's
+// flushes come one at a time, as a commit waits on its flush and the
+// next flush waits for the one before (InnoDB's redo log, PostgreSQL's
+// WAL); a background writer (InnoDB's page cleaner, PostgreSQL's
+// checkpointer) writes pages beside it, one more where there are more
+// data writes than flushes. It leaves out a writer's batches (InnoDB's
+// page cleaner queues dozens of pages at once), which the bound of one
+// understates.
+func issuers(sessions int, reads, writes, durable float64, durableKnown bool) (int, string) {
+	if sessions <= 0 {
+		return 0, ""
+	}
+	var n int
+	var why []string
+	if reads+writes > 0 && reads/(reads+writes) >= minReadShare {
+		n += sessions
+		why = append(why, fmt.Sprintf("%d sessions, each waiting on its own read", sessions))
+	}
+	if durableKnown && durable > 0 {
+		n++
+		why = append(why, "1 for its log's flushes")
+		if writes-durable > durable {
+			n++
+			why = append(why, "1 for its background writer")
+		}
+	} else if writes > 0 {
+		n++
+		why = append(why, "1 for its writer")
+	}
+	if n == 0 {
+		return 0, ""
+	}
+	return n, "from its database: " + strings.Join(why, ", ")
 }
 
 // readShare is the busiest hour's read share, or the rates' own where

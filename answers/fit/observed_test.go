@@ -110,6 +110,7 @@ func TestObservedWorkloadShape(t *testing.T) {
 	o.Systems[1].Database.Kind = "postgres"
 	o.Systems[1].Database.Summary.Mean["durable_writes"] = 20
 	o.Systems[1].Database.Summary.PerMinute["durable_writes"] = results.Spread3{P50: 20, P95: 40, P99: 50, Max: 60}
+	o.Systems[1].Sessions = 8
 	st, err := ParseStatistic("p95")
 	if err != nil {
 		t.Fatal(err)
@@ -145,6 +146,12 @@ func TestObservedWorkloadShape(t *testing.T) {
 	}
 	if r := w.Systems[1]; r.WriteIOPS != 130+52 || r.ReadIOPS != 260 {
 		t.Errorf("remote: %v reads and %v writes a second\n%s", r.ReadIOPS, r.WriteIOPS, data)
+	}
+	// Its bound: its 8 sessions, its log and its background writer; erp,
+	// with no database, has none.
+	if w.Systems[1].Concurrency != 10 || w.Systems[0].Concurrency != 0 ||
+		!strings.Contains(string(data), "concurrency: 10 # from its database: 8 sessions, each waiting on its own read, 1 for its log's flushes, 1 for its background writer") {
+		t.Errorf("concurrency: erp %d, remote %d\n%s", w.Systems[0].Concurrency, w.Systems[1].Concurrency, data)
 	}
 	ser, err := remote.Timeline.Find(o)
 	if err != nil || ser != o.Systems[1].Database {
@@ -185,6 +192,29 @@ func TestSizeMixSplit(t *testing.T) {
 		got := sizeMixSplit(c.mix)
 		if got != c.want {
 			t.Errorf("%v: %q, want %q", c.mix, got, c.want)
+		}
+	}
+}
+
+// A system's bound from its database: a session per client where it
+// reads (5 % of its I/Os or more), one for its log's flushes, one for a
+// background writer where its data writes outnumber the flushes.
+func TestIssuers(t *testing.T) {
+	for _, c := range []struct {
+		sessions               int
+		reads, writes, durable float64
+		known                  bool
+		want                   int
+	}{
+		{8, 726, 333, 64, true, 10}, // MariaDB under sysbench: reads, a log, a page cleaner
+		{4, 1, 247, 100, true, 2},   // PostgreSQL whose buffers hold its data: a WAL, a checkpointer
+		{4, 0, 100, 60, true, 1},    // every other write a flush: the log alone
+		{4, 100, 0, 0, true, 4},     // reads only
+		{4, 100, 50, 0, false, 5},   // durable writes not known: a writer
+		{0, 726, 333, 64, true, 0},  // sessions not known: no bound
+	} {
+		if got, why := issuers(c.sessions, c.reads, c.writes, c.durable, c.known); got != c.want || (got > 0) != (why != "") {
+			t.Errorf("%+v: %d (%s), want %d", c, got, why, c.want)
 		}
 	}
 }

@@ -39,6 +39,10 @@ type DBStatus struct {
 	// grows at every reading while the server runs: less than at the last
 	// reading means it restarted, to the reading, not to the second.
 	Queries uint64
+	// Sessions, when the server reports it (0 otherwise), is how many
+	// client sessions were connected at the reading, the observer's own
+	// left out: each waits for one I/O at a time, its own read, at most.
+	Sessions int
 	// Epoch, when the server reports one ("" otherwise), changes
 	// whenever its counters were reset or started again (a statistics
 	// reset, a restart), whether or not they went back.

@@ -84,6 +84,10 @@ const mysqlUptime = "Uptime"
 // seconds cannot always tell.
 const mysqlQueries = "Queries"
 
+// mysqlSessions is the client sessions connected, the observer's own
+// among them.
+const mysqlSessions = "Threads_connected"
+
 var (
 	// ErrDatabaseSpec marks a database source that cannot be used as
 	// given: a malformed value, a missing or unsafe DSN file, a password
@@ -275,7 +279,7 @@ func OpenMySQL(ctx context.Context, spec MySQLSpec) (*MySQL, error) {
 }
 
 func statusQuery() string {
-	names := append(append([]string(nil), mysqlStatusNames...), mysqlUptime, mysqlQueries)
+	names := append(append([]string(nil), mysqlStatusNames...), mysqlUptime, mysqlQueries, mysqlSessions)
 	return "SHOW GLOBAL STATUS WHERE Variable_name IN ('" + strings.Join(names, "', '") + "')"
 }
 
@@ -363,6 +367,9 @@ func parseMySQLStatus(rows [][2]string) (DBStatus, error) {
 	// by its uptime.
 	if q, ok, err := number(mysqlQueries); err == nil && ok {
 		st.Queries = q
+	}
+	if n, ok, err := number(mysqlSessions); err == nil && ok && n > 1 {
+		st.Sessions = int(n - 1)
 	}
 	if len(missing) > 0 {
 		return DBStatus{}, fmt.Errorf("%w: the server reports no %s (is InnoDB its storage engine?)",

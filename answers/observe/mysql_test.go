@@ -195,6 +195,13 @@ func TestParseMySQLStatus(t *testing.T) {
 	if q, _ := parseMySQLStatus(append(statusRows(""), [2]string{"Queries", "4242"})); q.Queries != 4242 {
 		t.Errorf("Queries = %d, want 4242", q.Queries)
 	}
+	// Threads_connected counts the observer's own session, which is left
+	// out.
+	for n, want := range map[string]int{"9": 8, "1": 0} {
+		if q, _ := parseMySQLStatus(append(statusRows(""), [2]string{"Threads_connected", n})); q.Sessions != want {
+			t.Errorf("Threads_connected %s: %d sessions, want %d", n, q.Sessions, want)
+		}
+	}
 
 	// The server's spelling of a name is not ours to insist on.
 	lower := statusRows("")

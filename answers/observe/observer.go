@@ -149,6 +149,7 @@ type systemState struct {
 	dbUptime         uint64
 	dbAt             time.Duration // when dbUptime was read
 	dbQueries        uint64
+	dbSessions       int // the most at a reading
 	dbEpoch          string
 	dbGone           bool
 	dbSeries         *series
@@ -744,6 +745,7 @@ func (o *Observer) sampleDatabase(ctx context.Context, at time.Duration, st *sys
 	restarted := st.dbTr.present && st.restarted(at, status)
 	reset := st.dbTr.present && !restarted && status.Epoch != st.dbEpoch
 	st.dbUptime, st.dbAt, st.dbQueries, st.dbEpoch = status.UptimeS, at, status.Queries, status.Epoch
+	st.dbSessions = max(st.dbSessions, status.Sessions)
 	if !kind.resetIsBaseline {
 		o.record(at, source, &st.dbTr, st.dbSeries, "server", c, restarted, nil)
 		return
@@ -874,6 +876,7 @@ func (o *Observer) build() *results.Observation {
 		}
 		if st.dbSeries != nil {
 			sys.Database = st.dbSeries.result(o.cfg.Interval)
+			sys.Sessions = st.dbSessions
 		}
 		if sys.IO == nil && sys.Database == nil {
 			continue // never read: its error is among the events

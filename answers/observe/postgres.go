@@ -281,6 +281,8 @@ func postgresStatusQuery(version int) string {
 	cols := []string{
 		"floor(extract(epoch FROM now() - pg_postmaster_start_time()))::bigint AS uptime_s",
 		"pg_postmaster_start_time()::text AS started",
+		// The client sessions, the observer's own among them.
+		"(SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend') AS sessions",
 		"d.blks_read", "d.blks_hit", "d.xact_commit", "d.xact_rollback", "d.stats_reset::text AS database_reset",
 		"b.buffers_clean", "b.stats_reset::text AS bgwriter_reset",
 		"w.wal_records", "w.wal_fpi", "w.wal_bytes", "w.stats_reset::text AS wal_reset",
@@ -364,6 +366,12 @@ func parsePostgresStatus(values map[string]sql.NullString, blockSize uint64, syn
 		return DBStatus{}, fmt.Errorf("%w: the server reports no %s", ErrDatabaseUnsupported, strings.Join(missing, ", "))
 	}
 	st.UptimeS = uptime
+	// Sessions is a hint, as MySQL's: none where the server does not say.
+	if v, ok := values["sessions"]; ok && v.Valid {
+		if n, err := strconv.Atoi(strings.TrimSpace(v.String)); err == nil && n > 1 {
+			st.Sessions = n - 1
+		}
+	}
 	c := st.Counters
 	c["blks_written"] = c["buffers_checkpoint"] + c["buffers_clean"] + c["buffers_backend"]
 	c["read_bytes"] = c["blks_read"] * blockSize

@@ -287,8 +287,11 @@ func pgRow(set map[string]*string, drop ...string) map[string]sql.NullString {
 func str(s string) *string { return &s }
 
 func TestParsePostgresStatus(t *testing.T) {
-	st, err := parsePostgresStatus(pgRow(map[string]*string{"io_reads": nil, "wal_bytes": str("123456789012")}), 8192, "fdatasync")
+	st, err := parsePostgresStatus(pgRow(map[string]*string{"io_reads": nil, "wal_bytes": str("123456789012"), "sessions": str("5")}), 8192, "fdatasync")
 	testenv.Must(t, err)
+	if st.Sessions != 4 {
+		t.Errorf("5 client sessions, the observer's among them: %d", st.Sessions)
+	}
 	c := st.Counters
 	if len(c) != len(PostgresCounters) {
 		t.Errorf("%d counters, want %d: %v", len(c), len(PostgresCounters), c)
