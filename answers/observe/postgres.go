@@ -281,8 +281,11 @@ func postgresStatusQuery(version int) string {
 	cols := []string{
 		"floor(extract(epoch FROM now() - pg_postmaster_start_time()))::bigint AS uptime_s",
 		"pg_postmaster_start_time()::text AS started",
-		// The client sessions, the observer's own among them.
-		"(SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend') AS sessions",
+		// The client sessions, the observer's own among them. A role
+		// without pg_read_all_stats sees no other role's backend_type,
+		// only that the backend is in a database: counted too (an
+		// autovacuum worker then among them).
+		"(SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' OR backend_type IS NULL AND datid IS NOT NULL) AS sessions",
 		"d.blks_read", "d.blks_hit", "d.xact_commit", "d.xact_rollback", "d.stats_reset::text AS database_reset",
 		"b.buffers_clean", "b.stats_reset::text AS bgwriter_reset",
 		"w.wal_records", "w.wal_fpi", "w.wal_bytes", "w.stats_reset::text AS wal_reset",
