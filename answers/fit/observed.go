@@ -95,12 +95,13 @@ func (s Statistic) of(sum *results.SeriesSummary, f string) float64 {
 // an observation, in version 2: each system's reads and writes per
 // second at the statistic, raised by headroomPct, its dominant block size
 // (the size class with the most I/Os in its busiest hour), its share of
-// its devices' queue then as a comment, not as its concurrency (what a
-// database had in flight on a fast device understates what it has on a
-// slow one: a consolidation of MariaDB and PostgreSQL rehearsed each at
-// its observed 1 in flight gave PostgreSQL 250 of a 600-IOPS volume's
-// I/Os a second where it got 134 for real, MariaDB's many threads and
-// page cleaner queueing more); and
+// its bound on I/Os in flight from its database's sessions (issuers),
+// and its share of its devices' queue then as a comment (what a database
+// had in flight on a fast device understates what it has on a slow one:
+// a consolidation of MariaDB and PostgreSQL rehearsed each at its
+// observed 1 in flight gave PostgreSQL 250 of a 600-IOPS volume's I/Os a
+// second where it got 134 for real, MariaDB's many threads and page
+// cleaner queueing more); and
 // its shape: its read share and size mix in that hour, its durable
 // writes per second at the statistic (its database's, or unknown), and
 // where its timeline is in the observation. Systems that did no I/O are
