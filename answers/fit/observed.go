@@ -94,8 +94,8 @@ func (s Statistic) of(sum *results.SeriesSummary, f string) float64 {
 // ObservedWorkload writes the workload file `fit --workload` reads from
 // an observation, in version 2: each system's reads and writes per
 // second at the statistic, raised by headroomPct, its dominant block size
-// (the size class with the most I/Os in its busiest hour), its share of
-// its bound on I/Os in flight from its database's sessions (issuers),
+// (the size class with the most I/Os in its busiest hour), its bound on
+// I/Os in flight from its database's sessions (issuers),
 // and its share of its devices' queue then as a comment (what a database
 // had in flight on a fast device understates what it has on a slow one:
 // a consolidation of MariaDB and PostgreSQL rehearsed each at its
