@@ -17,9 +17,9 @@ import (
 // rehearsal replays unless told to keep to flat rates:
 //   - its size mix: the pattern's block-size mix;
 //   - its durable writes: an fdatasync after every N data writes, N the
-//     data writes per durable write to two decimals; the sync is queued once the
-//     write completes, as a database calls fdatasync after its log's
-//     write. The workload's writes count each durable write's cache
+//     data writes per durable write to two decimals; the sync is queued
+//     once the write completes, as a database calls fdatasync after its
+//     log's write. The workload's writes count each durable write's cache
 //     flush, an empty write to the kernel (the cgroup's counters and a
 //     cap's budget count it so), so that the data writes are the writes
 //     less the durable writes, and the flushes the syncs' own: replaying
@@ -87,13 +87,8 @@ func shapeSystems(w fit.Workload, flat []results.Pattern, o ShapeOptions) ([]Sha
 		}
 		rec := &results.ReplayedShape{}
 		p := flat[i]
-		if sh.SizeMix != "" {
-			var err error
-			if p, err = pattern.WithBSSplit(p, sh.SizeMix); err != nil {
-				return nil, fmt.Errorf("system %s: bssplit: %w", s.Name, err)
-			}
-			rec.BSSplit = p.BSSplit
-		}
+		// The durable writes first: they move the read share, which the
+		// size mix's canonical form follows.
 		if sh.DurableKnown && sh.DurableWrites > 0 && s.WriteIOPS > 0 {
 			data := s.WriteIOPS
 			if sh.DurableWrites < s.WriteIOPS {
@@ -109,6 +104,13 @@ func shapeSystems(w fit.Workload, flat []results.Pattern, o ShapeOptions) ([]Sha
 				return nil, fmt.Errorf("system %s: durable writes: %w", s.Name, err)
 			}
 			rec.Sync = p.Sync
+		}
+		if sh.SizeMix != "" {
+			var err error
+			if p, err = pattern.WithBSSplit(p, sh.SizeMix); err != nil {
+				return nil, fmt.Errorf("system %s: bssplit: %w", s.Name, err)
+			}
+			rec.BSSplit = p.BSSplit
 		}
 		if t := sh.Timeline; t != nil && o.Series != nil {
 			ser, err := o.Series(*t)
