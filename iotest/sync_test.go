@@ -178,7 +178,8 @@ func TestDurableWritesFlushTheDisk(t *testing.T) {
 }
 
 // A sync follows every N-th write, on average when N is not whole: at
-// 1.5, the 2nd and 3rd of every three writes; at 3, every third.
+// 1.5, the 2nd and 3rd of every three writes; at 2.5, the 3rd and 5th
+// of every five; at 3, every third.
 func TestSyncDue(t *testing.T) {
 	for _, c := range []struct {
 		every float64

@@ -59,6 +59,7 @@ func TestParseSpec(t *testing.T) {
 		{"write:4k:1 sync=fsync:0", `sync: "fsync:0": N of fsync:N must be a number of writes from 1 to 1048576, with at most two decimals (1.5: two syncs in three writes)`},
 		{"write:4k:1 sync=fdatasync:1.505", `sync: "fdatasync:1.505": N of fdatasync:N must be a number of writes from 1 to 1048576, with at most two decimals (1.5: two syncs in three writes)`},
 		{"write:4k:1 sync=fdatasync:1e1", `sync: "fdatasync:1e1": N of fdatasync:N must be a number of writes from 1 to 1048576, with at most two decimals (1.5: two syncs in three writes)`},
+		{"write:4k:1 sync=fdatasync:0x1p1", `sync: "fdatasync:0x1p1": N of fdatasync:N must be a number of writes from 1 to 1048576, with at most two decimals (1.5: two syncs in three writes)`},
 		{"write:4k:1 sync=dsync:2", `sync: "dsync:2": dsync takes no count`},
 		{"write:4k:1 sync=osync", `sync: "osync" is not one of none, dsync, fdatasync:N[:after], fsync:N[:after]`},
 		{"randrw:4k:1:half", `RWMIX "half" is not a whole number`},

@@ -20,8 +20,7 @@ const (
 	// SyncFdatasync and SyncFsync: after every N-th write of a stream, a
 	// sync of the file that the write waits for. N need not be whole: a
 	// database's observed syncs are seldom a whole number of writes apart
-	// (1.5: a sync after every other write and after every third, in
-	// turn, two syncs in three writes).
+	// (1.5: a sync after the 2nd and the 3rd of every three writes).
 	SyncFdatasync = "fdatasync"
 	SyncFsync     = "fsync"
 	// SyncAfter, the third part of fdatasync:N:after and fsync:N:after:
@@ -77,7 +76,7 @@ func ParseSync(s string) (Sync, error) {
 		}
 		every, err := strconv.ParseFloat(n, 64)
 		_, decimals, _ := strings.Cut(n, ".")
-		if err != nil || !(every >= 1 && every <= maxSyncEvery) || len(decimals) > 2 || strings.ContainsAny(n, "eE") {
+		if err != nil || !(every >= 1 && every <= maxSyncEvery) || len(decimals) > 2 || strings.Trim(n, "0123456789.") != "" {
 			return Sync{}, fmt.Errorf("%q: N of %s:N must be a number of writes from 1 to %d, with at most two decimals (1.5: two syncs in three writes)", s, kind, maxSyncEvery)
 		}
 		return Sync{Kind: kind, Every: every, After: hasWhen}, nil
