@@ -173,24 +173,26 @@ systems:
 	erp, web := reh.Systems[0], reh.Systems[1]
 	// Eight observed seconds at speed 2: steps of 500 ms, four seconds,
 	// and the window (at least 10 s) replays them two and a half times.
-	if x := erp.Replayed; x == nil || x.Steps != 8 || x.StepNS != 5e8 || x.MeanReadIOPS != 1000 || x.MeanWriteIOPS != 200 ||
-		x.BSSplit != "4k/50:16k/50,16k/100" || x.Sync != "fdatasync:4:after" || !strings.HasSuffix(x.Timeline, "obs.json: erp io") {
+	// Of erp's 200 writes a second, 50 are its durable writes' flushes:
+	// 150 data writes, a sync after every third.
+	if x := erp.Replayed; x == nil || x.Steps != 8 || x.StepNS != 5e8 || x.MeanReadIOPS != 1000 || x.MeanWriteIOPS != 150 || x.FlushIOPS != 50 ||
+		x.BSSplit != "4k/50:16k/50,16k/100" || x.Sync != "fdatasync:3:after" || !strings.HasSuffix(x.Timeline, "obs.json: erp io") {
 		t.Errorf("erp replayed %+v", erp.Replayed)
 	}
 	if web.Replayed == nil || web.Replayed.Steps != 8 || web.Replayed.MeanReadIOPS != 300 {
 		t.Errorf("web replayed %+v", web.Replayed)
 	}
 	res := doc.Results[0]
-	if res.Rate == nil || res.Rate.ProfileSteps != 8 || !erp.Sustained || math.Abs(erp.DeviationPct) > 1 || res.Pattern.Sync != "fdatasync:4:after" ||
+	if res.Rate == nil || res.Rate.ProfileSteps != 8 || !erp.Sustained || math.Abs(erp.DeviationPct) > 1 || res.Pattern.Sync != "fdatasync:3:after" ||
 		res.Pattern.BSSplit == "" {
 		t.Errorf("erp: %+v, rate %+v, pattern %+v", erp, res.Rate, res.Pattern)
 	}
 	// The schedule: the 10 s window holds two cycles of the profile
-	// (4,800 I/Os each) and the first half of a third (1,200).
-	if sched := res.Rate.ScheduledIOPS; math.Abs(sched-1080) > 11 {
-		t.Errorf("erp's schedule %.1f IOPS, want 1,080", sched)
+	// (4,600 I/Os each) and the first half of a third (1,100).
+	if sched := res.Rate.ScheduledIOPS; math.Abs(sched-1030) > 11 {
+		t.Errorf("erp's schedule %.1f IOPS, want 1,030", sched)
 	}
-	if !strings.Contains(r.stderr, "replaying erp: its timeline (") || !strings.Contains(r.stderr, "its size mix 4k/50:16k/50,16k/100, its durable writes as fdatasync:4:after") {
+	if !strings.Contains(r.stderr, "replaying erp: its timeline (") || !strings.Contains(r.stderr, "its size mix 4k/50:16k/50,16k/100, its durable writes as fdatasync:3:after (50 of its writes a second their flushes, not data writes)") {
 		t.Errorf("notices:\n%s", r.stderr)
 	}
 	// --flat: the file's rates, no profile.

@@ -246,15 +246,25 @@ func isolateVerdict(t *testing.T, r vmtest.Result, capIOPS float64, want int) *r
 	}
 	// The aggressor held to the cap through io.max (within a 100 ms
 	// slice of a 1 s window and the tolerance), and beyond it uncapped.
+	// It reaches the cap unless the drive is full: a cap of 1,500 beside
+	// the victim on a drive that did 1,771-1,994 IOPS alone, on a host
+	// busy with other packages' tests (CI), left it 1,247 with the
+	// victim's 590.
 	uncapped, capped := rep.Phases[1], rep.Phases[2]
-	if math.Abs(capped.Aggressor.Total.IOPS/capIOPS-1) > 0.15 {
-		t.Errorf("the capped aggressor did %.0f IOPS (%+.1f %%) under riops=%.0f", capped.Aggressor.Total.IOPS, rep.AggCappedPct, capIOPS)
+	drive := (rep.Phases[0].Victim.Total.IOPS + rep.Phases[3].Victim.Total.IOPS) / 2
+	agg := capped.Aggressor.Total.IOPS
+	if agg > 1.15*capIOPS || agg < 0.85*capIOPS && agg+capped.Victim.Total.IOPS < 0.9*drive {
+		t.Errorf("the capped aggressor did %.0f IOPS (%+.1f %%) under riops=%.0f, the victim %.0f, on a drive of %.0f alone",
+			agg, rep.AggCappedPct, capIOPS, capped.Victim.Total.IOPS, drive)
 	}
 	if uncapped.Aggressor.Total.IOPS < 0.5*isolateDriveIOPS {
 		t.Errorf("the uncapped aggressor did %.0f IOPS on a %d-IOPS drive", uncapped.Aggressor.Total.IOPS, isolateDriveIOPS)
 	}
+	// The victim alone has the drive: qemu holds it to its IOPS (10 %
+	// over at most); a host busy with other packages' tests slows the
+	// guest below it (1,771 in CI, 11.5 % under), 20 % at most.
 	for _, i := range []int{0, 3} {
-		if v := rep.Phases[i].Victim.Total.IOPS; math.Abs(v/isolateDriveIOPS-1) > 0.1 {
+		if v := rep.Phases[i].Victim.Total.IOPS; v > 1.1*isolateDriveIOPS || v < 0.8*isolateDriveIOPS {
 			t.Errorf("the victim %s did %.0f IOPS on a %d-IOPS drive", rep.Phases[i].Name, v, isolateDriveIOPS)
 		}
 	}
