@@ -168,8 +168,18 @@ type Bounds struct{ Floor, Ceiling, Model float64 }
 //     under riops=400 that waited 88.6 % of its 1 s window, beside busy
 //     loops at nice -20 and a loaded test suite, did 36 I/Os, 316 IOPS
 //     over the 114 ms it ran;
-//   - below the floor: the I/Os it did, over the window less the wait,
-//     reach the floor (the wait filled the window: any rate);
+//   - below the floor, the wait left less than half the window: a stream
+//     that ran for so little, in pieces, fell short of its cap's rate
+//     even over the time it ran. With busy loops on both CPUs, a QD1
+//     cell under riops=400 on a RAM-backed loop device ran 207 ms of its
+//     1 s window and did 66 I/Os, 319 IOPS over that time, and the
+//     one above 316: the throttle's budget runs on the clock, slice by
+//     slice, whether the stream can spend it or not, and each piece
+//     pays the wake-ups of the I/O's whole path, which the waits summed
+//     do not hold (the loop device's worker and the throttle's
+//     dispatch wait for one another);
+//   - below the floor otherwise: the I/Os it did, over the window less
+//     the wait, reach the floor (the wait filled the window: any rate);
 //   - above the ceiling: the I/Os beyond it are no more than the cap
 //     model grants over the wait. A stream that waits for a CPU leaves
 //     the throttle's budget unused, and the throttle lets it spend what it
@@ -191,6 +201,8 @@ func CPUExplains(iops float64, window, wait, slice time.Duration, b Bounds) (how
 	}
 	if left := window - wait; left < 2*slice && wait < window {
 		return fmt.Sprintf("it ran %v of the window, less than two of the throttle's %v slices: too little to judge its rate by", left.Round(time.Millisecond), slice), true
+	} else if iops < b.Floor && left < window/2 && wait < window {
+		return fmt.Sprintf("it ran %v of the window, less than half of it, in pieces spread over the throttle's slices: too little to judge a shortfall by", left.Round(time.Millisecond)), true
 	}
 	switch {
 	case iops < b.Floor:

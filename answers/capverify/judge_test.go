@@ -230,8 +230,11 @@ func TestCPUExplains(t *testing.T) {
 		{460, 2 * time.Second, 180 * time.Millisecond, false, "36 IOPS of the window"},
 		{2000, time.Second, 2 * time.Second, false, "400 IOPS of the window"}, // the wait bounded by the window
 		{36, time.Second, 886 * time.Millisecond, true, "it ran 114ms of the window, less than two of the throttle's 100ms slices"},
-		{36, 2 * time.Second, 1790 * time.Millisecond, false, "make 343 IOPS"}, // 210 ms left: two slices
-		{400, time.Second, 900 * time.Millisecond, false, ""},                  // within the bounds
+		{36, 2 * time.Second, 1790 * time.Millisecond, true, "it ran 210ms of the window, less than half of it"}, // two slices, but scattered
+		{66, time.Second, 793 * time.Millisecond, true, "it ran 207ms of the window, less than half of it"},
+		{150, 2 * time.Second, 900 * time.Millisecond, false, "make 273 IOPS"},                       // ran more than half of the window
+		{1000, 2 * time.Second, 1200 * time.Millisecond, false, "are no more than the cap's budget"}, // above the ceiling: no pieces explain it
+		{400, time.Second, 900 * time.Millisecond, false, ""},                                        // within the bounds
 	} {
 		how, ok := CPUExplains(c.iops, c.window, c.wait, 0, b)
 		if ok != c.ok || !strings.Contains(how, c.how) {
@@ -239,7 +242,10 @@ func TestCPUExplains(t *testing.T) {
 		}
 	}
 	// A disk's shorter slice leaves a shorter time to judge by.
-	if how, ok := CPUExplains(36, time.Second, 886*time.Millisecond, 20*time.Millisecond, b); ok || !strings.Contains(how, "make 316 IOPS") {
+	if how, ok := CPUExplains(150, 100*time.Millisecond, 40*time.Millisecond, 0, b); !ok || !strings.Contains(how, "less than two of the throttle's 100ms slices") {
+		t.Errorf("a 100ms slice: %q, %v", how, ok)
+	}
+	if how, ok := CPUExplains(150, 100*time.Millisecond, 40*time.Millisecond, 20*time.Millisecond, b); ok || !strings.Contains(how, "make 250 IOPS") {
 		t.Errorf("a 20ms slice: %q, %v", how, ok)
 	}
 	if r := UnstarvedIOPS(376, 2*time.Second, time.Second); r != 752 {
