@@ -177,11 +177,13 @@ func rehearse(ctx context.Context, c *Config, sess *session.Session) (*results.D
 		r.Name = s.Name
 		doc.Results = append(doc.Results, r)
 		sys := Judge(s, r)
-		if sys.Inconclusive && !c.Lookup.Fits {
+		if sys.Inconclusive && !c.Lookup.Fits && !cellStarved(c.Lookup.Cell) {
 			// The measured cells do not carry the sum either: the two
 			// measurements agree, whatever the CPUs did to this one
 			// (the wait is summed over every thread that may serve the
-			// target, and on a busy machine it can explain any rate).
+			// target, and on a busy machine it can explain any rate),
+			// unless the lookup's cell waited for a CPU too: then
+			// neither measured the volume alone.
 			sys.Inconclusive = false
 			sys.Why = strings.TrimPrefix(sys.Why, starvedWhy(sys.CPUWaitPct)+"; ")
 		}
@@ -199,6 +201,14 @@ func rehearse(ctx context.Context, c *Config, sess *session.Session) (*results.D
 		return nil, err
 	}
 	return doc, nil
+}
+
+// cellStarved tells whether a measured cell's I/O waited for a CPU, others
+// holding them, for capverify.QuietCPUWait of its window or more: a busy
+// machine may have set its figures as well as the volume.
+func cellStarved(r results.Result) bool {
+	window := time.Duration(r.DurationNS)
+	return window > 0 && float64(r.CPUWait.Wait(window)) >= capverify.QuietCPUWait*float64(window)
 }
 
 // Judge is the verdict on one system from its result: it fits when its

@@ -150,6 +150,25 @@ func TestJudge(t *testing.T) {
 			t.Errorf("CPU wait %v %%: fits %v, inconclusive %v, why %q", tc.res.CPUWait.Pct, s.Fits, s.Inconclusive, s.Why)
 		}
 	}
+	// A lookup's cell that waited for a CPU as long does not confirm a
+	// starved rehearsal: its own figures are the busy machine's too. The
+	// wait is its threads' sum, at most the CPU time others took.
+	cell := func(ioNS, othersNS int64) results.Result {
+		return results.Result{DurationNS: int64(2 * time.Second), CPUWait: &results.CPUWait{IOThreadsNS: ioNS, OthersNS: &othersNS}}
+	}
+	for _, c := range []struct {
+		r       results.Result
+		starved bool
+	}{
+		{results.Result{DurationNS: int64(2 * time.Second)}, false},
+		{cell(int64(50*time.Millisecond), int64(time.Second)), false},
+		{cell(int64(100*time.Millisecond), int64(time.Second)), true},
+		{cell(int64(time.Second), int64(90*time.Millisecond)), false}, // others ran 90 ms: the rest was the I/O's own path
+	} {
+		if got := cellStarved(c.r); got != c.starved {
+			t.Errorf("cell waiting %+v: starved %v, want %v", c.r.CPUWait, got, c.starved)
+		}
+	}
 }
 
 // Plan touches nothing and decides what was left open: the window from
