@@ -91,12 +91,12 @@ type rateSteps struct {
 	cum    []float64
 }
 
-// newRateSteps is rates (per second) divided among jobs; nil when the
-// direction has no I/O at all.
-func newRateSteps(stepNS int64, rates []float64, jobs int) *rateSteps {
+// newRateSteps is share of rates (per second), divided among jobs; nil
+// when the direction has no I/O at all.
+func newRateSteps(stepNS int64, rates []float64, share float64, jobs int) *rateSteps {
 	s := &rateSteps{stepNS: float64(stepNS), rate: make([]float64, len(rates)), cum: make([]float64, len(rates)+1)}
 	for i, r := range rates {
-		s.rate[i] = r / float64(jobs) / 1e9
+		s.rate[i] = share * r / float64(jobs) / 1e9
 		s.cum[i+1] = s.cum[i] + s.rate[i]*s.stepNS
 	}
 	if s.cum[len(rates)] <= 0 {

@@ -36,6 +36,10 @@ type arrivals struct {
 	off     bool    // no arrivals at all (a direction without a rate)
 	k       uint64  // arrivals taken
 	next    float64 // the next one's intended start
+	// burst is how many arrivals come at each moment of the schedule:
+	// 1, or a burst's writes (Rate.BurstSize), rate then being the
+	// bursts' own.
+	burst uint64
 	// prof, when set, shapes the rate over time (RateProfile): lam is the
 	// profile's cumulative arrivals at the next one, cycle and step the
 	// profile's cursor there.
@@ -45,11 +49,13 @@ type arrivals struct {
 	step  int
 }
 
-func newArrivals(iops float64, poisson bool, seed, stream uint64) arrivals {
-	a := arrivals{poisson: poisson, off: iops <= 0}
+// newArrivals is a stream of iops arrivals a second, burst at a time
+// (1: one by one).
+func newArrivals(iops float64, burst int, poisson bool, seed, stream uint64) arrivals {
+	a := arrivals{poisson: poisson, off: iops <= 0, burst: uint64(max(burst, 1))}
 	a.rng.Seed(seed^0xa7717a15, stream*0x9e3779b97f4a7c15+1)
 	if !a.off {
-		a.rate = iops
+		a.rate = iops / float64(a.burst)
 		if poisson {
 			a.next = a.gap()
 		}
@@ -58,13 +64,13 @@ func newArrivals(iops float64, poisson bool, seed, stream uint64) arrivals {
 }
 
 // newProfiledArrivals is a stream of arrivals whose rate follows steps
-// (nil: no arrivals at all).
-func newProfiledArrivals(steps *rateSteps, poisson bool, seed, stream uint64) arrivals {
-	a := arrivals{poisson: poisson, off: steps == nil, prof: steps}
+// (nil: no arrivals at all), burst at a time.
+func newProfiledArrivals(steps *rateSteps, burst int, poisson bool, seed, stream uint64) arrivals {
+	a := arrivals{poisson: poisson, off: steps == nil, prof: steps, burst: uint64(max(burst, 1))}
 	a.rng.Seed(seed^0xa7717a15, stream*0x9e3779b97f4a7c15+1)
 	if !a.off {
 		if poisson {
-			a.lam = a.unitGap()
+			a.lam = float64(a.burst) * a.unitGap()
 		}
 		a.next = steps.at(a.lam, &a.cycle, &a.step)
 	}
@@ -85,11 +91,17 @@ func (a *arrivals) unitGap() float64 {
 // take moves past the next arrival. Uniform arrivals come at 0, 1, 2, …
 // periods, computed from the count rather than summed, so that a long
 // run does not drift; a window of whole periods holds exactly its share.
+// A burst's arrivals share one moment; the next burst comes a gap later,
+// drawn at the bursts' rate (a profile's cumulative arrivals move on by
+// the burst's size).
 func (a *arrivals) take() {
 	a.k++
+	if a.k%a.burst != 0 {
+		return // more of the burst, at the same moment
+	}
 	if a.prof != nil {
 		if a.poisson {
-			a.lam += a.unitGap()
+			a.lam += float64(a.burst) * a.unitGap()
 		} else {
 			a.lam = float64(a.k)
 		}
@@ -99,15 +111,17 @@ func (a *arrivals) take() {
 	if a.poisson {
 		a.next += a.gap()
 	} else {
-		a.next = float64(a.k) * 1e9 / a.rate
+		a.next = float64(a.k/a.burst) * 1e9 / a.rate
 	}
 }
 
 // schedule is a job's intended starts: one stream of arrivals, each I/O's
 // direction drawn by the pattern's read share, or one stream per
-// direction.
+// direction, the writes in two when some of them come in bursts.
 type schedule struct {
-	dir    [2]arrivals // [0]: every I/O, or the reads; [1]: the writes
+	// dir[0]: every I/O, or the reads; dir[1]: the writes (those one at
+	// a time when some come in bursts); dir[2]: the writes in bursts.
+	dir    [3]arrivals
 	perDir bool
 	base   int64  // nanotime of the run's start
 	n      uint64 // I/Os taken
@@ -123,19 +137,43 @@ func newSchedule(rate results.Rate, jobs, job int, seed uint64, prof *RateProfil
 	poisson := rate.Arrival != results.ArrivalUniform
 	stream := uint64(job) << 8
 	s := schedule{perDir: rate.PerDirection()}
+	s.dir[2].off = true
+	// burst is the share of the writes that come in bursts.
+	burst := 0.0
+	if s.perDir && rate.Bursty() && rate.WriteIOPS > 0 {
+		burst = min(rate.BurstIOPS/rate.WriteIOPS, 1)
+	}
 	if prof != nil && s.perDir {
-		s.dir[0] = newProfiledArrivals(newRateSteps(prof.StepNS, prof.Reads, jobs), poisson, seed, stream)
-		s.dir[1] = newProfiledArrivals(newRateSteps(prof.StepNS, prof.Writes, jobs), poisson, seed, stream|1)
+		s.dir[0] = newProfiledArrivals(newRateSteps(prof.StepNS, prof.Reads, 1, jobs), 1, poisson, seed, stream)
+		s.dir[1] = newProfiledArrivals(newRateSteps(prof.StepNS, prof.Writes, 1-burst, jobs), 1, poisson, seed, stream|1)
+		if burst > 0 {
+			s.dir[2] = newProfiledArrivals(newRateSteps(prof.StepNS, prof.Writes, burst, jobs), rate.BurstSize, poisson, seed, stream|2)
+		}
 		return s
 	}
 	if s.perDir {
-		s.dir[0] = newArrivals(rate.ReadIOPS/float64(jobs), poisson, seed, stream)
-		s.dir[1] = newArrivals(rate.WriteIOPS/float64(jobs), poisson, seed, stream|1)
+		s.dir[0] = newArrivals(rate.ReadIOPS/float64(jobs), 1, poisson, seed, stream)
+		s.dir[1] = newArrivals((1-burst)*rate.WriteIOPS/float64(jobs), 1, poisson, seed, stream|1)
+		if burst > 0 {
+			s.dir[2] = newArrivals(burst*rate.WriteIOPS/float64(jobs), rate.BurstSize, poisson, seed, stream|2)
+		}
 	} else {
-		s.dir[0] = newArrivals(rate.IOPS/float64(jobs), poisson, seed, stream)
+		s.dir[0] = newArrivals(rate.IOPS/float64(jobs), 1, poisson, seed, stream)
 		s.dir[1].off = true
 	}
 	return s
+}
+
+// next is the stream whose arrival is next (the earliest; the lowest
+// index on a tie), or -1 when none has any left.
+func (s *schedule) next() int {
+	at := -1
+	for i := range s.dir {
+		if d := &s.dir[i]; !d.off && (at < 0 || d.next < s.dir[at].next) {
+			at = i
+		}
+	}
+	return at
 }
 
 // due is the next I/O's intended start (nanotime) and, with a schedule
@@ -144,14 +182,11 @@ func (s *schedule) due() (at int64, write bool) {
 	if s.replay != nil {
 		return s.replayDue()
 	}
-	r, w := &s.dir[0], &s.dir[1]
-	switch {
-	case r.off && w.off:
+	i := s.next()
+	if i < 0 {
 		return math.MaxInt64, false
-	case w.off || (!r.off && r.next <= w.next):
-		return s.base + int64(r.next), false
 	}
-	return s.base + int64(w.next), true
+	return s.base + int64(s.dir[i].next), i > 0
 }
 
 // take moves past the I/O due returned.
@@ -160,10 +195,8 @@ func (s *schedule) take() {
 		s.n++
 		return
 	}
-	if _, write := s.due(); write {
-		s.dir[1].take()
-	} else {
-		s.dir[0].take()
+	if i := s.next(); i >= 0 {
+		s.dir[i].take()
 	}
 	s.n++
 }

@@ -108,6 +108,65 @@ func TestUniformSchedule(t *testing.T) {
 	}
 }
 
+// Write bursts: a rate per direction whose writes come partly in bursts
+// keeps every direction's count, each burst's writes at one moment, the
+// bursts at their own rate, and the other writes one by one; poisson
+// bursts too, over a longer stretch, within their counts' spread; and a
+// profile's writes split the same way.
+func TestBurstSchedule(t *testing.T) {
+	rate := results.Rate{ReadIOPS: 700, WriteIOPS: 270, BurstIOPS: 196, BurstSize: 98, Arrival: results.ArrivalUniform}
+	count := func(s schedule, end int64) (reads, writes, bursts, inBursts int) {
+		var last int64 = -1
+		run := 0
+		for {
+			at, write := s.due()
+			if at >= end {
+				break
+			}
+			burst := s.next() == 2
+			s.take()
+			switch {
+			case !write:
+				reads++
+				continue
+			case !burst:
+				writes++
+				continue
+			}
+			writes++
+			inBursts++
+			if at != last {
+				if run != 0 && run != 98 {
+					t.Fatalf("a burst of %d writes at %d ns, want 98", run, last)
+				}
+				bursts++
+				run = 0
+			}
+			run++
+			last = at
+		}
+		return
+	}
+	r, w, b, in := count(newSchedule(rate, 1, 0, 1, nil), 10e9)
+	if r != 7000 || w != 2700 || b != 20 || in != 1960 {
+		t.Errorf("10 s of %+v: %d reads, %d writes, %d bursts holding %d; want 7000, 2700, 20, 1960", rate, r, w, b, in)
+	}
+	rate.Arrival = ""
+	r, w, b, in = count(newSchedule(rate, 1, 0, 3, nil), 200e9)
+	// 400 bursts expected, a Poisson count: within 4 standard deviations.
+	if math.Abs(float64(b)-400) > 80 || in != 98*b || math.Abs(float64(w-in)-74*200) > 4*math.Sqrt(74*200) ||
+		math.Abs(float64(r)-700*200) > 4*math.Sqrt(700*200) {
+		t.Errorf("200 s of poisson %+v: %d reads, %d writes, %d bursts holding %d", rate, r, w, b, in)
+	}
+	rate.Arrival = results.ArrivalUniform
+	prof := &RateProfile{StepNS: 1e9, Reads: []float64{700, 700}, Writes: []float64{270, 540}}
+	rate.WriteIOPS, rate.BurstIOPS = 405, 294 // the profile's mean, its share in bursts as above
+	r, w, b, in = count(newSchedule(rate, 1, 0, 1, prof), 2e9)
+	if r != 1400 || w != 810 || in != 588 || b != 6 {
+		t.Errorf("2 s of %+v on the profile %+v: %d reads, %d writes, %d bursts holding %d; want 1400, 810, 6, 588", rate, prof, r, w, b, in)
+	}
+}
+
 // simulateOpen runs a schedule against a device on a simulated clock: the
 // issuing rule of runRate (an I/O starts at its intended time, or when a
 // slot frees if every slot is busy), with its accounting. service(at)

@@ -54,7 +54,17 @@ type Rate struct {
 	WriteIOPS float64 `json:"write_iops,omitempty"`
 	// Arrival is ArrivalPoisson or ArrivalUniform.
 	Arrival string `json:"arrival,omitempty"`
+	// BurstIOPS, with a rate per direction, is how many of WriteIOPS
+	// arrive in bursts of BurstSize writes at one moment, as a
+	// database's background writer queues a batch of pages at once
+	// (InnoDB's page cleaner); the bursts themselves arrive at
+	// BurstIOPS/BurstSize a second, the other writes one at a time.
+	BurstIOPS float64 `json:"burst_iops,omitempty"`
+	BurstSize int     `json:"burst_size,omitempty"`
 }
+
+// Bursty tells whether some of the writes arrive in bursts.
+func (r Rate) Bursty() bool { return r.BurstIOPS > 0 && r.BurstSize > 1 }
 
 // How the I/Os of an open-loop pattern arrive (Rate.Arrival).
 const (
@@ -86,7 +96,8 @@ func (r Rate) Total() float64 {
 func FormatRate(iops float64) string { return strconv.FormatFloat(iops, 'f', -1, 64) }
 
 // nameSuffix is the rate's part of a pattern name: -rate5000,
-// -rate3000r1000w, and -uniform for uniform arrivals.
+// -rate3000r1000w, -rate700r270w-wburst98x196 (196 of the writes a
+// second in bursts of 98), and -uniform for uniform arrivals.
 func (r Rate) nameSuffix() string {
 	if !r.Open() {
 		return ""
@@ -99,6 +110,9 @@ func (r Rate) nameSuffix() string {
 		}
 		if r.WriteIOPS > 0 {
 			s += FormatRate(r.WriteIOPS) + "w"
+		}
+		if r.Bursty() {
+			s += fmt.Sprintf("-wburst%dx%s", r.BurstSize, FormatRate(r.BurstIOPS))
 		}
 	} else {
 		s = "-rate" + FormatRate(r.IOPS)

@@ -33,7 +33,7 @@ func (o *runOptions) AddFlags(f *pflag.FlagSet) {
 	f.IntVar(&o.Jobs, "jobs", 1, "independent workers, each with its own queue (1-64)")
 	f.StringVar(&o.BSSplit, "bssplit", "", "block-size mix in fio's syntax, e.g. 4k/60:16k/30:1m/10 (reads,writes for one each); replaces --bs")
 	f.StringVar(&o.Distribution, "random-distribution", "uniform", "offsets of random I/O: uniform, zipf:THETA, pareto:H or normal:DEV% (fio's syntax, optional :CENTER)")
-	f.StringVar(&o.Rate, "rate", "", "open loop: start I/Os on a schedule at this rate in IOPS (5000), per direction (riops=3000,wiops=1000) or as a share of the pattern's closed-loop maximum, measured first (80%); --qd is then the most in flight")
+	f.StringVar(&o.Rate, "rate", "", "open loop: start I/Os on a schedule at this rate in IOPS (5000), per direction (riops=3000,wiops=1000; wburst=B brings the writes in bursts of B at once, wburst-iops=K only K of them a second) or as a share of the pattern's closed-loop maximum, measured first (80%); --qd is then the most in flight")
 	f.StringVar(&o.Sync, "sync", "none", "durable writes, as a commit's: none, dsync (each write waits to be durable: RWF_DSYNC), "+
 		"fdatasync:N or fsync:N (a sync after every N-th write, on average when N has decimals (1.5: two syncs in three writes), its wait counted in that write's latency; --qd 1; "+
 		"on uring linked to the write, or with :after issued once the write completed, as a database and fio do)")

@@ -35,11 +35,37 @@ func validateRate(p results.Pattern) error {
 	default:
 		return Fieldf("arrival", "%q is not one of poisson, uniform", r.Arrival)
 	}
+	if err := validateBurst(r); err != nil {
+		return err
+	}
 	if r.PerDirection() {
 		if r.ReadIOPS > 0 && p.ReadPct == 0 || r.WriteIOPS > 0 && p.ReadPct == 100 ||
 			r.ReadIOPS == 0 && p.ReadPct != 0 || r.WriteIOPS == 0 && p.ReadPct != 100 {
 			return Fieldf("rate", "riops and wiops disagree with %d %% reads", p.ReadPct)
 		}
+	}
+	return nil
+}
+
+// MaxBurst bounds the writes of one burst (Rate.BurstSize): a background
+// writer's batch is dozens to hundreds of pages.
+const MaxBurst = 1 << 16
+
+// validateBurst checks a rate's write bursts: some of the writes of a
+// rate per direction, two or more at a time.
+func validateBurst(r results.Rate) error {
+	if r.BurstIOPS == 0 && r.BurstSize == 0 {
+		return nil
+	}
+	switch {
+	case !(r.BurstIOPS > 0) || math.IsInf(r.BurstIOPS, 0):
+		return Fieldf("rate", "bursts of %d writes need their writes a second", r.BurstSize)
+	case r.BurstSize < 2 || r.BurstSize > MaxBurst:
+		return Fieldf("rate", "a burst of %d writes: 2 to %d", r.BurstSize, MaxBurst)
+	case !r.PerDirection() || r.WriteIOPS == 0:
+		return Fieldf("rate", "write bursts need a write rate of their own (wiops)")
+	case r.BurstIOPS > r.WriteIOPS*(1+1e-9):
+		return Fieldf("rate", "%s writes a second in bursts, more than the %s writes a second", results.FormatRate(r.BurstIOPS), results.FormatRate(r.WriteIOPS))
 	}
 	return nil
 }
@@ -74,7 +100,7 @@ type RateSpec struct {
 func ParseRate(spec string) (RateSpec, error) {
 	s := strings.TrimSpace(spec)
 	bad := func(msg string) (RateSpec, error) {
-		return RateSpec{}, Fieldf("rate", "%q: %s (e.g. 5000, riops=3000,wiops=1000 or 80%%)", spec, msg)
+		return RateSpec{}, Fieldf("rate", "%q: %s (e.g. 5000, riops=3000,wiops=1000, riops=700,wiops=270,wburst=98,wburst-iops=196 or 80%%)", spec, msg)
 	}
 	if s == "" {
 		return bad("empty")
@@ -115,9 +141,32 @@ func ParseRate(spec string) (RateSpec, error) {
 				return bad("wiops given twice")
 			}
 			r.WriteIOPS = n
+		case "wburst":
+			if r.BurstSize != 0 {
+				return bad("wburst given twice")
+			}
+			if n != math.Trunc(n) || n < 2 || n > MaxBurst {
+				return bad(fmt.Sprintf("wburst: not a count of writes per burst from 2 to %d", MaxBurst))
+			}
+			r.BurstSize = int(n)
+		case "wburst-iops":
+			if r.BurstIOPS != 0 {
+				return bad("wburst-iops given twice")
+			}
+			r.BurstIOPS = n
 		default:
-			return bad(fmt.Sprintf("%q is not riops or wiops", k))
+			return bad(fmt.Sprintf("%q is not riops, wiops, wburst or wburst-iops", k))
 		}
+	}
+	switch {
+	case r.BurstIOPS > 0 && r.BurstSize == 0:
+		return bad("wburst-iops needs wburst, the writes per burst")
+	case r.BurstSize > 0 && r.WriteIOPS == 0:
+		return bad("wburst needs wiops, the writes a second that its bursts are among")
+	case r.BurstSize > 0 && r.BurstIOPS == 0:
+		r.BurstIOPS = r.WriteIOPS // every write in bursts
+	case r.BurstIOPS > r.WriteIOPS:
+		return bad("wburst-iops is more than wiops")
 	}
 	return RateSpec{Rate: r}, nil
 }
