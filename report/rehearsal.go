@@ -73,6 +73,9 @@ func ReplayedLine(r *results.ReplayedShape) string {
 		}
 		parts = append(parts, line)
 	}
+	if r.BurstSize > 1 {
+		parts = append(parts, fmt.Sprintf("%s of its data writes a second in bursts of %d", results.FormatRate(r.BurstIOPS), r.BurstSize))
+	}
 	return strings.Join(parts, ", ")
 }
 

@@ -89,6 +89,10 @@ type ReplayedShape struct {
 	// replayed as the syncs' cache flushes, not as data writes (0: none,
 	// the writes replayed whole).
 	FlushIOPS float64 `json:"flush_iops,omitempty"`
+	// BurstIOPS of the data writes a second were replayed in bursts of
+	// BurstSize writes at one moment (0: none).
+	BurstIOPS float64 `json:"burst_iops,omitempty"`
+	BurstSize int     `json:"burst_size,omitempty"`
 }
 
 // RehearsedBound is one latency bound against the response time.

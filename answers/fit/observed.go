@@ -129,6 +129,9 @@ func ObservedWorkload(o *results.Observation, st Statistic, headroomPct float64,
 	b.WriteString("# durable_writes: the flushes per second a commit waits on, from the system's database at the same statistic (headroom added), or unknown.\n")
 	b.WriteString("# Each flush is among the writes, as the kernel counts it (an empty write, against a cap's write budget too): a rehearsal\n")
 	b.WriteString("# writes the rest as data and issues the flushes as its syncs.\n")
+	b.WriteString("# write_bursts: how many of the data writes a second come in bursts (writes, at the same statistic, headroom added) of\n")
+	b.WriteString("# size writes at once: InnoDB's page-cleaner batches (its data writes over its doublewrite batches); a rehearsal\n")
+	b.WriteString("# queues each burst at one moment. Left out where the database does not say (PostgreSQL, or no doublewrite).\n")
 	b.WriteString("# timeline: the system's series in the observation (a relative path is from this file's directory), which a rehearsal replays.\n")
 	b.WriteString("# Figures are the cgroup's (bios at submission) where the system has one, else its database's.\n")
 	b.WriteString("# Add latency bounds where the systems need them, e.g. latency: \"p99<5ms\".\n")
@@ -186,6 +189,14 @@ func ObservedWorkload(o *results.Observation, st Statistic, headroomPct float64,
 			fmt.Fprintf(&b, "    durable_writes: %s\n", num(d))
 		} else {
 			fmt.Fprintf(&b, "    durable_writes: %s\n", unknown)
+		}
+		data := writes
+		if durable && d < writes {
+			data -= d
+		}
+		if size, bw := writeBursts(sys.Database, st); size > 1 && bw > 0 && data > 0 {
+			bw = min(math.Ceil(bw*k), data)
+			fmt.Fprintf(&b, "    write_bursts: {size: %d, writes: %s} # its page cleaner's batches, from its database\n", size, num(bw))
 		}
 		fmt.Fprintf(&b, "    timeline: {observation: %s, system: %s, series: %s}\n", strconv.Quote(obsPath), strconv.Quote(sys.Name), series)
 		n++
@@ -279,6 +290,25 @@ func durableWrites(db *results.ObservedSeries, st Statistic) (float64, bool) {
 		return st.of(db.Summary, "fsyncs"), true
 	}
 	return 0, false
+}
+
+// writeBursts is a database's data writes that come in bursts, and the
+// writes of one burst (0: not known): InnoDB's page cleaner flushes its
+// pages in batches through the doublewrite buffer, each batch one
+// doublewrite write and its pages' own, queued together; its data writes
+// a second over its doublewrite batches a second are one batch's writes
+// (MariaDB's data writes leave the redo log's out). Without doublewrite
+// batches (innodb_doublewrite off), and for PostgreSQL, whose
+// checkpointer spreads its writes over the checkpoint, none is known.
+func writeBursts(db *results.ObservedSeries, st Statistic) (int, float64) {
+	if db == nil || db.Summary == nil || db.Kind != "mysql" {
+		return 0, 0
+	}
+	batches, writes := db.Summary.Mean["dblwr_writes"], db.Summary.Mean["writes"]
+	if !(batches > 0) || !(writes >= 2*batches) {
+		return 0, 0
+	}
+	return int(math.Round(writes / batches)), st.of(db.Summary, "writes")
 }
 
 // relativeTo is path as seen from the directory of the file from, where

@@ -174,6 +174,25 @@ func TestObservedWorkloadShape(t *testing.T) {
 		w.Systems[1].Shape.Timeline.Observation != "/abs/obs.json" {
 		t.Errorf("mysql's fsyncs: %+v, %v\n%s", w.Systems[1].Shape, err, data)
 	}
+	// Its page cleaner's batches: 50 data writes a second on average
+	// over 0.5 doublewrite batches, 100 writes a batch; at the p95, 100
+	// of its 109 writes a second are data writes, all of them in bursts.
+	// None where it had no doublewrite batch, nor for PostgreSQL.
+	o.Systems[1].Database.Summary.Mean["dblwr_writes"] = 0.5
+	if data, err = ObservedWorkload(o, st, 0, "/abs/obs.json", "systems.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	if w, err = ParseWorkload("systems.yaml", data); err != nil || w.Systems[1].Shape.BurstSize != 100 || w.Systems[1].Shape.BurstWrites != 100 ||
+		!strings.Contains(string(data), "write_bursts: {size: 100, writes: 100} # its page cleaner's batches") {
+		t.Errorf("mysql's write bursts: %+v, %v\n%s", w.Systems[1].Shape, err, data)
+	}
+	for _, kind := range []string{"mysql", "postgres"} {
+		o.Systems[1].Database.Kind = kind
+		o.Systems[1].Database.Summary.Mean["dblwr_writes"] = map[string]float64{"mysql": 0, "postgres": 0.5}[kind]
+		if data, err = ObservedWorkload(o, st, 0, "/abs/obs.json", "systems.yaml"); err != nil || strings.Contains(string(data), "write_bursts: {") {
+			t.Errorf("%s without bursts: %v\n%s", kind, err, data)
+		}
+	}
 }
 
 // The observed size mix in whole percent per direction, summing to 100.

@@ -31,6 +31,11 @@ type Shape struct {
 	// no database was read.
 	DurableWrites float64
 	DurableKnown  bool
+	// BurstWrites of the data writes a second come in bursts of
+	// BurstSize at one moment: a background writer's batches (InnoDB's
+	// page cleaner, per doublewrite batch); 0 when not known.
+	BurstWrites float64
+	BurstSize   int
 	// Timeline, when set, is where the system's observed timeline is.
 	Timeline *TimelineRef
 }
@@ -83,7 +88,15 @@ type workloadShape struct {
 	ReadShare     *float64          `yaml:"read_share"`
 	BSSplit       string            `yaml:"bssplit"`
 	DurableWrites *optionalRate     `yaml:"durable_writes"`
+	WriteBursts   *burstsField      `yaml:"write_bursts"`
 	Timeline      *workloadTimeline `yaml:"timeline"`
+}
+
+// burstsField is a system's write_bursts: its data writes a second that
+// come in bursts, and the writes of one burst.
+type burstsField struct {
+	Size   *float64 `yaml:"size"`
+	Writes *float64 `yaml:"writes"`
 }
 
 type workloadTimeline struct {
@@ -119,7 +132,7 @@ func (r *optionalRate) UnmarshalYAML(n *yaml.Node) error {
 
 // present tells whether any version 2 field was given.
 func (s workloadShape) present() bool {
-	return s.ReadShare != nil || s.BSSplit != "" || s.DurableWrites != nil || s.Timeline != nil
+	return s.ReadShare != nil || s.BSSplit != "" || s.DurableWrites != nil || s.WriteBursts != nil || s.Timeline != nil
 }
 
 // field names the first version 2 field given, for the message that
@@ -132,6 +145,8 @@ func (s workloadShape) field() string {
 		return "bssplit"
 	case s.DurableWrites != nil:
 		return "durable_writes"
+	case s.WriteBursts != nil:
+		return "write_bursts"
 	}
 	return "timeline"
 }
@@ -140,7 +155,8 @@ func (s workloadShape) field() string {
 // share of 0 to 1 that does no I/O the rates do not (no reads when reads
 // is 0, no writes when writes is 0), a size mix of the sizes the engine
 // issues, a rate of durable writes that is a rate and no more than the
-// writes, and a whole timeline reference.
+// writes, write bursts of two writes or more among the data writes, and
+// a whole timeline reference.
 func (s workloadShape) shape(n Need) (*Shape, error) {
 	sh := &Shape{ReadShare: n.ReadIOPS / max(n.Total(), 1)}
 	if s.ReadShare != nil {
@@ -176,6 +192,26 @@ func (s workloadShape) shape(n Need) (*Shape, error) {
 			return nil, &NeedError{Field: "durable_writes", Value: strconv.FormatFloat(r.v, 'g', -1, 64), Why: "not a rate from 0 to the system's writes"}
 		}
 		sh.DurableWrites, sh.DurableKnown = r.v, true
+	}
+	if b := s.WriteBursts; b != nil {
+		if b.Size == nil || b.Writes == nil {
+			return nil, &NeedError{Field: "write_bursts", Why: "needs size (the writes of one burst) and writes (the writes a second in bursts)"}
+		}
+		size, writes := *b.Size, *b.Writes
+		// The data writes: the writes less the durable writes' flushes.
+		data := n.WriteIOPS
+		if sh.DurableKnown && sh.DurableWrites < n.WriteIOPS {
+			data -= sh.DurableWrites
+		}
+		if size != math.Trunc(size) || size < 2 || size > pattern.MaxBurst {
+			return nil, &NeedError{Field: "write_bursts", Value: strconv.FormatFloat(size, 'g', -1, 64),
+				Why: fmt.Sprintf("size: not a count of writes per burst from 2 to %d", pattern.MaxBurst)}
+		}
+		if !isIOPS(writes) || writes == 0 || writes > data*(1+1e-9) {
+			return nil, &NeedError{Field: "write_bursts", Value: strconv.FormatFloat(writes, 'g', -1, 64),
+				Why: "writes: not a rate above 0 and at most the system's data writes (its writes less its durable writes)"}
+		}
+		sh.BurstSize, sh.BurstWrites = int(size), writes
 	}
 	if t := s.Timeline; t != nil {
 		if t.Observation == "" || t.System == "" || (t.Series != SeriesIO && t.Series != SeriesDatabase) {

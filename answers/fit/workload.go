@@ -241,7 +241,7 @@ func yamlError(file string, err error) error {
 	switch {
 	case strings.HasPrefix(rest, "field "):
 		name, _, _ := strings.Cut(strings.TrimPrefix(rest, "field "), " ")
-		rest = fmt.Sprintf("unknown field %s (name, reads, writes, block_size, concurrency, latency; in version 2 also read_share, bssplit, durable_writes, timeline)", name)
+		rest = fmt.Sprintf("unknown field %s (name, reads, writes, block_size, concurrency, latency; in version 2 also read_share, bssplit, durable_writes, write_bursts, timeline)", name)
 	case strings.HasPrefix(rest, "cannot unmarshal !!str `"):
 		v, _, _ := strings.Cut(strings.TrimPrefix(rest, "cannot unmarshal !!str `"), "`")
 		rest = fmt.Sprintf("%q is not a number", v)

@@ -184,6 +184,7 @@ systems:
     read_share: 0.6
     bssplit: 8k/90:64k/10,8k/100
     durable_writes: 12.5
+    write_bursts: {size: 40, writes: 30}
     timeline: {observation: obs.json, system: a, series: io}
 `
 	w1, err := ParseWorkload("w1.yaml", []byte(v1))
@@ -201,7 +202,7 @@ systems:
 	want := Shape{ReadShare: 0.6, SizeMix: "8k/90:64k/10,8k/100", DurableWrites: 12.5, DurableKnown: true,
 		Timeline: &TimelineRef{Observation: "obs.json", System: "a", Series: SeriesIO}}
 	if sh == nil || sh.ReadShare != want.ReadShare || sh.SizeMix != want.SizeMix || sh.DurableWrites != want.DurableWrites ||
-		!sh.DurableKnown || *sh.Timeline != *want.Timeline {
+		!sh.DurableKnown || *sh.Timeline != *want.Timeline || sh.BurstSize != 40 || sh.BurstWrites != 30 {
 		t.Errorf("shape %+v, want %+v", sh, want)
 	}
 	n1, n2 := w1.Systems[0], w2.Systems[0]
@@ -227,8 +228,13 @@ systems:
 		{"version: 2\nsystems:\n  - {name: a, reads: 5, block_size: 4k, bssplit: 1000/100}\n", "bssplit=1000/100: a size that is not a multiple of 512 bytes"},
 		{"version: 2\nsystems:\n  - {name: a, reads: 5, writes: 5, block_size: 4k, durable_writes: 6}\n", "durable_writes=6: not a rate from 0 to the system's writes"},
 		{"version: 2\nsystems:\n  - {name: a, reads: 5, writes: 5, block_size: 4k, durable_writes: lots}\n", `durable_writes: "lots" is neither a rate per second nor "unknown"`},
+		{"version: 2\nsystems:\n  - {name: a, reads: 5, writes: 5, block_size: 4k, durable_writes: 2, write_bursts: {size: 8, writes: 4}}\n", "write_bursts=4: writes: not a rate above 0 and at most the system's data writes"},
+		{"version: 2\nsystems:\n  - {name: a, reads: 5, writes: 5, block_size: 4k, write_bursts: {size: 1, writes: 4}}\n", "write_bursts=1: size: not a count of writes per burst from 2 to 65536"},
+		{"version: 2\nsystems:\n  - {name: a, reads: 5, writes: 5, block_size: 4k, write_bursts: {size: 2.5, writes: 4}}\n", "write_bursts=2.5: size: not a count"},
+		{"version: 2\nsystems:\n  - {name: a, reads: 5, writes: 5, block_size: 4k, write_bursts: {size: 8}}\n", "write_bursts: needs size (the writes of one burst) and writes"},
+		{"systems:\n  - {name: a, reads: 5, writes: 5, block_size: 4k, write_bursts: {size: 8, writes: 4}}\n", "write_bursts is a version 2 field"},
 		{"version: 2\nsystems:\n  - {name: a, reads: 5, block_size: 4k, timeline: {observation: o.json, system: a}}\n", "timeline: needs observation (a file), system (its name there) and series (io or database)"},
-		{"version: 2\nsystems:\n  - {name: a, reads: 5, block_size: 4k, shape: x}\n", "unknown field shape (name, reads, writes, block_size, concurrency, latency; in version 2 also read_share, bssplit, durable_writes, timeline)"},
+		{"version: 2\nsystems:\n  - {name: a, reads: 5, block_size: 4k, shape: x}\n", "unknown field shape (name, reads, writes, block_size, concurrency, latency; in version 2 also read_share, bssplit, durable_writes, write_bursts, timeline)"},
 	} {
 		_, err := ParseWorkload("w.yaml", []byte(c.file))
 		if err == nil || !strings.Contains(err.Error(), c.want) {

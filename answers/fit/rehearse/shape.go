@@ -27,6 +27,13 @@ import (
 //     flush twice, once as a data write that takes the volume's time.
 //     Where the durable writes are not fewer than the writes, the writes
 //     are replayed whole, a sync after each;
+//   - its write bursts: that many of its data writes a second arrive in
+//     bursts of the given size at one moment, as a background writer
+//     (InnoDB's page cleaner) queues a batch of pages at once, the
+//     other writes one by one (their share of the data writes kept step
+//     by step along the timeline); a burst waits for the system's free
+//     slots (its concurrency), so that its writes' response times count
+//     the queue a batch makes;
 //   - its timeline: each direction's observed rate, step by step, raised
 //     by the file's headroom, the steps shortened by the speed (an hour
 //     at speed 10 replays in six minutes at the observed rates), every
@@ -80,6 +87,8 @@ func shapeSystems(w fit.Workload, flat []results.Pattern, o ShapeOptions) ([]Sha
 	for i := range dataShare {
 		dataShare[i] = 1
 	}
+	// burstShare is the share of each system's data writes in bursts.
+	burstShare := make([]float64, len(flat))
 	for i, s := range w.Systems {
 		sh := s.Shape
 		if sh == nil {
@@ -104,6 +113,13 @@ func shapeSystems(w fit.Workload, flat []results.Pattern, o ShapeOptions) ([]Sha
 				return nil, fmt.Errorf("system %s: durable writes: %w", s.Name, err)
 			}
 			rec.Sync = p.Sync
+		}
+		if sh.BurstSize > 1 && sh.BurstWrites > 0 && p.Rate.WriteIOPS > 0 {
+			// Some of the data writes in bursts: a background writer's
+			// batches, which queue together.
+			p.Rate.BurstSize, p.Rate.BurstIOPS = sh.BurstSize, min(sh.BurstWrites, p.Rate.WriteIOPS)
+			burstShare[i] = p.Rate.BurstIOPS / p.Rate.WriteIOPS
+			rec.BurstSize, rec.BurstIOPS = p.Rate.BurstSize, round1(p.Rate.BurstIOPS)
 		}
 		if sh.SizeMix != "" {
 			var err error
@@ -134,7 +150,7 @@ func shapeSystems(w fit.Workload, flat []results.Pattern, o ShapeOptions) ([]Sha
 		}
 		out[i].Pattern, out[i].Replayed = p, rec
 	}
-	if err := profiles(w, timelines, dataShare, out, o.Speed); err != nil {
+	if err := profiles(w, timelines, dataShare, burstShare, out, o.Speed); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -146,8 +162,9 @@ func shapeSystems(w fit.Workload, flat []results.Pattern, o ShapeOptions) ([]Sha
 // moments. A step no interval of a timeline ended in (the source could
 // not be read then) keeps the rate of the step before it. Each system's
 // writes are scaled by its dataShare: the share of them that are data,
-// not its syncs' flushes.
-func profiles(w fit.Workload, timelines []*results.Timeline, dataShare []float64, out []Shaped, speed float64) error {
+// not its syncs' flushes, and its write bursts hold burstShare of
+// the data writes, step by step.
+func profiles(w fit.Workload, timelines []*results.Timeline, dataShare, burstShare []float64, out []Shaped, speed float64) error {
 	var step, from, to int64 // ms
 	first := true
 	for _, tl := range timelines {
@@ -220,9 +237,11 @@ func profiles(w fit.Workload, timelines []*results.Timeline, dataShare []float64
 		// The pattern schedules each direction the profile has; its rates
 		// are the profile's means.
 		p.Rate.IOPS, p.Rate.ReadIOPS, p.Rate.WriteIOPS = 0, r, wr
+		p.Rate.BurstIOPS = wr * burstShare[i]
 		switch {
 		case wr == 0:
 			p.ReadPct, p.Sync = 100, ""
+			p.Rate.BurstIOPS, p.Rate.BurstSize = 0, 0
 		case r == 0:
 			p.ReadPct = 0
 		default:
@@ -241,6 +260,11 @@ func profiles(w fit.Workload, timelines []*results.Timeline, dataShare []float64
 		rec.MeanReadIOPS, rec.MeanWriteIOPS = round1(r), round1(wr)
 		if sh := dataShare[i]; sh < 1 {
 			rec.FlushIOPS = round1(wr * (1 - sh) / sh)
+		}
+		if p.Rate.Bursty() {
+			rec.BurstIOPS = round1(p.Rate.BurstIOPS)
+		} else {
+			rec.BurstIOPS, rec.BurstSize = 0, 0
 		}
 	}
 	return nil

@@ -33,12 +33,13 @@ func TestShapeSystems(t *testing.T) {
 headroom_pct: 50
 systems:
   - {name: a, reads: 100, writes: 40, block_size: 16k, read_share: 0.7, bssplit: "8k/50:16k/50,16k/100", durable_writes: 10,
-     timeline: {observation: obs.json, system: a, series: io}}
+     write_bursts: {size: 4, writes: 15}, timeline: {observation: obs.json, system: a, series: io}}
   - {name: b, reads: 50, block_size: 4k, timeline: {observation: obs.json, system: b, series: io}}
   - {name: c, reads: 10, writes: 10, block_size: 4k, durable_writes: unknown}
   - {name: d, reads: 10, writes: 10, block_size: 4k, durable_writes: 10}
   - {name: e, reads: 10, writes: 35, block_size: 4k, durable_writes: 10}
   - {name: f, reads: 10, writes: 51.4, block_size: 4k, durable_writes: 10}
+  - {name: g, reads: 10, writes: 35, block_size: 4k, durable_writes: 10, write_bursts: {size: 5, writes: 20}}
 `)
 	series := map[string]*results.ObservedSeries{
 		// a from 0 to 5 s, its fourth second unread; b from 1 s to 6 s.
@@ -75,6 +76,15 @@ systems:
 	}
 	if p := a.Pattern; p.Rate.ReadIOPS != 48.75 || p.Rate.WriteIOPS != 5.0625 || p.ReadPct != 91 || p.BlockSize != 16384 || p.Sync != "fdatasync:3:after" {
 		t.Errorf("a's pattern %+v", p)
+	}
+	// Half of its 30 data writes in bursts of 4: half of each step's.
+	if p := a.Pattern; p.Rate.BurstIOPS != 2.53125 || p.Rate.BurstSize != 4 || a.Replayed.BurstIOPS != 2.5 || a.Replayed.BurstSize != 4 {
+		t.Errorf("a's bursts: %+v, replayed %+v", p.Rate, a.Replayed)
+	}
+	// Flat: 20 of its 25 data writes a second in bursts of 5.
+	if g := sh[6]; g.Pattern.Rate.BurstIOPS != 20 || g.Pattern.Rate.BurstSize != 5 || g.Pattern.Rate.WriteIOPS != 25 ||
+		!strings.Contains(g.Pattern.Name(), "-rate10r25w-wburst5x20") || !strings.Contains(describe("g", g.Replayed), "20 of its data writes a second in bursts of 5") {
+		t.Errorf("g: %+v %s %+v", g.Pattern.Rate, g.Pattern.Name(), g.Replayed)
 	}
 	if err := a.Profile.Check(a.Pattern); err != nil {
 		t.Errorf("a's profile against its pattern: %v", err)
