@@ -312,7 +312,7 @@ func Sysbench(ctx context.Context, t testing.TB, s *MariaDBServer, opts Sysbench
 		s.sysbenchPrepared = true
 	}
 	args := append(opts.args(s), "--threads="+strconv.Itoa(opts.Threads), "--time="+strconv.Itoa(opts.Seconds),
-		"--rand-type=uniform", "--percentile=95", "--report-interval=1", "--rate="+strconv.Itoa(opts.Rate), "run")
+		"--rand-type=uniform", "--percentile=95", "--histogram=on", "--report-interval=1", "--rate="+strconv.Itoa(opts.Rate), "run")
 	cmd := exec.Command(sysbench, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -453,6 +453,10 @@ func ParsePgbenchLog(data []byte) ([]time.Duration, error) {
 func msDuration(ms float64) time.Duration { return time.Duration(math.Round(ms * 1e6)) }
 
 // percentile is the p-th percentile by nearest rank; 0 for none.
+// Percentile is the latency at percentile p of every transaction's
+// (Latencies), nearest rank; 0 without them.
+func (r PgbenchResult) Percentile(p float64) time.Duration { return percentile(r.Latencies, p) }
+
 func percentile(v []time.Duration, p float64) time.Duration {
 	if len(v) == 0 {
 		return 0

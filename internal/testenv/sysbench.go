@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -42,10 +43,37 @@ type SysbenchReport struct {
 	LatencyPercentile time.Duration
 	// Intervals are the reports of each interval, in order.
 	Intervals []SysbenchInterval
+	// Histogram, with --histogram, is the transactions' latencies by
+	// sysbench's buckets (logarithmic, about 1.4 % apart), in order.
+	Histogram []SysbenchBucket
 	// QueueFull is sysbench's fatal error when its queue of arrived
 	// transactions (100000 at most) overflowed: the run was far behind
 	// and stopped early.
 	QueueFull bool
+}
+
+// SysbenchBucket is one row of sysbench's latency histogram: the
+// transactions whose latency fell in the bucket of that value.
+type SysbenchBucket struct {
+	Latency time.Duration
+	Count   int64
+}
+
+// HistogramPercentile is the latency at percentile p of the histogram:
+// the value of the bucket that holds it; 0 without a histogram.
+func (r SysbenchReport) HistogramPercentile(p float64) time.Duration {
+	var total int64
+	for _, b := range r.Histogram {
+		total += b.Count
+	}
+	rank := int64(math.Ceil(p / 100 * float64(total)))
+	var seen int64
+	for _, b := range r.Histogram {
+		if seen += b.Count; seen >= rank && total > 0 {
+			return b.Latency
+		}
+	}
+	return 0
 }
 
 // SysbenchInterval is sysbench's report of one interval.
@@ -98,6 +126,7 @@ var (
 	sysbenchQueue    = regexp.MustCompile(`^\[ *(\d+)s *\] queue length: (\d+), concurrency: (\d+)`)
 	sysbenchCount    = regexp.MustCompile(`^(transactions|queries|ignored errors|reconnects): +(\d+) +\(([\d.]+) per sec\.\)`)
 	sysbenchValue    = regexp.MustCompile(`^([a-z ]+|\d+th percentile): +([\d.]+)s?$`)
+	sysbenchBucket   = regexp.MustCompile(`^([\d.]+) \|\** +(\d+)$`)
 )
 
 // ParseSysbench reads the output of a sysbench (1.0) run of a database
@@ -152,6 +181,22 @@ func ParseSysbench(out string) (SysbenchReport, error) {
 		case strings.HasPrefix(line, "Latency (ms):"):
 			section = "latency"
 			continue
+		case strings.HasPrefix(line, "Latency histogram (values are in milliseconds)"):
+			section = "histogram"
+			continue
+		case section == "histogram":
+			if m := sysbenchBucket.FindStringSubmatch(line); m != nil {
+				v, err1 := strconv.ParseFloat(m[1], 64)
+				n, err2 := strconv.ParseInt(m[2], 10, 64)
+				if err := errors.Join(err1, err2); err != nil {
+					return r, bad(err)
+				}
+				r.Histogram = append(r.Histogram, SysbenchBucket{Latency: millis(v), Count: n})
+				continue
+			}
+			if !strings.HasPrefix(line, "value") {
+				section = ""
+			}
 		case strings.HasPrefix(line, "Threads fairness:"):
 			section = ""
 			continue
