@@ -78,6 +78,23 @@ func TestParseSysbenchVariants(t *testing.T) {
 	if _, err := ParseSysbench(`{"fio version": "fio-3.33", "jobs": []}`); !errors.Is(err, ErrNoSysbenchReport) {
 		t.Errorf("fio's output: %v", err)
 	}
+	// With --histogram: its rows (sysbench's "%12.3f |%-40s %lu"), read
+	// until the section ends; a percentile is the bucket that holds it.
+	hist := "Latency histogram (values are in milliseconds)\n" +
+		"       value  ------------- distribution ------------- count\n" +
+		"       2.222 |**                                       2\n" +
+		"       5.000 |****************************************  95\n" +
+		"     150.290 |*                                        3\n" +
+		" \n"
+	if r, err := ParseSysbench(strings.Replace(sample, "SQL statistics:", hist+"SQL statistics:", 1)); err != nil || len(r.Histogram) != 3 ||
+		r.Histogram[2] != (SysbenchBucket{Latency: 150290 * time.Microsecond, Count: 3}) || r.HistogramPercentile(2) != 2222*time.Microsecond ||
+		r.HistogramPercentile(50) != 5*time.Millisecond || r.HistogramPercentile(97) != 5*time.Millisecond || r.HistogramPercentile(99) != 150290*time.Microsecond ||
+		r.Transactions != 126 {
+		t.Errorf("histogram: %+v, %v", r.Histogram, err)
+	}
+	if r, _ := ParseSysbench(sample); r.Histogram != nil || r.HistogramPercentile(99) != 0 {
+		t.Errorf("no histogram: %+v", r.Histogram)
+	}
 	orphan := strings.Replace(sample, "[ 1s ] thds:", "[ 0s ] thds:", 1)
 	if _, err := ParseSysbench(orphan); err == nil || !strings.Contains(err.Error(), "line 15") {
 		t.Errorf("a queue line without its interval: %v", err)
