@@ -75,12 +75,37 @@ type CapacityDisk struct {
 // them a request arrives on: two loop devices that draw on one bucket
 // are two systems' devices on one cloud volume, each with its own
 // counts, and the volume's limit on them together.
+//
+// With a peak (SetPeak), the bucket is a volume's burst credits, as the
+// credit buckets of cloud volumes sold with a burst: its rate is the
+// baseline, earned whether the volume is busy or idle, its burst the
+// credits it holds at most, and the peak the fastest it serves while
+// credits last. A volume that has idled serves at the peak until the
+// credits are spent (burst I/Os above the baseline: at the peak P and
+// baseline b, for burst/(P-b) seconds), then at the baseline, and earns
+// its credits back at the baseline while idle.
 type CapacityBucket struct {
 	mu        sync.Mutex
 	interval  time.Duration
 	tolerance time.Duration // (burst-1) * interval
 	tat       time.Time     // the theoretical arrival time of the next request
 	burst     int
+	// The peak's own bucket (peakInterval 0: none): a burst of
+	// max(peak/100, 1) requests.
+	peakInterval, peakTolerance time.Duration
+	peakTAT                     time.Time
+}
+
+// SetPeak makes the bucket serve at most iops requests a second however
+// many credits it holds (0: no peak, as before): see CapacityBucket.
+func (b *CapacityBucket) SetPeak(iops int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.peakInterval, b.peakTolerance = 0, 0
+	if iops > 0 {
+		b.peakInterval = time.Second / time.Duration(iops)
+		b.peakTolerance = time.Duration(max(iops/100, 1)-1) * b.peakInterval
+	}
 }
 
 // NewCapacityBucket is a bucket of iops requests a second (0: no limit)
@@ -206,17 +231,31 @@ func (b *CapacityBucket) Limit() (iops, burst int) {
 // generic cell rate algorithm): a request may go tolerance before it,
 // and each moves it on by one interval. Turns are handed out under the
 // lock, so they follow the arrival order.
+//
+// With a peak, the turn the credits give is then held to the peak's own
+// bucket, kept the same way.
 func (b *CapacityBucket) turn(now time.Time) time.Time {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.interval == 0 {
+	at := gcra(&b.tat, now, b.interval, b.tolerance)
+	if b.peakInterval > 0 {
+		at = gcra(&b.peakTAT, at, b.peakInterval, b.peakTolerance)
+	}
+	return at
+}
+
+// gcra is the turn of a request arriving at now at a bucket of one
+// request every interval, tolerance before its theoretical arrival time
+// tat, which it moves on (interval 0: no limit, at once).
+func gcra(tat *time.Time, now time.Time, interval, tolerance time.Duration) time.Time {
+	if interval == 0 {
 		return now
 	}
-	if b.tat.Before(now) {
-		b.tat = now
+	if tat.Before(now) {
+		*tat = now
 	}
-	at := b.tat.Add(-b.tolerance)
-	b.tat = b.tat.Add(b.interval)
+	at := tat.Add(-tolerance)
+	*tat = tat.Add(interval)
 	if at.Before(now) {
 		return now
 	}

@@ -96,6 +96,55 @@ const capIOPS = 400
 // device's, whoever asks. The loop device's diskstats count the very
 // requests the disk served, and a file system's fsyncs reach it as
 // flushes.
+// A bucket with a peak is a volume's burst credits: with a baseline of
+// 300 a second, 60,000 credits and a peak of 3,000, a volume that idled
+// serves a closed loop at 3,000 a second for 60,000/2,700 = 22.2 s
+// (66,667 requests, 60,000 above the baseline), then at 300 a second;
+// idle for 100 s it earns 30,000 credits back, 11.1 s at the peak. On a
+// simulated clock: each request arrives when the one before it is
+// served.
+func TestCapacityBucketCredits(t *testing.T) {
+	b := NewCapacityBucket(300, 60000)
+	b.SetPeak(3000)
+	start := time.Unix(1000, 0)
+	// run serves requests back to back from at until one waits more than
+	// twice the peak's interval (the credits are spent), and says how
+	// many were served before and when the last of them was.
+	run := func(at time.Time) (n int, end time.Time) {
+		for {
+			turn := b.turn(at)
+			if turn.Sub(at) > 2*time.Second/3000 {
+				return n, at
+			}
+			n++
+			at = turn
+		}
+	}
+	n, end := run(start)
+	if secs := end.Sub(start).Seconds(); math.Abs(float64(n)-66667) > 100 || math.Abs(secs-22.22) > 0.05 {
+		t.Errorf("a full bucket: %d requests in %.2f s at the peak, want 66,667 in 22.22 s", n, secs)
+	}
+	// Spent: one request every 1/300 s.
+	at := end
+	for range 300 {
+		at = b.turn(at)
+	}
+	if secs := at.Sub(end).Seconds(); math.Abs(secs-1) > 0.01 {
+		t.Errorf("spent: 300 requests took %.3f s, want 1", secs)
+	}
+	// Idle for 100 s: 30,000 credits back.
+	idle := at.Add(100 * time.Second)
+	n, end = run(idle)
+	if secs := end.Sub(idle).Seconds(); math.Abs(float64(n)-33333) > 100 || math.Abs(secs-11.11) > 0.05 {
+		t.Errorf("after 100 s idle: %d requests in %.2f s at the peak, want 33,333 in 11.11 s", n, secs)
+	}
+	// No peak: the credits are served at once, as before.
+	b.SetPeak(0)
+	if got := b.turn(idle.Add(time.Hour)); !got.Equal(idle.Add(time.Hour)) {
+		t.Errorf("no peak, a full bucket: turn %v later", got.Sub(idle.Add(time.Hour)))
+	}
+}
+
 func TestCapacityDisk(t *testing.T) {
 	Root(t)
 	fio := Command(t, "fio")
