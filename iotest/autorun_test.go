@@ -117,3 +117,44 @@ func TestRunAutoMaxRuntime(t *testing.T) {
 		t.Errorf("ci_pct %v, want %v from its timeline", r.CIPct, want)
 	}
 }
+
+// An Until window ends after the first whole round its condition holds
+// on, is never restarted by the stopping rule (here scripted to shift at
+// every round) and hands its condition every round so far.
+func TestRunAutoUntil(t *testing.T) {
+	testenv.Root(t)
+	dir := testenv.DirectIODir(t)
+	scriptedRule(t, func(*stopper) judgement { return judgement{shift: true, ci: 0.005} })
+	tg := openPlan(t, filepath.Join(dir, "until.dat"), target.Options{Size: 64 << 20})
+	p := results.Pattern{Access: results.Random, BlockSize: 4096, ReadPct: 100, QueueDepth: 2, Jobs: 1}
+	var seen []int
+	var sum float64
+	until := func(rounds []float64) bool {
+		seen = append(seen, len(rounds))
+		sum = 0
+		for _, r := range rounds {
+			sum += r
+		}
+		return len(rounds) == 3
+	}
+	r, err := Run(context.Background(), tg, p, Options{Auto: &Auto{MaxRuntime: 20 * time.Second, Precision: 0.02, Until: until}, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Stop != results.StopUntil || r.Rounds != 3 || r.Restarts != 0 || r.CIPct != nil {
+		t.Fatalf("stop %q after %d rounds, %d restarts, ci %v; want until after 3, none, none", r.Stop, r.Rounds, r.Restarts, r.CIPct)
+	}
+	if d := time.Duration(r.DurationNS); d < 3*time.Second || d > 4*time.Second {
+		t.Errorf("window %s; want the 3 rounds and the moment it took to stop", d)
+	}
+	if len(seen) != 3 || seen[0] != 1 || seen[2] != 3 {
+		t.Errorf("the condition saw %v rounds; want 1, 2, 3", seen)
+	}
+	var want float64
+	for _, v := range r.TimelineIOPS[:3] {
+		want += v
+	}
+	if sum != want || sum == 0 {
+		t.Errorf("the condition's rounds sum to %g IOPS, the timeline's first 3 to %g", sum, want)
+	}
+}

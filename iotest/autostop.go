@@ -23,6 +23,13 @@ type Auto struct {
 	// long, counted from its start (a cgroup throttle's slice, so that
 	// the window holds whole slices of a cap's budget).
 	Granule time.Duration
+	// Until, when set, replaces the stopping rule: after each whole round
+	// it is handed the IOPS of every round so far, and the window ends as
+	// soon as it returns true (the result's Stop is StopUntil), or at
+	// MaxRuntime. No round is judged steady, none restarts the window,
+	// and MinRuntime and Precision play no part. It runs on the run's own
+	// goroutine, never on an I/O stream's, and must not keep rounds.
+	Until func(rounds []float64) bool
 }
 
 // The auto runtime's defaults.
@@ -279,6 +286,13 @@ const (
 // window can still hold after it before the maximum runtime.
 func (s *stopper) add(iops float64, left int) stopAction {
 	s.rounds = append(s.rounds, iops)
+	if s.auto.Until != nil {
+		if s.auto.Until(s.rounds) {
+			s.last = judgement{ci: math.NaN()}
+			return stopNow
+		}
+		return keepGoing
+	}
 	s.last = roundRule(s)
 	switch {
 	case s.converged():

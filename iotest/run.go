@@ -591,6 +591,10 @@ func (r *run) judgeWindow(res *results.Result) {
 	res.Stop = results.StopFixed
 	if a := r.auto; a != nil {
 		res.Restarts = a.restarts
+		if a.converged && a.auto.Until != nil {
+			res.Stop, res.Rounds = results.StopUntil, a.read
+			return
+		}
 		if a.converged {
 			res.Stop, res.Rounds = results.StopConverged, a.read
 			res.CIPct = ciPct(a.ci)

@@ -306,6 +306,7 @@ const (
 	StopFixed      = "fixed"       // after the set runtime
 	StopConverged  = "converged"   // an auto window, once steady and precise
 	StopMaxRuntime = "max-runtime" // an auto window that never was, at its maximum
+	StopUntil      = "until"       // an auto window whose caller's condition held (iotest.Auto.Until: a burst's step)
 )
 
 // Unsettled tells whether an auto window ended without converging: its
