@@ -633,6 +633,8 @@ func ReadDocument(r io.Reader) (*Document, error) {
 		return nil, fmt.Errorf("%w: this is an observation (iomatrix observe), not measured cells; %w", ErrBadDocument, fault.NewMention(func(n fault.Namer) string {
 			return "render it with `iomatrix report`, or size from it with `iomatrix observe " + n("workload") + "`"
 		}))
+	case kind == KindBurst:
+		return nil, fmt.Errorf("%w: this is a burst measurement (iomatrix burst), not measured cells", ErrBadDocument)
 	case kind != "":
 		return nil, fmt.Errorf("%w: a document of kind %q, which this iomatrix (%s) does not know", ErrBadDocument, kind, Version)
 	}

@@ -53,6 +53,7 @@ type fileRoles struct {
 var commandFiles = map[string]fileRoles{
 	"run":          {target: true, outputs: []string{"out", "lat-log", "response-log"}},
 	"replay":       {inputArg: "TRACE", outputs: []string{"out"}},
+	"burst":        {target: true, outputs: []string{"out", "chart"}},
 	"sweep":        {target: true, inputs: []string{"profile"}, outputs: []string{"out"}, updated: []string{"resume"}, resume: "resume"},
 	"cap verify":   {target: true, inputs: []string{"profile", "baseline"}, outputs: []string{"out"}},
 	"cap show":     {},

@@ -118,6 +118,7 @@ func newRootCommand(g *globalOptions) *cobra.Command {
 	root.AddCommand(newRunCommand(g))
 	root.AddCommand(newReplayCommand(g))
 	root.AddCommand(newSweepCommand(g))
+	root.AddCommand(newBurstCommand(g))
 	root.AddCommand(newProfilesCommand(g))
 	root.AddCommand(newReportCommand(g))
 	root.AddCommand(newCompareCommand(g))

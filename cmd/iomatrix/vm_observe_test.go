@@ -75,10 +75,10 @@ finish() {
 }
 `
 
-// burst is the most I/Os blk-throttle lets through at once under a cap
+// sliceBudget is the most I/Os blk-throttle lets through at once under a cap
 // of iops: one slice's budget (cgroup.ThrottleSlice, the guest kernel's
 // slice without low limits).
-func burst(iops float64) float64 {
+func sliceBudget(iops float64) float64 {
 	return iops * cgroup.ThrottleSlice.Seconds()
 }
 
@@ -218,7 +218,7 @@ finish $rc /tmp/auto.json unhost $CG/system.slice/fake.service $CG/system.slice`
 			// slice's burst, and a mean far under it (a wrong time base)
 			// still fails.
 			dm := d.Summary.Mean[c.dir]
-			if math.Abs(m[c.dir]-dm) > (2*obsQD+burst(c.cap)+c.cap*spanSkewMS(s.IO.Seconds, d.Seconds)/1000)/(float64(s.IO.Summary.ObservedNS)/1e9)+1 {
+			if math.Abs(m[c.dir]-dm) > (2*obsQD+sliceBudget(c.cap)+c.cap*spanSkewMS(s.IO.Seconds, d.Seconds)/1000)/(float64(s.IO.Summary.ObservedNS)/1e9)+1 {
 				t.Errorf("%s: %.1f %s/s, the device %.1f over the same observation", c.system, m[c.dir], c.dir, dm)
 			}
 			if m[c.dir] > 1.02*c.cap || m[c.dir] < 0.95*c.cap {
@@ -261,7 +261,7 @@ finish $rc /tmp/auto.json unhost $CG/system.slice/fake.service $CG/system.slice`
 			sc, dc := s.IO.Totals[dirCounter(c.dir)], d.Totals[dirCounter(c.dir)]
 			skewMS := spanSkewMS(s.IO.Seconds, d.Seconds)
 			spreadMS := float64(s.IO.ReadSpreadUS+d.ReadSpreadUS) / 1000
-			allow := 2*obsQD + int64(math.Ceil(burst(c.cap)+c.cap*(skewMS+spreadMS)/1000))
+			allow := 2*obsQD + int64(math.Ceil(sliceBudget(c.cap)+c.cap*(skewMS+spreadMS)/1000))
 			t.Logf("%s: %s counted %d %s, the cgroup %d; the two read %.0f ms apart at the ends, their reads' windows %.1f ms and %.1f ms at the widest",
 				c.system, c.device, dc, c.dir, sc, skewMS, float64(d.ReadSpreadUS)/1000, float64(s.IO.ReadSpreadUS)/1000)
 			if diff := int64(dc) - int64(sc); diff < -allow || diff > allow {

@@ -1,0 +1,100 @@
+package burst_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/iomatrix/iomatrix/internal/testenv"
+	"github.com/iomatrix/iomatrix/results"
+)
+
+// The burst command on the stand-ins of cloud volumes and SSD caches
+// (internal/testenv's credit buckets behind a loop device), whose
+// parameters the test sets: the command finds each one's figures.
+
+// iomatrix builds the command once for the package's tests.
+func iomatrix(t *testing.T) string {
+	t.Helper()
+	goTool := testenv.Command(t, "go")
+	bin := filepath.Join(t.TempDir(), "iomatrix")
+	if out, err := exec.Command(goTool, "build", "-o", bin, "github.com/iomatrix/iomatrix/cmd/iomatrix").CombinedOutput(); err != nil {
+		t.Fatalf("build iomatrix: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// burstOn runs iomatrix burst on dev and reads its document.
+func burstOn(t *testing.T, bin, dev string, args ...string) *results.Burst {
+	t.Helper()
+	dir := t.TempDir()
+	out, chart := filepath.Join(dir, "burst.json"), filepath.Join(dir, "burst.svg")
+	cmd := exec.Command(bin, append([]string{"burst", dev, "--out", out, "--chart", chart}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	began := time.Now()
+	err := cmd.Run()
+	t.Logf("iomatrix burst %s %s: %v in %s\n%s", dev, strings.Join(args, " "), err, time.Since(began).Round(time.Second), stderr.String())
+	if err != nil {
+		t.Fatalf("iomatrix burst: %v", err)
+	}
+	data, err := os.ReadFile(out)
+	testenv.Must(t, err)
+	var d results.Burst
+	testenv.Must(t, json.Unmarshal(data, &d))
+	if !bytes.Equal(bytes.TrimSpace(stdout.Bytes()), bytes.TrimSpace(data)) && bytes.HasPrefix(stdout.Bytes(), []byte("{")) {
+		t.Errorf("--format json printed another document than --out saved")
+	}
+	t.Logf("%s: %s", d.Verdict, d.Summary)
+	svg, err := os.ReadFile(chart)
+	testenv.Must(t, err)
+	if !bytes.Contains(svg, []byte("<svg")) || !bytes.Contains(svg, []byte("step at")) {
+		t.Errorf("the chart %s is not an SVG with the step marked", chart)
+	}
+	return &d
+}
+
+// within reports a figure further than tol (a share) from want.
+func within(t *testing.T, name string, got, want, tol float64) {
+	t.Helper()
+	dev := got/want - 1
+	t.Logf("%s: %.1f, the stand-in's %.1f (%+.1f %%)", name, got, want, 100*dev)
+	if math.Abs(dev) > tol {
+		t.Errorf("%s: %.1f, want %.1f within %g %%", name, got, want, 100*tol)
+	}
+}
+
+// A volume's IOPS credits (a baseline b, K credits above it, a peak B):
+// the burst rate, its duration K/(B-b), the baseline and the bucket each
+// within 5 % of the parameters, the refill after an idle time within
+// 10 % of b, and the bucket told an IOPS bucket.
+func TestBurstCreditBucket(t *testing.T) {
+	const peak, base, credits = 3000, 300, 30000
+	bin := iomatrix(t)
+	_, dev := testenv.CapacityLoop(t, testenv.CapacityOptions{Size: 1 << 30, IOPS: base, Burst: credits, PeakIOPS: peak})
+	idle := 30 * time.Second
+	d := burstOn(t, bin, dev, "--refill", idle.String(), "--max-runtime", "2m", "--format", "json")
+	if d.Verdict != "step" || d.Step == nil {
+		t.Fatalf("verdict %s (%s); want a step", d.Verdict, d.Summary)
+	}
+	s := d.Step
+	within(t, "burst IOPS", s.BurstIOPS, peak, 0.05)
+	within(t, "baseline IOPS", s.BaselineIOPS, base, 0.05)
+	within(t, "burst seconds", time.Duration(s.DurationNS).Seconds(), float64(credits)/(peak-base), 0.05)
+	within(t, "bucket I/Os", s.BucketIOs, credits, 0.05)
+	within(t, "bucket bytes", s.BucketBytes, credits*4096, 0.05)
+	if p := d.Probe; p == nil || p.Bucket != results.BucketIOPS {
+		t.Errorf("probe %+v; want an IOPS bucket", p)
+	}
+	if r := d.Refill; r == nil || !r.Found {
+		t.Errorf("refill %+v; want a second step", r)
+	} else {
+		within(t, "refill IOPS", r.IOPS, base, 0.10)
+	}
+}

@@ -1,0 +1,23 @@
+package main
+
+// burstCases are burst's: the pattern and the rule's numbers, a pattern
+// it cannot find a burst with, and its files.
+func burstCases() []refusal {
+	burst := func(kind string, args ...string) refusal {
+		return on(needDevice, kind, join([]string{"burst", "$DEV", "--max-runtime", "5s", "--probe", "0"}, args)...)
+	}
+	return []refusal{
+		burst(kindWrongStatus, "--pattern", "randread:4k").naming("--pattern"),
+		burst(kindWrongStatus, "--pattern", "randread:4k:32", "--hold", "1").naming("--hold"),
+		burst(kindNumber, "--min-drop", "NaN").naming("--min-drop"),
+		burst(kindNumber, "--min-drop", "-5%").naming("--min-drop"),
+		burst(kindNumber, "--refill", "-1s").naming("--refill"),
+		burst(kindNumber, "--max-runtime", "4s").naming("--max-runtime"),
+		burst(kindWrongStatus, "--chart", "burst.png").naming("--chart"),
+		burst(kindAccepted, "--pattern", "randwrite:4k:8").naming("--allow-destructive"),
+		burst(kindOverFile, "-o", "burst.json").with("burst.json").naming("--out", "burst.json"),
+		burst(kindOverFile, "--chart", "burst.svg").with("burst.svg=results.json").naming("--chart", "burst.svg"),
+		burst(kindOverInput, "--chart", "b.svg", "-o", "b.svg", "--force").naming("--out", "b.svg"),
+		on(needNothing, kindOverInput, "burst", "t.dat", "--size", "4MiB", "-o", "t.dat").naming("--out", "t.dat"),
+	}
+}
