@@ -15,7 +15,7 @@ func burstCases() []refusal {
 		burst(kindNumber, "--max-runtime", "4s").naming("--max-runtime"),
 		burst(kindWrongStatus, "--chart", "burst.png").naming("--chart"),
 		burst(kindAccepted, "--pattern", "randwrite:4k:8").naming("--allow-destructive"),
-		burst(kindOverFile, "-o", "burst.json").with("burst.json").naming("--out", "burst.json"),
+		burst(kindOverFile, "-o", "burst.json").with("burst.json=results.json").naming("--out", "burst.json"),
 		burst(kindOverFile, "--chart", "burst.svg").with("burst.svg=results.json").naming("--chart", "burst.svg"),
 		burst(kindOverInput, "--chart", "b.svg", "-o", "b.svg", "--force").naming("--out", "b.svg"),
 		on(needNothing, kindOverInput, "burst", "t.dat", "--size", "4MiB", "-o", "t.dat").naming("--out", "t.dat"),
