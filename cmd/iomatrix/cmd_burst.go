@@ -87,6 +87,9 @@ func (o *burstOptions) prepare(g *globalOptions, target string) (*burstSetup, er
 	if o.MaxRuntime < iotest.SteadyWindow*time.Second {
 		return nil, usagef("--max-runtime: %s is shorter than 5s", o.MaxRuntime)
 	}
+	if need := time.Duration(burst.DefaultStepRule.MinBefore+o.Hold) * time.Second; o.MaxRuntime < need {
+		return nil, usagef("--max-runtime: %s is shorter than the %s a step needs (%d seconds before it, --hold %d after)", o.MaxRuntime, need, burst.DefaultStepRule.MinBefore, o.Hold)
+	}
 	if o.Refill < 0 || o.Probe < 0 {
 		return nil, usagef("--refill and --probe: must not be negative")
 	}

@@ -4,7 +4,7 @@ package main
 // it cannot find a burst with, and its files.
 func burstCases() []refusal {
 	burst := func(kind string, args ...string) refusal {
-		return on(needDevice, kind, join([]string{"burst", "$DEV", "--max-runtime", "5s", "--probe", "0"}, args)...)
+		return on(needDevice, kind, join([]string{"burst", "$DEV", "--max-runtime", "13s", "--probe", "0"}, args)...)
 	}
 	return []refusal{
 		burst(kindWrongStatus, "--pattern", "randread:4k").naming("--pattern"),
@@ -13,6 +13,7 @@ func burstCases() []refusal {
 		burst(kindNumber, "--min-drop", "-5%").naming("--min-drop"),
 		burst(kindNumber, "--refill", "-1s").naming("--refill"),
 		burst(kindNumber, "--max-runtime", "4s").naming("--max-runtime"),
+		burst(kindWrongStatus, "--max-runtime", "12s").naming("--max-runtime", "--hold"),
 		burst(kindWrongStatus, "--chart", "burst.png").naming("--chart"),
 		burst(kindAccepted, "--pattern", "randwrite:4k:8").naming("--allow-destructive"),
 		burst(kindOverFile, "-o", "burst.json").with("burst.json=results.json").naming("--out", "burst.json"),
