@@ -47,6 +47,18 @@ import (
 // longer: the runtime's timers wake a sleeper up to about a millisecond
 // late. The schedule of turns does not drift with them.
 //
+// Besides its requests, the disk may limit bytes: a bucket of bytes that
+// reads and writes both draw on, each its size (Bandwidth), stands for a
+// volume's throughput limit, and with a peak for a volume whose burst
+// credits count bytes; one that only writes draw on (WriteBandwidth),
+// with a peak, stands for an SSD's fast write cache, filled at the peak
+// and drained at the baseline (WriteCache): writes go fast for a
+// stretch, then slow, reads as fast as before, and the cache empties
+// while the disk idles. A request takes its turn in each bucket it draws
+// on, one after the other: the requests' first, then the bytes'. Each
+// bucket is a CapacityBucket, and its limit may change while the disk
+// serves (SetLimit, SetCreditLimit): a volume that slows down midway.
+//
 // A flush (the loop device's flush request, which reaches the file as an
 // fsync) is counted and costs no token unless FlushIsRequest: a cloud
 // volume has no volatile cache, its writes are durable when done and
@@ -59,6 +71,9 @@ type CapacityDisk struct {
 
 	own    *CapacityBucket
 	bucket atomic.Pointer[CapacityBucket] // own, or one shared with other disks (UseBucket)
+	// Buckets of bytes: one that reads and writes draw on, one that
+	// writes only draw on (no limit unless set).
+	bandwidth, writeBandwidth *CapacityBucket
 
 	held, maxHeld                  atomic.Int64
 	reads, writes, flushes         atomic.Int64
@@ -67,53 +82,6 @@ type CapacityDisk struct {
 
 	latMu   sync.Mutex
 	latency hist.Histogram // of reads and writes, from arrival to served
-}
-
-// CapacityBucket is the limit a CapacityDisk serves under: a token bucket
-// of a rate and a burst (see CapacityDisk). Each disk has its own; disks
-// that share one (UseBucket) are one volume's capacity, whichever of
-// them a request arrives on: two loop devices that draw on one bucket
-// are two systems' devices on one cloud volume, each with its own
-// counts, and the volume's limit on them together.
-//
-// With a peak (SetPeak), the bucket is a volume's burst credits, as the
-// credit buckets of cloud volumes sold with a burst: its rate is the
-// baseline, earned whether the volume is busy or idle, its burst the
-// credits it holds at most, and the peak the fastest it serves while
-// credits last. A volume that has idled serves at the peak until the
-// credits are spent (burst I/Os above the baseline: at the peak P and
-// baseline b, for burst/(P-b) seconds), then at the baseline, and earns
-// its credits back at the baseline while idle.
-type CapacityBucket struct {
-	mu        sync.Mutex
-	interval  time.Duration
-	tolerance time.Duration // (burst-1) * interval
-	tat       time.Time     // the theoretical arrival time of the next request
-	burst     int
-	// The peak's own bucket (peakInterval 0: none): a burst of
-	// max(peak/100, 1) requests.
-	peakInterval, peakTolerance time.Duration
-	peakTAT                     time.Time
-}
-
-// SetPeak makes the bucket serve at most iops requests a second however
-// many credits it holds (0: no peak, as before): see CapacityBucket.
-func (b *CapacityBucket) SetPeak(iops int) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.peakInterval, b.peakTolerance = 0, 0
-	if iops > 0 {
-		b.peakInterval = time.Second / time.Duration(iops)
-		b.peakTolerance = time.Duration(max(iops/100, 1)-1) * b.peakInterval
-	}
-}
-
-// NewCapacityBucket is a bucket of iops requests a second (0: no limit)
-// holding burst tokens (0: iops/100, at least 1).
-func NewCapacityBucket(iops, burst int) *CapacityBucket {
-	b := &CapacityBucket{}
-	b.SetLimit(iops, burst)
-	return b
 }
 
 var (
@@ -133,6 +101,19 @@ type CapacityOptions struct {
 	// Burst is how many tokens the bucket holds: how many requests an
 	// idle disk serves at once. 0 is IOPS/100, at least 1.
 	Burst int
+	// PeakIOPS, above IOPS, makes the requests' bucket a volume's burst
+	// credits (CapacityBucket): IOPS is then the baseline, Burst the
+	// credits, PeakIOPS the fastest the disk serves while they last. 0:
+	// no peak.
+	PeakIOPS int
+	// Bandwidth is a bucket of bytes that reads and writes both draw
+	// on, each its size: Baseline bytes a second (a throughput limit),
+	// Credits and Peak its bandwidth burst. The zero value: no limit.
+	Bandwidth CreditLimit
+	// WriteBandwidth is a bucket of bytes that only writes draw on: with
+	// a peak, a cache-like volume (WriteCache builds its limit). The
+	// zero value: no limit.
+	WriteBandwidth CreditLimit
 	// Size is the disk's size in bytes, a multiple of 4096.
 	Size int64
 	// MaxRequest is the largest request in bytes, a multiple of 4096
@@ -153,8 +134,14 @@ func (o *CapacityOptions) check() error {
 		o.MaxRequest = defaultMaxRequest
 	}
 	switch {
-	case o.IOPS < 0 || o.Burst < 0:
-		return fmt.Errorf("IOPS %d and burst %d must not be negative", o.IOPS, o.Burst)
+	case o.IOPS < 0 || o.Burst < 0 || o.PeakIOPS < 0:
+		return fmt.Errorf("IOPS %d, burst %d and peak %d must not be negative", o.IOPS, o.Burst, o.PeakIOPS)
+	case o.PeakIOPS > 0 && o.IOPS > 0 && o.PeakIOPS <= o.IOPS:
+		return fmt.Errorf("peak %d IOPS is not above the baseline, %d", o.PeakIOPS, o.IOPS)
+	case !o.Bandwidth.check():
+		return fmt.Errorf("bandwidth %+v: negative, or its peak not above its baseline", o.Bandwidth)
+	case !o.WriteBandwidth.check():
+		return fmt.Errorf("write bandwidth %+v: negative, or its peak not above its baseline", o.WriteBandwidth)
 	case o.Size <= 0 || o.Size%4096 != 0:
 		return fmt.Errorf("size %d is not a positive multiple of 4096", o.Size)
 	case o.MaxRequest < 4096 || o.MaxRequest > 1<<20 || o.MaxRequest%4096 != 0:
@@ -171,28 +158,47 @@ func NewCapacityDisk(backing *os.File, opts CapacityOptions) (*CapacityDisk, err
 		return nil, err
 	}
 	d := &CapacityDisk{DiskFile: DiskFile{Size: opts.Size}, backing: backing, flushIsRequest: opts.FlushIsRequest,
-		own: NewCapacityBucket(opts.IOPS, opts.Burst)}
+		own:       NewCreditBucket(Requests, CreditLimit{}),
+		bandwidth: NewCreditBucket(Bytes, CreditLimit{}), writeBandwidth: NewCreditBucket(Bytes, CreditLimit{})}
 	d.bucket.Store(d.own)
+	d.setLimits(opts)
 	return d, nil
+}
+
+// setLimits sets the limits of opts on the disk's buckets.
+func (d *CapacityDisk) setLimits(opts CapacityOptions) {
+	d.Bucket().SetCreditLimit(CreditLimit{Baseline: int64(opts.IOPS), Credits: int64(opts.Burst), Peak: int64(opts.PeakIOPS)})
+	d.bandwidth.SetCreditLimit(opts.Bandwidth)
+	d.writeBandwidth.SetCreditLimit(opts.WriteBandwidth)
 }
 
 // SetLimit sets the rate (0: no limit) and the burst (0: IOPS/100, at
 // least 1) of the requests that arrive from now on, on the bucket the
 // disk serves under (shared or not); those already waiting keep their
-// turns.
+// turns, and the next follows the last at the new rate, with the tokens
+// the bucket held (see CapacityBucket).
 func (d *CapacityDisk) SetLimit(iops, burst int) { d.Bucket().SetLimit(iops, burst) }
 
 // Limit is the rate (0: none) and burst of the bucket the disk serves
 // under.
 func (d *CapacityDisk) Limit() (iops, burst int) { return d.Bucket().Limit() }
 
-// Bucket is the bucket the disk serves under: its own, or the one it
-// shares.
+// Bucket is the bucket of requests the disk serves under: its own, or
+// the one it shares.
 func (d *CapacityDisk) Bucket() *CapacityBucket { return d.bucket.Load() }
+
+// Bandwidth is the disk's bucket of bytes that reads and writes draw on
+// (CapacityOptions.Bandwidth).
+func (d *CapacityDisk) Bandwidth() *CapacityBucket { return d.bandwidth }
+
+// WriteBandwidth is the disk's bucket of bytes that only writes draw on
+// (CapacityOptions.WriteBandwidth).
+func (d *CapacityDisk) WriteBandwidth() *CapacityBucket { return d.writeBandwidth }
 
 // UseBucket makes the disk serve the requests that arrive from now on
 // under b, shared with the other disks that use it; nil puts it back
-// under its own, as its own was left.
+// under its own, as its own was left. A bucket of bytes there is a
+// bandwidth shared by the disks.
 func (d *CapacityDisk) UseBucket(b *CapacityBucket) {
 	if b == nil {
 		b = d.own
@@ -200,72 +206,26 @@ func (d *CapacityDisk) UseBucket(b *CapacityBucket) {
 	d.bucket.Store(b)
 }
 
-// SetLimit sets the bucket's rate (0: no limit) and burst (0: IOPS/100,
-// at least 1) for the requests that arrive from now on; those already
-// waiting keep their turns.
-func (b *CapacityBucket) SetLimit(iops, burst int) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if burst <= 0 {
-		burst = max(iops/100, 1)
-	}
-	b.interval, b.burst = 0, burst
-	if iops > 0 {
-		b.interval = time.Second / time.Duration(iops)
-	}
-	b.tolerance = time.Duration(burst-1) * b.interval
-}
-
-// Limit is the bucket's rate (0: none) and burst.
-func (b *CapacityBucket) Limit() (iops, burst int) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.interval > 0 {
-		iops = int(time.Second / b.interval)
-	}
-	return iops, b.burst
-}
-
-// turn is when a request that arrives at now may be served. The bucket
-// is kept as the theoretical arrival time of the next request (the
-// generic cell rate algorithm): a request may go tolerance before it,
-// and each moves it on by one interval. Turns are handed out under the
-// lock, so they follow the arrival order.
-//
-// With a peak, the turn the credits give is then held to the peak's own
-// bucket, kept the same way.
-func (b *CapacityBucket) turn(now time.Time) time.Time {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	at := gcra(&b.tat, now, b.interval, b.tolerance)
-	if b.peakInterval > 0 {
-		at = gcra(&b.peakTAT, at, b.peakInterval, b.peakTolerance)
+// turn is when a read or a write of size bytes that arrives at now may
+// be served: its turn in each bucket it draws on, taken in one after
+// the other.
+func (d *CapacityDisk) turn(now time.Time, size int, write bool) time.Time {
+	at := d.Bucket().turn(now, size)
+	at = d.bandwidth.turn(at, size)
+	if write {
+		at = d.writeBandwidth.turn(at, size)
 	}
 	return at
 }
 
-// gcra is the turn of a request arriving at now at a bucket of one
-// request every interval, tolerance before its theoretical arrival time
-// tat, which it moves on (interval 0: no limit, at once).
-func gcra(tat *time.Time, now time.Time, interval, tolerance time.Duration) time.Time {
-	if interval == 0 {
-		return now
-	}
-	if tat.Before(now) {
-		*tat = now
-	}
-	at := tat.Add(-tolerance)
-	*tat = tat.Add(interval)
-	if at.Before(now) {
-		return now
-	}
-	return at
-}
-
-// admit holds a request until its turn.
-func (d *CapacityDisk) admit(ctx context.Context) {
+// admit holds a read or a write of size bytes until its turn.
+func (d *CapacityDisk) admit(ctx context.Context, size int, write bool) {
 	now := time.Now()
-	at := d.Bucket().turn(now)
+	d.waitTurn(ctx, now, d.turn(now, size, write))
+}
+
+// waitTurn holds a request that arrived at now until its turn, at.
+func (d *CapacityDisk) waitTurn(ctx context.Context, now, at time.Time) {
 	if wait := at.Sub(now); wait > 0 {
 		d.waited.Add(1)
 		d.wait.Add(int64(wait))
@@ -332,8 +292,8 @@ func (d *CapacityDisk) Open(ctx context.Context, flags uint32) (fs.FileHandle, u
 func (d *CapacityDisk) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	defer d.enter()()
 	defer d.served(time.Now())
-	d.admit(ctx)
 	n := max(min(off+int64(len(dest)), d.Size)-off, 0)
+	d.admit(ctx, int(n), false)
 	got, err := d.backing.ReadAt(dest[:n], off)
 	if err != nil && int64(got) < n {
 		return nil, fs.ToErrno(err)
@@ -347,8 +307,8 @@ func (d *CapacityDisk) Read(ctx context.Context, fh fs.FileHandle, dest []byte, 
 func (d *CapacityDisk) Write(ctx context.Context, fh fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
 	defer d.enter()()
 	defer d.served(time.Now())
-	d.admit(ctx)
 	n := max(min(off+int64(len(data)), d.Size)-off, 0)
+	d.admit(ctx, int(n), true)
 	if _, err := d.backing.WriteAt(data[:n], off); err != nil {
 		return 0, fs.ToErrno(err)
 	}
@@ -364,7 +324,9 @@ func (d *CapacityDisk) Write(ctx context.Context, fh fs.FileHandle, data []byte,
 func (d *CapacityDisk) Fsync(ctx context.Context, f fs.FileHandle, flags uint32) syscall.Errno {
 	defer d.enter()()
 	if d.flushIsRequest {
-		d.admit(ctx)
+		// A request for the requests' bucket, no bytes for the others.
+		now := time.Now()
+		d.waitTurn(ctx, now, d.Bucket().turn(now, 0))
 	}
 	d.flushes.Add(1)
 	return 0
@@ -483,8 +445,8 @@ func CapacityLoop(t testing.TB, opts CapacityOptions) (disk *CapacityDisk, dev s
 // CapacityDir is a CapacityLoop with an ext4 file system on it, mounted
 // on a fresh temp dir: a volume for a database. The file system is made
 // whole (no lazy initialization writing while a test measures) at no
-// limit, and the limit of opts is set once it is mounted (and the
-// counts reset); unmounting it when the test ends comes before the loop
+// limit, and the limits of opts are set once it is mounted, the buckets
+// full (and the counts reset); unmounting it when the test ends comes before the loop
 // device's detach and FUSE's unmount, failed test or not. A test that
 // fills the volume (installs a database, creates its tables) does so
 // at no limit too, SetLimit(0, 0), and sets the limit before it
@@ -492,10 +454,10 @@ func CapacityLoop(t testing.TB, opts CapacityOptions) (disk *CapacityDisk, dev s
 func CapacityDir(t testing.TB, opts CapacityOptions) (disk *CapacityDisk, dev, mnt string) {
 	t.Helper()
 	limited := opts
-	opts.IOPS = 0
+	opts.IOPS, opts.PeakIOPS, opts.Bandwidth, opts.WriteBandwidth = 0, 0, CreditLimit{}, CreditLimit{}
 	disk, dev = CapacityLoop(t, opts)
 	mnt = MountExt4(t, dev, "-E", "lazy_itable_init=0,lazy_journal_init=0,nodiscard")
-	disk.SetLimit(limited.IOPS, limited.Burst)
+	disk.setLimits(limited)
 	disk.Reset()
 	return disk, dev, mnt
 }

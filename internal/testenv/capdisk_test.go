@@ -25,19 +25,19 @@ func TestCapacityDiskBucket(t *testing.T) {
 	// An idle disk serves its burst at once, then one request every
 	// 10 ms, in arrival order.
 	for i, want := range []time.Duration{0, 0, 0, 10, 20, 30} {
-		if got := d.Bucket().turn(now).Sub(now); got != want*time.Millisecond {
+		if got := d.Bucket().turn(now, 4096).Sub(now); got != want*time.Millisecond {
 			t.Errorf("request %d at once: turn %v later, want %v", i, got, want*time.Millisecond)
 		}
 	}
 	// After an idle spell as long as the burst, the bucket is full again.
 	later := now.Add(60 * time.Millisecond)
 	for i, want := range []time.Duration{0, 0, 0, 10} {
-		if got := d.Bucket().turn(later).Sub(later); got != want*time.Millisecond {
+		if got := d.Bucket().turn(later, 4096).Sub(later); got != want*time.Millisecond {
 			t.Errorf("request %d after idling: turn %v later, want %v", i, got, want*time.Millisecond)
 		}
 	}
 	d.SetLimit(0, 0)
-	if got := d.Bucket().turn(later); !got.Equal(later) {
+	if got := d.Bucket().turn(later, 4096); !got.Equal(later) {
 		t.Errorf("no limit: turn %v later", got.Sub(later))
 	}
 	if iops, burst := d.Limit(); iops != 0 || burst != 1 {
@@ -49,7 +49,7 @@ func TestCapacityDiskBucket(t *testing.T) {
 		Must(t, err)
 		_ = d.Fsync(context.Background(), nil, 0)
 		now := time.Now()
-		if waits := d.Bucket().turn(now).Sub(now) > 0; waits != costs || d.Counts().Flushes != 1 {
+		if waits := d.Bucket().turn(now, 4096).Sub(now) > 0; waits != costs || d.Counts().Flushes != 1 {
 			t.Errorf("FlushIsRequest %v: after a flush, the next request waits: %v; counts %s", costs, waits, d.Counts())
 		}
 	}
@@ -64,7 +64,7 @@ func TestCapacityDiskBucket(t *testing.T) {
 	b.UseBucket(shared)
 	for i, want := range []time.Duration{0, 10, 20, 30} {
 		d := []*CapacityDisk{a, b}[i%2]
-		if got := d.Bucket().turn(now).Sub(now); got != want*time.Millisecond {
+		if got := d.Bucket().turn(now, 4096).Sub(now); got != want*time.Millisecond {
 			t.Errorf("shared bucket, request %d: turn %v later, want %v", i, got, want*time.Millisecond)
 		}
 	}
@@ -72,10 +72,18 @@ func TestCapacityDiskBucket(t *testing.T) {
 		t.Errorf("b on the shared bucket: limit %d, want 100", iops)
 	}
 	a.UseBucket(nil)
-	if iops, burst := a.Limit(); iops != 1000 || burst != 10 || a.Bucket().turn(now) != now {
+	if iops, burst := a.Limit(); iops != 1000 || burst != 10 || a.Bucket().turn(now, 4096) != now {
 		t.Errorf("a on its own bucket again: %d IOPS, burst %d", iops, burst)
 	}
-	for _, bad := range []CapacityOptions{{Size: 4095}, {Size: 4096, MaxRequest: 2 << 20}, {Size: 4096, IOPS: -1}} {
+	// The options' peak makes the requests' bucket a credit bucket.
+	c, err := NewCapacityDisk(nil, CapacityOptions{IOPS: 300, Burst: 30000, PeakIOPS: 3000, Size: 4096})
+	Must(t, err)
+	if got, want := c.Bucket().CreditLimit(), (CreditLimit{Baseline: 300, Credits: 30000, Peak: 3000}); got != want || c.Bucket().Unit() != Requests {
+		t.Errorf("IOPS 300, burst 30,000, peak 3,000: the bucket's limit %+v of %s, want %+v of requests", got, c.Bucket().Unit(), want)
+	}
+	for _, bad := range []CapacityOptions{{Size: 4095}, {Size: 4096, MaxRequest: 2 << 20}, {Size: 4096, IOPS: -1},
+		{Size: 4096, IOPS: 300, PeakIOPS: 300}, {Size: 4096, Bandwidth: CreditLimit{Baseline: 10 << 20, Peak: 5 << 20}},
+		{Size: 4096, WriteBandwidth: CreditLimit{Baseline: 1 << 20, Credits: -1}}} {
 		if _, err := NewCapacityDisk(nil, bad); err == nil {
 			t.Errorf("%+v: no error", bad)
 		}
@@ -90,12 +98,6 @@ func TestCapacityDiskBucket(t *testing.T) {
 // total from two.
 const capIOPS = 400
 
-// A CapacityDisk of 400 IOPS serves 400 random 4 KiB reads a second to
-// fio at queue depth 8, 400 in total to two fio processes in two blkio
-// cgroups at once, and 400 writes a second: its capacity is the
-// device's, whoever asks. The loop device's diskstats count the very
-// requests the disk served, and a file system's fsyncs reach it as
-// flushes.
 // A bucket with a peak is a volume's burst credits: with a baseline of
 // 300 a second, 60,000 credits and a peak of 3,000, a volume that idled
 // serves a closed loop at 3,000 a second for 60,000/2,700 = 22.2 s
@@ -112,7 +114,7 @@ func TestCapacityBucketCredits(t *testing.T) {
 	// many were served before and when the last of them was.
 	run := func(at time.Time) (n int, end time.Time) {
 		for {
-			turn := b.turn(at)
+			turn := b.turn(at, 1)
 			if turn.Sub(at) > 2*time.Second/3000 {
 				return n, at
 			}
@@ -127,7 +129,7 @@ func TestCapacityBucketCredits(t *testing.T) {
 	// Spent: one request every 1/300 s.
 	at := end
 	for range 300 {
-		at = b.turn(at)
+		at = b.turn(at, 1)
 	}
 	if secs := at.Sub(end).Seconds(); math.Abs(secs-1) > 0.01 {
 		t.Errorf("spent: 300 requests took %.3f s, want 1", secs)
@@ -140,11 +142,17 @@ func TestCapacityBucketCredits(t *testing.T) {
 	}
 	// No peak: the credits are served at once, as before.
 	b.SetPeak(0)
-	if got := b.turn(idle.Add(time.Hour)); !got.Equal(idle.Add(time.Hour)) {
+	if got := b.turn(idle.Add(time.Hour), 1); !got.Equal(idle.Add(time.Hour)) {
 		t.Errorf("no peak, a full bucket: turn %v later", got.Sub(idle.Add(time.Hour)))
 	}
 }
 
+// A CapacityDisk of 400 IOPS serves 400 random 4 KiB reads a second to
+// fio at queue depth 8, 400 in total to two fio processes in two blkio
+// cgroups at once, and 400 writes a second: its capacity is the
+// device's, whoever asks. The loop device's diskstats count the very
+// requests the disk served, and a file system's fsyncs reach it as
+// flushes.
 func TestCapacityDisk(t *testing.T) {
 	Root(t)
 	fio := Command(t, "fio")
