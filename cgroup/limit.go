@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -101,37 +102,57 @@ func (l Limit) V1Lines() []string {
 // such as 100MiB). The device is filled in later from the target.
 func ParseCap(s string) (Limit, error) {
 	var l Limit
+	err := ParseLimitKeys(s, []LimitKey{{"riops", &l.ReadIOPS}, {"wiops", &l.WriteIOPS}, {"rbps", &l.ReadBPS}, {"wbps", &l.WriteBPS}}, ErrBadCap)
+	return l, err
+}
+
+// LimitKey is a key of a limit string ("riops=3000") and where its value
+// goes: a key whose name ends in "bps" takes a size (100MiB), any other
+// a whole number, both positive.
+type LimitKey struct {
+	Name string
+	Dst  *uint64
+}
+
+// ParseLimitKeys parses a limit string, "key=value,...", into keys: any
+// subset of them, each at most once, named in any case. The grammar of
+// --cap and of the limits a volume is sold with (capverify's), one
+// parser for both; an error wraps bad and names the part at fault.
+func ParseLimitKeys(s string, keys []LimitKey, bad error) error {
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		names[i] = k.Name
+	}
 	if strings.TrimSpace(s) == "" {
-		return l, fmt.Errorf("%w: empty (give riops=N, wiops=N, rbps=SIZE or wbps=SIZE)", ErrBadCap)
+		give := make([]string, len(keys))
+		for i, k := range keys {
+			give[i] = k.Name + "=N"
+			if isSize(k.Name) {
+				give[i] = k.Name + "=SIZE"
+			}
+		}
+		last := len(give) - 1
+		return fmt.Errorf("%w: empty (give %s or %s)", bad, strings.Join(give[:last], ", "), give[last])
 	}
 	seen := map[string]bool{}
 	for _, part := range strings.Split(s, ",") {
 		key, val, ok := strings.Cut(strings.TrimSpace(part), "=")
 		if !ok {
-			return l, fmt.Errorf("%w: %q is not key=value", ErrBadCap, part)
+			return fmt.Errorf("%w: %q is not key=value", bad, part)
 		}
 		key = strings.ToLower(strings.TrimSpace(key))
 		val = strings.TrimSpace(val)
 		if seen[key] {
-			return l, fmt.Errorf("%w: %s given twice", ErrBadCap, key)
+			return fmt.Errorf("%w: %s given twice", bad, key)
 		}
 		seen[key] = true
-		var dst *uint64
-		size := false
-		switch key {
-		case "riops":
-			dst = &l.ReadIOPS
-		case "wiops":
-			dst = &l.WriteIOPS
-		case "rbps":
-			dst, size = &l.ReadBPS, true
-		case "wbps":
-			dst, size = &l.WriteBPS, true
-		default:
-			return l, fmt.Errorf("%w: unknown key %q (riops, wiops, rbps, wbps)", ErrBadCap, key)
+		i := slices.Index(names, key)
+		if i < 0 {
+			return fmt.Errorf("%w: unknown key %q (%s)", bad, key, strings.Join(names, ", "))
 		}
 		var n int64
 		var err error
+		size := isSize(key)
 		if size {
 			n, err = units.ParseSize(val)
 		} else {
@@ -142,12 +163,15 @@ func ParseCap(s string) (Limit, error) {
 			if size {
 				what = "a positive size such as 100MiB"
 			}
-			return l, fmt.Errorf("%w: %s=%s is not %s", ErrBadCap, key, val, what)
+			return fmt.Errorf("%w: %s=%s is not %s", bad, key, val, what)
 		}
-		*dst = uint64(n)
+		*keys[i].Dst = uint64(n)
 	}
-	return l, nil
+	return nil
 }
+
+// isSize tells whether a limit's key takes a size: a rate of bytes.
+func isSize(key string) bool { return strings.HasSuffix(key, "bps") }
 
 // v1Resources plans the blkio.throttle.* files for a limit.
 func (l Limit) v1Resources() *specs.LinuxResources {

@@ -14,16 +14,20 @@ import (
 const NotBindingMark = "†"
 
 // WriteCapCheck renders cap verify's verdict as text: the matrices of
-// measured against expected IOPS, the kernel's counts against iomatrix's,
-// the cells that failed and why, and the verdict line.
+// measured against expected IOPS, the kernel's counts against iomatrix's
+// (under a cgroup's cap), the cells that failed and why, and the verdict
+// line.
 func WriteCapCheck(w io.Writer, doc *results.Document, v *results.CapVerdict) error {
 	fmt.Fprintf(w, "iomatrix cap verify: %s, tolerance %g %%\nresults: %s\n\n", Describe(doc), v.Settings.TolerancePct, v.ResultsFile)
+	provisioned := doc.Cap != nil && doc.Cap.Provisioned
 	rate := func(c *Cell) string {
 		k := c.Result.CapCheck
 		verdict := "ok"
 		switch {
 		case k.Inconclusive:
 			verdict = "not judged"
+		case k.Above:
+			verdict = "ABOVE"
 		case !k.RateOK:
 			verdict = "FAIL"
 		}
@@ -58,20 +62,32 @@ func WriteCapCheck(w io.Writer, doc *results.Document, v *results.CapVerdict) er
 		fmt.Fprintln(w, note)
 	}
 	for _, c := range v.Cells {
+		if !c.Binding && provisioned {
+			fmt.Fprintln(w, NotBindingMark+" the limits do not bind at that depth: the same pattern at a deeper queue reached them (deeper_reached), "+
+				"so the volume's latency, not its limits, set the cell's rate")
+			break
+		}
 		if !c.Binding {
 			fmt.Fprintln(w, NotBindingMark+" the cap does not bind there (its model is at least 90 % of the uncapped IOPS): the expectation is the uncapped figure, "+
 				"which the cell must reach (less the tolerance) without exceeding the cap model")
 			break
 		}
 	}
+	if v.Above > 0 {
+		fmt.Fprintln(w, "ABOVE marks a cell that did more than the provisioned limits allow: the volume is bursting (spending a burst's credits) or uncapped (not limited there); neither ok nor FAIL")
+	}
 	if carry := maxCarry(v.Cells); carry > 0 {
 		fmt.Fprintf(w, "a cell that both reads and writes may deviate %.1f %% more: the throttle carries a direction's unused budget over one slice (see carry_pct)\n", carry)
 	}
 	fmt.Fprintln(w)
-	if err := writeCheckTables(w, doc, "cgroup requests: kernel / iomatrix", counters); err != nil {
-		return err
+	if provisioned {
+		fmt.Fprintln(w, "limits: provisioned, the volume's own as its provider advertises them; no cgroup was made or joined, so no cgroup counts the requests")
+	} else {
+		if err := writeCheckTables(w, doc, "cgroup requests: kernel / iomatrix", counters); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "iomatrix counts its completed I/Os times the requests the block layer makes of each; the two must agree within %g %%\n", v.Settings.CounterTolerancePct)
 	}
-	fmt.Fprintf(w, "iomatrix counts its completed I/Os times the requests the block layer makes of each; the two must agree within %g %%\n", v.Settings.CounterTolerancePct)
 	fmt.Fprintf(w, "window: %s\n", v.Settings.Window)
 	var lines []string
 	for _, c := range v.Cells {

@@ -78,3 +78,42 @@ func TestCapVerdictInconclusive(t *testing.T) {
 		t.Errorf("text:\n%s", out)
 	}
 }
+
+// Against a volume's provisioned limits: the header names them as the
+// volume's own, no cgroup's counters are shown, a cell above the limits
+// is ABOVE with "bursting" in its reason and in the verdict, and a cell
+// excused by a deeper queue has its own footnote.
+func TestCapCheckProvisioned(t *testing.T) {
+	doc := checkedFixture(t, func(name string) bool { return name != "rand-4k-r100-qd1" })
+	l, err := capverify.ParseProvisioned("iops=3000,bps=125MiB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc.Cap = l.Record("254:16")
+	for i := range doc.Results {
+		doc.Results[i].CgroupIOs = nil
+	}
+	doc.Results[6].CapCheck.DeeperReached = "rand-4k-r100-qd32"
+	k := doc.Results[4].CapCheck
+	k.OK, k.RateOK, k.Above = false, false, true
+	k.Reasons = []string{"measured 9000 IOPS, above the 3000 the provisioned limits allow (+200.0 %, tolerance 5 %): bursting or uncapped"}
+	out := renderCapCheck(t, doc, capverify.VerdictRun{TolerancePct: 5, Complete: true})
+	for _, want := range []string{
+		"provisioned limits iops=3000,bps=125MiB on 254:16 (the volume's own: no cgroup)",
+		" ABOVE |", "ABOVE marks a cell that did more than the provisioned limits allow: the volume is bursting",
+		"limits: provisioned, the volume's own as its provider advertises them; no cgroup was made or joined",
+		report.NotBindingMark + " the limits do not bind at that depth",
+		"window: " + capverify.ProvisionedWindowRule,
+		"\nABOVE: the volume did more than its provisioned limits in 1 of 8 cells: bursting or uncapped",
+		"rand-4k-r100-qd32: measured 9000 IOPS, above the 3000 the provisioned limits allow (+200.0 %, tolerance 5 %): bursting or uncapped",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text lacks %q:\n%s", want, out)
+		}
+	}
+	for _, not := range []string{"cgroup requests", "unavailable", " FAIL |", "\nFAIL", "cap does not bind", "cgroup v"} {
+		if strings.Contains(out, not) {
+			t.Errorf("text holds %q:\n%s", not, out)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -151,6 +152,8 @@ func Describe(doc *results.Document) string {
 		return "iomatrix results"
 	}
 	switch {
+	case doc.Cap != nil && doc.Cap.Provisioned:
+		parts = append(parts, DescribeCap(doc.Cap))
 	case doc.Cap != nil:
 		parts = append(parts, "cap "+DescribeCap(doc.Cap))
 	case slices.ContainsFunc(doc.Members, func(m results.Member) bool { return m.Cap != nil }):
@@ -165,7 +168,9 @@ func Describe(doc *results.Document) string {
 
 // CapSpec renders a cap's limits the way caps are written,
 // "riops=10000,wiops=10000,rbps=64MiB" (any subset; parsed back by
-// cgroup.ParseCap), or "" when the cap limits nothing.
+// cgroup.ParseCap, and a volume's provisioned limits, with their iops and
+// bps on reads and writes together, by capverify.ParseProvisioned), or ""
+// when the cap limits nothing.
 func CapSpec(c *results.Cap) string {
 	var l []string
 	add := func(k string, v uint64, size bool) {
@@ -181,14 +186,21 @@ func CapSpec(c *results.Cap) string {
 	add("wiops", c.WriteIOPS, false)
 	add("rbps", c.ReadBPS, true)
 	add("wbps", c.WriteBPS, true)
+	add("iops", c.IOPS, false)
+	add("bps", c.BPS, true)
 	return strings.Join(l, ",")
 }
 
-// DescribeCap renders a cgroup cap as "riops=10000,wiops=10000 on 254:0 (cgroup v1)".
+// DescribeCap renders a cgroup cap as "riops=10000,wiops=10000 on 254:0
+// (cgroup v1)", and a volume's provisioned limits as "provisioned limits
+// iops=3000 on 254:0 (the volume's own: no cgroup)".
 func DescribeCap(c *results.Cap) string {
 	s := CapSpec(c)
 	if s == "" {
 		s = "none"
+	}
+	if c.Provisioned {
+		return fmt.Sprintf("provisioned limits %s on %s (the volume's own: no cgroup)", s, cmp.Or(c.Device, "its device"))
 	}
 	return fmt.Sprintf("%s on %s (cgroup v%d)", s, c.Device, c.CgroupVersion)
 }

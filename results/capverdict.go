@@ -6,9 +6,11 @@ package results
 // "cap verify --format json"): add fields, never rename.
 type CapVerdict struct {
 	// Verdict is "ok" (every cell holds), "fail" (a cell does not),
-	// "inconclusive" (none fails, but another process loaded the device
-	// while some were measured, or their wait for a CPU could explain
-	// their rate, so that it could not be judged)
+	// "above" (none fails, but some did more than a volume's provisioned
+	// limits: it is bursting or not limited there, so that the limits
+	// could not be judged), "inconclusive" (none fails, but another
+	// process loaded the device while some were measured, or their wait
+	// for a CPU could explain their rate, so that it could not be judged)
 	// or "incomplete" (interrupted or stopped by an I/O error before every
 	// pattern was measured; the cells measured so far are listed).
 	Verdict      string             `json:"verdict"`
@@ -24,6 +26,9 @@ type CapVerdict struct {
 	Passed       int                `json:"passed"`
 	Failed       int                `json:"failed"`
 	Inconclusive int                `json:"inconclusive"`
+	// Above counts the cells that did more than a volume's provisioned
+	// limits (CapCheck.Above); absent under a cgroup's cap.
+	Above int `json:"above,omitempty"`
 }
 
 // CapVerdictSettings are the run's settings and the verdict's rules.

@@ -168,7 +168,9 @@ type AutoSettings struct {
 	PrecisionPct float64 `json:"precision_pct"`
 }
 
-// Cap is the cgroup limit a run was measured under (0 = no limit).
+// Cap is the cgroup limit a run was measured under (0 = no limit), or,
+// with Provisioned, the limits a volume is sold with, which cap verify
+// --provisioned held it to.
 type Cap struct {
 	CgroupVersion int    `json:"cgroup_version"`
 	Cgroup        string `json:"cgroup"`
@@ -177,6 +179,13 @@ type Cap struct {
 	WriteIOPS     uint64 `json:"write_iops"`
 	ReadBPS       uint64 `json:"read_bps"`
 	WriteBPS      uint64 `json:"write_bps"`
+	// Provisioned: the limits are the volume's own, as its provider
+	// advertises them, not a cgroup's (CgroupVersion 0, Cgroup empty):
+	// no cgroup was made or joined. IOPS and BPS are limits on reads and
+	// writes together, as a cloud volume's are (0 = no limit).
+	Provisioned bool   `json:"provisioned,omitempty"`
+	IOPS        uint64 `json:"iops,omitempty"`
+	BPS         uint64 `json:"bps,omitempty"`
 }
 
 // Result is one measured pattern.
@@ -357,6 +366,15 @@ type CapCheck struct {
 	// waited for a CPU (Result.CPUWait), in %; absent when it did not, or
 	// where it is not known.
 	CPUWaitPct float64 `json:"cpu_wait_pct,omitempty"`
+	// Above: a cell measured against a volume's provisioned limits did
+	// more than they allow (beyond the tolerance): the volume is bursting
+	// (spending credits) or not limited there. Neither OK nor failed.
+	Above bool `json:"above,omitempty"`
+	// DeeperReached, in a cell short of a volume's provisioned limits,
+	// names a cell of the same pattern at a deeper queue that reached
+	// them: the limits do not bind at this cell's depth (its latency sets
+	// its rate), and the cell holds, not binding.
+	DeeperReached string `json:"deeper_reached,omitempty"`
 	// Reasons say why a cell does not hold; empty when it does.
 	Reasons []string `json:"reasons,omitempty"`
 }

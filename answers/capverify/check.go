@@ -3,7 +3,6 @@ package capverify
 import (
 	"time"
 
-	"github.com/iomatrix/iomatrix/cgroup"
 	"github.com/iomatrix/iomatrix/internal/sysfs"
 	"github.com/iomatrix/iomatrix/results"
 )
@@ -27,7 +26,7 @@ func Check(c *results.Cap, res, base results.Result, disk sysfs.BlockDevice, tol
 	if res.Error != nil {
 		cell.Failed = res.Error.Error()
 	}
-	v := Judge(cgroup.LimitOf(c), cell, tolerancePct)
+	v := Judge(LimitsOf(c), cell, tolerancePct)
 	return &v
 }
 

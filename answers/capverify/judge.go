@@ -44,7 +44,8 @@ type Cell struct {
 	// Slice is blk-throttle's slice on the cell's disk when known; 0 is
 	// cgroup.ThrottleSlice, the slice of every disk on most kernels and the
 	// longer one, which allows the more carry-over. The disk's kind alone
-	// does not tell: see cgroup.ShortSlice.
+	// does not tell: see cgroup.ShortSlice. Under a volume's provisioned
+	// limits it is not used: no throttle of the kernel's holds the cell.
 	Slice time.Duration
 	// OtherLoad and BaselineOtherLoad: another process loaded the device
 	// during the capped window, or during the uncapped one the expectation
@@ -57,7 +58,9 @@ type Cell struct {
 }
 
 // Judge decides whether the cap l holds in cell c, with the measured IOPS
-// allowed tolerancePct % from the expectation:
+// allowed tolerancePct % from the expectation. The same rules judge a
+// cgroup's cap and a volume's provisioned limits, but for what only a
+// cgroup has (see Provisioned, below):
 //
 //   - where the cap binds, the measured IOPS must match the cap model
 //     (Expected) within the tolerance, plus the throttle's carry-over for a
@@ -85,22 +88,51 @@ type Cell struct {
 //     a thread that waits for a CPU makes it take longer: the cap cannot
 //     bind, whatever it is worth; and a stream that waited leaves budget
 //     unused, which the throttle lets it spend at once when it runs again.
-func Judge(l cgroup.Limit, c Cell, tolerancePct float64) results.CapCheck {
+//
+// Under a volume's provisioned limits (l.Provisioned) the volume's own
+// limiter, not the kernel's throttle, holds the cell, and there is no
+// figure without it (UncappedIOPS is 0: every limited cell binds):
+//   - a cell below the model (less the tolerance) does less than the
+//     volume's limits and fails, unless a deeper queue of the same
+//     pattern reaches them (JudgeDepths);
+//   - a cell above it (plus the tolerance) is Above: the volume is
+//     bursting, or not limited there, and its limits cannot be judged;
+//     neither OK nor failed;
+//   - no cgroup counts the requests: the counter rule does not apply;
+//   - the throttle's slices mean nothing: no carry-over is allowed
+//     (CarryAllowance) and no rule of slices excuses a starved cell
+//     (CPUExplains); the rules of the CPU's wait and of another
+//     process's load hold as for a cgroup, since a volume's bucket, too,
+//     lets a stream that waited spend what it saved, and a neighbour
+//     draws on the same limits.
+func Judge(l Limits, c Cell, tolerancePct float64) results.CapCheck {
 	k := uint64(max(c.RequestsPerIO, 1))
 	share := float64(c.ReadPct) / 100
 	if n := c.Window.Reads + c.Window.Writes; n > 0 {
 		share = float64(c.Window.Reads) / float64(n)
 	}
-	v := results.CapCheck{ReadShare: share, CarryPct: CarryAllowance(l, share, c.Runtime, c.Slice) * 100,
+	slice := c.Slice
+	if l.Provisioned {
+		slice = noSlice
+	}
+	v := results.CapCheck{ReadShare: share, CarryPct: CarryAllowance(l, share, c.Runtime, slice) * 100,
 		TolerancePct: tolerancePct, UncappedIOPS: c.UncappedIOPS, RequestsPerIO: int(k)}
 	b := judgeRate(&v, l, c, tolerancePct)
-	judgeCounters(&v, c, k)
+	if l.Provisioned {
+		// Nothing to compare: what a volume's provider counts is not
+		// shown to the host. The requests it was sent are recorded.
+		v.CountersOK = true
+		v.ExpectedRequests = results.Counts{Reads: k * c.Issued.Reads, Writes: k * c.Issued.Writes}
+	} else {
+		judgeCounters(&v, c, k)
+	}
 	if c.Failed != "" {
 		v.Reasons = append(v.Reasons, "I/O error: "+c.Failed)
+		v.Above = false
 	}
 	v.OK = v.RateOK && v.CountersOK && c.Failed == ""
 	if v.CountersOK && c.Failed == "" {
-		judgeInconclusive(&v, c, b)
+		judgeInconclusive(&v, c, b, slice)
 	}
 	// Recorded to the precision a results file keeps.
 	v.ExpectedIOPS = math.Round(v.ExpectedIOPS*100) / 100
@@ -115,7 +147,7 @@ func Judge(l cgroup.Limit, c Cell, tolerancePct float64) results.CapCheck {
 // not fail inconclusive where its rate may have been moved by another
 // process's load on the device or by its wait for a CPU (see Judge),
 // with the reasons first.
-func judgeInconclusive(v *results.CapCheck, c Cell, b Bounds) {
+func judgeInconclusive(v *results.CapCheck, c Cell, b Bounds, slice time.Duration) {
 	var why []string
 	if (c.OtherLoad || c.BaselineOtherLoad) && !(v.Binding && v.RateOK) {
 		where := "this cell's window"
@@ -132,17 +164,22 @@ func judgeInconclusive(v *results.CapCheck, c Cell, b Bounds) {
 		v.CPUWaitPct = 100 * float64(min(c.CPUWait, c.Runtime)) / float64(c.Runtime)
 	}
 	if !v.RateOK {
-		if how, ok := CPUExplains(c.MeasuredIOPS, c.Runtime, c.CPUWait, c.Slice, b); ok {
+		if how, ok := CPUExplains(c.MeasuredIOPS, c.Runtime, c.CPUWait, slice, b); ok {
 			v.Starved = true
 			why = append(why, fmt.Sprintf("CPU wait: the run waited %.0f %% of the window for a CPU (iomatrix's I/O threads and the kernel's threads serving the target); "+
 				"%s: a busy CPU, not the cap, may have set the rate, not judged", v.CPUWaitPct, how))
 		}
 	}
 	if len(why) > 0 {
-		v.OK, v.Inconclusive = false, true
+		// Above its limits on data that moved: not judged either.
+		v.OK, v.Inconclusive, v.Above = false, true, false
 		v.Reasons = append(why, v.Reasons...)
 	}
 }
+
+// noSlice is the slice of a cell no throttle of the kernel's holds (a
+// volume's provisioned limits): the rules of slices do not apply.
+const noSlice time.Duration = -1
 
 // QuietCPUWait is the share of a window that the wait must reach before
 // it explains anything: the sum counts every kernel thread (an upper
@@ -159,8 +196,9 @@ type Bounds struct{ Floor, Ceiling, Model float64 }
 
 // CPUExplains tells whether the wait for a CPU of a window of length
 // window that did iops, under a throttle whose slice is slice (0:
-// cgroup.ThrottleSlice), could explain its rate being out of b, and says
-// how:
+// cgroup.ThrottleSlice; negative: no throttle of the kernel's, a
+// volume's provisioned limits, where the first rule does not apply),
+// could explain its rate being out of b, and says how:
 //   - the wait left less than two slices of the window: the throttle
 //     hands out its budget slice by slice, and a stream that ran for
 //     less than two of them, in pieces spread over the window's slices,
@@ -196,13 +234,13 @@ func CPUExplains(iops float64, window, wait, slice time.Duration, b Bounds) (how
 	if window <= 0 || wait <= 0 || float64(wait) < QuietCPUWait*float64(window) || iops >= b.Floor && iops <= b.Ceiling {
 		return "", false
 	}
-	if slice <= 0 {
+	if slice == 0 {
 		slice = cgroup.ThrottleSlice
 	}
-	if left := window - wait; left < 2*slice && wait < window {
+	if left := window - wait; slice > 0 && left < 2*slice && wait < window {
 		return fmt.Sprintf("it ran %v of the window, less than two of the throttle's %v slices: too little to judge its rate by", left.Round(time.Millisecond), slice), true
 	} else if iops < b.Floor && left < window/2 && wait < window {
-		return fmt.Sprintf("it ran %v of the window, less than half of it, in pieces spread over the throttle's slices: too little to judge a shortfall by", left.Round(time.Millisecond)), true
+		return fmt.Sprintf("it ran %v of the window, less than half of it, in pieces spread over the window: too little to judge a shortfall by", left.Round(time.Millisecond)), true
 	}
 	switch {
 	case iops < b.Floor:
@@ -214,7 +252,7 @@ func CPUExplains(iops float64, window, wait, slice time.Duration, b Bounds) (how
 	case iops > b.Ceiling:
 		saved := b.Model * float64(min(wait, window)) / float64(window)
 		return fmt.Sprintf("the %.0f IOPS beyond the %.0f allowed are no more than the cap's budget over the time it waited, %.0f IOPS of the window, "+
-			"which the throttle lets a stream spend once it runs again", iops-b.Ceiling, b.Ceiling, saved), iops-b.Ceiling <= saved
+			"which the limiter lets a stream spend once it runs again", iops-b.Ceiling, b.Ceiling, saved), iops-b.Ceiling <= saved
 	}
 	return "", false
 }
@@ -236,7 +274,7 @@ func UnstarvedIOPS(iops float64, window, wait time.Duration) float64 {
 // IOPS meet it, within the tolerance plus v.CarryPct, and returns the
 // bounds they were held to (all +Inf when nothing limits the pattern and
 // its uncapped figure is unknown).
-func judgeRate(v *results.CapCheck, l cgroup.Limit, c Cell, tolerancePct float64) Bounds {
+func judgeRate(v *results.CapCheck, l Limits, c Cell, tolerancePct float64) Bounds {
 	k := v.RequestsPerIO
 	capped, binding := ExpectedShare(l, v.ReadShare, c.BlockSize, k, c.UncappedIOPS)
 	model, _ := ExpectedShare(l, v.ReadShare, c.BlockSize, k, 0)
@@ -252,6 +290,18 @@ func judgeRate(v *results.CapCheck, l cgroup.Limit, c Cell, tolerancePct float64
 		// Nothing limits this pattern and its uncapped figure is unknown.
 		v.RateOK = true
 		v.ExpectedIOPS = 0
+	case binding && l.Provisioned:
+		v.DeviationPct = deviation(c.MeasuredIOPS, capped)
+		v.RateOK = math.Abs(v.DeviationPct) <= tol*100
+		switch {
+		case v.DeviationPct > tol*100:
+			v.Above = true
+			v.Reasons = append(v.Reasons, fmt.Sprintf("measured %.0f IOPS, above the %.0f the provisioned limits allow (%+.1f %%, %s): bursting or uncapped, "+
+				"the limits cannot be judged while the volume does more", c.MeasuredIOPS, capped, v.DeviationPct, allowed))
+		case !v.RateOK:
+			v.Reasons = append(v.Reasons, fmt.Sprintf("measured %.0f IOPS, the provisioned limits allow %.0f (%+.1f %%, %s): the volume does less than its limits",
+				c.MeasuredIOPS, capped, v.DeviationPct, allowed))
+		}
 	case binding:
 		v.DeviationPct = deviation(c.MeasuredIOPS, capped)
 		v.RateOK = math.Abs(v.DeviationPct) <= tol*100
@@ -326,7 +376,8 @@ func counterReason(dir string, want, got, k uint64) string {
 // length runtime may deviate beyond the tolerance, for read share r under
 // l on a disk whose throttle slice is slice (0: cgroup.ThrottleSlice):
 // slice/runtime when the pattern both reads and writes and a direction it
-// uses is capped, else 0.
+// uses is capped, else 0. A volume's provisioned limits have none: the
+// carry-over is blk-throttle's, a provider's limiter has no slices.
 //
 // blk-throttle keeps what a direction did not use of its budget for a
 // slice after the one it belongs to. In a pattern that mixes directions, a
@@ -338,14 +389,14 @@ func counterReason(dir string, want, got, k uint64) string {
 // direction never waits on the other and gets no allowance; the carry-over
 // is bounded, so a longer window shrinks it (1 % at 10 s; 0.2 % there
 // with cgroup.ShortSlice).
-func CarryAllowance(l cgroup.Limit, r float64, runtime, slice time.Duration) float64 {
-	if runtime <= 0 || r <= 0 || r >= 1 {
+func CarryAllowance(l Limits, r float64, runtime, slice time.Duration) float64 {
+	if runtime <= 0 || r <= 0 || r >= 1 || l.Provisioned || slice < 0 {
 		return 0
 	}
 	if l.ReadIOPS == 0 && l.ReadBPS == 0 && l.WriteIOPS == 0 && l.WriteBPS == 0 {
 		return 0
 	}
-	if slice <= 0 {
+	if slice == 0 {
 		slice = cgroup.ThrottleSlice
 	}
 	return float64(slice) / float64(runtime)

@@ -193,7 +193,7 @@ func TestJudge(t *testing.T) {
 			foreign: results.Counts{Reads: 100}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := Judge(tc.l, tc.c, tc.tol)
+			v := Judge(Limits{Limit: tc.l}, tc.c, tc.tol)
 			if v.OK != tc.ok || v.Inconclusive != tc.inconclusive || v.Binding != tc.binding || abs(v.ExpectedIOPS-tc.expected) > 0.01 || v.ForeignRequests != tc.foreign {
 				t.Errorf("Judge = %+v; want ok %v, inconclusive %v, binding %v, expected %.2f, foreign %+v", v, tc.ok, tc.inconclusive, tc.binding, tc.expected, tc.foreign)
 			}
@@ -248,6 +248,17 @@ func TestCPUExplains(t *testing.T) {
 	if how, ok := CPUExplains(150, 100*time.Millisecond, 40*time.Millisecond, 20*time.Millisecond, b); ok || !strings.Contains(how, "make 250 IOPS") {
 		t.Errorf("a 20ms slice: %q, %v", how, ok)
 	}
+	// A volume's provisioned limits have no slices: the rule of two
+	// slices does not apply, the others do.
+	if how, ok := CPUExplains(1000, time.Second, 886*time.Millisecond, noSlice, b); ok || !strings.Contains(how, "are no more than the cap's budget") {
+		t.Errorf("no slices, above the ceiling: %q, %v", how, ok)
+	}
+	if how, ok := CPUExplains(1000, time.Second, 886*time.Millisecond, 0, b); !ok || !strings.Contains(how, "less than two of the throttle's") {
+		t.Errorf("the same window under a throttle's slices: %q, %v", how, ok)
+	}
+	if how, ok := CPUExplains(36, time.Second, 886*time.Millisecond, noSlice, b); !ok || !strings.Contains(how, "less than half of it") {
+		t.Errorf("no slices, short: %q, %v", how, ok)
+	}
 	if r := UnstarvedIOPS(376, 2*time.Second, time.Second); r != 752 {
 		t.Errorf("UnstarvedIOPS = %v, want 752", r)
 	}
@@ -264,4 +275,94 @@ func abs(x float64) float64 {
 		return -x
 	}
 	return x
+}
+
+// A volume's provisioned limits are judged by the same rules, but for
+// what only a cgroup has: below them fails, above them is Above (neither
+// ok nor failed), no counters, no throttle slices and no carry-over.
+func TestJudgeProvisioned(t *testing.T) {
+	iops := func(n uint64) Limits { return Limits{IOPS: n, Provisioned: true} }
+	perDir := Limits{Limit: cgroup.Limit{ReadIOPS: 400, WriteIOPS: 400}, Provisioned: true}
+	for _, tc := range []struct {
+		name                      string
+		l                         Limits
+		c                         Cell
+		ok, inconclusive, above   bool
+		expected                  float64
+		reason                    string // a fragment of the first reason when not ok
+		carry                     float64
+		expectedRequests, foreign results.Counts
+	}{
+		{name: "at a combined limit, mixed", l: iops(300), ok: true, expected: 300,
+			c: Cell{ReadPct: 50, BlockSize: 4096, MeasuredIOPS: 301, Window: results.Counts{Reads: 148, Writes: 153}, Issued: results.Counts{Reads: 190, Writes: 185},
+				Runtime: time.Second},
+			expectedRequests: results.Counts{Reads: 190, Writes: 185}},
+		// Each request counts: a 1 MiB I/O that the block layer splits in
+		// two takes two of the volume's IOPS.
+		{name: "a combined limit, split requests", l: iops(3000), ok: true, expected: 1500,
+			c:                Cell{ReadPct: 100, BlockSize: 1 << 20, RequestsPerIO: 2, MeasuredIOPS: 1490, Issued: results.Counts{Reads: 2000}, Runtime: time.Second},
+			expectedRequests: results.Counts{Reads: 4000}},
+		{name: "a combined throughput limit", l: Limits{BPS: 125 << 20, Provisioned: true}, ok: true, expected: 8000,
+			c: Cell{ReadPct: 70, BlockSize: 16 << 10, MeasuredIOPS: 7900, Issued: results.Counts{Reads: 7000, Writes: 3000}, Runtime: time.Second}},
+		{name: "short of the limits", l: perDir, ok: false, expected: 400,
+			c:      Cell{ReadPct: 100, BlockSize: 4096, MeasuredIOPS: 320, Issued: results.Counts{Reads: 1000}, Runtime: 3 * time.Second},
+			reason: "measured 320 IOPS, the provisioned limits allow 400 (-20.0 %, tolerance 5 %): the volume does less than its limits"},
+		{name: "bursting", l: iops(300), above: true, expected: 300,
+			c:      Cell{ReadPct: 100, BlockSize: 4096, MeasuredIOPS: 2985, Issued: results.Counts{Reads: 3800}, Runtime: time.Second},
+			reason: "measured 2985 IOPS, above the 300 the provisioned limits allow (+895.0 %, tolerance 5 %): bursting or uncapped"},
+		{name: "above, within the tolerance", l: iops(300), ok: true, expected: 300,
+			c: Cell{ReadPct: 100, BlockSize: 4096, MeasuredIOPS: 314, Issued: results.Counts{Reads: 400}, Runtime: time.Second}},
+		// The window TestJudge holds within the throttle's carry-over
+		// under a cgroup's riops=wiops=400: a provider's limiter has none.
+		{name: "a mixed window, no carry-over", l: perDir, above: true, expected: 769.74,
+			c: Cell{ReadPct: 50, BlockSize: 16 << 10, MeasuredIOPS: 814, Window: results.Counts{Reads: 423, Writes: 391},
+				Issued: results.Counts{Reads: 521, Writes: 511}, Runtime: time.Second},
+			reason: "+5.8 %, tolerance 5 %)"},
+		// A stream that waited for a CPU spends what the volume's bucket
+		// saved for it: 15 IOPS beyond the ceiling, 150 granted over the
+		// wait.
+		{name: "above, starved", l: iops(300), inconclusive: true, expected: 300,
+			c:      Cell{ReadPct: 100, BlockSize: 4096, MeasuredIOPS: 330, Issued: results.Counts{Reads: 400}, Runtime: time.Second, CPUWait: 500 * time.Millisecond},
+			reason: "CPU wait: the run waited 50 % of the window"},
+		// Under a cgroup the same window ran less than two throttle
+		// slices and is not judged; a volume has no slices: 400 IOPS
+		// beyond the ceiling, 354 granted over the wait.
+		{name: "above, starved, no slices", l: perDir, above: true, expected: 400,
+			c:      Cell{ReadPct: 100, BlockSize: 4096, MeasuredIOPS: 820, Issued: results.Counts{Reads: 900}, Runtime: time.Second, CPUWait: 886 * time.Millisecond},
+			reason: "bursting or uncapped"},
+		{name: "short, starved", l: perDir, inconclusive: true, expected: 400,
+			c:      Cell{ReadPct: 100, BlockSize: 4096, MeasuredIOPS: 300, Issued: results.Counts{Reads: 700}, Runtime: 2 * time.Second, CPUWait: time.Second},
+			reason: "CPU wait"},
+		// A neighbour draws on the volume's limits too.
+		{name: "short beside another process's load", l: iops(3000), inconclusive: true, expected: 3000,
+			c:      Cell{ReadPct: 100, BlockSize: 4096, MeasuredIOPS: 1800, Issued: results.Counts{Reads: 2000}, Runtime: time.Second, OtherLoad: true},
+			reason: "another process loaded the device"},
+		{name: "an I/O error above the limits", l: iops(300), expected: 300,
+			c:      Cell{ReadPct: 0, BlockSize: 4096, MeasuredIOPS: 900, Issued: results.Counts{Writes: 900}, Runtime: time.Second, Failed: "write at offset 0: input/output error"},
+			reason: "above the 300"},
+		// Nothing limits a read pattern under a write limit: nothing to
+		// hold it to.
+		{name: "no limit on the pattern", l: Limits{Limit: cgroup.Limit{WriteIOPS: 100}, Provisioned: true}, ok: true, expected: 0,
+			c: Cell{ReadPct: 100, BlockSize: 4096, MeasuredIOPS: 9000, Issued: results.Counts{Reads: 9000}, Runtime: time.Second}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := Judge(tc.l, tc.c, 5)
+			if v.OK != tc.ok || v.Inconclusive != tc.inconclusive || v.Above != tc.above || abs(v.ExpectedIOPS-tc.expected) > 0.01 ||
+				!v.CountersOK || v.CarryPct != tc.carry || v.ForeignRequests != tc.foreign {
+				t.Errorf("Judge = %+v; want ok %v, inconclusive %v, above %v, expected %.2f, counters ok, carry %v", v, tc.ok, tc.inconclusive, tc.above, tc.expected, tc.carry)
+			}
+			if tc.expected > 0 && !v.Binding {
+				t.Errorf("a limited cell of a volume does not bind: %+v", v)
+			}
+			if tc.expectedRequests != (results.Counts{}) && v.ExpectedRequests != tc.expectedRequests {
+				t.Errorf("requests sent %+v, want %+v", v.ExpectedRequests, tc.expectedRequests)
+			}
+			if v.OK != (len(v.Reasons) == 0) {
+				t.Errorf("ok %v with reasons %q", v.OK, v.Reasons)
+			}
+			if !tc.ok && (len(v.Reasons) == 0 || !strings.Contains(v.Reasons[0], tc.reason)) {
+				t.Errorf("reasons %q lack %q", v.Reasons, tc.reason)
+			}
+		})
+	}
 }

@@ -20,24 +20,31 @@ import (
 )
 
 func newCapCommand(g *globalOptions) *cobra.Command {
-	return group("cap", "Verify, list and clean up cgroup I/O caps", newCapVerifyCommand(g), newCapShowCommand(g), newCapCleanupCommand(g))
+	return group("cap", "Verify, list and clean up cgroup I/O caps (and verify a volume's provisioned limits)", newCapVerifyCommand(g), newCapShowCommand(g), newCapCleanupCommand(g))
 }
 
 // verifyOptions are the flags of `iomatrix cap verify`.
 type verifyOptions struct {
 	profileOptions
-	Tolerance float64 // a fraction
-	Baseline  string
+	Tolerance   float64 // a fraction
+	Baseline    string
+	Provisioned string
+
+	// provisioned is --provisioned, parsed once by checkProvisioned.
+	provisioned *capverify.Limits
 }
 
 func newCapVerifyCommand(g *globalOptions) *cobra.Command {
 	o := &verifyOptions{}
-	cmd := command("cap-verify", "verify [TARGET] --cap riops=N,... | --cgroup PATH", "Check that a cgroup cap holds, cell by cell", maxArgs(1), o.runE(func(ctx context.Context, target string) error { return runVerify(ctx, o, g, target) }))
+	cmd := command("cap-verify", "verify [TARGET] --cap riops=N,... | --cgroup PATH | --provisioned iops=N,...", "Check that a cgroup cap, or a volume's provisioned limits, hold, cell by cell",
+		maxArgs(1), o.runE(func(ctx context.Context, target string) error { return runVerify(ctx, o, g, target) }))
 	f := cmd.Flags()
 	o.profileOptions.AddFlags(f, "quick", "iomatrix-verify-TIMESTAMP.json")
 	formatVar(f, &o.Format, []string{"text", "json"}, "output on stdout: text (verdict tables) or json (one verdict document)")
 	fractionVar(f, &o.Tolerance, "tolerance", "5%", "allowed deviation of the measured IOPS from the expected")
 	f.StringVar(&o.Baseline, "baseline", "", "uncapped results of the same patterns (a results file); default: measure them first")
+	f.StringVar(&o.Provisioned, "provisioned", "", "judge the volume against the limits its provider sells it with, no cgroup: riops=N,wiops=N,rbps=SIZE,wbps=SIZE, "+
+		"and iops=N,bps=SIZE for limits on reads and writes together (any subset; see docs/caps.md, \"Provisioned limits\")")
 	forceFlag(f, "--out file and the baseline saved beside it (OUT-baseline.json)")
 	return cmd
 }
@@ -71,7 +78,8 @@ func runVerify(ctx context.Context, o *verifyOptions, g *globalOptions, target s
 		return runErr
 	case v.Failed > 0:
 		return &commandError{Code: exitFailure, Err: errors.New(v.Summary)}
-	case v.Inconclusive > 0:
+	case v.Above > 0 || v.Inconclusive > 0:
+		// Above a volume's limits is not judged either (capverify.Verdict).
 		return &commandError{Code: exitInconclusive, Err: errors.New(v.Summary)}
 	}
 	return nil
@@ -87,11 +95,14 @@ type verifyPlan struct {
 // prepareVerify checks every flag, the target, the cgroup tree and a
 // given baseline, touching nothing.
 func (o *verifyOptions) prepareVerify(g *globalOptions, path string) (*verifyPlan, *sweepSetup, error) {
+	if err := o.checkProvisioned(); err != nil {
+		return nil, nil, err
+	}
 	if err := o.capOptions.precheck(); err != nil {
 		return nil, nil, err
 	}
-	if !o.capOptions.enabled() {
-		return nil, nil, usagef("cap verify needs --cap riops=N,... or --cgroup PATH")
+	if !o.capOptions.enabled() && o.provisioned == nil {
+		return nil, nil, usagef("cap verify needs --cap riops=N,..., --cgroup PATH or --provisioned iops=N,...")
 	}
 	setup := &sweepSetup{target: path}
 	if err := o.prepare(g, setup, "iomatrix-verify-%[2]s.json", false); err != nil {
@@ -111,8 +122,8 @@ func (o *verifyOptions) prepareVerify(g *globalOptions, path string) (*verifyPla
 		}
 	}
 	c := &verifyPlan{Config: capverify.Config{BaselineFile: o.Baseline, Out: setup.out, TolerancePct: 100 * o.Tolerance, Sys: g.sys,
-		Display: func() session.Display { return newSweepProgress(g, len(setup.todo), 0, setup.opts) }, Notice: g.notice}}
-	if out := capverify.BaselineOut(setup.out); o.Baseline == "" {
+		Provisioned: o.provisioned, Display: func() session.Display { return newSweepProgress(g, len(setup.todo), 0, setup.opts) }, Notice: g.notice}}
+	if out := capverify.BaselineOut(setup.out); o.Baseline == "" && o.provisioned == nil {
 		// The uncapped cells are saved beside the results: an output too.
 		if err := g.files.withOutput("--out", out, fmt.Sprintf("reuse it with --baseline %s, ", out)).check(); err != nil {
 			return nil, nil, err
@@ -132,6 +143,30 @@ func (o *verifyOptions) prepareVerify(g *globalOptions, path string) (*verifyPla
 		}
 	}
 	return c, setup, nil
+}
+
+// checkProvisioned reads --provisioned, the one place its string is
+// parsed, and refuses what cannot go with it: a cgroup's cap (the limits
+// are the volume's own) and a baseline (a volume has no figures without
+// its limits).
+func (o *verifyOptions) checkProvisioned() error {
+	if !o.given("provisioned") || o.provisioned != nil {
+		return nil
+	}
+	switch {
+	case o.Cap != "":
+		return usagef("--provisioned and --cap together: give one (a volume's own limits, or a cgroup's cap)")
+	case o.Cgroup != "":
+		return usagef("--provisioned and --cgroup together: give one (a volume's own limits, or a cgroup's)")
+	case o.Baseline != "":
+		return usagef("--provisioned and --baseline together: a volume has no figures without its limits, so it has no uncapped baseline")
+	}
+	l, err := capverify.ParseProvisioned(o.Provisioned)
+	if err != nil {
+		return usagef("--provisioned: %w", err)
+	}
+	o.provisioned = &l
+	return nil
 }
 
 func newCapShowCommand(g *globalOptions) *cobra.Command {

@@ -124,6 +124,10 @@ func capCases() []refusal {
 	verifyOut := func(kind string, args ...string) refusal {
 		return verify(kind, append([]string{"-o", "verify.json"}, args...)...)
 	}
+	// --provisioned: a volume's own limits, no cgroup, no baseline.
+	provisioned := func(kind string, args ...string) refusal {
+		return on(needDevice, kind, join([]string{"cap", "verify", "$DEV", "--profile", "one.yaml", "-o", "verify.json"}, short, args)...).with("one.yaml")
+	}
 	throttle := func(kind string, args ...string) refusal {
 		return on(needHost, kind, append([]string{"throttle"}, args...)...)
 	}
@@ -154,6 +158,21 @@ func capCases() []refusal {
 		// would be dropped without a word.
 		on(needDevice, kindAccepted, join([]string{"cap", "verify", "$DEV", "--profile", "loads.yaml", "--cap", "riops=1000", "-o", "verify.json"}, shortCapped)...).
 			with("loads.yaml").naming("--profile", "loads.yaml"),
+
+		provisioned(kindWrongStatus, "--provisioned", "iops=3000", "--cap", "riops=3000").naming("--provisioned", "--cap"),
+		provisioned(kindWrongStatus, "--provisioned", "iops=3000", "--cgroup", "/sys/fs/cgroup").naming("--provisioned", "--cgroup"),
+		provisioned(kindWrongStatus, "--provisioned", "iops=3000", "--baseline", "results.json").with("results.json").naming("--provisioned", "--baseline"),
+		provisioned(kindWrongStatus, "--provisioned", "").naming("--provisioned", "empty"),
+		provisioned(kindWrongStatus, "--provisioned", "tiops=3000").naming("--provisioned", "tiops"),
+		provisioned(kindWrongStatus, "--provisioned", "iops").naming("--provisioned", "key=value"),
+		provisioned(kindWrongStatus, "--provisioned", "iops=3000,").naming("--provisioned", "key=value"),
+		provisioned(kindNumber, "--provisioned", "iops=NaN").naming("--provisioned", "iops=NaN"),
+		provisioned(kindNumber, "--provisioned", "iops=-3000").naming("--provisioned", "iops=-3000"),
+		provisioned(kindNumber, "--provisioned", "iops=0").naming("--provisioned", "iops=0"),
+		provisioned(kindNumber, "--provisioned", "bps=Inf").naming("--provisioned", "bps=Inf"),
+		provisioned(kindNumber, "--provisioned", "riops=1e3").naming("--provisioned", "riops=1e3"),
+		provisioned(kindTwice, "--provisioned", "iops=3000,IOPS=300").naming("--provisioned", "twice"),
+		provisioned(kindOverFile, "--provisioned", "iops=3000", "-o", "results.json").with("results.json").naming("--out", "results.json"),
 
 		throttle(kindNumber, "--cap", "riops=NaN", "--", "true").naming("--cap"),
 		throttle(kindNumber, "--cap", "wbps=-1MiB", "--", "true").naming("--cap"),
