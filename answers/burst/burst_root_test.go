@@ -73,12 +73,15 @@ func within(t *testing.T, name string, got, want, tol float64) {
 // A volume's IOPS credits (a baseline b, K credits above it, a peak B):
 // the burst rate, its duration K/(B-b), the baseline and the bucket each
 // within 5 % of the parameters, the refill after an idle time within
-// 10 % of b, and the bucket told an IOPS bucket.
+// 10 % of b, and the bucket told an IOPS bucket. B is 1,500, not the
+// issue's 3,000: the stand-in serves from this process, which CI runs
+// under the race detector, where 3,000 IOPS is most of what it can do
+// (4,000-8,000 IOPS) on a machine other tests keep busy.
 func TestBurstCreditBucket(t *testing.T) {
-	const peak, base, credits = 3000, 300, 30000
+	const peak, base, credits = 1500, 150, 15000
 	bin := iomatrix(t)
 	_, dev := testenv.CapacityLoop(t, testenv.CapacityOptions{Size: 1 << 30, IOPS: base, Burst: credits, PeakIOPS: peak})
-	idle := 30 * time.Second
+	idle := 15 * time.Second
 	d := burstOn(t, bin, dev, "--refill", idle.String(), "--max-runtime", "2m", "--format", "json")
 	if d.Verdict != "step" || d.Step == nil {
 		t.Fatalf("verdict %s (%s); want a step", d.Verdict, d.Summary)
@@ -96,5 +99,26 @@ func TestBurstCreditBucket(t *testing.T) {
 		t.Errorf("refill %+v; want a second step", r)
 	} else {
 		within(t, "refill IOPS", r.IOPS, base, 0.10)
+	}
+}
+
+// A volume with a fast write cache (writes at F until X bytes are
+// written from an empty cache, then at the rate S it drains): the fast
+// stretch within 10 % of X, both write rates within 5 %, and the bucket
+// told a bandwidth bucket (it counts bytes, not writes).
+func TestBurstWriteCache(t *testing.T) {
+	const stretch, fast, slow = 256 << 20, 32 << 20, 8 << 20
+	bin := iomatrix(t)
+	_, dev := testenv.CapacityLoop(t, testenv.CapacityOptions{Size: 1 << 30, WriteBandwidth: testenv.WriteCache(stretch, fast, slow)})
+	d := burstOn(t, bin, dev, "--pattern", "write:64k:8", "--allow-destructive", "--max-runtime", "2m", "--format", "json")
+	if d.Verdict != "step" || d.Step == nil {
+		t.Fatalf("verdict %s (%s); want a step", d.Verdict, d.Summary)
+	}
+	s := d.Step
+	within(t, "fast stretch bytes", s.BurstBytes, stretch, 0.10)
+	within(t, "fast write B/s", s.BurstBPS, fast, 0.05)
+	within(t, "slow write B/s", s.BaselineBPS, slow, 0.05)
+	if p := d.Probe; p == nil || p.Bucket != results.BucketBandwidth {
+		t.Errorf("probe %+v; want a bandwidth bucket", p)
 	}
 }
