@@ -65,6 +65,12 @@ func verifyProvisioned(t *testing.T, target, throttle, limits string, patterns [
 // provider's limit has none), so a window may count one 100 ms slice of
 // budget more or less than its share: 3 s windows keep that within 3.3 %,
 // inside the 5 % tolerance; the cell 20 % short needs no such care.
+//
+// A cell whose wait for a CPU explains its rate is not judged, by the
+// rule (docs/caps.md, "CPU wait"), and each case is run again while that
+// is so (unlessStarved): beside the suite's other cap tests the cell 20 %
+// short once waited 85 % of its window and ran 147 ms of it. Starved
+// three times is the rule's answer, never a false verdict: logged.
 func TestCapVerifyProvisioned(t *testing.T) {
 	capController(t)
 	t.Parallel()
@@ -74,20 +80,42 @@ func TestCapVerifyProvisioned(t *testing.T) {
 		r := unlessStarved(t, func() cmdResult {
 			return verifyProvisioned(t, dev, "riops=500,wiops=500", "riops=500,wiops=500", []string{read, write}, "--runtime", "3s", "--ramp", "500ms").cmdResult
 		})
+		if starvedThrice(t, r) {
+			return
+		}
 		if r.code != 0 || !strings.Contains(r.stdout, "\nOK: the volume holds at its provisioned limits in all 2 cells") ||
 			!strings.Contains(r.stdout, "provisioned limits riops=500,wiops=500 on ") || strings.Contains(r.stdout, "cgroup requests") {
 			t.Errorf("exit %d:\n%s%s", r.code, r.stdout, r.stderr)
 		}
 	})
 	t.Run("20 % below them", func(t *testing.T) {
-		r := verifyProvisioned(t, dev, "riops=400", "riops=500", []string{read}, "--runtime", "1s", "--ramp", "250ms")
-		res := r.doc.Results[0]
+		var run provisionedRun
+		r := unlessStarved(t, func() cmdResult {
+			run = verifyProvisioned(t, dev, "riops=400", "riops=500", []string{read}, "--runtime", "1s", "--ramp", "250ms")
+			return run.cmdResult
+		})
+		if starvedThrice(t, r) {
+			return
+		}
+		res := run.doc.Results[0]
 		if r.code != 1 || !strings.Contains(r.stdout, "\nFAIL: the volume does less than its provisioned limits in 1 of 1 cell") ||
 			res.CapCheck.OK || res.CapCheck.DeviationPct > -15 || res.CapCheck.DeviationPct < -25 ||
 			!strings.Contains(r.stdout, "the volume does less than its limits") {
 			t.Errorf("exit %d, %.0f IOPS:\n%s%s", r.code, res.Total.IOPS, r.stdout, r.stderr)
 		}
 	})
+}
+
+// starvedThrice tells whether r, the last of unlessStarved's tries, was
+// still not judged for its wait for a CPU: the rule's answer on a loaded
+// machine, logged.
+func starvedThrice(t *testing.T, r cmdResult) bool {
+	t.Helper()
+	if r.code == 3 && strings.Contains(r.stdout, "the run waited for a CPU long enough to explain the shortfall") {
+		t.Logf("starved three times: not judged, by the rule\n%s", r.stdout)
+		return true
+	}
+	return false
 }
 
 // A volume of burst credits (testenv's capacity disk: a bucket that earns
@@ -100,7 +128,12 @@ func TestCapVerifyProvisionedBurst(t *testing.T) {
 	testenv.Root(t)
 	t.Run("held at a combined limit", func(t *testing.T) {
 		_, dev := testenv.CapacityLoop(t, testenv.CapacityOptions{IOPS: 300, Size: 64 << 20})
-		r := verifyProvisioned(t, dev, "", "iops=300", []string{"{block_size: 4k, read_pct: 50, queue_depth: 4}"}, "--runtime", "2s", "--ramp", "250ms", "--format", "json")
+		r := unlessStarved(t, func() cmdResult {
+			return verifyProvisioned(t, dev, "", "iops=300", []string{"{block_size: 4k, read_pct: 50, queue_depth: 4}"}, "--runtime", "2s", "--ramp", "250ms", "--format", "json").cmdResult
+		})
+		if starvedThrice(t, r) {
+			return
+		}
 		var v results.CapVerdict
 		dec := json.NewDecoder(strings.NewReader(r.stdout))
 		dec.DisallowUnknownFields()
