@@ -28,8 +28,10 @@ type Auto struct {
 	// soon as it returns true (the result's Stop is StopUntil), or at
 	// MaxRuntime. No round is judged steady, none restarts the window,
 	// and MinRuntime and Precision play no part. It runs on the run's own
-	// goroutine, never on an I/O stream's, and must not keep rounds.
-	Until func(rounds []float64) bool
+	// goroutine, never on an I/O stream's, and must not keep rounds. It
+	// stays in this process: a capped child, which the options reach as
+	// JSON, runs without it (burst refuses a cap).
+	Until func(rounds []float64) bool `json:"-"`
 }
 
 // The auto runtime's defaults.
