@@ -44,8 +44,54 @@ type Profile struct {
 	// profile's 4K cells, as the kernel's procedure measures them. Not
 	// part of a pattern's identity.
 	Nomerges []Nomerges
+	// Reference is the pattern of the sweep's sentinels (a reference:
+	// key), nil for the default (Sentinel).
+	Reference *results.Pattern
 	// Source is "built-in" or the file the profile was read from.
 	Source string
+}
+
+// Sentinel is the pattern a sweep of p watches its device with: its
+// reference: key, or else its plain random-read pattern (100 % reads,
+// one block size, uniform offsets, no sync) of the smallest block size,
+// at the deepest queue depth up to 32 (the shallowest where none is that
+// shallow), with the fewest jobs: a rate the device sets rather than one
+// request's latency, and short to measure. A profile without one is
+// watched with its first pattern.
+func (p *Profile) Sentinel() results.Pattern {
+	if p.Reference != nil {
+		return *p.Reference
+	}
+	best := -1
+	better := func(a, b results.Pattern) bool {
+		if a.BlockSize != b.BlockSize {
+			return a.BlockSize < b.BlockSize
+		}
+		aIn, bIn := a.QueueDepth <= 32, b.QueueDepth <= 32
+		switch {
+		case aIn != bIn:
+			return aIn
+		case a.QueueDepth != b.QueueDepth:
+			return aIn == (a.QueueDepth > b.QueueDepth)
+		}
+		return a.Jobs < b.Jobs
+	}
+	for i, pat := range p.Patterns {
+		if plainRead(pat) && (best < 0 || better(pat, p.Patterns[best])) {
+			best = i
+		}
+	}
+	if best < 0 {
+		best = 0
+	}
+	return p.Patterns[best]
+}
+
+// plainRead tells whether pat reads at random, one block size, uniform
+// offsets, closed-loop.
+func plainRead(pat results.Pattern) bool {
+	return pat.Access == results.Random && pat.ReadPct == 100 && pat.BSSplit == "" && pat.Distribution == "" &&
+		pat.Sync == "" && pat.Rate == (results.Rate{})
 }
 
 // Defaults are per-profile run settings; zero means "not set".
@@ -196,6 +242,7 @@ func IsPath(s string) bool {
 //	    read_pcts: [100, 70, 0]
 //	    queue_depths: [1, 32]
 //	    jobs: [1]                   # optional, default [1]
+//	reference: randread:4k:32       # optional: the pattern of a sweep's sentinels (Sentinel)
 func Parse(file string, data []byte) (*Profile, error) {
 	doc, err := yamldoc.One(data)
 	var second *yamldoc.SecondError
@@ -217,6 +264,7 @@ func Parse(file string, data []byte) (*Profile, error) {
 		"defaults":    func(n *yaml.Node) error { return p.defaults(n, &prof.Defaults) },
 		"patterns":    func(n *yaml.Node) error { return p.patterns(n, prof) },
 		"matrix":      func(n *yaml.Node) error { return p.matrices(n, prof) },
+		"reference":   func(n *yaml.Node) error { return p.reference(n, prof) },
 	}); err != nil {
 		return nil, err
 	}
@@ -484,6 +532,21 @@ func (p *parser) add(prof *Profile, item *yaml.Node, pat results.Pattern, loads 
 		}
 		prof.Loads = append(prof.Loads, OpenLoad{Shape: pat, Shares: shares})
 	}
+	return nil
+}
+
+// reference reads the sentinels' pattern, written as a pattern spec
+// (randread:4k:32, as sweep's sentinel option takes it).
+func (p *parser) reference(n *yaml.Node, prof *Profile) error {
+	v, err := p.scalar(n, "reference")
+	if err != nil {
+		return err
+	}
+	spec, err := pattern.ParseSpec(v)
+	if err != nil {
+		return p.errf(n, "reference", "%v", err)
+	}
+	prof.Reference = &spec.Pattern
 	return nil
 }
 

@@ -159,6 +159,16 @@ patterns:
 		"unknown-top-key": `name: x
 runtime: 30s
 `,
+		"reference-not-a-spec": `name: x
+patterns:
+  - {block_size: 4k, read_pct: 100, queue_depth: 1}
+reference: randread:4k
+`,
+		"reference-a-mapping": `name: x
+patterns:
+  - {block_size: 4k, read_pct: 100, queue_depth: 1}
+reference: {block_size: 4k, read_pct: 100, queue_depth: 1}
+`,
 		"bs-not-a-size": `name: x
 matrix:
   - block_sizes: [4k, four]
@@ -343,5 +353,39 @@ func TestWithContent(t *testing.T) {
 	}
 	if _, err := p.WithContent(101, 0); !pattern.IsField(err, "compress_pct") {
 		t.Errorf("compress 101: %v", err)
+	}
+}
+
+// The sentinel of a sweep: the profile's reference: key, or its plain
+// random read of the smallest block size at the deepest queue depth up to
+// 32 (the shallowest above where none is that shallow), fewest jobs, or
+// its first pattern.
+func TestSentinel(t *testing.T) {
+	for name, want := range map[string]string{
+		"full": "rand-4k-r100-qd32", "quick": "rand-4k-r100-qd32", "cdm": "rand-4k-r100-qd32", "cdm-nvme": "rand-4k-r100-qd32-j16",
+		"iocost": "rand-4k-r100-qd64", "jobs": "rand-16k-r70-qd1", "commit": "seq-write-4k-qd1",
+	} {
+		p, err := Builtin(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Sentinel().Name(); got != want {
+			t.Errorf("%s: sentinel %s, want %s", name, got, want)
+		}
+	}
+	for _, c := range []struct{ yaml, want string }{
+		{"name: x\npatterns:\n  - {block_size: 4k, read_pct: 0, queue_depth: 32}\nmatrix:\n  - block_sizes: [16k, 8k]\n    read_pcts: [100]\n    queue_depths: [64, 1, 16, 128]\n    jobs: [2, 1]\n",
+			"rand-8k-r100-qd16"},
+		{"name: x\npatterns:\n  - {block_size: 4k, read_pct: 100, queue_depth: 8, random_distribution: zipf:1.2}\n  - {block_size: 4k, read_pct: 100, queue_depth: 256}\n  - {block_size: 4k, read_pct: 100, queue_depth: 64}\n",
+			"rand-4k-r100-qd64"},
+		{"name: x\npatterns:\n  - {block_size: 4k, read_pct: 100, queue_depth: 1}\nreference: randrw:16k:8:70\n", "rand-16k-r70-qd8"},
+	} {
+		p, err := Parse("x.yaml", []byte(c.yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Sentinel().Name(); got != c.want {
+			t.Errorf("sentinel %s, want %s, of\n%s", got, c.want, c.yaml)
+		}
 	}
 }

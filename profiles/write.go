@@ -82,5 +82,14 @@ func (p *Profile) WriteTable(w io.Writer, runtime, ramp time.Duration) error {
 			return err
 		}
 	}
-	return nil
+	how := "the profile's reference: key"
+	switch {
+	case p.Reference != nil:
+	case plainRead(p.Sentinel()):
+		how = "by default: the plain random read of the smallest block size, deepest queue up to 32"
+	default:
+		how = "by default: the first pattern, the profile has no plain random read"
+	}
+	_, err := fmt.Fprintf(w, "sentinel (a sweep's watch over its device): %s (%s)\n", p.Sentinel().Name(), how)
+	return err
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,6 +35,10 @@ type Sweep struct {
 	// Frames, when set, receives a progress frame after each pattern.
 	Frames io.Writer
 	mu     sync.Mutex // live() runs on the engine's coordinator goroutine
+	// sentinel is set while a sentinel runs; changed while the last
+	// sentinel found the device changed: the cells measured now will be
+	// marked.
+	sentinel, changed bool
 }
 
 // NewSweep shows a loop over total patterns, done of them already
@@ -85,11 +90,57 @@ func (prog *Sweep) etaText(now time.Time) string {
 func (prog *Sweep) Start(p results.Pattern) {
 	prog.mu.Lock()
 	defer prog.mu.Unlock()
-	prog.current, prog.patAt = p, time.Now()
+	prog.current, prog.patAt, prog.sentinel = p, time.Now(), false
 	if prog.ran == 0 {
 		prog.started = prog.patAt
 	}
 	prog.describe("starting", 0)
+}
+
+// SentinelStart shows a run of the sweep's sentinel starting: not a
+// pattern of the sweep, and not counted as one.
+func (prog *Sweep) SentinelStart(p results.Pattern) {
+	prog.mu.Lock()
+	defer prog.mu.Unlock()
+	prog.current, prog.sentinel = p, true
+	if prog.ran == 0 {
+		prog.started, prog.patAt = time.Now(), time.Now()
+	}
+	prog.describe("starting", 0)
+}
+
+// SentinelDone shows the judgement of run i of doc's sentinels: a line
+// of its own (above the bar on a terminal), and a line for each move of
+// the device it found.
+func (prog *Sweep) SentinelDone(doc *results.Document, i int) {
+	prog.mu.Lock()
+	defer prog.mu.Unlock()
+	prog.sentinel = false
+	prog.changed = doc.Sentinels.Runs[i].Level == results.LevelChanged
+	lines := []string{report.DescribeSentinelRun(doc, i)}
+	for _, sh := range doc.Sentinels.Changes {
+		if sh.ToRun == i {
+			d := report.DescribeShift(doc, sh)
+			lines = append(lines, strings.ToUpper(d[:1])+d[1:])
+		}
+	}
+	if prog.bar != nil {
+		_ = prog.bar.Clear()
+		fmt.Fprint(prog.w, "\r\033[K")
+	}
+	for _, l := range lines {
+		fmt.Fprintln(prog.w, l)
+	}
+}
+
+// Reruns counts n cells measured again in the sweep's total.
+func (prog *Sweep) Reruns(n int) {
+	prog.mu.Lock()
+	defer prog.mu.Unlock()
+	prog.total += n
+	if prog.bar != nil {
+		prog.bar.ChangeMax(prog.total)
+	}
 }
 
 func (prog *Sweep) Live(p iotest.Progress) {
@@ -99,6 +150,9 @@ func (prog *Sweep) Live(p iotest.Progress) {
 	if p.Ramping {
 		phase = "ramp"
 	}
+	if prog.sentinel {
+		phase = "sentinel"
+	}
 	prog.describe(phase, p.IOPS)
 }
 
@@ -107,8 +161,12 @@ func (prog *Sweep) describe(phase string, iops float64) {
 		return
 	}
 	now := time.Now()
-	prog.bar.Describe(fmt.Sprintf("%-22s %-9s %9s IOPS | elapsed %s | ETA %s", prog.current.Name(), phase,
-		units.Thousands(iops, 0), now.Sub(prog.started).Round(time.Second), prog.etaText(now)))
+	changed := ""
+	if prog.changed {
+		changed = " | DEVICE CHANGED"
+	}
+	prog.bar.Describe(fmt.Sprintf("%-22s %-9s %9s IOPS | elapsed %s | ETA %s%s", prog.current.Name(), phase,
+		units.Thousands(iops, 0), now.Sub(prog.started).Round(time.Second), prog.etaText(now), changed))
 }
 
 func (prog *Sweep) Finished(r results.Result) {
@@ -138,6 +196,11 @@ func (prog *Sweep) Finished(r results.Result) {
 	window := ""
 	if r.Stop == results.StopConverged || r.Stop == results.StopMaxRuntime {
 		window = fmt.Sprintf(", %s after %s", r.Stop, time.Duration(r.DurationNS).Round(time.Second))
+	}
+	if prog.changed {
+		// Marked once the next sentinel has run.
+		iopsFlags |= report.FlagDeviceChanged
+		window += ", on the changed device"
 	}
 	fmt.Fprintf(prog.w, "[%d/%d] %s: %s IOPS, %s MiB/s, %s%s (elapsed %s, ETA %s)\n",
 		prog.done, prog.total, r.Name, report.FormatMeasure(report.IOPS, iops, iopsFlags), units.Thousands(r.Total.MiBPerS, 1),

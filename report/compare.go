@@ -222,7 +222,8 @@ func (c *Comparison) Summary() string {
 	for _, k := range []struct {
 		flag Flags
 		what string
-	}{{FlagApprox, "approximate"}, {FlagFewIOs, "low-confidence"}, {FlagUnsettled, "not converged"}} {
+	}{{FlagApprox, "approximate"}, {FlagFewIOs, "low-confidence"}, {FlagUnsettled, "not converged"},
+		{FlagDeviceChanged, "measured on a changed device"}} {
 		if n := c.markedCells(k.flag); n > 0 {
 			s += fmt.Sprintf("; %d %s (%s)", n, k.what, k.flag.Signs())
 		}

@@ -146,6 +146,18 @@ func init() {
 		}
 		return &r.Syncs.LatNS
 	})...)
+	// The sentinels' mark, last for the same reason: "changed" (measured
+	// on the changed device), "in_shift" (in the interval of a move),
+	// empty where the cell is not marked.
+	csvColumns = append(csvColumns, csvColumn{"device_changed", func(r *results.Result) string {
+		switch m := r.DeviceChanged; {
+		case m == nil:
+			return ""
+		case m.InShift:
+			return "in_shift"
+		}
+		return "changed"
+	}})
 }
 
 // lowConfidence lists the percentiles of l that rest on too few I/Os, as
@@ -233,6 +245,12 @@ func writeCSV(w io.Writer, doc *results.Document, o Options) error {
 		for _, c := range Curves(doc.Results) {
 			cw.Write([]string{})
 			writeCSVCurve(cw, c)
+		}
+		if lines := DriftLines(doc); len(lines) > 0 {
+			cw.Write([]string{})
+			for _, l := range lines {
+				cw.Write([]string{l})
+			}
 		}
 		if len(doc.Members) > 0 {
 			header, rows := membersRows(Members(doc, m.Metric, outlierOf(o)), m.Metric)

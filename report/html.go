@@ -117,6 +117,7 @@ func writeHTML(w io.Writer, doc *results.Document, o Options) error {
 	return htmlPage.Execute(w, map[string]any{
 		"Members":  members,
 		"Describe": Describe(doc),
+		"Drift":    DriftLines(doc),
 		"Doc":      doc,
 		"Metric":   metric.Title(),
 		"Sections": sections,
@@ -502,6 +503,7 @@ td.outlier { color: #b00; font-weight: 700; }
 td.fewios { color: #666; text-decoration: underline dotted; }
 tr:has(td.knee) th, td.knee { font-weight: 700; }
 td.unsettled { background-image: repeating-linear-gradient(45deg, rgba(0,0,0,0.13) 0 2px, transparent 2px 7px); }
+td.changed { box-shadow: inset 0 0 0 2px #c05000; }
 .legend { font-size: 0.85em; color: #555; }
 </style>{{end}}{{define "section"}}
 <h2>{{.Title}}</h2>
@@ -535,7 +537,10 @@ var htmlPage = page(`<!DOCTYPE html>
 host {{.Doc.Host.Hostname}}, kernel {{.Doc.Host.Kernel}}, {{.CPUs}}; started {{.Doc.StartedAt}}{{if .Doc.FinishedAt}}, finished {{.Doc.FinishedAt}}{{else}}, not finished{{end}}; {{.Results}}</p>
 <p class="legend">Cells are coloured from worst (red) to best (green) within each table. Outlined cells are the ones CrystalDiskMark reports (4K random, QD1 and QD32, 100 % and 0 % reads). Empty cells were not measured.</p>
 {{range .Sections}}{{template "section" .}}{{end}}
-{{with .Members}}
+{{with .Drift}}
+<h2>Sentinels</h2>
+<p class="legend">{{range .}}{{.}}.<br>{{end}}</p>
+{{end}}{{with .Members}}
 <h2>Members</h2>
 <p class="meta">{{.Title}}</p>
 <table>

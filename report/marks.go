@@ -24,7 +24,14 @@ const (
 	// FlagUnsettled: an auto window that stopped at its maximum runtime
 	// without being steady and precise.
 	FlagUnsettled
+	// FlagDeviceChanged: a cell measured after the sweep's sentinels
+	// found the device changed, or in the interval in which it did
+	// (results.DeviceChange).
+	FlagDeviceChanged
 )
+
+// AllFlags is every flag together.
+const AllFlags = FlagApprox | FlagFewIOs | FlagUnsettled | FlagDeviceChanged
 
 // The signs of the flags in text. The approximate sign goes before the
 // number, the others after it, as footnote signs do.
@@ -32,6 +39,7 @@ const (
 	ApproxMark    = "~"
 	FewIOsMark    = "?"
 	UnsettledMark = "*"
+	ChangedMark   = "!"
 )
 
 // The notes that explain the signs, one line each.
@@ -42,6 +50,9 @@ const (
 		"(p99: 1,000, p99.9: 10,000, p99.99: 100,000, so that ten lie beyond it); a second run may put it far from there"
 	UnsettledNote = UnsettledMark + " not converged: --runtime auto stopped this cell at --max-runtime before its IOPS were " +
 		"steady and within --precision; its figures are only as precise as its ci_pct says"
+	ChangedNote = ChangedMark + " device changed: measured after the sweep's sentinels found the device's rate moved from " +
+		"their first run's, or in the interval in which it moved; not a figure of the device the unmarked cells measured " +
+		"(the sentinels' runs and the moves are under the tables)"
 )
 
 // flagInfo describes one flag for the renderings.
@@ -57,6 +68,7 @@ var flagInfos = []flagInfo{
 	{FlagApprox, ApproxMark, "approx", ApproxNote, "approximate: see the notes under the tables"},
 	{FlagFewIOs, FewIOsMark, "fewios", FewIOsNote, "low confidence: too few I/Os for this percentile"},
 	{FlagUnsettled, UnsettledMark, "unsettled", UnsettledNote, "not converged: stopped at the maximum runtime"},
+	{FlagDeviceChanged, ChangedMark, "changed", ChangedNote, "device changed: measured after the device's rate moved, or while it did"},
 }
 
 // Has tells whether f holds flag.

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"regexp"
 	"strings"
 	"testing"
@@ -31,12 +30,7 @@ func TestUnsettledCellsMarkedEverywhere(t *testing.T) {
 	doc, name := unsettledDoc(t)
 	iops := FormatValue(IOPS, doc.Results[1].Total.IOPS)
 	for _, format := range []string{"text", "markdown"} {
-		var b bytes.Buffer
-		f, _ := Lookup(format)
-		if err := f(&b, doc, Options{}); err != nil {
-			t.Fatal(err)
-		}
-		out := b.String()
+		out := rendered(t, doc, format)
 		if strings.Count(out, UnsettledMark) != 2 || !strings.Contains(out, iops+UnsettledMark) || !strings.Contains(out, UnsettledNote) {
 			t.Errorf("%s: the unsettled cell %s is not marked %s%s once, with its note:\n%s", format, name, iops, UnsettledMark, out)
 		}
@@ -52,34 +46,18 @@ func TestUnsettledCellsMarkedEverywhere(t *testing.T) {
 		t.Errorf("HTML: no hatching rule or note")
 	}
 
-	var b bytes.Buffer
-	if err := writeXLSX(&b, doc, Options{}); err != nil {
-		t.Fatal(err)
-	}
-	x, err := excelize.OpenReader(&b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = x.Close() }()
 	// The cell stays a number; its format carries the sign as a literal
 	// (excelize's own renderer drops literal suffixes; spreadsheet
 	// programs show them).
-	sheet := x.GetSheetList()[0]
-	rows, _ := x.GetRows(sheet)
 	var marked, noted int
-	for r, row := range rows {
-		for c, v := range row {
-			if v == UnsettledNote {
-				noted++
-			}
-			ref, _ := excelize.CoordinatesToCellName(c+1, r+1)
-			id, _ := x.GetCellStyle(sheet, ref)
-			st, _ := x.GetStyle(id)
-			if st != nil && st.CustomNumFmt != nil && strings.HasSuffix(*st.CustomNumFmt, `"`+UnsettledMark+`"`) {
-				marked++
-				if typ, _ := x.GetCellType(sheet, ref); typ != excelize.CellTypeNumber && typ != excelize.CellTypeUnset {
-					t.Errorf("XLSX %s: type %v, want a number", ref, typ)
-				}
+	for _, c := range xlsxCells(t, doc, true) {
+		if c.value == UnsettledNote {
+			noted++
+		}
+		if strings.HasSuffix(c.format, `"`+UnsettledMark+`"`) {
+			marked++
+			if c.typ != excelize.CellTypeNumber && c.typ != excelize.CellTypeUnset {
+				t.Errorf("XLSX %s: type %v, want a number", c.ref, c.typ)
 			}
 		}
 	}

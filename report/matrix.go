@@ -174,6 +174,9 @@ func (m Metric) Measure(r results.Result) (float64, Flags) {
 	if r.Unsettled() {
 		f |= FlagUnsettled
 	}
+	if r.DeviceChanged != nil {
+		f |= FlagDeviceChanged
+	}
 	switch m {
 	case IOPS:
 		return r.Total.IOPS, f

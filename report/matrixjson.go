@@ -30,13 +30,15 @@ type MatrixTableJSON struct {
 }
 
 // MatrixCellJSON is one pattern's figure, with compare's marks: Approx,
-// FewIOs and Unsettled (see Metric.Measure).
+// FewIOs and Unsettled (see Metric.Measure), and DeviceChanged (the
+// sentinels' mark).
 type MatrixCellJSON struct {
-	Name      string  `json:"name"`
-	Value     float64 `json:"value"`
-	Approx    bool    `json:"approx"`
-	FewIOs    bool    `json:"few_ios"`
-	Unsettled bool    `json:"unsettled"`
+	Name          string  `json:"name"`
+	Value         float64 `json:"value"`
+	Approx        bool    `json:"approx"`
+	FewIOs        bool    `json:"few_ios"`
+	Unsettled     bool    `json:"unsettled"`
+	DeviceChanged bool    `json:"device_changed,omitempty"`
 }
 
 // NewMatrixJSON is m as JSON, for the run doc describes.
@@ -51,7 +53,8 @@ func NewMatrixJSON(doc *results.Document, m Matrix) MatrixJSON {
 					continue
 				}
 				jt.Cells[i][j] = &MatrixCellJSON{Name: c.Result.Name, Value: roundTo(c.Value, 2),
-					Approx: c.Flags.Has(FlagApprox), FewIOs: c.Flags.Has(FlagFewIOs), Unsettled: c.Flags.Has(FlagUnsettled)}
+					Approx: c.Flags.Has(FlagApprox), FewIOs: c.Flags.Has(FlagFewIOs), Unsettled: c.Flags.Has(FlagUnsettled),
+					DeviceChanged: c.Flags.Has(FlagDeviceChanged)}
 			}
 		}
 		out.Tables = append(out.Tables, jt)

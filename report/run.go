@@ -197,5 +197,8 @@ func WriteSweepText(w io.Writer, doc *results.Document, out string, complete boo
 	if err := WriteText(w, m); err != nil {
 		return err
 	}
+	if err := writeDrift(w, doc); err != nil {
+		return err
+	}
 	return writeCurves(w, Curves(doc.Results), len(m.Tables) > 0, func(title string) string { return title + "\n" }, asciiTable)
 }

@@ -81,6 +81,9 @@ func writeText(w io.Writer, doc *results.Document, o Options) error {
 	if err := writeTextTables(w, m, Describe(doc)); err != nil {
 		return err
 	}
+	if err := writeDrift(w, doc); err != nil {
+		return err
+	}
 	if err := writeCurves(w, Curves(doc.Results), len(m.Tables) > 0, func(title string) string {
 		return title + " — " + Describe(doc) + "\n"
 	}, asciiTable); err != nil {
@@ -160,6 +163,9 @@ func writeMarkdown(w io.Writer, doc *results.Document, o Options) error {
 		}
 	}
 	if err := writeNotes(w, m.Flags()); err != nil {
+		return err
+	}
+	if err := writeDrift(w, doc); err != nil {
 		return err
 	}
 	if err := writeCurves(w, Curves(doc.Results), true, func(title string) string {

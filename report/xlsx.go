@@ -213,7 +213,7 @@ type cellStyle struct {
 func cellStyles(f *excelize.File, numFmt string) (map[cellStyle]int, error) {
 	styles := map[cellStyle]int{}
 	for _, cdm := range []bool{false, true} {
-		for flags := Flags(0); flags <= FlagApprox|FlagFewIOs|FlagUnsettled; flags++ {
+		for flags := Flags(0); flags <= AllFlags; flags++ {
 			st := &excelize.Style{CustomNumFmt: &numFmt}
 			if flags != 0 {
 				marked := numFmt
@@ -324,6 +324,13 @@ func writeSettingsSheet(f *excelize.File, doc *results.Document, m Metric, bold 
 	}
 	if doc.Cap != nil {
 		rows[len(rows)-1][1] = DescribeCap(doc.Cap)
+	}
+	for i, l := range DriftLines(doc) {
+		label := ""
+		if i == 0 {
+			label = "sentinels"
+		}
+		rows = append(rows, [2]any{label, l})
 	}
 	var e firstErr
 	for i, r := range rows {

@@ -40,6 +40,8 @@ type Document struct {
 	// Rehearsal is set in the document of `fit --rehearse`: a workload's
 	// systems run at once, one result per system (named by it).
 	Rehearsal *Rehearsal `json:"rehearsal,omitempty"`
+	// Sentinels is set on a sweep that watched its device.
+	Sentinels *Sentinels `json:"sentinels,omitempty"`
 }
 
 // Member is one results document of a fleet.
@@ -281,6 +283,9 @@ type Result struct {
 	// Nomerges is set on a cell whose profile asks for a nomerges
 	// setting of the disk's queue (the iocost profile's 4K cells).
 	Nomerges *Nomerges `json:"nomerges,omitempty"`
+	// DeviceChanged is set on a cell of a sweep whose sentinels found the
+	// device changed when, or around when, it was measured.
+	DeviceChanged *DeviceChange `json:"device_changed,omitempty"`
 }
 
 // SyncStats counts the syncs of a pattern with durable writes. Each sync
