@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/iomatrix/iomatrix/iotest"
@@ -34,22 +35,40 @@ type Loop struct {
 	// Check, when set, annotates a result before it is saved.
 	Check func(res *results.Result)
 	// Notice receives the warnings of the loop (a cell measured on a
-	// loaded disk, a failed cell passed over).
+	// loaded disk, a failed cell passed over, a device changed).
 	Notice func(string)
+	// Watch, when set with the document's Sentinels, runs the sentinels
+	// between cells (see Watch).
+	Watch *Watch
 }
 
 // Run measures todo and closes the display. It returns the number of
 // cells that failed and were passed over, and the error that stopped the
-// loop (an I/O error, a failed save, a lost child); an interruption stops
-// it with nil: the caller looks at ctx, and the pattern that was running
-// is discarded, never half-counted.
+// loop (an I/O error, a failed save, a lost child, a device changed under
+// a watch that stops: DriftStopped); an interruption stops it with nil:
+// the caller looks at ctx, and the pattern that was running is
+// discarded, never half-counted.
 func (c *Loop) Run(ctx context.Context, todo []results.Pattern) (failed int, err error) {
 	defer c.Display.Close()
-	notice := c.Notice
-	if notice == nil {
-		notice = func(string) {}
-	}
-	for _, p := range todo {
+	return c.measure(ctx, todo)
+}
+
+// measure is Run without closing the display: with a Watch, the sentinel
+// runs before a cell when it is due, and the cells it makes due again
+// (rerun) are measured first.
+func (c *Loop) measure(ctx context.Context, todo []results.Pattern) (failed int, err error) {
+	queue := slices.Clone(todo)
+	for len(queue) > 0 {
+		again, err := c.watch(ctx, false)
+		if ctx.Err() != nil {
+			return failed, nil
+		}
+		if err != nil {
+			return failed, err
+		}
+		queue = append(again, queue...)
+		p := queue[0]
+		queue = queue[1:]
 		c.Display.Start(p)
 		o := c.Options
 		o.Progress = c.Display.Live
@@ -61,12 +80,12 @@ func (c *Loop) Run(ctx context.Context, todo []results.Pattern) (failed int, err
 			return failed, err // nothing was measured
 		}
 		if msg := OtherLoadNotice(res, c.Doc.Target.Disk); msg != "" {
-			notice(msg)
+			c.notice(msg)
 		}
 		if c.Check != nil {
 			c.Check(&res)
 		}
-		c.Doc.Results = append(c.Doc.Results, res)
+		c.record(res)
 		if c.Out != "" {
 			if werr := results.WriteFileAtomic(c.Out, c.Doc); werr != nil {
 				return failed, fmt.Errorf("save results (the previous version of %s is intact): %w", c.Out, werr)
@@ -78,11 +97,18 @@ func (c *Loop) Run(ctx context.Context, todo []results.Pattern) (failed int, err
 				return failed, err // an I/O error: stop with what is saved
 			}
 			// The cell is saved with its error; the loop goes on.
-			notice(fmt.Sprintf("%v (continuing)", err))
+			c.notice(fmt.Sprintf("%v (continuing)", err))
 			failed++
 		}
 	}
 	return failed, nil
+}
+
+// notice passes a warning of the loop on, if anyone listens.
+func (c *Loop) notice(msg string) {
+	if c.Notice != nil {
+		c.Notice(msg)
+	}
 }
 
 // Finish tells whether every pattern was measured (the loop ended

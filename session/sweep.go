@@ -53,26 +53,35 @@ func (w Sweep) Count() (total, todo int) {
 	return len(w.Profile.Patterns), len(w.Todo())
 }
 
-// Run measures what the sweep still lacks through l, and closes its
-// display; failed and err as Loop.Run. A load whose closed-loop maximum
-// failed or did no I/O stops the sweep there (ErrNoMaximum, said of
-// which maximum).
+// Run measures what the sweep still lacks through l, then, with a
+// Watch, the sentinel's last run and the cells it makes due again
+// (Loop.EndWatch), and closes l's display; failed and err as Loop.Run. A
+// load whose closed-loop maximum failed or did no I/O stops the sweep
+// there (ErrNoMaximum, said of which maximum).
 func (w Sweep) Run(ctx context.Context, l *Loop) (failed int, err error) {
+	c := *l
+	display := c.Display
+	c.Display = keepOpen{display}
+	defer display.Close()
 	switch {
 	case w.Rates != nil:
 		rs := *w.Rates
-		rs.Loop = l
+		rs.Loop = &c
 		failed, err = rs.Run(ctx)
 		if errors.Is(err, ErrNoMaximum) {
 			err = fmt.Errorf("load–latency sweep: %w", err)
 		}
 	case len(w.Profile.Loads) > 0:
-		failed, err = RunWithLoads(ctx, l, w.Todo(), ProfileLoads(w.Profile.Loads))
+		failed, err = RunWithLoads(ctx, &c, w.Todo(), ProfileLoads(w.Profile.Loads))
 		if errors.Is(err, ErrNoMaximum) {
 			err = fmt.Errorf("the profile's open-loop loads: %w", err)
 		}
 	default:
-		failed, err = l.Run(ctx, w.Todo())
+		failed, err = c.Run(ctx, w.Todo())
+	}
+	if err == nil && ctx.Err() == nil {
+		f, e := c.EndWatch(ctx)
+		failed, err = failed+f, e
 	}
 	return failed, err
 }
