@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,7 +37,8 @@ type sweepOptions struct {
 	// profile asks to set it (the iocost profile's 4K cells).
 	KeepMerges bool
 	rateOptions
-	content contentOptions
+	content   contentOptions
+	sentinels sentinelOptions
 }
 
 func (o *sweepOptions) AddFlags(f *pflag.FlagSet) {
@@ -48,6 +50,7 @@ func (o *sweepOptions) AddFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.KeepMerges, "keep-merges", false, "leave the disk's request merging as it is: by default the cells a profile marks (the iocost profile's 4K cells) run with the disk's nomerges set as the profile says, and put back after each, which needs root")
 	o.rateOptions.AddFlags(f)
 	o.content.AddFlags(f)
+	o.sentinels.AddFlags(f)
 	forceFlag(f, "--out file, starting over (--resume continues it)")
 	durationVar(f, &o.Precondition, "precondition", 0, "bring an SSD to steady state first: fill the whole target sequentially twice, then random 4k writes for this long (e.g. 30m; a bare number is seconds); overwrites the target")
 }
@@ -67,6 +70,9 @@ func (o *sweepOptions) prepare(g *globalOptions, target string) (*sweepSetup, er
 		return nil, usagef("--frame: only applies with --format json")
 	}
 	if err := o.rateOptions.check(o.given, o.Resume != ""); err != nil {
+		return nil, err
+	}
+	if err := o.sentinels.check(o.given); err != nil {
 		return nil, err
 	}
 	setup := &sweepSetup{target: target}
@@ -211,7 +217,10 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 	if err != nil {
 		return err
 	}
-	plan, cp, err := o.resolve(g, setup.target, setup.size, setup.profile.Patterns, o.Precondition > 0, &setup.opts)
+	// The sentinel's pattern is held against the target with the
+	// profile's.
+	pats := append(slices.Clone(setup.profile.Patterns), o.sentinels.patternOf(setup))
+	plan, cp, err := o.resolve(g, setup.target, setup.size, pats, o.Precondition > 0, &setup.opts)
 	if err != nil {
 		return err
 	}
@@ -220,9 +229,16 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 	}
 	total, todo := setup.sweep.Count()
 	estimate := time.Duration(todo) * (setup.opts.Runtime + setup.opts.Ramp)
+	sentinels, watching, err := o.sentinels.plan(o.given, setup, estimate)
+	if err != nil {
+		return err
+	}
 	g.notice(progress.Plan(setup.profile.Name, todo, total, setup.opts, estimate))
+	if todo > 0 {
+		g.notice(watching)
+	}
 	g.notice("results: " + setup.out)
-	sess, err := startSession(ctx, g, &o.measureOptions, cp, plan, results.AnyWrites(setup.profile.Patterns))
+	sess, err := startSession(ctx, g, &o.measureOptions, cp, plan, results.AnyWrites(pats))
 	if err != nil {
 		return err
 	}
@@ -232,6 +248,7 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 		doc = setup.newDocument(sess)
 		doc.Settings.KeepMerges = o.KeepMerges && len(setup.profile.Nomerges) > 0
 	}
+	adoptSentinels(doc, sentinels)
 	if err := sess.StartSaving(doc, setup.out); err != nil {
 		return err
 	}
@@ -245,6 +262,9 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 		}
 	}
 	loop := session.Loop{Runner: sess.Runner(), Options: setup.opts, Display: prog, Doc: doc, Out: setup.out, KeepGoing: o.ContinueOnError, Notice: g.notice}
+	if sentinels != nil {
+		loop.Watch = &session.Watch{Display: prog}
+	}
 	failed, runErr := setup.sweep.Run(ctx, &loop)
 	complete, err := loop.Finish(ctx, runErr)
 	if err != nil {
@@ -258,9 +278,13 @@ func runSweep(ctx context.Context, o *sweepOptions, g *globalOptions, target str
 	default:
 		err = report.WriteSweepText(g.stdout, doc, setup.out, complete)
 	}
+	var stopped *session.DriftStopped
 	switch {
 	case err != nil:
 		return err
+	case errors.As(runErr, &stopped):
+		return &commandError{Code: exitInconclusive, Err: fmt.Errorf("%w; the sweep stopped there (--on-drift stop), its results saved: continue it with --resume %s",
+			runErr, setup.out)}
 	case runErr != nil:
 		return runErr
 	case ctx.Err() != nil:
