@@ -73,6 +73,19 @@ func TestSweepDriftMarked(t *testing.T) {
 	if stopped.FinishedAt != "" || len(stopped.Results) >= 14 {
 		t.Fatalf("stopped with %d results, finished %q", len(stopped.Results), stopped.FinishedAt)
 	}
+	// As marked then (as --on-drift mark leaves them): every cell after
+	// the change, and the cells of its interval measured before it, which
+	// the runs cannot tell from the others.
+	early := 0
+	for _, res := range stopped.Results {
+		switch m, end := res.DeviceChanged, windowEndOf(t, res); {
+		case end.Before(change) && m != nil && m.InShift:
+			early++
+		case end.Before(change) && m != nil, !end.Before(change) && m == nil:
+			t.Errorf("stopped: %s (ended %s, change %s) marked %+v", res.Name, end, change, m)
+		}
+	}
+	t.Logf("stopped after %d cells; %d measured before the change marked in_shift", len(stopped.Results), early)
 	r := runIomatrix(t, iomatrixCmd(t, "sweep", "--resume", out, "--allow-destructive", "--on-drift", "rerun"))
 	if r.code != 0 {
 		t.Fatalf("resume: exit %d: %s", r.code, r.stderr)
@@ -87,9 +100,8 @@ func TestSweepDriftMarked(t *testing.T) {
 	}
 	// Every cell of the matrix, measured before the change or after it.
 	for _, res := range doc.Results {
-		at, err := time.Parse(time.RFC3339Nano, res.StartedAt)
-		testenv.Must(t, err)
-		start, end := at.Add(-time.Duration(res.RampNS)), at.Add(time.Duration(res.DurationNS))
+		end := windowEndOf(t, res)
+		start := end.Add(-time.Duration(res.DurationNS + res.RampNS))
 		m := res.DeviceChanged
 		switch {
 		case m != nil && m.InShift:
@@ -115,6 +127,14 @@ func TestSweepDriftMarked(t *testing.T) {
 	if !strings.Contains(r.stdout, report.ChangedNote) || !strings.Contains(r.stdout, "device changed between") {
 		t.Errorf("the report does not mark the cells:\n%s", r.stdout)
 	}
+}
+
+// windowEndOf is when a result's window ended.
+func windowEndOf(t *testing.T, r results.Result) time.Time {
+	t.Helper()
+	at, err := time.Parse(time.RFC3339Nano, r.StartedAt)
+	testenv.Must(t, err)
+	return at.Add(time.Duration(r.DurationNS))
 }
 
 // No false alarm: sweeps of the quick profile on a capped RAM disk, whose
