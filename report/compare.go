@@ -223,7 +223,7 @@ func (c *Comparison) Summary() string {
 		flag Flags
 		what string
 	}{{FlagApprox, "approximate"}, {FlagFewIOs, "low-confidence"}, {FlagUnsettled, "not converged"},
-		{FlagDeviceChanged, "measured on a changed device"}} {
+		{FlagDeviceChanged, "measured on a changed device"}, {FlagBursting, "measured during a burst"}} {
 		if n := c.markedCells(k.flag); n > 0 {
 			s += fmt.Sprintf("; %d %s (%s)", n, k.what, k.flag.Signs())
 		}

@@ -158,6 +158,14 @@ func init() {
 		}
 		return "changed"
 	}})
+	// Then the burst's mark: "bursting" where a sentinel found the volume
+	// above the baseline of the burst the sweep was told of.
+	csvColumns = append(csvColumns, csvColumn{"bursting", func(r *results.Result) string {
+		if r.Bursting != nil {
+			return "bursting"
+		}
+		return ""
+	}})
 }
 
 // lowConfidence lists the percentiles of l that rest on too few I/Os, as

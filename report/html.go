@@ -504,6 +504,7 @@ td.fewios { color: #666; text-decoration: underline dotted; }
 tr:has(td.knee) th, td.knee { font-weight: 700; }
 td.unsettled { background-image: repeating-linear-gradient(45deg, rgba(0,0,0,0.13) 0 2px, transparent 2px 7px); }
 td.changed { box-shadow: inset 0 0 0 2px #c05000; }
+td.bursting { box-shadow: inset 0 0 0 2px #7030a0; }
 .legend { font-size: 0.85em; color: #555; }
 </style>{{end}}{{define "section"}}
 <h2>{{.Title}}</h2>

@@ -28,10 +28,14 @@ const (
 	// found the device changed, or in the interval in which it did
 	// (results.DeviceChange).
 	FlagDeviceChanged
+	// FlagBursting: a cell measured while the sweep's sentinels found the
+	// volume above the baseline of the burst the sweep was told of
+	// (results.BurstingMark).
+	FlagBursting
 )
 
 // AllFlags is every flag together.
-const AllFlags = FlagApprox | FlagFewIOs | FlagUnsettled | FlagDeviceChanged
+const AllFlags = FlagApprox | FlagFewIOs | FlagUnsettled | FlagDeviceChanged | FlagBursting
 
 // The signs of the flags in text. The approximate sign goes before the
 // number, the others after it, as footnote signs do.
@@ -40,6 +44,7 @@ const (
 	FewIOsMark    = "?"
 	UnsettledMark = "*"
 	ChangedMark   = "!"
+	BurstingMark  = "^"
 )
 
 // The notes that explain the signs, one line each.
@@ -53,6 +58,8 @@ const (
 	ChangedNote = ChangedMark + " device changed: measured after the sweep's sentinels found the device's rate moved from " +
 		"their first run's, or in the interval in which it moved; not a figure of the device the unmarked cells measured " +
 		"(the sentinels' runs and the moves are under the tables)"
+	BurstingNote = BurstingMark + " bursting: measured while the sweep's sentinels found the volume above the baseline of its " +
+		"burst (sweep --burst): a figure of the burst, not of what the volume sustains; fit leaves it out"
 )
 
 // flagInfo describes one flag for the renderings.
@@ -69,6 +76,7 @@ var flagInfos = []flagInfo{
 	{FlagFewIOs, FewIOsMark, "fewios", FewIOsNote, "low confidence: too few I/Os for this percentile"},
 	{FlagUnsettled, UnsettledMark, "unsettled", UnsettledNote, "not converged: stopped at the maximum runtime"},
 	{FlagDeviceChanged, ChangedMark, "changed", ChangedNote, "device changed: measured after the device's rate moved, or while it did"},
+	{FlagBursting, BurstingMark, "bursting", BurstingNote, "bursting: measured above the volume's baseline, during its burst"},
 }
 
 // Has tells whether f holds flag.

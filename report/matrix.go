@@ -177,6 +177,9 @@ func (m Metric) Measure(r results.Result) (float64, Flags) {
 	if r.DeviceChanged != nil {
 		f |= FlagDeviceChanged
 	}
+	if r.Bursting != nil {
+		f |= FlagBursting
+	}
 	switch m {
 	case IOPS:
 		return r.Total.IOPS, f

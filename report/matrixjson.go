@@ -39,6 +39,7 @@ type MatrixCellJSON struct {
 	FewIOs        bool    `json:"few_ios"`
 	Unsettled     bool    `json:"unsettled"`
 	DeviceChanged bool    `json:"device_changed,omitempty"`
+	Bursting      bool    `json:"bursting,omitempty"`
 }
 
 // NewMatrixJSON is m as JSON, for the run doc describes.
@@ -54,7 +55,7 @@ func NewMatrixJSON(doc *results.Document, m Matrix) MatrixJSON {
 				}
 				jt.Cells[i][j] = &MatrixCellJSON{Name: c.Result.Name, Value: roundTo(c.Value, 2),
 					Approx: c.Flags.Has(FlagApprox), FewIOs: c.Flags.Has(FlagFewIOs), Unsettled: c.Flags.Has(FlagUnsettled),
-					DeviceChanged: c.Flags.Has(FlagDeviceChanged)}
+					DeviceChanged: c.Flags.Has(FlagDeviceChanged), Bursting: c.Flags.Has(FlagBursting)}
 			}
 		}
 		out.Tables = append(out.Tables, jt)

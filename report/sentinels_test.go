@@ -76,8 +76,8 @@ func TestDeviceChangedMarkedEverywhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	if !strings.HasSuffix(lines[0], ",device_changed") || !strings.HasSuffix(lines[1], ",") || !strings.HasSuffix(lines[2], ",in_shift") ||
-		!strings.HasSuffix(lines[3], ",changed") {
+	if !strings.HasSuffix(lines[0], ",device_changed,bursting") || !strings.HasSuffix(lines[1], ",,") || !strings.HasSuffix(lines[2], ",in_shift,") ||
+		!strings.HasSuffix(lines[3], ",changed,") {
 		t.Errorf("long CSV: %q …", lines[:4])
 	}
 	b.Reset()

@@ -3,6 +3,7 @@ package results
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 )
 
 // KindBurst is the "kind" of the document `iomatrix burst` writes.
@@ -139,4 +140,48 @@ func WriteBurstFile(path string, d *Burst) error {
 		return fmt.Errorf("write burst: %w", err)
 	}
 	return nil
+}
+
+// SentinelBurst is the burst a sweep's sentinels were told of (sweep
+// --burst): a sentinel run above the burst's baseline by the change test
+// is bursting (LevelBursting), and the cells beside it are marked
+// Bursting rather than held to a reference.
+type SentinelBurst struct {
+	File         string  `json:"file"`
+	BurstIOPS    float64 `json:"burst_iops"`
+	BaselineIOPS float64 `json:"baseline_iops"`
+}
+
+// LevelBursting is a sentinel run above the told burst's baseline
+// (SentinelRun.Level).
+const LevelBursting = "bursting"
+
+// BurstingMark says which sentinel runs a bursting cell lies between,
+// and their rates against the burst's baseline.
+type BurstingMark struct {
+	SentinelBefore int        `json:"sentinel_before"`
+	SentinelAfter  int        `json:"sentinel_after"`
+	SentinelIOPS   [2]float64 `json:"sentinel_iops"`
+	BaselineIOPS   float64    `json:"baseline_iops"`
+}
+
+// ReadBurstFile reads a burst document (iomatrix burst --out); another
+// document or a file that is not one is refused with what it is.
+func ReadBurstFile(path string) (*Burst, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	kind, err := DocumentKind(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if kind != KindBurst {
+		return nil, fmt.Errorf("%s: %w: not a burst measurement (iomatrix burst)", path, ErrBadDocument)
+	}
+	var d Burst
+	if err := json.Unmarshal(data, &d); err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", path, ErrBadDocument, err)
+	}
+	return &d, nil
 }

@@ -286,6 +286,11 @@ type Result struct {
 	// DeviceChanged is set on a cell of a sweep whose sentinels found the
 	// device changed when, or around when, it was measured.
 	DeviceChanged *DeviceChange `json:"device_changed,omitempty"`
+	// Bursting is set on a cell of a sweep told its volume's burst (sweep
+	// --burst) that was measured while a sentinel found the volume above
+	// its baseline: a figure of the burst, not of what the volume
+	// sustains.
+	Bursting *BurstingMark `json:"bursting,omitempty"`
 }
 
 // SyncStats counts the syncs of a pattern with durable writes. Each sync

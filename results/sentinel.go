@@ -27,6 +27,9 @@ type Sentinels struct {
 	Runs []SentinelRun `json:"runs"`
 	// Changes are the moves of the device's rate the runs show, in order.
 	Changes []DeviceShift `json:"changes,omitempty"`
+	// Burst, when set, is the volume's burst the sweep was told of: runs
+	// above its baseline are bursting, not changes.
+	Burst *SentinelBurst `json:"burst,omitempty"`
 	// Replaced are the first measurements of cells measured again after
 	// a change (--on-drift rerun); the cells in Results are the new ones.
 	Replaced []Result `json:"replaced,omitempty"`

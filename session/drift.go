@@ -88,6 +88,13 @@ func sumSquares(y []float64) float64 {
 //     device shifted between them, or one of them is unknown. A cell with
 //     no run after it (a session interrupted), or none before it, is not
 //     judged; nor is one between two runs at the reference's rate.
+//
+// A sweep told its volume's burst (Sentinels.Burst) takes a run above
+// the burst's baseline by the rule as bursting (LevelBursting): it is
+// neither the reference nor a change, and a cell beside it is marked
+// Bursting, not device_changed: the volume was spending credits, which
+// it does until they are spent, and the cells measured then are figures
+// of the burst. The reference is the first run at the baseline.
 func JudgeDrift(doc *results.Document, rule DriftRule) {
 	s := doc.Sentinels
 	if s == nil {
@@ -101,6 +108,10 @@ func JudgeDrift(doc *results.Document, rule DriftRule) {
 		run.Level, run.ChangePct, run.ThresholdPct, run.Moved = results.LevelUnknown, 0, 0, false
 		switch {
 		case !judgeable(run.Result):
+			continue
+		case bursting(s.Burst, run.Result, rule):
+			run.Level = results.LevelBursting
+			run.ChangePct = round2(100 * (run.Total.IOPS/s.Burst.BaselineIOPS - 1))
 			continue
 		case ref < 0:
 			ref, prev = i, i
@@ -128,17 +139,42 @@ func JudgeDrift(doc *results.Document, rule DriftRule) {
 		starts[i] = startOf(run.Result)
 	}
 	for i := range doc.Results {
-		doc.Results[i].DeviceChanged = markOf(s, starts, startOf(doc.Results[i]))
+		r := &doc.Results[i]
+		r.DeviceChanged, r.Bursting = markOf(s, starts, startOf(*r)), burstingOf(s, starts, startOf(*r))
+		if r.Bursting != nil {
+			r.DeviceChanged = nil
+		}
 	}
 }
 
-// markOf is the mark of a cell that started at t, between the runs of s
-// (which started at starts), or nil.
-func markOf(s *results.Sentinels, starts []time.Time, t time.Time) *results.DeviceChange {
-	if t.IsZero() {
+// bursting tells whether run r is above the told burst's baseline by
+// the rule's floor: the volume held credits.
+func bursting(b *results.SentinelBurst, r results.Result, rule DriftRule) bool {
+	return b != nil && b.BaselineIOPS > 0 && r.Total.IOPS >= b.BaselineIOPS*(1+rule.Floor)
+}
+
+// burstingOf is the burst's mark of a cell that started at t: set when
+// a run on either side of it was bursting.
+func burstingOf(s *results.Sentinels, starts []time.Time, t time.Time) *results.BurstingMark {
+	before, after := around(starts, t)
+	if s.Burst == nil || before < 0 || after < 0 {
 		return nil
 	}
-	before, after := -1, -1
+	b, a := s.Runs[before], s.Runs[after]
+	if b.Level != results.LevelBursting && a.Level != results.LevelBursting {
+		return nil
+	}
+	return &results.BurstingMark{SentinelBefore: before, SentinelAfter: after,
+		SentinelIOPS: [2]float64{b.Total.IOPS, a.Total.IOPS}, BaselineIOPS: s.Burst.BaselineIOPS}
+}
+
+// around are the runs that started last before t and first after it
+// (-1: none).
+func around(starts []time.Time, t time.Time) (before, after int) {
+	before, after = -1, -1
+	if t.IsZero() {
+		return before, after
+	}
 	for i, st := range starts {
 		switch {
 		case st.IsZero():
@@ -148,6 +184,13 @@ func markOf(s *results.Sentinels, starts []time.Time, t time.Time) *results.Devi
 			after = i
 		}
 	}
+	return before, after
+}
+
+// markOf is the mark of a cell that started at t, between the runs of s
+// (which started at starts), or nil.
+func markOf(s *results.Sentinels, starts []time.Time, t time.Time) *results.DeviceChange {
+	before, after := around(starts, t)
 	if before < 0 || after < 0 {
 		return nil
 	}

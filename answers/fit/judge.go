@@ -93,8 +93,41 @@ func worseVerdict(a, b Verdict) bool {
 }
 
 func judgeCells(rs []results.Result, need Need) (Verdict, error) {
+	v, err := judgeBaseline(rs, need)
+	if n := burstingCells(rs); err != nil && n > 0 {
+		return v, fmt.Errorf("%w (%s measured while the volume burst left out: fit judges on baseline figures)", err, units.Count(n, "cell"))
+	}
+	if err != nil {
+		return v, err
+	}
+	if n := burstingCells(rs); n > 0 {
+		v.Notes = append(v.Notes, fmt.Sprintf("judged on baseline figures: %s measured while the volume burst (marked bursting) left out", units.Count(n, "cell")))
+	}
+	if m := v.Cell.DeviceChanged; m != nil {
+		v.Notes = append(v.Notes, fmt.Sprintf("the cell was measured while the sweep's sentinels found the device's rate moved from their first run's (%s IOPS, then %s and %s): "+
+			"it may not be a figure of the device the other cells measured; sweep again, or with --on-drift rerun",
+			units.Thousands(m.ReferenceIOPS, 0), units.Thousands(m.SentinelIOPS[0], 0), units.Thousands(m.SentinelIOPS[1], 0)))
+	}
+	return v, nil
+}
+
+// burstingCells counts the cells measured during a burst.
+func burstingCells(rs []results.Result) int {
+	n := 0
+	for _, r := range rs {
+		if r.Bursting != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// judgeBaseline judges need on the cells of rs but those measured during
+// a burst (results.Result.Bursting): a volume's burst is not what it
+// sustains.
+func judgeBaseline(rs []results.Result, need Need) (Verdict, error) {
 	random := slices.DeleteFunc(slices.Clone(rs), func(r results.Result) bool {
-		return r.Pattern.Access != results.Random || r.Error != nil || r.Total.IOs == 0
+		return r.Pattern.Access != results.Random || r.Error != nil || r.Total.IOs == 0 || r.Bursting != nil
 	})
 	bs := int64(0)
 	for _, r := range random {

@@ -54,7 +54,7 @@ var commandFiles = map[string]fileRoles{
 	"run":          {target: true, outputs: []string{"out", "lat-log", "response-log"}},
 	"replay":       {inputArg: "TRACE", outputs: []string{"out"}},
 	"burst":        {target: true, outputs: []string{"out", "chart"}},
-	"sweep":        {target: true, inputs: []string{"profile"}, outputs: []string{"out"}, updated: []string{"resume"}, resume: "resume"},
+	"sweep":        {target: true, inputs: []string{"profile", "burst"}, outputs: []string{"out"}, updated: []string{"resume"}, resume: "resume"},
 	"cap verify":   {target: true, inputs: []string{"profile", "baseline"}, outputs: []string{"out"}},
 	"cap show":     {},
 	"cap cleanup":  {},

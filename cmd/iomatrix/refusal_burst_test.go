@@ -22,3 +22,16 @@ func burstCases() []refusal {
 		on(needNothing, kindOverInput, "burst", "t.dat", "--size", "4MiB", "-o", "t.dat").naming("--out", "t.dat"),
 	}
 }
+
+// sweepBurstCases are sweep --burst's: a file that is no burst, and one
+// with --no-sentinels.
+func sweepBurstCases() []refusal {
+	sweep := func(kind string, args ...string) refusal {
+		return on(needDevice, kind, join([]string{"sweep", "$DEV", "-o", "sweep.json"}, short, args)...)
+	}
+	return []refusal{
+		sweep(kindWrongStatus, "--burst", "results.json").with("results.json").naming("--burst", "results.json"),
+		sweep(kindWrongStatus, "--burst", "results.json", "--no-sentinels").with("results.json").naming("--burst", "--no-sentinels"),
+		sweep(kindOverInput, "--burst", "b.json", "-o", "b.json").with("b.json=results.json").naming("--out", "b.json"),
+	}
+}

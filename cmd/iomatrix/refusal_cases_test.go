@@ -12,7 +12,7 @@ import (
 // is a bug of the command, not of the case.
 func refusalCases() []refusal {
 	var cs []refusal
-	for _, part := range [][]refusal{measureCases(), replayCases(), burstCases(), capCases(), answerCases(), documentCases(), observeCases(), clusterCases(), commandCases()} {
+	for _, part := range [][]refusal{measureCases(), replayCases(), burstCases(), sweepBurstCases(), capCases(), answerCases(), documentCases(), observeCases(), clusterCases(), commandCases()} {
 		cs = append(cs, part...)
 	}
 	return cs

@@ -20,8 +20,10 @@ type sentinelOptions struct {
 	Every    time.Duration
 	Off      bool
 	OnDrift  string
-	// pattern is --sentinel's, once parsed.
+	Burst    string
+	// pattern is --sentinel's, once parsed; burst --burst's document.
 	pattern *results.Pattern
+	burst   *results.Burst
 }
 
 func (o *sentinelOptions) AddFlags(f *pflag.FlagSet) {
@@ -31,12 +33,13 @@ func (o *sentinelOptions) AddFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.Off, "no-sentinels", false, "measure without sentinels: nothing watches the device")
 	choiceVar(f, &o.OnDrift, "on-drift", results.DriftMark, results.DriftActions,
 		"when the sentinel finds the device changed: mark the cells and go on, rerun the cells it cannot place once the device is steady, or stop (exit status 3, resumable)")
+	f.StringVar(&o.Burst, "burst", "", "the volume's burst, as iomatrix burst measured it (its --out file): the sentinel runs its pattern, and cells measured while a sentinel finds the volume above the burst's baseline are marked bursting, not changed")
 }
 
 // check refuses sentinel flags that cannot work, before any I/O.
 func (o *sentinelOptions) check(given func(string) bool) error {
 	if o.Off {
-		for _, name := range []string{"sentinel", "sentinel-every", "on-drift"} {
+		for _, name := range []string{"sentinel", "sentinel-every", "on-drift", "burst"} {
 			if given(name) {
 				return usagef("--%s: not with --no-sentinels", name)
 			}
@@ -52,6 +55,19 @@ func (o *sentinelOptions) check(given func(string) bool) error {
 			return usagef("--sentinel: %w", err)
 		}
 		o.pattern = &spec.Pattern
+	}
+	if given("burst") {
+		b, err := results.ReadBurstFile(o.Burst)
+		if err != nil {
+			return usagef("--burst: %w", err)
+		}
+		switch {
+		case b.Step == nil:
+			return usagef("--burst: %s found no step (%s): there is no burst to tell the cells of", o.Burst, b.Verdict)
+		case o.pattern != nil && *o.pattern != b.Pattern:
+			return usagef("--burst: the burst was measured with %s, --sentinel is %s: the sentinel must run the burst's pattern", b.Pattern.Name(), o.pattern.Name())
+		}
+		o.burst, o.pattern = b, &b.Pattern
 	}
 	return nil
 }
@@ -78,7 +94,7 @@ func (o *sentinelOptions) plan(given func(string) bool, setup *sweepSetup, plann
 	if o.Off {
 		return nil, "sentinels: off (--no-sentinels): nothing watches the device", nil
 	}
-	asked := given("sentinel") || given("sentinel-every")
+	asked := given("sentinel") || given("sentinel-every") || given("burst")
 	req := session.SentinelRequest{Pattern: o.patternOf(setup), Options: setup.opts, Every: o.Every, Asked: asked,
 		OnDrift: o.OnDrift, Planned: planned}
 	if d := setup.doc; d != nil {
@@ -109,6 +125,9 @@ func (o *sentinelOptions) plan(given func(string) bool, setup *sweepSetup, plann
 			units.Count(p.Runs, "run"), window, 100*p.Share, planned), nil
 	}
 	s := p.Settings
+	if b := o.burst; b != nil {
+		s.Burst = &results.SentinelBurst{File: o.Burst, BurstIOPS: b.Step.BurstIOPS, BaselineIOPS: b.Step.BaselineIOPS}
+	}
 	return s, fmt.Sprintf("sentinels: %s every %s, %s each; about %s more (+%.1f %%); on a change: %s",
 		s.Pattern.Name(), time.Duration(s.EveryNS), window, units.Count(p.Runs, "run"), 100*p.Share, s.OnDrift), nil
 }
@@ -120,6 +139,9 @@ func adoptSentinels(doc *results.Document, s *results.Sentinels) {
 	case s == nil:
 	case doc.Sentinels != nil:
 		doc.Sentinels.EveryNS, doc.Sentinels.OnDrift = s.EveryNS, s.OnDrift
+		if s.Burst != nil {
+			doc.Sentinels.Burst = s.Burst
+		}
 	default:
 		doc.Sentinels = s
 	}
