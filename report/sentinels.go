@@ -32,6 +32,8 @@ func DescribeSentinelRun(doc *results.Document, i int) string {
 		return head + fmt.Sprintf("%s, %+.1f %% from the reference (a change is %.1f %% or more): unchanged", figure, r.ChangePct, r.ThresholdPct)
 	case results.LevelChanged:
 		return head + fmt.Sprintf("%s, %+.1f %% from the reference (a change is %.1f %% or more): DEVICE CHANGED", figure, r.ChangePct, r.ThresholdPct)
+	case results.LevelBursting:
+		return head + fmt.Sprintf("%s, %+.1f %% from the burst's baseline of %s IOPS: bursting, the cells beside it are marked", figure, r.ChangePct, units.Thousands(s.Burst.BaselineIOPS, 0))
 	}
 	return head + figure + ", not judged: " + unjudged(r.Result)
 }

@@ -144,3 +144,71 @@ func TestBurstWriteCache(t *testing.T) {
 		t.Errorf("probe %+v; want a bandwidth bucket", p)
 	}
 }
+
+// A sweep told the volume's burst, on a credit bucket filled again after
+// burst measured it: the cells measured while its sentinels found the
+// volume above the baseline are marked bursting, none device_changed,
+// the reference is the first run at the baseline, and fit judges on the
+// baseline cells and says so.
+func TestSweepMarksBursting(t *testing.T) {
+	const peak, base, credits = 1500, 150, 15000
+	bin := iomatrix(t)
+	disk, dev := testenv.CapacityLoop(t, testenv.CapacityOptions{Size: 1 << 30, IOPS: base, Burst: credits, PeakIOPS: peak})
+	dir := t.TempDir()
+	bf := filepath.Join(dir, "burst.json")
+	d := burstOn(t, bin, dev, "--probe", "0", "--max-runtime", "1m", "--format", "json")
+	if d.Step == nil {
+		t.Fatalf("burst: %s", d.Summary)
+	}
+	testenv.Must(t, results.WriteBurstFile(bf, d))
+	disk.Bucket().Fill() // as a long idle spell would
+	out := filepath.Join(dir, "sweep.json")
+	cmd := exec.Command(bin, "sweep", dev, "--profile", "quick", "--runtime", "1s", "--ramp", "0", "--sentinel-every", "2s",
+		"--burst", bf, "--allow-destructive", "-o", out)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	t.Logf("iomatrix sweep --burst: %v\n%s", err, stderr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := results.ReadResultsFile(out)
+	testenv.Must(t, err)
+	s := doc.Sentinels
+	if s == nil || s.Burst == nil || len(s.Runs) < 3 {
+		t.Fatalf("sentinels %+v; want runs told the burst", s)
+	}
+	firstBase := time.Time{}
+	for i, r := range s.Runs {
+		t.Logf("run %d at %s: %.0f IOPS, %s", i, r.StartedAt, r.Total.IOPS, r.Level)
+		if r.Level == results.LevelReference {
+			firstBase, _ = time.Parse(time.RFC3339Nano, r.StartedAt)
+		}
+	}
+	if s.Runs[0].Level != results.LevelBursting || firstBase.IsZero() {
+		t.Fatalf("the first run is %s and no run is the reference: want bursting, then the baseline's", s.Runs[0].Level)
+	}
+	bursting := 0
+	for _, r := range doc.Results {
+		at, _ := time.Parse(time.RFC3339Nano, r.StartedAt)
+		t.Logf("%s at %s: %.0f IOPS, bursting %v, changed %v", r.Name, r.StartedAt, r.Total.IOPS, r.Bursting != nil, r.DeviceChanged != nil)
+		if r.DeviceChanged != nil {
+			t.Errorf("%s: marked device_changed; the burst's end is no change", r.Name)
+		}
+		if r.Bursting != nil {
+			bursting++
+			if at.After(firstBase) {
+				t.Errorf("%s: marked bursting, measured after the first run at the baseline", r.Name)
+			}
+		}
+	}
+	if bursting == 0 {
+		t.Error("no cell marked bursting")
+	}
+	fit := exec.Command(bin, "fit", out, "--need", "read=100,write=0,bs=4k")
+	fitOut, _ := fit.CombinedOutput()
+	t.Logf("iomatrix fit:\n%s", fitOut)
+	if !bytes.Contains(fitOut, []byte("baseline figures")) {
+		t.Error("fit does not say it judged on baseline figures")
+	}
+}
