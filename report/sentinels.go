@@ -35,20 +35,11 @@ func DescribeSentinelRun(doc *results.Document, i int) string {
 	case results.LevelBursting:
 		return head + fmt.Sprintf("%s, %+.1f %% from the burst's baseline of %s IOPS: bursting, the cells beside it are marked", figure, r.ChangePct, units.Thousands(s.Burst.BaselineIOPS, 0))
 	}
-	return head + figure + ", not judged: " + unjudged(r.Result)
-}
-
-// unjudged says why a run was not judged.
-func unjudged(r results.Result) string {
-	switch {
-	case r.Total.IOPS <= 0:
-		return "no I/O"
-	case r.Device.OtherLoad(0, 0):
-		return "another process loaded the disk while it ran"
-	case r.Rounds < results.MinSentinelRounds:
-		return fmt.Sprintf("%s, too few to show its scatter", units.Count(r.Rounds, "whole round"))
+	why := r.Unjudged
+	if why == "" {
+		why = "no reason recorded"
 	}
-	return "no reference run before it"
+	return head + figure + ", not judged: " + why
 }
 
 // DescribeShift is one move of the device's rate, in one line, with the

@@ -70,6 +70,8 @@ type SentinelRun struct {
 	// Moved says the run differs from the run before it by the same
 	// test: the device moved between them (absent for the first).
 	Moved bool `json:"moved,omitempty"`
+	// Unjudged says why a run's level is unknown.
+	Unjudged string `json:"unjudged,omitempty"`
 }
 
 // DeviceShift is a move of the device's rate between two sentinel runs:

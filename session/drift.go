@@ -1,17 +1,20 @@
 package session
 
 import (
+	"fmt"
 	"math"
+	"slices"
 	"time"
 
+	"github.com/iomatrix/iomatrix/internal/units"
 	"github.com/iomatrix/iomatrix/results"
 )
 
 // DriftRule is the sentinels' change test (docs/sweeps.md,
-// "The change test"): run b differs from run a when the difference of their rates is
-// at least Floor of a's rate and at least Sigmas standard errors of the
-// difference, the standard error taken from the scatter of each run's
-// one-second rounds about its own mean.
+// "The change test"): run b differs from run a when the difference of
+// their rates is at least Floor of a's rate and at least Sigmas standard
+// errors of the difference, the standard error taken from the scatter of
+// each run's one-second rounds about its own mean.
 type DriftRule struct {
 	// Floor is the least change that counts, as a share of a's rate: a
 	// device held to a cap gives every second the same count, no scatter
@@ -43,9 +46,71 @@ func rounds(r results.Result) []float64 {
 }
 
 // judgeable tells whether a run can be judged: it did I/O without an
-// error, alone on its disk, for enough whole rounds.
-func judgeable(r results.Result) bool {
-	return r.Error == nil && r.Total.IOPS > 0 && len(rounds(r)) >= results.MinSentinelRounds && !r.Device.OtherLoad(0, 0)
+// error, alone on its disk, for enough whole rounds; why says why not.
+func judgeable(r results.Result) (ok bool, why string) {
+	switch {
+	case r.Error != nil:
+		return false, "it failed: " + r.Error.Error()
+	case r.Total.IOPS <= 0:
+		return false, "it did no I/O"
+	case r.Device.OtherLoad(0, 0):
+		return false, "another process loaded the disk while it ran"
+	case len(rounds(r)) < results.MinSentinelRounds:
+		return false, fmt.Sprintf("%s, too few to show its scatter", units.Count(len(rounds(r)), "whole round"))
+	}
+	return true, ""
+}
+
+// QuietCPUWait is the share of a run's window its I/O may wait for a CPU
+// without the wait explaining anything, as cap verify's.
+const QuietCPUWait = 0.05
+
+// cpuExplains tells whether the slower of two runs that differ waited
+// for a CPU longer than the faster one, by enough to explain it: at the
+// rate its I/Os had over the window less the extra wait, it would not
+// differ from the faster one. A machine busier in one run than in the
+// other, not the device, may have made the difference; the comparison is
+// not judged. The waits are results.CPUWait.Wait, an upper bound of the
+// time lost, which on a machine busy with other work reaches the whole
+// window in both runs alike (on a loop device every kernel thread counts,
+// the FUSE server's too), and the wait of iomatrix's own I/O threads
+// alone, which does not: only a difference tells a run starved more, and
+// the larger of the two is taken.
+func (rule DriftRule) cpuExplains(a, b results.Result) bool {
+	slow, fast, aSlow := b, a, false
+	if a.Total.IOPS < b.Total.IOPS {
+		slow, fast, aSlow = a, b, true
+	}
+	all, own := waitShares(slow)
+	fastAll, fastOwn := waitShares(fast)
+	extra := max(all-fastAll, own-fastOwn)
+	switch {
+	case extra < QuietCPUWait:
+		return false
+	case extra >= 1:
+		return true
+	}
+	f := 1 / (1 - extra)
+	slow.Total.IOPS *= f
+	slow.TimelineIOPS = slices.Clone(slow.TimelineIOPS)
+	for i := range slow.TimelineIOPS {
+		slow.TimelineIOPS[i] *= f
+	}
+	if aSlow {
+		return !rule.compare(slow, b).changed
+	}
+	return !rule.compare(a, slow).changed
+}
+
+// waitShares are the shares of a run's window its I/O may have waited
+// for a CPU (results.CPUWait.Wait), and its own I/O threads waited; 0
+// where they are not known.
+func waitShares(r results.Result) (all, own float64) {
+	window := time.Duration(r.DurationNS)
+	if window <= 0 || r.CPUWait == nil {
+		return 0, 0
+	}
+	return float64(r.CPUWait.Wait(window)) / float64(window), min(float64(r.CPUWait.IOThreadsNS)/float64(window), 1)
 }
 
 // Compare applies the rule to runs a and b, both judgeable.
@@ -105,9 +170,11 @@ func JudgeDrift(doc *results.Document, rule DriftRule) {
 	ref, prev := -1, -1
 	for i := range s.Runs {
 		run := &s.Runs[i]
-		run.Level, run.ChangePct, run.ThresholdPct, run.Moved = results.LevelUnknown, 0, 0, false
+		run.Level, run.ChangePct, run.ThresholdPct, run.Moved, run.Unjudged = results.LevelUnknown, 0, 0, false, ""
+		ok, why := judgeable(run.Result)
 		switch {
-		case !judgeable(run.Result):
+		case !ok:
+			run.Unjudged = why
 			continue
 		case bursting(s.Burst, run.Result, rule):
 			run.Level = results.LevelBursting
@@ -120,13 +187,17 @@ func JudgeDrift(doc *results.Document, rule DriftRule) {
 		}
 		c := rule.compare(s.Runs[ref].Result, run.Result)
 		run.ChangePct, run.ThresholdPct = round2(c.pct), round2(c.threshold)
+		if c.changed && rule.cpuExplains(s.Runs[ref].Result, run.Result) {
+			run.Unjudged = "the slower of it and the reference waited for a CPU long enough to explain their difference"
+			continue
+		}
 		run.Level = results.LevelSame
 		if c.changed {
 			run.Level = results.LevelChanged
 		}
 		p := s.Runs[prev]
 		move := rule.compare(p.Result, run.Result)
-		run.Moved = move.changed
+		run.Moved = move.changed && !rule.cpuExplains(p.Result, run.Result)
 		if changedLevel(p.Level) != changedLevel(run.Level) || changedLevel(run.Level) && run.Moved {
 			s.Changes = append(s.Changes, results.DeviceShift{FromRun: prev, ToRun: i,
 				After: p.StartedAt, Before: windowEnd(run.Result).UTC().Format(time.RFC3339Nano),

@@ -176,6 +176,53 @@ func TestJudgeDrift(t *testing.T) {
 			t.Errorf("marks %q, levels %q", m, l)
 		}
 	})
+	t.Run("starved for a CPU", func(t *testing.T) {
+		// A run whose I/O waited for a CPU 45 % of its window more than
+		// the reference's: at its rate over the rest, 600 IOPS would be
+		// 1,091, no change from 1,000; 500 with 10 % more would be 556, a
+		// change however it waited; 1,000 after waiting 90 % is no change
+		// to explain.
+		starved := func(at, v, wait float64) results.Result {
+			r := flat(at, v)
+			r.CPUWait = &results.CPUWait{IOThreadsNS: int64(wait * float64(r.DurationNS))}
+			return r
+		}
+		doc := watched([]results.Result{flat(0, 1000), starved(10, 600, 0.45), starved(20, 500, 0.1), starved(30, 1000, 0.9)}, cells(4, 14, 24)...)
+		JudgeDrift(doc, DefaultDriftRule)
+		if m, l := marks(doc), levels(doc); m != ".??" || l != "reference unknown changed same" {
+			t.Errorf("marks %q, levels %q", m, l)
+		}
+		if why := doc.Sentinels.Runs[1].Unjudged; !strings.Contains(why, "waited for a CPU") {
+			t.Errorf("unjudged %q", why)
+		}
+		// A reference that waited: the later runs faster than it are not
+		// changes it can be trusted with.
+		doc = watched([]results.Result{starved(0, 600, 0.5), flat(10, 1000), flat(20, 1000)}, cells(4, 14)...)
+		JudgeDrift(doc, DefaultDriftRule)
+		if m, l := marks(doc), levels(doc); m != ".." || l != "reference unknown unknown" {
+			t.Errorf("starved reference: marks %q, levels %q", m, l)
+		}
+		// A machine as busy in every run: the wait explains nothing, and
+		// a halving is a change.
+		doc = watched([]results.Result{starved(0, 1000, 1), starved(10, 500, 1)}, cells(4)...)
+		JudgeDrift(doc, DefaultDriftRule)
+		if m, l := marks(doc), levels(doc); m != "?" || l != "reference changed" {
+			t.Errorf("busy throughout: marks %q, levels %q", m, l)
+		}
+		// The whole machine's wait at its bound in both, iomatrix's own
+		// threads waiting 45 % of the window more in the slower.
+		own := func(at, v, wait float64) results.Result {
+			r := flat(at, v)
+			others := r.DurationNS
+			r.CPUWait = &results.CPUWait{IOThreadsNS: int64(wait * float64(r.DurationNS)), TargetThreadsNS: 10 * r.DurationNS, OthersNS: &others}
+			return r
+		}
+		doc = watched([]results.Result{own(0, 1000, 0.05), own(10, 600, 0.5), own(20, 500, 0.05)}, cells(4, 14)...)
+		JudgeDrift(doc, DefaultDriftRule)
+		if l := levels(doc); l != "reference unknown changed" {
+			t.Errorf("own threads starved: levels %q", l)
+		}
+	})
 	t.Run("judged again", func(t *testing.T) {
 		doc := watched([]results.Result{flat(0, 1000), flat(10, 500)}, cells(4)...)
 		JudgeDrift(doc, DefaultDriftRule)

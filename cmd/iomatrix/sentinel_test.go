@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -41,27 +42,82 @@ func TestSweepSentinelsBadInput(t *testing.T) {
 	}
 }
 
-// A sweep whose device halves its rate midway (a volume of 2,000 IOPS
-// that the test turns into one of 1,000 once seven cells are saved): with
+// A sweep whose device halves its rate midway (a volume of 1,000 IOPS
+// that the test turns into one of 500 once seven cells are saved; cells
+// of 1 s after a ramp of 250 ms, which keeps each run's first second
+// from the ring's start, a sentinel every 4 s): with
 // --on-drift stop the sweep stops at the first sentinel run after the
 // change, exit status 3, resumable; resumed with --on-drift rerun, the
 // cells of the interval in which the device changed are measured again
 // once two runs agree, so that every cell measured after the change is
 // marked and none measured before it, and the change is reported between
-// two consecutive runs: within one sentinel interval.
+// two consecutive runs: within one sentinel interval. A run whose I/O
+// waited for a CPU long enough to explain a difference is not judged
+// (the machine, not the device, may have slowed it), and runs whose
+// seconds scatter so that a change must exceed 40 % cannot see a halving
+// (with busy loops on both CPUs and the race detector, a volume of 2,000
+// IOPS served from this process gave 1,486, a change then needing 68 %;
+// beside the capped sweep of TestSweepSentinelsNoFalseAlarm, one run in
+// five or so asks 40 to 70 %): the sweep is then tried again, three
+// times at most, as the cap tests do.
 func TestSweepDriftMarked(t *testing.T) {
-	disk, dev := testenv.CapacityLoop(t, testenv.CapacityOptions{IOPS: 2000, Size: 256 << 20})
+	testenv.Root(t)
 	t.Parallel()
+	for try := 1; ; try++ {
+		why := driftSweep(t)
+		if why == "" {
+			return
+		}
+		t.Logf("try %d: not judged: %s", try, why)
+		if try == 3 {
+			return // judged so each time, as the rule wants
+		}
+	}
+}
+
+// starvedRun is why the runs of doc's sentinels could not see a halving:
+// one was not judged for a wait for a CPU, or one's scatter asked more
+// than 40 % of a change; "" when none.
+func starvedRun(doc *results.Document) string {
+	for i, r := range doc.Sentinels.Runs {
+		switch {
+		case strings.Contains(r.Unjudged, "CPU"):
+			return fmt.Sprintf("run %d (%s IOPS, %s): %s", i+1, report.FormatValue(report.IOPS, r.Total.IOPS), cpuWaitPct(r.Result), r.Unjudged)
+		case r.ThresholdPct > 40:
+			return fmt.Sprintf("run %d (%s IOPS, rounds %v): a change would need %.1f %%", i+1, report.FormatValue(report.IOPS, r.Total.IOPS), r.TimelineIOPS, r.ThresholdPct)
+		}
+	}
+	return ""
+}
+
+// cpuWaitPct is the share of a run's window its I/O may have waited for
+// a CPU, and its own I/O threads did, in words.
+func cpuWaitPct(r results.Result) string {
+	w := time.Duration(r.DurationNS)
+	own := 0.0
+	if r.CPUWait != nil {
+		own = float64(r.CPUWait.IOThreadsNS) / float64(w)
+	}
+	return fmt.Sprintf("waited %.0f %% of its window for a CPU (its own threads %.0f %%)", 100*float64(r.CPUWait.Wait(w))/float64(w), 100*own)
+}
+
+// driftSweep is one sweep of TestSweepDriftMarked; it returns why its
+// runs could not be judged, "" when they were (and held to the test).
+func driftSweep(t *testing.T) string {
+	disk, dev := testenv.CapacityLoop(t, testenv.CapacityOptions{IOPS: 1000, Size: 256 << 20})
 	out := filepath.Join(t.TempDir(), "drift.json")
-	cmd := iomatrixCmd(t, "sweep", dev, "--allow-destructive", "--profile", "quick", "--runtime", "1s", "--ramp", "0s",
+	cmd := iomatrixCmd(t, "sweep", dev, "--allow-destructive", "--profile", "quick", "--runtime", "1s", "--ramp", "250ms",
 		"--sentinel-every", "4s", "--on-drift", "stop", "--out", out)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	testenv.Must(t, cmd.Start())
 	waitForResults(t, out, 7)
-	disk.SetLimit(1000, 0)
+	disk.SetLimit(500, 0)
 	change := time.Now()
 	err := cmd.Wait()
+	if why := starvedRun(readDoc(t, out)); why != "" {
+		return why
+	}
 	if code := cmd.ProcessState.ExitCode(); code != exitInconclusive || !strings.Contains(stderr.String(), "the device changed") ||
 		!strings.Contains(stderr.String(), "--resume "+out) {
 		t.Fatalf("stop: exit %d (%v), want 3 naming the change and the resume:\n%s", code, err, stderr.String())
@@ -91,12 +147,15 @@ func TestSweepDriftMarked(t *testing.T) {
 		t.Fatalf("resume: exit %d: %s", r.code, r.stderr)
 	}
 	doc := readDoc(t, out)
+	if why := starvedRun(doc); why != "" {
+		return why
+	}
 	s := doc.Sentinels
 	if doc.FinishedAt == "" || len(doc.Results) != 14 || s == nil || s.OnDrift != results.DriftRerun || len(s.Replaced) == 0 {
 		t.Fatalf("resumed: %d results, finished %q, sentinels %v", len(doc.Results), doc.FinishedAt, s != nil)
 	}
 	for _, run := range s.Runs {
-		t.Logf("run at %s: %s IOPS, %s", run.StartedAt, report.FormatValue(report.IOPS, run.Total.IOPS), run.Level)
+		t.Logf("run at %s: %s IOPS, %s, %s", run.StartedAt, report.FormatValue(report.IOPS, run.Total.IOPS), cpuWaitPct(run.Result), run.Level)
 	}
 	// Every cell of the matrix, measured before the change or after it.
 	for _, res := range doc.Results {
@@ -127,6 +186,7 @@ func TestSweepDriftMarked(t *testing.T) {
 	if !strings.Contains(r.stdout, report.ChangedNote) || !strings.Contains(r.stdout, "device changed between") {
 		t.Errorf("the report does not mark the cells:\n%s", r.stdout)
 	}
+	return ""
 }
 
 // windowEndOf is when a result's window ended.
@@ -151,7 +211,7 @@ func TestSweepSentinelsNoFalseAlarm(t *testing.T) {
 	}
 	loop := testenv.RAMDisk(t, 256<<20)
 	dir := t.TempDir()
-	lo, hi, runs := 0.0, 0.0, 0
+	lo, hi, runs, starved := 0.0, 0.0, 0, 0
 	for i := range n {
 		out := filepath.Join(dir, fmt.Sprintf("steady%d.json", i))
 		r := runCounted(t, c, "sweep", loop, "--allow-destructive", "--profile", "quick", "--runtime", "1s", "--ramp", "0s",
@@ -165,10 +225,21 @@ func TestSweepSentinelsNoFalseAlarm(t *testing.T) {
 			t.Fatalf("sweep %d: too few sentinel runs to judge: %v", i, s)
 		}
 		for _, run := range s.Runs[1:] {
-			if run.Level != results.LevelSame {
-				t.Errorf("sweep %d: run at %s: %s (%+.2f %%, threshold %.1f %%)", i, run.StartedAt, run.Level, run.ChangePct, run.ThresholdPct)
+			switch {
+			case run.Level == results.LevelUnknown && strings.Contains(run.Unjudged, "CPU"):
+				// The machine, not the device, may have slowed it: no
+				// verdict, which is no false alarm.
+				t.Logf("sweep %d: run at %s not judged (%+.2f %%): %s", i, run.StartedAt, run.ChangePct, run.Unjudged)
+				starved++
+			case run.Level != results.LevelSame:
+				t.Errorf("sweep %d: run at %s: %s (%+.2f %%, threshold %.1f %%) %s", i, run.StartedAt, run.Level, run.ChangePct, run.ThresholdPct, run.Unjudged)
+			default:
+				lo, hi, runs = min(lo, run.ChangePct), max(hi, run.ChangePct), runs+1
 			}
-			lo, hi, runs = min(lo, run.ChangePct), max(hi, run.ChangePct), runs+1
+			if math.Abs(run.ChangePct) >= 10 {
+				t.Logf("sweep %d: run at %s %+.2f %% (threshold %.1f %%), rounds %v against %v, %s; the reference %s", i, run.StartedAt, run.ChangePct,
+					run.ThresholdPct, run.TimelineIOPS, s.Runs[0].TimelineIOPS, cpuWaitPct(run.Result), cpuWaitPct(s.Runs[0].Result))
+			}
 		}
 		for _, res := range doc.Results {
 			if res.DeviceChanged != nil {
@@ -179,5 +250,5 @@ func TestSweepSentinelsNoFalseAlarm(t *testing.T) {
 			t.Errorf("sweep %d: changes %+v", i, s.Changes)
 		}
 	}
-	t.Logf("%d sweeps, %d runs judged against their reference: %+.2f %% to %+.2f %%", n, runs, lo, hi)
+	t.Logf("%d sweeps, %d runs judged against their reference: %+.2f %% to %+.2f %%; %d not judged, their I/O starved of a CPU", n, runs, lo, hi, starved)
 }
